@@ -1,0 +1,121 @@
+import { z } from 'zod';
+
+/**
+ * The configuration contract of DESIGN.md §10: one file format for `npm start --config`,
+ * `cdk deploy -c config=…` and the admin command. Parsed once, at cold start.
+ */
+
+const privacyLevelInput = z.string();
+
+const scriptedProvider = z.object({
+  type: z.literal('scripted'),
+  behavior: z.enum(['echo', 'tck', 'fail']).default('echo'),
+  privacyLevel: privacyLevelInput.optional(),
+});
+
+const bedrockProvider = z.object({
+  type: z.literal('bedrock'),
+  model: z.string().min(1),
+  region: z.string().min(1).optional(),
+  privacyLevel: privacyLevelInput.optional(),
+});
+
+const openAiProvider = z.object({
+  type: z.literal('openai'),
+  baseUrl: z.url(),
+  model: z.string().min(1),
+  apiKeyEnv: z.string().optional(),
+  privacyLevel: privacyLevelInput.optional(),
+});
+
+export const providerConfigSchema = z.discriminatedUnion('type', [scriptedProvider, bedrockProvider, openAiProvider]);
+
+export const skillSchema = z.object({
+  id: z.string().min(1),
+  name: z.string().min(1),
+  description: z.string().min(1),
+  tags: z.array(z.string().min(1)).min(1),
+  examples: z.array(z.string()).optional(),
+});
+
+export const toolConfigSchema = z.object({
+  name: z.string().min(1),
+  requiresApproval: z.boolean().default(false),
+});
+
+export const profileConfigSchema = z.object({
+  name: z.string().min(1),
+  description: z.string().min(1),
+  version: z.string().default('1.0.0'),
+  instructions: z.string().default(''),
+  providers: z.array(z.string().min(1)).min(1),
+  privacyLevel: privacyLevelInput.optional(),
+  tools: z.array(toolConfigSchema).default([]),
+  skills: z.array(skillSchema).default([]),
+  inputModes: z.array(z.string().min(1)).min(1).default(['text/plain', 'application/json']),
+  outputModes: z.array(z.string().min(1)).min(1).default(['text/plain', 'application/json']),
+  /** How long a blocking SendMessage waits before returning the current task (ADR-283). */
+  blockingCapSeconds: z.number().positive().max(840).default(25),
+});
+
+const identitySchema = z.object({ tenant: z.string().min(1), principal: z.string().min(1) });
+
+export const configSchema = z.object({
+  privacy: z
+    .object({
+      level: privacyLevelInput.default('metadata'),
+      retention: z
+        .object({ agentRun: z.number().optional(), approval: z.number().optional() })
+        .default({}),
+    })
+    .default({ level: 'metadata', retention: {} }),
+  auth: z.object({ tokens: z.record(z.string().min(1), identitySchema).default({}) }).default({ tokens: {} }),
+  providers: z.record(z.string().min(1), providerConfigSchema),
+  profiles: z.record(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/), profileConfigSchema),
+  webhooks: z.object({ allowLoopback: z.boolean().optional() }).default({}),
+  /** ErrorInfo domain for this installation's own reasons (A2A.md §17). */
+  errorDomain: z.string().min(1).default('a2a-serverless.local'),
+});
+
+export type Config = z.infer<typeof configSchema>;
+export type ProfileConfig = z.infer<typeof profileConfigSchema>;
+export type ProviderConfig = z.infer<typeof providerConfigSchema>;
+
+/** The configuration used when none is given: one `default` profile echoing on the scripted provider. */
+export const defaultConfig: Config = configSchema.parse({
+  privacy: { level: 'metadata', retention: { agentRun: 30, approval: 7 } },
+  providers: { local: { type: 'scripted', behavior: 'echo' } },
+  profiles: {
+    default: {
+      name: 'Echo agent',
+      description: 'Answers every message with its own text (scripted provider, offline).',
+      instructions: 'Echo the user.',
+      providers: ['local'],
+      privacyLevel: 'full',
+      skills: [{ id: 'echo', name: 'Echo', description: 'Repeats the text it is sent.', tags: ['echo', 'test'] }],
+    },
+  },
+});
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Parses a configuration value; every problem is reported with the path of the setting. */
+export const parseConfig = (value: unknown): Config => {
+  const result = configSchema.safeParse(value);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  for (const [profileId, profile] of Object.entries(result.data.profiles)) {
+    for (const providerId of profile.providers) {
+      if (!(providerId in result.data.providers)) {
+        throw new ConfigError(
+          `Invalid configuration:\n  profiles.${profileId}.providers: unknown provider "${providerId}"`,
+        );
+      }
+    }
+  }
+  return result.data;
+};

@@ -1,0 +1,36 @@
+import { type Config, defaultConfig, parseConfig } from './config.ts';
+
+/**
+ * The environment every function reads, validated once at cold start. A missing variable fails
+ * fast with its name. AWS endpoints come from the SDK's own AWS_ENDPOINT_URL_* variables.
+ */
+export interface RuntimeEnv {
+  readonly stateTableName: string;
+  readonly journalTableName: string;
+  readonly auditTableName: string;
+  readonly runQueueUrl: string;
+  readonly kmsKeyId: string;
+  /** Names the installation in the KMS encryption context. */
+  readonly installation: string;
+  readonly localMode: boolean;
+  readonly config: Config;
+}
+
+const required = (env: NodeJS.ProcessEnv, name: string): string => {
+  const value = env[name];
+  if (value === undefined || value === '') {
+    throw new Error(`Missing environment variable ${name}`);
+  }
+  return value;
+};
+
+export const readRuntimeEnv = (env: NodeJS.ProcessEnv = process.env): RuntimeEnv => ({
+  stateTableName: required(env, 'STATE_TABLE_NAME'),
+  journalTableName: required(env, 'JOURNAL_TABLE_NAME'),
+  auditTableName: required(env, 'AUDIT_TABLE_NAME'),
+  runQueueUrl: required(env, 'RUN_QUEUE_URL'),
+  kmsKeyId: required(env, 'KMS_KEY_ID'),
+  installation: required(env, 'A2A_INSTALLATION'),
+  localMode: env.A2A_LOCAL_MODE === 'true',
+  config: env.A2A_CONFIG ? parseConfig(JSON.parse(env.A2A_CONFIG)) : defaultConfig,
+});
