@@ -1,0 +1,134 @@
+/**
+ * Semantic errors of the domain. Each has a stable `code` (what went wrong, in domain words);
+ * the JSON-RPC edge maps codes to wire codes in one table. Wire codes never appear here.
+ */
+
+export type DomainErrorCode =
+  | 'TASK_NOT_FOUND'
+  | 'TASK_NOT_CANCELABLE'
+  | 'PUSH_NOTIFICATION_NOT_SUPPORTED'
+  | 'UNSUPPORTED_OPERATION'
+  | 'CONTENT_TYPE_NOT_SUPPORTED'
+  | 'INVALID_AGENT_RESPONSE'
+  | 'EXTENDED_AGENT_CARD_NOT_CONFIGURED'
+  | 'EXTENSION_SUPPORT_REQUIRED'
+  | 'VERSION_NOT_SUPPORTED'
+  | 'RESULT_NOT_RETAINABLE'
+  | 'INVALID_PARAMS'
+  | 'VERSION_CONFLICT'
+  | 'SEALING_FAILED'
+  | 'ENQUEUE_FAILED';
+
+export interface FieldViolation {
+  readonly field: string;
+  readonly description: string;
+}
+
+export abstract class DomainError extends Error {
+  abstract readonly code: DomainErrorCode;
+  /** Public, content-free facts that may go into ErrorInfo metadata (ids, setting names). */
+  readonly details: Readonly<Record<string, string>>;
+
+  constructor(message: string, details: Record<string, string> = {}, options?: { cause?: unknown }) {
+    super(message, options);
+    this.details = details;
+  }
+}
+
+export class TaskNotFoundError extends DomainError {
+  override readonly name = 'TaskNotFoundError';
+  readonly code = 'TASK_NOT_FOUND';
+  constructor(taskId: string) {
+    super('Task not found', { taskId });
+  }
+}
+
+export class TaskNotCancelableError extends DomainError {
+  override readonly name = 'TaskNotCancelableError';
+  readonly code = 'TASK_NOT_CANCELABLE';
+  constructor(taskId: string, state: string) {
+    super('Task cannot be canceled', { taskId, state });
+  }
+}
+
+export class PushNotificationNotSupportedError extends DomainError {
+  override readonly name = 'PushNotificationNotSupportedError';
+  readonly code = 'PUSH_NOTIFICATION_NOT_SUPPORTED';
+  constructor() {
+    super('Push Notification is not supported');
+  }
+}
+
+export class UnsupportedOperationError extends DomainError {
+  override readonly name = 'UnsupportedOperationError';
+  readonly code = 'UNSUPPORTED_OPERATION';
+}
+
+export class ContentTypeNotSupportedError extends DomainError {
+  override readonly name = 'ContentTypeNotSupportedError';
+  readonly code = 'CONTENT_TYPE_NOT_SUPPORTED';
+  constructor(mediaType: string) {
+    super('Incompatible content types', { mediaType });
+  }
+}
+
+export class ExtendedAgentCardNotConfiguredError extends DomainError {
+  override readonly name = 'ExtendedAgentCardNotConfiguredError';
+  readonly code = 'EXTENDED_AGENT_CARD_NOT_CONFIGURED';
+  constructor() {
+    super('Extended agent card is not configured');
+  }
+}
+
+export class ExtensionSupportRequiredError extends DomainError {
+  override readonly name = 'ExtensionSupportRequiredError';
+  readonly code = 'EXTENSION_SUPPORT_REQUIRED';
+  constructor(uri: string) {
+    super('Extension support required', { extension: uri });
+  }
+}
+
+export class VersionNotSupportedError extends DomainError {
+  override readonly name = 'VersionNotSupportedError';
+  readonly code = 'VERSION_NOT_SUPPORTED';
+  constructor(version: string) {
+    super('Protocol version not supported', { version, supported: '1.0' });
+  }
+}
+
+/** ADR-282: a profile whose answer ceiling is metadata/none cannot keep a result, so it is not run. */
+export class ResultNotRetainableError extends DomainError {
+  override readonly name = 'ResultNotRetainableError';
+  readonly code = 'RESULT_NOT_RETAINABLE';
+  constructor(profileId: string, setting: string) {
+    super('The result of this task could not be kept under the privacy policy', { profile: profileId, setting });
+  }
+}
+
+export class InvalidParamsError extends DomainError {
+  override readonly name = 'InvalidParamsError';
+  readonly code = 'INVALID_PARAMS';
+  readonly violations: readonly FieldViolation[];
+  constructor(violations: readonly FieldViolation[]) {
+    super('Invalid parameters');
+    this.violations = violations;
+  }
+}
+
+/** A version-conditioned write lost against a concurrent writer (I-LOCK). */
+export class VersionConflictError extends DomainError {
+  override readonly name = 'VersionConflictError';
+  readonly code = 'VERSION_CONFLICT';
+}
+
+export class SealingFailedError extends DomainError {
+  override readonly name = 'SealingFailedError';
+  readonly code = 'SEALING_FAILED';
+}
+
+export class EnqueueFailedError extends DomainError {
+  override readonly name = 'EnqueueFailedError';
+  readonly code = 'ENQUEUE_FAILED';
+}
+
+export const isDomainError = (error: unknown): error is DomainError => error instanceof DomainError;
