@@ -1,0 +1,132 @@
+/**
+ * The A2A v1.0 data model as the domain uses it: plain values in the ProtoJSON (camelCase)
+ * shape of `a2a.proto`, so the edge serializes them without a second model.
+ */
+
+export const taskStates = [
+  'TASK_STATE_SUBMITTED',
+  'TASK_STATE_WORKING',
+  'TASK_STATE_COMPLETED',
+  'TASK_STATE_FAILED',
+  'TASK_STATE_CANCELED',
+  'TASK_STATE_INPUT_REQUIRED',
+  'TASK_STATE_REJECTED',
+  'TASK_STATE_AUTH_REQUIRED',
+] as const;
+
+export type TaskState = (typeof taskStates)[number];
+
+export const terminalStates: readonly TaskState[] = [
+  'TASK_STATE_COMPLETED',
+  'TASK_STATE_FAILED',
+  'TASK_STATE_CANCELED',
+  'TASK_STATE_REJECTED',
+];
+
+export const interruptedStates: readonly TaskState[] = ['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED'];
+
+export const isTerminal = (state: TaskState): boolean => terminalStates.includes(state);
+export const isInterrupted = (state: TaskState): boolean => interruptedStates.includes(state);
+
+export type Role = 'ROLE_USER' | 'ROLE_AGENT';
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+interface PartCommon {
+  metadata?: JsonObject;
+  filename?: string;
+  mediaType?: string;
+}
+
+/** Exactly one of text, raw (base64), url or data. */
+export type Part =
+  | (PartCommon & { text: string })
+  | (PartCommon & { raw: string })
+  | (PartCommon & { url: string })
+  | (PartCommon & { data: JsonValue });
+
+export interface Message {
+  messageId: string;
+  contextId?: string;
+  taskId?: string;
+  role: Role;
+  parts: Part[];
+  metadata?: JsonObject;
+  extensions?: string[];
+  referenceTaskIds?: string[];
+}
+
+export interface Artifact {
+  artifactId: string;
+  name?: string;
+  description?: string;
+  parts: Part[];
+  metadata?: JsonObject;
+  extensions?: string[];
+}
+
+export interface TaskStatus {
+  state: TaskState;
+  message?: Message;
+  timestamp: string;
+}
+
+export interface Task {
+  id: string;
+  contextId: string;
+  status: TaskStatus;
+  artifacts?: Artifact[];
+  history?: Message[];
+  metadata?: JsonObject;
+}
+
+export interface TaskStatusUpdateEvent {
+  taskId: string;
+  contextId: string;
+  status: TaskStatus;
+  metadata?: JsonObject;
+}
+
+export interface TaskArtifactUpdateEvent {
+  taskId: string;
+  contextId: string;
+  artifact: Artifact;
+  append?: boolean;
+  lastChunk?: boolean;
+  metadata?: JsonObject;
+}
+
+export type StreamResponse =
+  | { task: Task }
+  | { message: Message }
+  | { statusUpdate: TaskStatusUpdateEvent }
+  | { artifactUpdate: TaskArtifactUpdateEvent };
+
+export interface AuthenticationInfo {
+  scheme: string;
+  credentials?: string;
+}
+
+export interface TaskPushNotificationConfig {
+  tenant?: string;
+  id: string;
+  taskId: string;
+  url: string;
+  token?: string;
+  authentication?: AuthenticationInfo;
+}
+
+export interface SendMessageConfiguration {
+  acceptedOutputModes?: string[];
+  taskPushNotificationConfig?: Omit<TaskPushNotificationConfig, 'id' | 'taskId'> & { id?: string; taskId?: string };
+  historyLength?: number;
+  returnImmediately?: boolean;
+}
+
+/** The text of a message's text parts, joined; what the scripted echo answers with. */
+export const textOf = (parts: readonly Part[]): string =>
+  parts
+    .map((part) => ('text' in part ? part.text : ''))
+    .filter((text) => text !== '')
+    .join('\n');
