@@ -132,3 +132,15 @@ export class EnqueueFailedError extends DomainError {
 }
 
 export const isDomainError = (error: unknown): error is DomainError => error instanceof DomainError;
+
+/** A provider failed in a way that warrants the next provider in the chain (connection, timeout, 5xx, 429). */
+export class ProviderUnavailableError extends Error {
+  override readonly name = 'ProviderUnavailableError';
+  constructor(
+    readonly providerId: string,
+    readonly status?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`Provider ${providerId} is unavailable${status ? ` (HTTP ${status})` : ''}`, options);
+  }
+}

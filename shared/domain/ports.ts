@@ -1,3 +1,7 @@
+import type { Artifact, Message } from './a2a.ts';
+import type { JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
+import type { RunRecord } from './task.ts';
+
 /**
  * Ports: what the use cases need from the outside world, in domain nouns.
  * Adapters (shared/adapters) implement them with a technology; tests use fakes.
@@ -31,4 +35,62 @@ export interface RunQueue {
 export interface RunMessage {
   readonly taskId: string;
   readonly runId: string;
+}
+
+
+/**
+ * A write plan: the items a use case wants committed together, each with the version it read.
+ * Built as a pure value; the adapter turns it into one transaction (I-RESULT, I-LOCK).
+ */
+export type PlannedWrite =
+  | { readonly entity: 'task'; readonly item: StoredTask; readonly expect: 'absent' | { readonly revision: number } }
+  | { readonly entity: 'run'; readonly item: RunRecord; readonly expect: 'absent' | { readonly version: number } };
+
+export interface WritePlan {
+  readonly writes: readonly PlannedWrite[];
+}
+
+/** The state table: tasks and runs. Rejects with VersionConflictError when an expectation fails. */
+export interface TaskRepository {
+  commit(plan: WritePlan): Promise<void>;
+  getTask(taskId: string): Promise<StoredTask | undefined>;
+  getRun(taskId: string, runId: string): Promise<RunRecord | undefined>;
+}
+
+/** The journal: what remote parties read (I-COMMITTED). Written only by the projector. */
+export interface JournalRepository {
+  /** Idempotent per revision: a revision written twice leaves one event and the newest view. */
+  putRevision(projection: Projection): Promise<'written' | 'duplicate'>;
+  getView(taskId: string): Promise<JournalView | undefined>;
+  listEvents(taskId: string, afterRevision: number): Promise<JournalEvent[]>;
+}
+
+
+/** What a provider is asked: the profile's instructions and the conversation so far. */
+export interface AgentRequest {
+  readonly runId: string;
+  readonly taskId: string;
+  readonly contextId: string;
+  readonly instructions: string;
+  /** The whole conversation, oldest first; the last entry is the message this run answers. */
+  readonly history: readonly Message[];
+  readonly signal?: AbortSignal;
+}
+
+/** What a run ends with, before the answer ceiling decides what may be stored. */
+export type AgentOutcome =
+  | { readonly kind: 'completed'; readonly artifacts: readonly Artifact[]; readonly message?: Message }
+  | { readonly kind: 'input-required'; readonly message: Message; readonly artifacts?: readonly Artifact[] }
+  | { readonly kind: 'rejected'; readonly message: Message }
+  | { readonly kind: 'failed'; readonly message: Message };
+
+export interface AgentResult {
+  readonly outcome: AgentOutcome;
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
+}
+
+/** An LLM endpoint (or the scripted stand-in). Throws ProviderUnavailableError for fallback-worthy failures. */
+export interface AgentProvider {
+  run(request: AgentRequest): Promise<AgentResult>;
 }

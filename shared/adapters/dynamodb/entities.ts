@@ -1,0 +1,256 @@
+import { z } from 'zod';
+import { taskStates } from '../../domain/a2a.ts';
+import type { JournalEvent, JournalView, StoredTask } from '../../domain/projection.ts';
+import { type RunRecord, runStatuses } from '../../domain/task.ts';
+
+/**
+ * Every DynamoDB entity declared once: its keys and its attribute schema. Item types are derived
+ * from the schemas, and the same schemas parse items read back and stream images (untrusted
+ * input at the projector's edge). All items of a task share its partition, so a purge is one query.
+ */
+
+const taskPk = (taskId: string): string => `TASK#${taskId}`;
+
+export const keys = {
+  task: (taskId: string) => ({ pk: taskPk(taskId), sk: 'TASK' as const }),
+  run: (taskId: string, runId: string) => ({ pk: taskPk(taskId), sk: `RUN#${runId}` }),
+  view: (taskId: string) => ({ pk: taskPk(taskId), sk: 'VIEW' as const }),
+  event: (taskId: string, revision: number) => ({ pk: taskPk(taskId), sk: `EVT#${String(revision).padStart(10, '0')}` }),
+  eventPrefix: 'EVT#',
+  ownerKey: (tenant: string, principal: string) => `OWNER#${tenant}#${principal}`,
+  ownerSort: (statusTimestamp: string, taskId: string) => `${statusTimestamp}#${taskId}`,
+} as const;
+
+/** Binary attributes arrive as Uint8Array from the SDK and as base64 strings in Lambda stream events. */
+const blob = z.preprocess(
+  (value) => (typeof value === 'string' ? Uint8Array.from(Buffer.from(value, 'base64')) : value),
+  z.custom<Uint8Array>((value) => value instanceof Uint8Array),
+);
+
+const jsonObject = z.record(z.string(), z.json());
+
+const taskState = z.enum(taskStates);
+
+export const taskItemSchema = z.object({
+  pk: z.string(),
+  sk: z.literal('TASK'),
+  taskId: z.string(),
+  contextId: z.string(),
+  tenant: z.string(),
+  principal: z.string(),
+  profileId: z.string(),
+  state: taskState,
+  revision: z.number().int().positive(),
+  currentRunId: z.string(),
+  statusTimestamp: z.string(),
+  createdAt: z.string(),
+  metadata: jsonObject.optional(),
+  expiresAt: z.number(),
+  statusMessage: blob.optional(),
+  artifacts: blob.optional(),
+  history: blob.optional(),
+});
+export type TaskItem = z.infer<typeof taskItemSchema>;
+
+const ceiling = z.enum(['none', 'metadata', 'redacted', 'full']);
+
+export const runItemSchema = z.object({
+  pk: z.string(),
+  sk: z.string().startsWith('RUN#'),
+  runId: z.string(),
+  taskId: z.string(),
+  profileId: z.string(),
+  status: z.enum(runStatuses),
+  version: z.number().int().nonnegative(),
+  answerCeiling: ceiling,
+  auditCeiling: ceiling,
+  attempts: z.array(
+    z.object({
+      providerId: z.string(),
+      outcome: z.enum(['succeeded', 'failed', 'refused']),
+      startedAt: z.string(),
+      durationMs: z.number(),
+      inputTokens: z.number().optional(),
+      outputTokens: z.number().optional(),
+    }),
+  ),
+  leaseUntil: z.number().optional(),
+  cancelRequested: z.boolean(),
+  createdAt: z.string(),
+  endedAt: z.string().optional(),
+  expiresAt: z.number(),
+});
+export type RunItem = z.infer<typeof runItemSchema>;
+
+export const viewItemSchema = z.object({
+  pk: z.string(),
+  sk: z.literal('VIEW'),
+  taskId: z.string(),
+  contextId: z.string(),
+  tenant: z.string(),
+  principal: z.string(),
+  ownerKey: z.string(),
+  ownerSort: z.string(),
+  state: taskState,
+  revision: z.number().int().positive(),
+  statusTimestamp: z.string(),
+  createdAt: z.string(),
+  statusMessage: blob.optional(),
+  artifacts: blob.optional(),
+  metadata: jsonObject.optional(),
+  expiresAt: z.number(),
+});
+export type ViewItem = z.infer<typeof viewItemSchema>;
+
+export const eventItemSchema = z.object({
+  pk: z.string(),
+  sk: z.string().startsWith('EVT#'),
+  taskId: z.string(),
+  contextId: z.string(),
+  tenant: z.string(),
+  principal: z.string(),
+  revision: z.number().int().positive(),
+  state: taskState,
+  statusTimestamp: z.string(),
+  statusMessage: blob.optional(),
+  artifacts: blob.optional(),
+  metadata: jsonObject.optional(),
+  expiresAt: z.number(),
+});
+export type EventItem = z.infer<typeof eventItemSchema>;
+
+const withoutUndefined = <T extends Record<string, unknown>>(item: T): T =>
+  Object.fromEntries(Object.entries(item).filter(([, value]) => value !== undefined)) as T;
+
+export const toTaskItem = (task: StoredTask): TaskItem =>
+  withoutUndefined({
+    ...keys.task(task.taskId),
+    taskId: task.taskId,
+    contextId: task.contextId,
+    tenant: task.owner.tenant,
+    principal: task.owner.principal,
+    profileId: task.profileId,
+    state: task.state,
+    revision: task.revision,
+    currentRunId: task.currentRunId,
+    statusTimestamp: task.statusTimestamp,
+    createdAt: task.createdAt,
+    metadata: task.metadata,
+    expiresAt: task.expiresAt,
+    statusMessage: task.sealedStatusMessage,
+    artifacts: task.sealedArtifacts,
+    history: task.sealedHistory,
+  });
+
+export const fromTaskItem = (item: TaskItem): StoredTask => ({
+  taskId: item.taskId,
+  contextId: item.contextId,
+  owner: { tenant: item.tenant, principal: item.principal },
+  profileId: item.profileId,
+  state: item.state,
+  revision: item.revision,
+  currentRunId: item.currentRunId,
+  statusTimestamp: item.statusTimestamp,
+  createdAt: item.createdAt,
+  metadata: item.metadata,
+  expiresAt: item.expiresAt,
+  sealedStatusMessage: item.statusMessage,
+  sealedArtifacts: item.artifacts,
+  sealedHistory: item.history,
+});
+
+export const toRunItem = (run: RunRecord): RunItem =>
+  withoutUndefined({
+    ...keys.run(run.taskId, run.runId),
+    runId: run.runId,
+    taskId: run.taskId,
+    profileId: run.profileId,
+    status: run.status,
+    version: run.version,
+    answerCeiling: run.answerCeiling,
+    auditCeiling: run.auditCeiling,
+    attempts: [...run.attempts],
+    leaseUntil: run.leaseUntil,
+    cancelRequested: run.cancelRequested,
+    createdAt: run.createdAt,
+    endedAt: run.endedAt,
+    expiresAt: run.expiresAt,
+  });
+
+export const fromRunItem = (item: RunItem): RunRecord => ({
+  runId: item.runId,
+  taskId: item.taskId,
+  profileId: item.profileId,
+  status: item.status,
+  version: item.version,
+  answerCeiling: item.answerCeiling,
+  auditCeiling: item.auditCeiling,
+  attempts: item.attempts,
+  leaseUntil: item.leaseUntil,
+  cancelRequested: item.cancelRequested,
+  createdAt: item.createdAt,
+  endedAt: item.endedAt,
+  expiresAt: item.expiresAt,
+});
+
+export const toViewItem = (view: JournalView): ViewItem =>
+  withoutUndefined({
+    ...keys.view(view.taskId),
+    taskId: view.taskId,
+    contextId: view.contextId,
+    tenant: view.owner.tenant,
+    principal: view.owner.principal,
+    ownerKey: keys.ownerKey(view.owner.tenant, view.owner.principal),
+    ownerSort: keys.ownerSort(view.statusTimestamp, view.taskId),
+    state: view.state,
+    revision: view.revision,
+    statusTimestamp: view.statusTimestamp,
+    createdAt: view.createdAt,
+    statusMessage: view.sealedStatusMessage,
+    artifacts: view.sealedArtifacts,
+    metadata: view.metadata,
+    expiresAt: view.expiresAt,
+  });
+
+export const fromViewItem = (item: ViewItem): JournalView => ({
+  taskId: item.taskId,
+  contextId: item.contextId,
+  owner: { tenant: item.tenant, principal: item.principal },
+  state: item.state,
+  revision: item.revision,
+  statusTimestamp: item.statusTimestamp,
+  createdAt: item.createdAt,
+  sealedStatusMessage: item.statusMessage,
+  sealedArtifacts: item.artifacts,
+  metadata: item.metadata,
+  expiresAt: item.expiresAt,
+});
+
+export const toEventItem = (event: JournalEvent): EventItem =>
+  withoutUndefined({
+    ...keys.event(event.taskId, event.revision),
+    taskId: event.taskId,
+    contextId: event.contextId,
+    tenant: event.owner.tenant,
+    principal: event.owner.principal,
+    revision: event.revision,
+    state: event.state,
+    statusTimestamp: event.statusTimestamp,
+    statusMessage: event.sealedStatusMessage,
+    artifacts: event.sealedArtifacts,
+    metadata: event.metadata,
+    expiresAt: event.expiresAt,
+  });
+
+export const fromEventItem = (item: EventItem): JournalEvent => ({
+  taskId: item.taskId,
+  contextId: item.contextId,
+  owner: { tenant: item.tenant, principal: item.principal },
+  revision: item.revision,
+  state: item.state,
+  statusTimestamp: item.statusTimestamp,
+  sealedStatusMessage: item.statusMessage,
+  sealedArtifacts: item.artifacts,
+  metadata: item.metadata,
+  expiresAt: item.expiresAt,
+});

@@ -1,0 +1,49 @@
+import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { PlannedWrite, WritePlan } from '../../domain/ports.ts';
+import { toRunItem, toTaskItem } from './entities.ts';
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** One planned write as a conditional Put: the condition is the version the use case read (I-LOCK). */
+const toTransactItem = (write: PlannedWrite, tableName: string): TransactItem => {
+  if (write.entity === 'task') {
+    const item = toTaskItem(write.item);
+    if (write.expect === 'absent') {
+      return { Put: { TableName: tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' } };
+    }
+    return {
+      Put: {
+        TableName: tableName,
+        Item: item,
+        ConditionExpression: '#revision = :expectedRevision',
+        ExpressionAttributeNames: { '#revision': 'revision' },
+        ExpressionAttributeValues: { ':expectedRevision': write.expect.revision },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    };
+  }
+  const item = toRunItem(write.item);
+  if (write.expect === 'absent') {
+    return { Put: { TableName: tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' } };
+  }
+  return {
+    Put: {
+      TableName: tableName,
+      Item: item,
+      ConditionExpression: '#version = :expectedVersion',
+      ExpressionAttributeNames: { '#version': 'version' },
+      ExpressionAttributeValues: { ':expectedVersion': write.expect.version },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
+  };
+};
+
+/** Turns a write plan into the parameters of one TransactWriteItems call. Pure: unit tests assert on it. */
+export const toTransactWriteInput = (
+  plan: WritePlan,
+  tableName: string,
+  clientRequestToken: string,
+): TransactWriteCommandInput => ({
+  TransactItems: plan.writes.map((write) => toTransactItem(write, tableName)),
+  ClientRequestToken: clientRequestToken,
+});

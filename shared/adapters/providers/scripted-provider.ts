@@ -1,0 +1,85 @@
+import type { Artifact, Message, Part } from '../../domain/a2a.ts';
+import { textOf } from '../../domain/a2a.ts';
+import { ProviderUnavailableError } from '../../domain/errors.ts';
+import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
+
+export type ScriptedBehavior = 'echo' | 'tck' | 'fail';
+
+/**
+ * The deterministic, offline provider (DESIGN.md §10): the default locally and in tests.
+ * It counts its calls per run so tests can prove a run never called its provider twice (I-ONCE).
+ */
+export class ScriptedProvider implements AgentProvider {
+  static readonly callsByRun = new Map<string, number>();
+
+  constructor(
+    private readonly providerId: string,
+    private readonly behavior: ScriptedBehavior,
+  ) {}
+
+  async run(request: AgentRequest): Promise<AgentResult> {
+    ScriptedProvider.callsByRun.set(request.runId, (ScriptedProvider.callsByRun.get(request.runId) ?? 0) + 1);
+    const last = request.history.at(-1);
+    if (last === undefined) throw new Error('A run needs at least one message');
+    switch (this.behavior) {
+      case 'fail':
+        throw new ProviderUnavailableError(this.providerId, 503);
+      case 'echo':
+        return { outcome: echo(request, last), inputTokens: 0, outputTokens: 0 };
+      case 'tck':
+        return { outcome: playTck(request, last), inputTokens: 0, outputTokens: 0 };
+    }
+  }
+}
+
+const agentMessage = (request: AgentRequest, suffix: string, parts: Part[]): Message => ({
+  messageId: `${request.runId}-${suffix}`,
+  role: 'ROLE_AGENT',
+  taskId: request.taskId,
+  contextId: request.contextId,
+  parts,
+});
+
+const artifact = (request: AgentRequest, name: string, parts: Part[]): Artifact => ({
+  artifactId: `${request.runId}-artifact-0`,
+  name,
+  parts,
+});
+
+const echo = (request: AgentRequest, last: Message): AgentOutcome => {
+  const text = textOf(last.parts);
+  return {
+    kind: 'completed',
+    artifacts: [artifact(request, 'echo', [{ text }])],
+    message: agentMessage(request, 'status', [{ text: 'Echoed your message.' }]),
+  };
+};
+
+/** The A2A TCK's system-under-test scenarios, chosen by messageId prefix (A2A.md §13.3). */
+const playTck = (request: AgentRequest, last: Message): AgentOutcome => {
+  const id = last.messageId;
+  const done = (parts: Part[]): AgentOutcome => ({
+    kind: 'completed',
+    artifacts: [artifact(request, 'result', parts)],
+    message: agentMessage(request, 'status', [{ text: 'Hello from TCK' }]),
+  });
+  if (id.startsWith('tck-input-required')) {
+    return { kind: 'input-required', message: agentMessage(request, 'input', [{ text: 'Please provide more input.' }]) };
+  }
+  if (id.startsWith('tck-reject-task')) {
+    return { kind: 'rejected', message: agentMessage(request, 'rejected', [{ text: 'rejected' }]) };
+  }
+  if (id.startsWith('tck-artifact-text')) return done([{ text: 'Generated text content' }]);
+  if (id.startsWith('tck-artifact-file-url')) {
+    return done([{ url: 'https://example.com/output.txt', filename: 'output.txt', mediaType: 'text/plain' }]);
+  }
+  if (id.startsWith('tck-artifact-file')) {
+    return done([{ raw: Buffer.from('Generated file content').toString('base64'), filename: 'output.txt', mediaType: 'text/plain' }]);
+  }
+  if (id.startsWith('tck-artifact-data')) return done([{ data: { key: 'value', count: 42 }, mediaType: 'application/json' }]);
+  if (id.startsWith('tck-complete-task')) {
+    return { kind: 'completed', artifacts: [], message: agentMessage(request, 'status', [{ text: 'Hello from TCK' }]) };
+  }
+  if (id.startsWith('tck-stream') || id.startsWith('tck-')) return done([{ text: 'Generated text content' }]);
+  return done([{ text: `Unhandled messageId prefix: ${id}` }]);
+};

@@ -1,0 +1,27 @@
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { z } from 'zod';
+import { EnqueueFailedError } from '../domain/errors.ts';
+import type { RunMessage, RunQueue } from '../domain/ports.ts';
+
+/** The run queue message: ids only; the run row is the state. Parsed at the executor's edge. */
+export const runMessageSchema = z.object({ taskId: z.string().min(1), runId: z.string().min(1) });
+
+export class SqsRunQueue implements RunQueue {
+  constructor(
+    private readonly client: SQSClient,
+    private readonly queueUrl: string,
+  ) {}
+
+  async enqueue(message: RunMessage): Promise<void> {
+    try {
+      await this.client.send(
+        new SendMessageCommand({
+          QueueUrl: this.queueUrl,
+          MessageBody: JSON.stringify({ taskId: message.taskId, runId: message.runId }),
+        }),
+      );
+    } catch (error) {
+      throw new EnqueueFailedError('The run could not be queued', { runId: message.runId }, { cause: error });
+    }
+  }
+}

@@ -1,0 +1,96 @@
+import type { JsonObject, TaskState } from './a2a.ts';
+import type { Owner, TaskRecord } from './task.ts';
+
+/**
+ * The projector's pure core (DESIGN.md §3): from the committed images of a task row it derives
+ * the public view and the event of that revision. Sealed blobs are copied as they are; the
+ * projector never decrypts (it holds no kms:Decrypt). History is never projected (I-HISTORY).
+ */
+
+export type SealedBlob = Uint8Array;
+
+/** The task row as stored: the record plus its sealed content fields. */
+export interface StoredTask extends TaskRecord {
+  readonly sealedStatusMessage?: SealedBlob;
+  readonly sealedArtifacts?: SealedBlob;
+  readonly sealedHistory?: SealedBlob;
+}
+
+export interface JournalView {
+  readonly taskId: string;
+  readonly contextId: string;
+  readonly owner: Owner;
+  readonly state: TaskState;
+  readonly revision: number;
+  readonly statusTimestamp: string;
+  readonly createdAt: string;
+  readonly sealedStatusMessage?: SealedBlob;
+  readonly sealedArtifacts?: SealedBlob;
+  readonly metadata?: JsonObject;
+  readonly expiresAt: number;
+}
+
+/** One committed revision as remote parties see it: artifact updates (if any), then the status. */
+export interface JournalEvent {
+  readonly taskId: string;
+  readonly contextId: string;
+  readonly owner: Owner;
+  readonly revision: number;
+  readonly state: TaskState;
+  readonly statusTimestamp: string;
+  readonly sealedStatusMessage?: SealedBlob;
+  /** Present when this revision changed the artifacts; readers emit one artifactUpdate per artifact. */
+  readonly sealedArtifacts?: SealedBlob;
+  readonly metadata?: JsonObject;
+  readonly expiresAt: number;
+}
+
+export interface Projection {
+  readonly view: JournalView;
+  readonly event: JournalEvent;
+}
+
+const sameBytes = (a: SealedBlob | undefined, b: SealedBlob | undefined): boolean => {
+  if (a === undefined || b === undefined) return a === b;
+  if (a.byteLength !== b.byteLength) return false;
+  for (let i = 0; i < a.byteLength; i++) if (a[i] !== b[i]) return false;
+  return true;
+};
+
+/**
+ * Projects one stream record. Returns nothing when the record carries no new revision
+ * (a removal, or a write that did not advance the revision), so replays are harmless.
+ */
+export const projectRevision = (oldImage: StoredTask | undefined, newImage: StoredTask | undefined): Projection | undefined => {
+  if (newImage === undefined) return undefined;
+  if (oldImage !== undefined && newImage.revision <= oldImage.revision) return undefined;
+
+  const view: JournalView = {
+    taskId: newImage.taskId,
+    contextId: newImage.contextId,
+    owner: newImage.owner,
+    state: newImage.state,
+    revision: newImage.revision,
+    statusTimestamp: newImage.statusTimestamp,
+    createdAt: newImage.createdAt,
+    sealedStatusMessage: newImage.sealedStatusMessage,
+    sealedArtifacts: newImage.sealedArtifacts,
+    metadata: newImage.metadata,
+    expiresAt: newImage.expiresAt,
+  };
+  const artifactsChanged =
+    newImage.sealedArtifacts !== undefined && !sameBytes(oldImage?.sealedArtifacts, newImage.sealedArtifacts);
+  const event: JournalEvent = {
+    taskId: newImage.taskId,
+    contextId: newImage.contextId,
+    owner: newImage.owner,
+    revision: newImage.revision,
+    state: newImage.state,
+    statusTimestamp: newImage.statusTimestamp,
+    sealedStatusMessage: newImage.sealedStatusMessage,
+    sealedArtifacts: artifactsChanged ? newImage.sealedArtifacts : undefined,
+    metadata: newImage.metadata,
+    expiresAt: newImage.expiresAt,
+  };
+  return { view, event };
+};

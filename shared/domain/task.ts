@@ -1,0 +1,159 @@
+import type { Artifact, JsonObject, Message, TaskState } from './a2a.ts';
+import { isTerminal } from './a2a.ts';
+
+/**
+ * Tasks and runs as the state table holds them (DESIGN.md §1, §4). Content fields (status
+ * message, artifacts, history) travel separately as plaintext `TaskContent` inside use cases
+ * and as sealed blobs in storage.
+ */
+
+export interface Owner {
+  readonly tenant: string;
+  readonly principal: string;
+}
+
+export const sameOwner = (a: Owner, b: Owner): boolean => a.tenant === b.tenant && a.principal === b.principal;
+
+export interface TaskRecord {
+  readonly taskId: string;
+  readonly contextId: string;
+  readonly owner: Owner;
+  readonly profileId: string;
+  readonly state: TaskState;
+  /** Increments on every committed change of the task row; the journal is ordered by it. */
+  readonly revision: number;
+  readonly currentRunId: string;
+  readonly statusTimestamp: string;
+  readonly createdAt: string;
+  /** Public, content-free metadata (e.g. `reason`). */
+  readonly metadata?: JsonObject;
+  /** Epoch seconds after which the task and everything of it is gone (I-PURGE). */
+  readonly expiresAt: number;
+}
+
+/** A history entry remembers the revision that added it, so reads never show newer history than their view. */
+export interface HistoryEntry {
+  readonly revision: number;
+  readonly message: Message;
+}
+
+export interface TaskContent {
+  readonly statusMessage?: Message;
+  readonly artifacts: readonly Artifact[];
+  readonly history: readonly HistoryEntry[];
+}
+
+export const runStatuses = ['QUEUED', 'RUNNING', 'AWAITING_APPROVAL', 'COMPLETED', 'FAILED', 'CANCELED'] as const;
+export type RunStatus = (typeof runStatuses)[number];
+
+export const settledRunStatuses: readonly RunStatus[] = ['COMPLETED', 'FAILED', 'CANCELED'];
+export const isSettled = (status: RunStatus): boolean => settledRunStatuses.includes(status);
+
+export type CeilingLevel = 'none' | 'metadata' | 'redacted' | 'full';
+
+export interface ProviderAttempt {
+  readonly providerId: string;
+  readonly outcome: 'succeeded' | 'failed' | 'refused';
+  readonly startedAt: string;
+  readonly durationMs: number;
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
+}
+
+export interface RunRecord {
+  readonly runId: string;
+  readonly taskId: string;
+  readonly profileId: string;
+  readonly status: RunStatus;
+  /** The run-row lock (I-LOCK): every status/ceiling/answer write is conditioned on it and increments it. */
+  readonly version: number;
+  readonly answerCeiling: CeilingLevel;
+  readonly auditCeiling: CeilingLevel;
+  readonly attempts: readonly ProviderAttempt[];
+  readonly leaseUntil?: number;
+  readonly cancelRequested: boolean;
+  readonly createdAt: string;
+  readonly endedAt?: string;
+  readonly expiresAt: number;
+}
+
+const runTransitions: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
+  QUEUED: ['RUNNING', 'FAILED', 'CANCELED'],
+  RUNNING: ['AWAITING_APPROVAL', 'COMPLETED', 'FAILED', 'CANCELED'],
+  AWAITING_APPROVAL: ['RUNNING', 'FAILED', 'CANCELED'],
+  COMPLETED: [],
+  FAILED: [],
+  CANCELED: [],
+};
+
+export const canTransitionRun = (from: RunStatus, to: RunStatus): boolean => runTransitions[from].includes(to);
+
+const taskTransitions: Readonly<Record<TaskState, readonly TaskState[]>> = {
+  TASK_STATE_SUBMITTED: [
+    'TASK_STATE_WORKING',
+    'TASK_STATE_COMPLETED',
+    'TASK_STATE_FAILED',
+    'TASK_STATE_CANCELED',
+    'TASK_STATE_REJECTED',
+    'TASK_STATE_INPUT_REQUIRED',
+    'TASK_STATE_AUTH_REQUIRED',
+  ],
+  TASK_STATE_WORKING: [
+    'TASK_STATE_WORKING',
+    'TASK_STATE_COMPLETED',
+    'TASK_STATE_FAILED',
+    'TASK_STATE_CANCELED',
+    'TASK_STATE_REJECTED',
+    'TASK_STATE_INPUT_REQUIRED',
+    'TASK_STATE_AUTH_REQUIRED',
+  ],
+  TASK_STATE_INPUT_REQUIRED: ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_CANCELED', 'TASK_STATE_FAILED'],
+  TASK_STATE_AUTH_REQUIRED: ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_CANCELED', 'TASK_STATE_FAILED'],
+  TASK_STATE_COMPLETED: [],
+  TASK_STATE_FAILED: [],
+  TASK_STATE_CANCELED: [],
+  TASK_STATE_REJECTED: [],
+};
+
+/** Terminal task states are immutable: no transition leaves them. */
+export const canTransitionTask = (from: TaskState, to: TaskState): boolean =>
+  !isTerminal(from) && taskTransitions[from].includes(to);
+
+/** The task state a settled run leads to. */
+export const taskStateForRun = (status: 'COMPLETED' | 'FAILED' | 'CANCELED'): TaskState => {
+  switch (status) {
+    case 'COMPLETED':
+      return 'TASK_STATE_COMPLETED';
+    case 'FAILED':
+      return 'TASK_STATE_FAILED';
+    case 'CANCELED':
+      return 'TASK_STATE_CANCELED';
+    default:
+      return assertNever(status);
+  }
+};
+
+export function assertNever(value: never): never {
+  throw new Error(`Unexpected value: ${String(value)}`);
+}
+
+/** Appends messages to a history at a revision, deduplicated by messageId (a2a-js does the same). */
+export const appendHistory = (
+  history: readonly HistoryEntry[],
+  revision: number,
+  messages: readonly (Message | undefined)[],
+): HistoryEntry[] => {
+  const seen = new Set(history.map((entry) => entry.message.messageId));
+  const added: HistoryEntry[] = [];
+  for (const message of messages) {
+    if (message && !seen.has(message.messageId)) {
+      seen.add(message.messageId);
+      added.push({ revision, message });
+    }
+  }
+  return [...history, ...added];
+};
+
+/** History as of a revision: what a reader of that revision's view may see (I-HISTORY). */
+export const historyAsOf = (history: readonly HistoryEntry[], revision: number): Message[] =>
+  history.filter((entry) => entry.revision <= revision).map((entry) => entry.message);
