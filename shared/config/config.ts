@@ -28,7 +28,11 @@ const openAiProvider = z.object({
   privacyLevel: privacyLevelInput.optional(),
 });
 
-export const providerConfigSchema = z.discriminatedUnion('type', [scriptedProvider, bedrockProvider, openAiProvider]);
+export const providerConfigSchema = z.discriminatedUnion('type', [
+  scriptedProvider,
+  bedrockProvider,
+  openAiProvider,
+]);
 
 export const skillSchema = z.object({
   id: z.string().min(1),
@@ -64,9 +68,7 @@ export const configSchema = z.object({
   privacy: z
     .object({
       level: privacyLevelInput.default('metadata'),
-      retention: z
-        .object({ agentRun: z.number().optional(), approval: z.number().optional() })
-        .default({}),
+      retention: z.object({ agentRun: z.number().optional(), approval: z.number().optional() }).default({}),
     })
     .default({ level: 'metadata', retention: {} }),
   auth: z.object({ tokens: z.record(z.string().min(1), identitySchema).default({}) }).default({ tokens: {} }),
@@ -92,7 +94,9 @@ export const defaultConfig: Config = configSchema.parse({
       instructions: 'Echo the user.',
       providers: ['local'],
       privacyLevel: 'full',
-      skills: [{ id: 'echo', name: 'Echo', description: 'Repeats the text it is sent.', tags: ['echo', 'test'] }],
+      skills: [
+        { id: 'echo', name: 'Echo', description: 'Repeats the text it is sent.', tags: ['echo', 'test'] },
+      ],
     },
   },
 });
@@ -105,7 +109,9 @@ export class ConfigError extends Error {
 export const parseConfig = (value: unknown): Config => {
   const result = configSchema.safeParse(value);
   if (!result.success) {
-    const problems = result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`);
+    const problems = result.error.issues.map(
+      (issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`,
+    );
     throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
   }
   for (const [profileId, profile] of Object.entries(result.data.profiles)) {

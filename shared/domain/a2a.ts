@@ -23,7 +23,10 @@ export const terminalStates: readonly TaskState[] = [
   'TASK_STATE_REJECTED',
 ];
 
-export const interruptedStates: readonly TaskState[] = ['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED'];
+export const interruptedStates: readonly TaskState[] = [
+  'TASK_STATE_INPUT_REQUIRED',
+  'TASK_STATE_AUTH_REQUIRED',
+];
 
 export const isTerminal = (state: TaskState): boolean => terminalStates.includes(state);
 export const isInterrupted = (state: TaskState): boolean => interruptedStates.includes(state);
@@ -119,7 +122,10 @@ export interface TaskPushNotificationConfig {
 
 export interface SendMessageConfiguration {
   acceptedOutputModes?: string[];
-  taskPushNotificationConfig?: Omit<TaskPushNotificationConfig, 'id' | 'taskId'> & { id?: string; taskId?: string };
+  taskPushNotificationConfig?: Omit<TaskPushNotificationConfig, 'id' | 'taskId'> & {
+    id?: string;
+    taskId?: string;
+  };
   historyLength?: number;
   returnImmediately?: boolean;
 }

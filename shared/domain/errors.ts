@@ -101,7 +101,10 @@ export class ResultNotRetainableError extends DomainError {
   override readonly name = 'ResultNotRetainableError';
   readonly code = 'RESULT_NOT_RETAINABLE';
   constructor(profileId: string, setting: string) {
-    super('The result of this task could not be kept under the privacy policy', { profile: profileId, setting });
+    super('The result of this task could not be kept under the privacy policy', {
+      profile: profileId,
+      setting,
+    });
   }
 }
 

@@ -37,14 +37,21 @@ export interface RunMessage {
   readonly runId: string;
 }
 
-
 /**
  * A write plan: the items a use case wants committed together, each with the version it read.
  * Built as a pure value; the adapter turns it into one transaction (I-RESULT, I-LOCK).
  */
 export type PlannedWrite =
-  | { readonly entity: 'task'; readonly item: StoredTask; readonly expect: 'absent' | { readonly revision: number } }
-  | { readonly entity: 'run'; readonly item: RunRecord; readonly expect: 'absent' | { readonly version: number } };
+  | {
+      readonly entity: 'task';
+      readonly item: StoredTask;
+      readonly expect: 'absent' | { readonly revision: number };
+    }
+  | {
+      readonly entity: 'run';
+      readonly item: RunRecord;
+      readonly expect: 'absent' | { readonly version: number };
+    };
 
 export interface WritePlan {
   readonly writes: readonly PlannedWrite[];
@@ -64,7 +71,6 @@ export interface JournalRepository {
   getView(taskId: string): Promise<JournalView | undefined>;
   listEvents(taskId: string, afterRevision: number): Promise<JournalEvent[]>;
 }
-
 
 /** What a provider is asked: the profile's instructions and the conversation so far. */
 export interface AgentRequest {

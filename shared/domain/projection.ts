@@ -61,7 +61,10 @@ const sameBytes = (a: SealedBlob | undefined, b: SealedBlob | undefined): boolea
  * Projects one stream record. Returns nothing when the record carries no new revision
  * (a removal, or a write that did not advance the revision), so replays are harmless.
  */
-export const projectRevision = (oldImage: StoredTask | undefined, newImage: StoredTask | undefined): Projection | undefined => {
+export const projectRevision = (
+  oldImage: StoredTask | undefined,
+  newImage: StoredTask | undefined,
+): Projection | undefined => {
   if (newImage === undefined) return undefined;
   if (oldImage !== undefined && newImage.revision <= oldImage.revision) return undefined;
 

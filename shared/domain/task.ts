@@ -12,7 +12,8 @@ export interface Owner {
   readonly principal: string;
 }
 
-export const sameOwner = (a: Owner, b: Owner): boolean => a.tenant === b.tenant && a.principal === b.principal;
+export const sameOwner = (a: Owner, b: Owner): boolean =>
+  a.tenant === b.tenant && a.principal === b.principal;
 
 export interface TaskRecord {
   readonly taskId: string;
@@ -43,7 +44,14 @@ export interface TaskContent {
   readonly history: readonly HistoryEntry[];
 }
 
-export const runStatuses = ['QUEUED', 'RUNNING', 'AWAITING_APPROVAL', 'COMPLETED', 'FAILED', 'CANCELED'] as const;
+export const runStatuses = [
+  'QUEUED',
+  'RUNNING',
+  'AWAITING_APPROVAL',
+  'COMPLETED',
+  'FAILED',
+  'CANCELED',
+] as const;
 export type RunStatus = (typeof runStatuses)[number];
 
 export const settledRunStatuses: readonly RunStatus[] = ['COMPLETED', 'FAILED', 'CANCELED'];
@@ -86,7 +94,8 @@ const runTransitions: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
   CANCELED: [],
 };
 
-export const canTransitionRun = (from: RunStatus, to: RunStatus): boolean => runTransitions[from].includes(to);
+export const canTransitionRun = (from: RunStatus, to: RunStatus): boolean =>
+  runTransitions[from].includes(to);
 
 const taskTransitions: Readonly<Record<TaskState, readonly TaskState[]>> = {
   TASK_STATE_SUBMITTED: [
@@ -107,8 +116,18 @@ const taskTransitions: Readonly<Record<TaskState, readonly TaskState[]>> = {
     'TASK_STATE_INPUT_REQUIRED',
     'TASK_STATE_AUTH_REQUIRED',
   ],
-  TASK_STATE_INPUT_REQUIRED: ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_CANCELED', 'TASK_STATE_FAILED'],
-  TASK_STATE_AUTH_REQUIRED: ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_CANCELED', 'TASK_STATE_FAILED'],
+  TASK_STATE_INPUT_REQUIRED: [
+    'TASK_STATE_SUBMITTED',
+    'TASK_STATE_WORKING',
+    'TASK_STATE_CANCELED',
+    'TASK_STATE_FAILED',
+  ],
+  TASK_STATE_AUTH_REQUIRED: [
+    'TASK_STATE_SUBMITTED',
+    'TASK_STATE_WORKING',
+    'TASK_STATE_CANCELED',
+    'TASK_STATE_FAILED',
+  ],
   TASK_STATE_COMPLETED: [],
   TASK_STATE_FAILED: [],
   TASK_STATE_CANCELED: [],

@@ -8,7 +8,15 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { JournalRepository } from '../../domain/ports.ts';
 import type { JournalEvent, JournalView, Projection } from '../../domain/projection.ts';
-import { eventItemSchema, fromEventItem, fromViewItem, keys, toEventItem, toViewItem, viewItemSchema } from './entities.ts';
+import {
+  eventItemSchema,
+  fromEventItem,
+  fromViewItem,
+  keys,
+  toEventItem,
+  toViewItem,
+  viewItemSchema,
+} from './entities.ts';
 
 /** The journal table: one view per task (newest revision wins) and one event item per revision. */
 export class DynamoDbJournalRepository implements JournalRepository {
@@ -49,7 +57,9 @@ export class DynamoDbJournalRepository implements JournalRepository {
     }
   }
 
-  private async putEventOnly(eventPut: ConstructorParameters<typeof PutCommand>[0]): Promise<'written' | 'duplicate'> {
+  private async putEventOnly(
+    eventPut: ConstructorParameters<typeof PutCommand>[0],
+  ): Promise<'written' | 'duplicate'> {
     try {
       await this.client.send(new PutCommand(eventPut));
       return 'written';

@@ -17,7 +17,9 @@ export class DynamoDbTaskRepository implements TaskRepository {
 
   async commit(plan: WritePlan): Promise<void> {
     try {
-      await this.client.send(new TransactWriteCommand(toTransactWriteInput(plan, this.tableName, randomUUID())));
+      await this.client.send(
+        new TransactWriteCommand(toTransactWriteInput(plan, this.tableName, randomUUID())),
+      );
     } catch (error) {
       if (error instanceof TransactionCanceledException && isConditionFailure(error)) {
         throw new VersionConflictError('A concurrent write changed the task or run', {}, { cause: error });

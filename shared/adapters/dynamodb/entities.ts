@@ -15,7 +15,10 @@ export const keys = {
   task: (taskId: string) => ({ pk: taskPk(taskId), sk: 'TASK' as const }),
   run: (taskId: string, runId: string) => ({ pk: taskPk(taskId), sk: `RUN#${runId}` }),
   view: (taskId: string) => ({ pk: taskPk(taskId), sk: 'VIEW' as const }),
-  event: (taskId: string, revision: number) => ({ pk: taskPk(taskId), sk: `EVT#${String(revision).padStart(10, '0')}` }),
+  event: (taskId: string, revision: number) => ({
+    pk: taskPk(taskId),
+    sk: `EVT#${String(revision).padStart(10, '0')}`,
+  }),
   eventPrefix: 'EVT#',
   ownerKey: (tenant: string, principal: string) => `OWNER#${tenant}#${principal}`,
   ownerSort: (statusTimestamp: string, taskId: string) => `${statusTimestamp}#${taskId}`,

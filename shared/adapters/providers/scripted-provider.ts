@@ -64,7 +64,10 @@ const playTck = (request: AgentRequest, last: Message): AgentOutcome => {
     message: agentMessage(request, 'status', [{ text: 'Hello from TCK' }]),
   });
   if (id.startsWith('tck-input-required')) {
-    return { kind: 'input-required', message: agentMessage(request, 'input', [{ text: 'Please provide more input.' }]) };
+    return {
+      kind: 'input-required',
+      message: agentMessage(request, 'input', [{ text: 'Please provide more input.' }]),
+    };
   }
   if (id.startsWith('tck-reject-task')) {
     return { kind: 'rejected', message: agentMessage(request, 'rejected', [{ text: 'rejected' }]) };
@@ -74,11 +77,22 @@ const playTck = (request: AgentRequest, last: Message): AgentOutcome => {
     return done([{ url: 'https://example.com/output.txt', filename: 'output.txt', mediaType: 'text/plain' }]);
   }
   if (id.startsWith('tck-artifact-file')) {
-    return done([{ raw: Buffer.from('Generated file content').toString('base64'), filename: 'output.txt', mediaType: 'text/plain' }]);
+    return done([
+      {
+        raw: Buffer.from('Generated file content').toString('base64'),
+        filename: 'output.txt',
+        mediaType: 'text/plain',
+      },
+    ]);
   }
-  if (id.startsWith('tck-artifact-data')) return done([{ data: { key: 'value', count: 42 }, mediaType: 'application/json' }]);
+  if (id.startsWith('tck-artifact-data'))
+    return done([{ data: { key: 'value', count: 42 }, mediaType: 'application/json' }]);
   if (id.startsWith('tck-complete-task')) {
-    return { kind: 'completed', artifacts: [], message: agentMessage(request, 'status', [{ text: 'Hello from TCK' }]) };
+    return {
+      kind: 'completed',
+      artifacts: [],
+      message: agentMessage(request, 'status', [{ text: 'Hello from TCK' }]),
+    };
   }
   if (id.startsWith('tck-stream') || id.startsWith('tck-')) return done([{ text: 'Generated text content' }]);
   return done([{ text: `Unhandled messageId prefix: ${id}` }]);

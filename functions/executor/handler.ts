@@ -1,0 +1,34 @@
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import {
+  createContentCodec,
+  createProviderFor,
+  createTaskRepository,
+  systemClock,
+} from '../../shared/adapters/composition.ts';
+import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
+import { executeRun } from '../../shared/app/execute-run.ts';
+import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
+
+const env = readRuntimeEnv();
+const logger = new Logger({ serviceName: 'a2a-executor' });
+const processor = new BatchProcessor(EventType.SQS);
+const deps = {
+  tasks: createTaskRepository(env),
+  codec: createContentCodec(env),
+  clock: systemClock,
+  config: env.config,
+  providerFor: createProviderFor(env),
+  logger,
+};
+
+/** One queue message = one run; a thrown record is reported as a partial failure and redelivered. */
+const runRecord = async (record: SQSRecord): Promise<void> => {
+  const message = runMessageSchema.parse(JSON.parse(record.body));
+  const result = await executeRun(deps, message);
+  logger.info('run handled', { taskId: message.taskId, runId: message.runId, result });
+};
+
+export const handler = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> =>
+  processPartialResponse(event, runRecord, processor, { context });

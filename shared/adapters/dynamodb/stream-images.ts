@@ -1,0 +1,14 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { StoredTask } from '../../domain/projection.ts';
+import { fromTaskItem, taskItemSchema } from './entities.ts';
+
+/**
+ * Parses a stream image of a task row (untrusted input at the projector's edge). Lambda's
+ * stream events carry binary attributes as base64 strings; the entity schema accepts both forms.
+ */
+export const parseTaskImage = (image: Record<string, unknown> | undefined): StoredTask | undefined => {
+  if (image === undefined) return undefined;
+  const item = unmarshall(image as Record<string, AttributeValue>);
+  return fromTaskItem(taskItemSchema.parse(item));
+};

@@ -1,0 +1,238 @@
+import type { Config } from '../config/config.ts';
+import type { Message, Part } from '../domain/a2a.ts';
+import { isInterrupted, isTerminal } from '../domain/a2a.ts';
+import {
+  ContentTypeNotSupportedError,
+  InvalidParamsError,
+  ResultNotRetainableError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from '../domain/errors.ts';
+import type { Clock, IdGenerator, RunQueue, TaskRepository } from '../domain/ports.ts';
+import { resolveProfilePrivacy, retentionSeconds } from '../domain/privacy.ts';
+import type { StoredTask } from '../domain/projection.ts';
+import { appendHistory, type Owner, type RunRecord, sameOwner } from '../domain/task.ts';
+import type { TaskContentCodec } from './task-content.ts';
+
+export interface CreateTaskDeps {
+  readonly tasks: TaskRepository;
+  readonly queue: RunQueue;
+  readonly codec: TaskContentCodec;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+  readonly config: Config;
+  readonly logger?: { warn(message: string, fields: Record<string, unknown>): void };
+}
+
+export interface CreateTaskInput {
+  readonly caller: Owner;
+  readonly profileId: string;
+  readonly message: Message;
+}
+
+/** The committed revision a caller may wait for, and the task it belongs to. */
+export interface CreatedTask {
+  readonly taskId: string;
+  readonly revision: number;
+}
+
+const epochSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);
+
+/** The media type a part declares, or the one its kind implies. */
+const mediaTypeOf = (part: Part): string => {
+  if (part.mediaType) return part.mediaType;
+  if ('text' in part) return 'text/plain';
+  if ('data' in part) return 'application/json';
+  return 'application/octet-stream';
+};
+
+const accepts = (modes: readonly string[], mediaType: string): boolean =>
+  modes.some((mode) => {
+    if (mode === '*/*' || mode === mediaType) return true;
+    if (mode.endsWith('/*')) return mediaType.startsWith(mode.slice(0, -1));
+    // Cards written with short modes ("text") accept that whole family.
+    return !mode.includes('/') && mediaType.startsWith(`${mode}/`);
+  });
+
+/**
+ * SendMessage's write side: refuse what cannot be kept (I-REFUSE) before anything is written,
+ * then create the task, its first run and its sealed history in one transaction, and queue the
+ * run. A run that cannot be queued is settled FAILED at once (enqueue fails closed).
+ */
+export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): Promise<CreatedTask> => {
+  const profile = deps.config.profiles[input.profileId];
+  if (profile === undefined) throw new TaskNotFoundError(input.profileId);
+  const privacy = resolveProfilePrivacy(deps.config, input.profileId);
+  if (privacy.refusal) throw new ResultNotRetainableError(input.profileId, privacy.refusal.setting);
+
+  for (const part of input.message.parts) {
+    const mediaType = mediaTypeOf(part);
+    if (!accepts(profile.inputModes, mediaType)) throw new ContentTypeNotSupportedError(mediaType);
+  }
+
+  const now = deps.clock.now();
+  const retention = retentionSeconds(deps.config.privacy.retention, 'agentRun');
+  const expiresAt = epochSeconds(now) + retention;
+  const runId = deps.ids.newId();
+  const run: RunRecord = {
+    runId,
+    taskId: '',
+    profileId: input.profileId,
+    status: 'QUEUED',
+    version: 1,
+    answerCeiling: privacy.ceilings.answer,
+    auditCeiling: privacy.ceilings.audit,
+    attempts: [],
+    cancelRequested: false,
+    createdAt: now.toISOString(),
+    expiresAt,
+  };
+
+  const plan = input.message.taskId
+    ? await planFollowUp(deps, input, run, now, expiresAt)
+    : await planNewTask(deps, input, run, now, expiresAt);
+
+  await deps.tasks.commit({ writes: plan.writes });
+  try {
+    await deps.queue.enqueue({ taskId: plan.task.taskId, runId });
+  } catch (error) {
+    deps.logger?.warn('Run could not be queued; settling it FAILED', {
+      taskId: plan.task.taskId,
+      runId,
+      error: error instanceof Error ? error.name : 'unknown',
+    });
+    return settleUnqueued(deps, plan.task, { ...run, taskId: plan.task.taskId });
+  }
+  return { taskId: plan.task.taskId, revision: plan.task.revision };
+};
+
+interface Plan {
+  readonly task: StoredTask;
+  readonly writes: Parameters<TaskRepository['commit']>[0]['writes'];
+}
+
+const planNewTask = async (
+  deps: CreateTaskDeps,
+  input: CreateTaskInput,
+  run: RunRecord,
+  now: Date,
+  expiresAt: number,
+): Promise<Plan> => {
+  const taskId = deps.ids.newId();
+  const contextId = input.message.contextId ?? deps.ids.newId();
+  const message: Message = { ...input.message, taskId, contextId };
+  const sealed = await deps.codec.seal(taskId, { history: appendHistory([], 1, [message]) });
+  const task: StoredTask = {
+    taskId,
+    contextId,
+    owner: input.caller,
+    profileId: input.profileId,
+    state: 'TASK_STATE_SUBMITTED',
+    revision: 1,
+    currentRunId: run.runId,
+    statusTimestamp: now.toISOString(),
+    createdAt: now.toISOString(),
+    expiresAt,
+    sealedHistory: sealed.sealedHistory,
+  };
+  return {
+    task,
+    writes: [
+      { entity: 'task', item: task, expect: 'absent' },
+      { entity: 'run', item: { ...run, taskId }, expect: 'absent' },
+    ],
+  };
+};
+
+/** A follow-up message continues an interrupted task as a new run (multi-turn, A2A.md §10). */
+const planFollowUp = async (
+  deps: CreateTaskDeps,
+  input: CreateTaskInput,
+  run: RunRecord,
+  now: Date,
+  expiresAt: number,
+): Promise<Plan> => {
+  const taskId = input.message.taskId ?? '';
+  const current = await deps.tasks.getTask(taskId);
+  if (
+    current === undefined ||
+    !sameOwner(current.owner, input.caller) ||
+    current.expiresAt <= epochSeconds(now)
+  ) {
+    throw new TaskNotFoundError(taskId);
+  }
+  if (current.profileId !== input.profileId) throw new TaskNotFoundError(taskId);
+  if (input.message.contextId !== undefined && input.message.contextId !== current.contextId) {
+    throw new InvalidParamsError([
+      { field: 'message.contextId', description: 'contextId does not match the task identified by taskId' },
+    ]);
+  }
+  if (isTerminal(current.state)) {
+    throw new UnsupportedOperationError('Task is in a terminal state and cannot accept messages', {
+      taskId,
+      state: current.state,
+    });
+  }
+  if (!isInterrupted(current.state)) {
+    throw new UnsupportedOperationError('Task is still working; send follow-ups when it asks for input', {
+      taskId,
+      state: current.state,
+    });
+  }
+  const message: Message = { ...input.message, taskId, contextId: current.contextId };
+  const history = await deps.codec.openHistory(taskId, current.sealedHistory);
+  const revision = current.revision + 1;
+  const sealed = await deps.codec.seal(taskId, { history: appendHistory(history, revision, [message]) });
+  const task: StoredTask = {
+    ...current,
+    state: 'TASK_STATE_SUBMITTED',
+    revision,
+    currentRunId: run.runId,
+    statusTimestamp: now.toISOString(),
+    sealedStatusMessage: undefined,
+    sealedHistory: sealed.sealedHistory,
+    expiresAt: Math.max(current.expiresAt, expiresAt),
+  };
+  return {
+    task,
+    writes: [
+      { entity: 'task', item: task, expect: { revision: current.revision } },
+      { entity: 'run', item: { ...run, taskId }, expect: 'absent' },
+    ],
+  };
+};
+
+const settleUnqueued = async (
+  deps: CreateTaskDeps,
+  task: StoredTask,
+  run: RunRecord,
+): Promise<CreatedTask> => {
+  const now = deps.clock.now();
+  const statusMessage: Message = {
+    messageId: `${run.runId}-unqueued`,
+    role: 'ROLE_AGENT',
+    taskId: task.taskId,
+    contextId: task.contextId,
+    parts: [{ text: 'The task could not be started; please try again.' }],
+  };
+  const sealed = await deps.codec.seal(task.taskId, { statusMessage });
+  const failed: StoredTask = {
+    ...task,
+    state: 'TASK_STATE_FAILED',
+    revision: task.revision + 1,
+    statusTimestamp: now.toISOString(),
+    sealedStatusMessage: sealed.sealedStatusMessage,
+    metadata: { ...task.metadata, reason: 'ENQUEUE_FAILED' },
+  };
+  await deps.tasks.commit({
+    writes: [
+      { entity: 'task', item: failed, expect: { revision: task.revision } },
+      {
+        entity: 'run',
+        item: { ...run, status: 'FAILED', version: run.version + 1, endedAt: now.toISOString() },
+        expect: { version: run.version },
+      },
+    ],
+  });
+  return { taskId: failed.taskId, revision: failed.revision };
+};

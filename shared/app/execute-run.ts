@@ -1,0 +1,471 @@
+import type { Config } from '../config/config.ts';
+import type { Artifact, Message, TaskState } from '../domain/a2a.ts';
+import { isTerminal } from '../domain/a2a.ts';
+import { ProviderUnavailableError, SealingFailedError, VersionConflictError } from '../domain/errors.ts';
+import type { AgentOutcome, AgentProvider, Clock, RunMessage, TaskRepository } from '../domain/ports.ts';
+import { answerOutcome, ceilingsForAttempt, retentionSeconds } from '../domain/privacy.ts';
+import type { StoredTask } from '../domain/projection.ts';
+import { redactArtifacts, redactMessage } from '../domain/redaction.ts';
+import {
+  appendHistory,
+  type HistoryEntry,
+  historyAsOf,
+  type ProviderAttempt,
+  type RunRecord,
+  type RunStatus,
+} from '../domain/task.ts';
+import type { TaskContentCodec } from './task-content.ts';
+
+export interface ExecuteRunDeps {
+  readonly tasks: TaskRepository;
+  readonly codec: TaskContentCodec;
+  readonly clock: Clock;
+  readonly config: Config;
+  readonly providerFor: (providerId: string) => AgentProvider;
+  readonly leaseMs?: number;
+  readonly logger?: { info(message: string, fields: Record<string, unknown>): void };
+}
+
+export type ExecuteRunResult =
+  | 'completed'
+  | 'input-required'
+  | 'rejected'
+  | 'failed'
+  | 'canceled'
+  | 'not-retainable'
+  | 'duplicate'
+  | 'missing';
+
+/** Fixed agent texts for failures; they name no content. */
+const texts = {
+  notRetainable: "The result could not be kept under the installation's privacy policy.",
+  providerFailed: 'The agent could not produce a result.',
+  notStorable: 'The result could not be stored.',
+} as const;
+
+/**
+ * Runs one queued run to its end (DESIGN.md §3). Claimed by one conditional write (I-ONCE),
+ * ceilings tightened per provider attempt under the run lock (I-LOCK, I-TIGHTEN), and completed
+ * in one transaction with the task's sealed result (I-RESULT). Any failure to store the result
+ * ends the run and the task FAILED.
+ */
+export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Promise<ExecuteRunResult> => {
+  const run = await deps.tasks.getRun(message.taskId, message.runId);
+  if (run === undefined) return 'missing';
+  if (run.status !== 'QUEUED') return 'duplicate';
+  const task = await deps.tasks.getTask(message.taskId);
+  if (task === undefined) return 'missing';
+  if (task.currentRunId !== run.runId || isTerminal(task.state)) {
+    await settleRunOnly(deps, run, 'CANCELED');
+    return 'canceled';
+  }
+
+  const claimed = await claim(deps, run, task);
+  if (claimed === undefined) return 'duplicate';
+  return work(deps, claimed.run, claimed.task);
+};
+
+const claim = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+): Promise<{ run: RunRecord; task: StoredTask } | undefined> => {
+  const now = deps.clock.now();
+  const claimedRun: RunRecord = {
+    ...run,
+    status: 'RUNNING',
+    version: run.version + 1,
+    leaseUntil: now.getTime() + (deps.leaseMs ?? 5 * 60_000),
+  };
+  const workingTask: StoredTask = {
+    ...task,
+    state: 'TASK_STATE_WORKING',
+    revision: task.revision + 1,
+    statusTimestamp: now.toISOString(),
+  };
+  try {
+    await deps.tasks.commit({
+      writes: [
+        { entity: 'run', item: claimedRun, expect: { version: run.version } },
+        { entity: 'task', item: workingTask, expect: { revision: task.revision } },
+      ],
+    });
+    return { run: claimedRun, task: workingTask };
+  } catch (error) {
+    if (error instanceof VersionConflictError) return undefined;
+    throw error;
+  }
+};
+
+const work = async (
+  deps: ExecuteRunDeps,
+  startRun: RunRecord,
+  task: StoredTask,
+): Promise<ExecuteRunResult> => {
+  const profile = deps.config.profiles[startRun.profileId];
+  if (profile === undefined) return fail(deps, startRun, task, texts.providerFailed, 'PROFILE_MISSING');
+  const history = await deps.codec.openHistory(task.taskId, task.sealedHistory);
+  // One level of fallback: the primary and at most one further provider.
+  const chain = profile.providers.slice(0, 2);
+  let run = startRun;
+  let current = task;
+  for (const [index, providerId] of chain.entries()) {
+    const tightened = await tightenForAttempt(deps, run, current, providerId);
+    if (tightened.kind === 'ended') return tightened.result;
+    run = tightened.run;
+    current = tightened.task;
+    const startedAt = deps.clock.now();
+    try {
+      const result = await deps.providerFor(providerId).run({
+        runId: run.runId,
+        taskId: task.taskId,
+        contextId: task.contextId,
+        instructions: profile.instructions,
+        history: historyAsOf(history, task.revision),
+      });
+      const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), result);
+      return settle(deps, { ...run, attempts: [...run.attempts, attempt] }, current, result.outcome);
+    } catch (error) {
+      const attempt = attemptOf(providerId, 'failed', startedAt, deps.clock.now());
+      run = { ...run, attempts: [...run.attempts, attempt] };
+      const canFallBack = error instanceof ProviderUnavailableError && index < chain.length - 1;
+      if (!canFallBack) return fail(deps, run, current, texts.providerFailed, 'PROVIDER_FAILED');
+    }
+  }
+  return fail(deps, run, current, texts.providerFailed, 'PROVIDER_FAILED');
+};
+
+const attemptOf = (
+  providerId: string,
+  outcome: ProviderAttempt['outcome'],
+  startedAt: Date,
+  endedAt: Date,
+  tokens?: { inputTokens?: number; outputTokens?: number },
+): ProviderAttempt => ({
+  providerId,
+  outcome,
+  startedAt: startedAt.toISOString(),
+  durationMs: endedAt.getTime() - startedAt.getTime(),
+  ...(tokens?.inputTokens !== undefined ? { inputTokens: tokens.inputTokens } : {}),
+  ...(tokens?.outputTokens !== undefined ? { outputTokens: tokens.outputTokens } : {}),
+});
+
+/**
+ * Before each provider attempt the run's ceilings take that provider's level, in one
+ * conditional write on the run version (I-LOCK). A tightening to metadata/none ends the task
+ * FAILED with RESULT_NOT_RETAINABLE (I-TIGHTEN); one to redacted scrubs the stored history.
+ */
+const tightenForAttempt = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  providerId: string,
+): Promise<
+  { kind: 'ready'; run: RunRecord; task: StoredTask } | { kind: 'ended'; result: ExecuteRunResult }
+> => {
+  const providerLevel = deps.config.providers[providerId]?.privacyLevel;
+  const next = ceilingsForAttempt({ audit: run.auditCeiling, answer: run.answerCeiling }, providerLevel);
+  if (next.audit === run.auditCeiling && next.answer === run.answerCeiling)
+    return { kind: 'ready', run, task };
+  const tightenedRun: RunRecord = {
+    ...run,
+    auditCeiling: next.audit,
+    answerCeiling: next.answer,
+    version: run.version + 1,
+  };
+  if (answerOutcome(next.answer) === 'not-retainable') {
+    return { kind: 'ended', result: await failNotRetainable(deps, tightenedRun, task, run.version) };
+  }
+  if (answerOutcome(next.answer) !== 'keep-redacted' || run.answerCeiling !== 'full') {
+    await deps.tasks.commit({
+      writes: [{ entity: 'run', item: tightenedRun, expect: { version: run.version } }],
+    });
+    return { kind: 'ready', run: tightenedRun, task };
+  }
+  // Scrubbing rewrites the row in place; the revision stays, so nothing new is projected.
+  const history = await deps.codec.openHistory(task.taskId, task.sealedHistory);
+  const sealed = await deps.codec.seal(task.taskId, { history: redactHistory(history) });
+  const scrubbedTask: StoredTask = { ...task, sealedHistory: sealed.sealedHistory };
+  await deps.tasks.commit({
+    writes: [
+      { entity: 'run', item: tightenedRun, expect: { version: run.version } },
+      { entity: 'task', item: scrubbedTask, expect: { revision: task.revision } },
+    ],
+  });
+  return { kind: 'ready', run: tightenedRun, task: scrubbedTask };
+};
+
+interface FinalContent {
+  readonly state: TaskState;
+  readonly runStatus: RunStatus;
+  readonly statusMessage?: Message;
+  readonly artifacts?: readonly Artifact[];
+  readonly result: ExecuteRunResult;
+}
+
+const finalContentOf = (outcome: AgentOutcome): FinalContent => {
+  switch (outcome.kind) {
+    case 'completed':
+      return {
+        state: 'TASK_STATE_COMPLETED',
+        runStatus: 'COMPLETED',
+        statusMessage: outcome.message,
+        artifacts: outcome.artifacts,
+        result: 'completed',
+      };
+    case 'input-required':
+      return {
+        state: 'TASK_STATE_INPUT_REQUIRED',
+        runStatus: 'COMPLETED',
+        statusMessage: outcome.message,
+        artifacts: outcome.artifacts,
+        result: 'input-required',
+      };
+    case 'rejected':
+      return {
+        state: 'TASK_STATE_REJECTED',
+        runStatus: 'COMPLETED',
+        statusMessage: outcome.message,
+        result: 'rejected',
+      };
+    case 'failed':
+      return {
+        state: 'TASK_STATE_FAILED',
+        runStatus: 'FAILED',
+        statusMessage: outcome.message,
+        result: 'failed',
+      };
+  }
+};
+
+const maxSettleAttempts = 3;
+
+/**
+ * The completing transaction (I-RESULT): run settled with version + 1 conditioned on the version
+ * read, task in its new state with its sealed result. The answer ceiling is re-read under the
+ * lock: a concurrent tightening makes the version check fail, and the settle retries with it.
+ */
+const settle = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  outcome: AgentOutcome,
+): Promise<ExecuteRunResult> => {
+  let currentRun = run;
+  let currentTask = task;
+  let currentHistory = await deps.codec.openHistory(task.taskId, task.sealedHistory);
+  for (let attempt = 1; ; attempt++) {
+    const decision = answerOutcome(currentRun.answerCeiling);
+    if (decision === 'not-retainable')
+      return failNotRetainable(deps, currentRun, currentTask, currentRun.version);
+    const content = finalContentOf(outcome);
+    const keep = decision === 'keep-redacted' ? redactContent(content) : content;
+    const keptHistory = decision === 'keep-redacted' ? redactHistory(currentHistory) : currentHistory;
+    try {
+      await commitFinal(deps, currentRun, currentTask, keptHistory, keep);
+      return keep.result;
+    } catch (error) {
+      if (error instanceof SealingFailedError)
+        return fail(deps, currentRun, currentTask, texts.notStorable, 'SEALING_FAILED');
+      if (!(error instanceof VersionConflictError)) {
+        if (isUnstorable(error))
+          return fail(deps, currentRun, currentTask, texts.notStorable, 'RESULT_NOT_STORABLE');
+        throw error;
+      }
+      const fresh = await reread(deps, currentRun, currentTask);
+      if (fresh.kind === 'ended') return fresh.result;
+      if (attempt >= maxSettleAttempts) throw error;
+      currentRun = { ...fresh.run, attempts: currentRun.attempts };
+      currentTask = fresh.task;
+      currentHistory = await deps.codec.openHistory(currentTask.taskId, currentTask.sealedHistory);
+    }
+  }
+};
+
+/** Redaction is idempotent, so already-scrubbed entries pass through unchanged. */
+const redactHistory = (history: readonly HistoryEntry[]): HistoryEntry[] =>
+  history.map((entry) => ({ ...entry, message: redactMessage(entry.message) }));
+
+const redactContent = (content: FinalContent): FinalContent => ({
+  ...content,
+  statusMessage: content.statusMessage ? redactMessage(content.statusMessage) : undefined,
+  artifacts: content.artifacts ? redactArtifacts([...content.artifacts]) : undefined,
+});
+
+/** DynamoDB refuses items over 400 KB with a ValidationException; such a result cannot be kept. */
+const isUnstorable = (error: unknown): boolean =>
+  error instanceof Error && error.name === 'ValidationException' && /size/i.test(error.message);
+
+const commitFinal = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  history: readonly HistoryEntry[],
+  content: FinalContent,
+): Promise<void> => {
+  const now = deps.clock.now();
+  const revision = task.revision + 1;
+  const sealed = await deps.codec.seal(task.taskId, {
+    statusMessage: content.statusMessage,
+    artifacts: content.artifacts,
+    history: appendHistory(history, revision, [content.statusMessage]),
+  });
+  const finalTask: StoredTask = {
+    ...task,
+    state: content.state,
+    revision,
+    statusTimestamp: now.toISOString(),
+    sealedStatusMessage: sealed.sealedStatusMessage,
+    sealedArtifacts: sealed.sealedArtifacts ?? task.sealedArtifacts,
+    sealedHistory: sealed.sealedHistory,
+    expiresAt: Math.max(task.expiresAt, retentionFrom(deps, now)),
+  };
+  await deps.tasks.commit({
+    writes: [
+      {
+        entity: 'run',
+        item: {
+          ...run,
+          status: content.runStatus,
+          version: run.version + 1,
+          endedAt: now.toISOString(),
+          leaseUntil: undefined,
+          expiresAt: finalTask.expiresAt,
+        },
+        expect: { version: run.version },
+      },
+      { entity: 'task', item: finalTask, expect: { revision: task.revision } },
+    ],
+  });
+};
+
+/** Retention runs from the end of the run (I-PURGE). */
+const retentionFrom = (deps: ExecuteRunDeps, now: Date): number =>
+  Math.floor(now.getTime() / 1000) + retentionSeconds(deps.config.privacy.retention, 'agentRun');
+
+/** After a lost version check: did a cancel end the task, or did a tightening change the ceiling? */
+const reread = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+): Promise<
+  { kind: 'retry'; run: RunRecord; task: StoredTask } | { kind: 'ended'; result: ExecuteRunResult }
+> => {
+  const [freshRun, freshTask] = await Promise.all([
+    deps.tasks.getRun(run.taskId, run.runId),
+    deps.tasks.getTask(task.taskId),
+  ]);
+  if (freshRun === undefined || freshTask === undefined) return { kind: 'ended', result: 'missing' };
+  if (freshRun.status !== 'RUNNING') return { kind: 'ended', result: 'duplicate' };
+  if (freshRun.cancelRequested || isTerminal(freshTask.state) || freshTask.currentRunId !== run.runId) {
+    await settleRunOnly(deps, freshRun, 'CANCELED');
+    return { kind: 'ended', result: 'canceled' };
+  }
+  return { kind: 'retry', run: freshRun, task: freshTask };
+};
+
+const fail = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  text: string,
+  reason: string,
+): Promise<ExecuteRunResult> => {
+  await settleWithoutContent(deps, run, task, text, reason, run.version);
+  return 'failed';
+};
+
+/** I-TIGHTEN: nothing of the content is stored; the task says FAILED with the reason. */
+const failNotRetainable = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  expectedVersion: number,
+): Promise<ExecuteRunResult> => {
+  await settleWithoutContent(deps, run, task, texts.notRetainable, 'RESULT_NOT_RETAINABLE', expectedVersion);
+  return 'not-retainable';
+};
+
+/**
+ * Ends run and task FAILED with a fixed status message and a public reason. Prior artifacts and
+ * history are dropped when the answer ceiling no longer allows keeping them.
+ */
+const settleWithoutContent = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  text: string,
+  reason: string,
+  expectedVersion: number,
+): Promise<void> => {
+  const now = deps.clock.now();
+  const revision = task.revision + 1;
+  const statusMessage: Message = {
+    messageId: `${run.runId}-failed`,
+    role: 'ROLE_AGENT',
+    taskId: task.taskId,
+    contextId: task.contextId,
+    parts: [{ text }],
+  };
+  const keepsNothing = answerOutcome(run.answerCeiling) === 'not-retainable';
+  const sealed = await deps.codec.seal(task.taskId, { statusMessage });
+  const failedTask: StoredTask = {
+    ...task,
+    state: 'TASK_STATE_FAILED',
+    revision,
+    statusTimestamp: now.toISOString(),
+    sealedStatusMessage: sealed.sealedStatusMessage,
+    sealedArtifacts: keepsNothing ? undefined : task.sealedArtifacts,
+    sealedHistory: keepsNothing ? undefined : task.sealedHistory,
+    metadata: { ...task.metadata, reason },
+  };
+  try {
+    await deps.tasks.commit({
+      writes: [
+        {
+          entity: 'run',
+          item: {
+            ...run,
+            status: 'FAILED',
+            version: expectedVersion + 1,
+            endedAt: now.toISOString(),
+            leaseUntil: undefined,
+          },
+          expect: { version: expectedVersion },
+        },
+        { entity: 'task', item: failedTask, expect: { revision: task.revision } },
+      ],
+    });
+  } catch (error) {
+    if (!(error instanceof VersionConflictError)) throw error;
+    // A cancel won the race: the task is already terminal; the run only needs settling.
+    const fresh = await deps.tasks.getRun(run.taskId, run.runId);
+    if (fresh && fresh.status === 'RUNNING') await settleRunOnly(deps, fresh, 'CANCELED');
+  }
+};
+
+const settleRunOnly = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  status: 'CANCELED' | 'FAILED',
+): Promise<void> => {
+  try {
+    await deps.tasks.commit({
+      writes: [
+        {
+          entity: 'run',
+          item: {
+            ...run,
+            status,
+            version: run.version + 1,
+            endedAt: deps.clock.now().toISOString(),
+            leaseUntil: undefined,
+          },
+          expect: { version: run.version },
+        },
+      ],
+    });
+  } catch (error) {
+    if (!(error instanceof VersionConflictError)) throw error;
+  }
+};

@@ -1,0 +1,154 @@
+import type { Task, TaskState } from '../domain/a2a.ts';
+import { TaskNotFoundError } from '../domain/errors.ts';
+import type { Clock, JournalRepository, TaskRepository } from '../domain/ports.ts';
+import type { JournalView } from '../domain/projection.ts';
+import { historyAsOf, type Owner, sameOwner } from '../domain/task.ts';
+import type { TaskContentCodec } from './task-content.ts';
+
+export interface ReadTaskDeps {
+  readonly journal: JournalRepository;
+  readonly tasks: TaskRepository;
+  readonly codec: TaskContentCodec;
+  readonly clock: Clock;
+  /** Sleeps between journal polls; injected so tests and benchmarks can observe it. */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+export interface ReadOptions {
+  /** undefined = all history; 0 = none (the field is omitted). */
+  readonly historyLength?: number;
+  readonly includeArtifacts?: boolean;
+}
+
+const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The caller's view of a task, or TaskNotFound for a missing, foreign or expired one (I-OWNER, I-PURGE). */
+export const getVisibleView = async (
+  deps: ReadTaskDeps,
+  caller: Owner,
+  taskId: string,
+): Promise<JournalView> => {
+  const view = await deps.journal.getView(taskId);
+  if (view === undefined || !sameOwner(view.owner, caller) || isExpired(deps.clock, view.expiresAt)) {
+    throw new TaskNotFoundError(taskId);
+  }
+  return view;
+};
+
+const isExpired = (clock: Clock, expiresAt: number): boolean =>
+  expiresAt <= Math.floor(clock.now().getTime() / 1000);
+
+/**
+ * Builds the A2A Task of a journal view (I-COMMITTED). History is the one read outside the
+ * journal: it lives only on the task row, and is cut at the view's revision (I-HISTORY).
+ */
+export const toTask = async (
+  deps: ReadTaskDeps,
+  view: JournalView,
+  options: ReadOptions = {},
+): Promise<Task> => {
+  const includeArtifacts = options.includeArtifacts ?? true;
+  const wantsHistory = options.historyLength === undefined || options.historyLength > 0;
+  const [statusMessage, artifacts, history] = await Promise.all([
+    deps.codec.openStatusMessage(view.taskId, view.sealedStatusMessage),
+    includeArtifacts ? deps.codec.openArtifacts(view.taskId, view.sealedArtifacts) : undefined,
+    wantsHistory ? readHistory(deps, view) : undefined,
+  ]);
+  const task: Task = {
+    id: view.taskId,
+    contextId: view.contextId,
+    status: {
+      state: view.state,
+      timestamp: view.statusTimestamp,
+      ...(statusMessage ? { message: statusMessage } : {}),
+    },
+  };
+  if (artifacts !== undefined) task.artifacts = artifacts;
+  if (history !== undefined) {
+    task.history = options.historyLength === undefined ? history : history.slice(-options.historyLength);
+  }
+  if (view.metadata !== undefined) task.metadata = view.metadata;
+  return task;
+};
+
+const readHistory = async (deps: ReadTaskDeps, view: JournalView) => {
+  const row = await deps.tasks.getTask(view.taskId);
+  if (row === undefined) return [];
+  return historyAsOf(await deps.codec.openHistory(view.taskId, row.sealedHistory), view.revision);
+};
+
+export const getTask = async (
+  deps: ReadTaskDeps,
+  caller: Owner,
+  taskId: string,
+  options: ReadOptions = {},
+): Promise<Task> => toTask(deps, await getVisibleView(deps, caller, taskId), options);
+
+export interface WaitOptions {
+  /** The revision the caller's own write committed; the view must have reached it (I-RYW). */
+  readonly minRevision: number;
+  /** Stop early once the view is in one of these states (e.g. terminal or interrupted). */
+  readonly until?: (state: TaskState) => boolean;
+  readonly timeoutMs: number;
+}
+
+/**
+ * Waits on the journal for a view at or past `minRevision` (and, if asked, in a wanted state).
+ * Polls adaptively: fast at first, when a projection usually lands, then backing off to 100 ms.
+ * Returns the newest visible view at or past `minRevision` when the time is up, or undefined
+ * when the projection never reached it (the projector is behind or down).
+ */
+export const waitForView = async (
+  deps: ReadTaskDeps,
+  caller: Owner,
+  taskId: string,
+  options: WaitOptions,
+): Promise<JournalView | undefined> => {
+  const sleep = deps.sleep ?? defaultSleep;
+  const deadline = deps.clock.now().getTime() + options.timeoutMs;
+  let delay = 5;
+  let latest: JournalView | undefined;
+  for (;;) {
+    const view = await deps.journal.getView(taskId);
+    if (view !== undefined && sameOwner(view.owner, caller) && view.revision >= options.minRevision) {
+      latest = view;
+      if (options.until === undefined || options.until(view.state)) return view;
+    }
+    const remaining = deadline - deps.clock.now().getTime();
+    if (remaining <= 0) return latest;
+    await sleep(Math.min(delay, remaining));
+    delay = Math.min(delay * 2, 100);
+  }
+};
+
+/**
+ * The Task of a committed state row, for the one case the journal cannot answer in time: a
+ * caller's own write whose projection is late. It shows committed state only (I-COMMITTED's
+ * promise that nothing uncommitted is shown still holds).
+ */
+export const taskFromCommittedRow = async (
+  deps: ReadTaskDeps,
+  caller: Owner,
+  taskId: string,
+  options: ReadOptions = {},
+): Promise<Task> => {
+  const row = await deps.tasks.getTask(taskId);
+  if (row === undefined || !sameOwner(row.owner, caller)) throw new TaskNotFoundError(taskId);
+  return toTask(
+    { ...deps, tasks: { ...deps.tasks, getTask: async () => row } },
+    {
+      taskId: row.taskId,
+      contextId: row.contextId,
+      owner: row.owner,
+      state: row.state,
+      revision: row.revision,
+      statusTimestamp: row.statusTimestamp,
+      createdAt: row.createdAt,
+      sealedStatusMessage: row.sealedStatusMessage,
+      sealedArtifacts: row.sealedArtifacts,
+      metadata: row.metadata,
+      expiresAt: row.expiresAt,
+    },
+    options,
+  );
+};

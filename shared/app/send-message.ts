@@ -1,0 +1,41 @@
+import type { Message, SendMessageConfiguration, Task } from '../domain/a2a.ts';
+import { isInterrupted, isTerminal } from '../domain/a2a.ts';
+import type { Owner } from '../domain/task.ts';
+import { type CreateTaskDeps, createTask } from './create-task.ts';
+import { type ReadTaskDeps, taskFromCommittedRow, toTask, waitForView } from './read-task.ts';
+
+export type SendMessageDeps = CreateTaskDeps & ReadTaskDeps;
+
+export interface SendMessageInput {
+  readonly caller: Owner;
+  readonly profileId: string;
+  readonly message: Message;
+  readonly configuration?: SendMessageConfiguration;
+}
+
+/** How long a non-blocking send waits for its own first revision to be projected (I-RYW). */
+const projectionWaitMs = 10_000;
+
+const settledForCaller = (state: Task['status']['state']): boolean =>
+  isTerminal(state) || isInterrupted(state);
+
+/**
+ * SendMessage: blocking by default (returns at a terminal or interrupted state, or at the
+ * profile's cap, after which GetTask continues — ADR-283); `returnImmediately` returns the
+ * first committed revision. Either way the answer comes from the journal.
+ */
+export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput): Promise<Task> => {
+  const created = await createTask(deps, input);
+  const blocking = input.configuration?.returnImmediately !== true;
+  const profile = deps.config.profiles[input.profileId];
+  const capMs = (profile?.blockingCapSeconds ?? 25) * 1000;
+  const view = await waitForView(deps, input.caller, created.taskId, {
+    minRevision: created.revision,
+    until: blocking ? settledForCaller : undefined,
+    timeoutMs: blocking ? capMs : projectionWaitMs,
+  });
+  const options = { historyLength: input.configuration?.historyLength };
+  return view === undefined
+    ? taskFromCommittedRow(deps, input.caller, created.taskId, options)
+    : toTask(deps, view, options);
+};

@@ -1,0 +1,75 @@
+import { VersionConflictError } from '../../shared/domain/errors.ts';
+import type { JournalRepository, TaskRepository, WritePlan } from '../../shared/domain/ports.ts';
+import type { JournalEvent, JournalView, Projection, StoredTask } from '../../shared/domain/projection.ts';
+import type { RunRecord } from '../../shared/domain/task.ts';
+
+/**
+ * Fakes of the repositories with the same all-or-nothing, version-conditioned semantics as the
+ * DynamoDB adapters (checked against the emulator in test/integration). For unit tests only.
+ */
+export class InMemoryTaskRepository implements TaskRepository {
+  readonly tasks = new Map<string, StoredTask>();
+  readonly runs = new Map<string, RunRecord>();
+  commits = 0;
+  /** Runs before each commit is applied; lets a test interleave a concurrent writer. */
+  beforeCommit: ((plan: WritePlan) => Promise<void> | void) | undefined;
+
+  async commit(plan: WritePlan): Promise<void> {
+    const hook = this.beforeCommit;
+    if (hook) {
+      this.beforeCommit = undefined;
+      await hook(plan);
+    }
+    for (const write of plan.writes) {
+      if (write.entity === 'task') {
+        const current = this.tasks.get(write.item.taskId);
+        const ok =
+          write.expect === 'absent' ? current === undefined : current?.revision === write.expect.revision;
+        if (!ok) throw new VersionConflictError('task revision mismatch');
+      } else {
+        const current = this.runs.get(write.item.runId);
+        const ok =
+          write.expect === 'absent' ? current === undefined : current?.version === write.expect.version;
+        if (!ok) throw new VersionConflictError('run version mismatch');
+      }
+    }
+    for (const write of plan.writes) {
+      if (write.entity === 'task') this.tasks.set(write.item.taskId, write.item);
+      else this.runs.set(write.item.runId, write.item);
+    }
+    this.commits++;
+  }
+
+  async getTask(taskId: string): Promise<StoredTask | undefined> {
+    return this.tasks.get(taskId);
+  }
+
+  async getRun(_taskId: string, runId: string): Promise<RunRecord | undefined> {
+    return this.runs.get(runId);
+  }
+}
+
+export class InMemoryJournalRepository implements JournalRepository {
+  readonly views = new Map<string, JournalView>();
+  readonly events = new Map<string, JournalEvent>();
+
+  async putRevision(projection: Projection): Promise<'written' | 'duplicate'> {
+    const key = `${projection.event.taskId}#${projection.event.revision}`;
+    const duplicate = this.events.has(key);
+    if (!duplicate) this.events.set(key, projection.event);
+    const view = this.views.get(projection.view.taskId);
+    if (view === undefined || view.revision < projection.view.revision)
+      this.views.set(projection.view.taskId, projection.view);
+    return duplicate ? 'duplicate' : 'written';
+  }
+
+  async getView(taskId: string): Promise<JournalView | undefined> {
+    return this.views.get(taskId);
+  }
+
+  async listEvents(taskId: string, afterRevision: number): Promise<JournalEvent[]> {
+    return [...this.events.values()]
+      .filter((event) => event.taskId === taskId && event.revision > afterRevision)
+      .sort((a, b) => a.revision - b.revision);
+  }
+}
