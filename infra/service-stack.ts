@@ -1,0 +1,278 @@
+import { join } from 'node:path';
+import { Annotations, CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import {
+  AuthorizationType,
+  EndpointType,
+  LambdaIntegration,
+  type MethodOptions,
+  RequestAuthorizer,
+  ResponseTransferMode,
+  RestApi,
+} from 'aws-cdk-lib/aws-apigateway';
+import { Grant } from 'aws-cdk-lib/aws-iam';
+import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { Construct } from 'constructs';
+import { queueDefinitions } from '../shared/adapters/dynamodb/tables.ts';
+import type { Config } from '../shared/config/config.ts';
+import { HouseFunction, REPO_ROOT } from './house-function.ts';
+import type { StatefulResources } from './stateful-stack.ts';
+
+export type FunctionName = 'rpc' | 'executor' | 'projector';
+
+/** The real entry files; tests may point elsewhere through `ServiceStackProps.entries`. */
+export const defaultEntries: Readonly<Record<FunctionName, string>> = {
+  rpc: join(REPO_ROOT, 'functions/rpc/handler.ts'),
+  executor: join(REPO_ROOT, 'functions/executor/handler.ts'),
+  projector: join(REPO_ROOT, 'functions/projector/handler.ts'),
+};
+
+/** Lambda caps all environment variables of a function at 4 KB; leave room for the others. */
+export const MAX_CONFIG_ENV_BYTES = 3584;
+
+/** API Gateway ends a response stream after 15 minutes; the rpc function may live as long. */
+export const RPC_TIMEOUT = Duration.minutes(15);
+export const EXECUTOR_TIMEOUT = Duration.seconds(60);
+export const PROJECTOR_TIMEOUT = Duration.seconds(30);
+
+/** Bedrock cross-region inference profile ids start with a geography, e.g. `us.anthropic…`. */
+const INFERENCE_PROFILE_PREFIX = /^(us|us-gov|eu|apac|jp|au|ca|global)\.(.+)$/;
+
+export interface ServiceStackProps extends StackProps {
+  /** Tables, key and queues of the stateful stack. */
+  readonly stateful: StatefulResources;
+  /** The parsed configuration (`parseConfig`); serialized into `A2A_CONFIG`. */
+  readonly config: Config;
+  /** Names the installation (`A2A_INSTALLATION`, part of the KMS encryption context). */
+  readonly installation: string;
+  /** Entry file overrides, by function. @default defaultEntries */
+  readonly entries?: Partial<Record<FunctionName, string>>;
+  /**
+   * Entry of a REQUEST authorizer in front of every API method. It sees every request (no
+   * identity source, no cache) so it can let the public agent card through.
+   * @default - no authorizer (synth warns)
+   */
+  readonly authorizerEntry?: string;
+  /** Upper bound of concurrent executor invocations (protects model quotas). @default 10 */
+  readonly executorMaxConcurrency?: number;
+}
+
+/**
+ * The stateless half: the rpc, executor and projector functions, the REST API and the event
+ * source mappings. Every permission comes from a `grant*` method on the stateful resources.
+ */
+export class ServiceStack extends Stack {
+  readonly api: RestApi;
+  readonly rpc: HouseFunction;
+  readonly executor: HouseFunction;
+  readonly projector: HouseFunction;
+  readonly authorizer?: HouseFunction;
+
+  constructor(scope: Construct, id: string, props: ServiceStackProps) {
+    super(scope, id, props);
+    const { stateful } = props;
+    const entries = { ...defaultEntries, ...props.entries };
+    assertExecutorFitsRunQueue();
+
+    const environment: Record<string, string> = {
+      STATE_TABLE_NAME: stateful.stateTable.tableName,
+      JOURNAL_TABLE_NAME: stateful.journalTable.tableName,
+      AUDIT_TABLE_NAME: stateful.auditTable.tableName,
+      RUN_QUEUE_URL: stateful.runQueue.queueUrl,
+      KMS_KEY_ID: stateful.contentKey.keyArn,
+      A2A_INSTALLATION: props.installation,
+      A2A_CONFIG: this.configEnvironment(props.config),
+    };
+    const environmentFor = (service: string) => ({
+      ...environment,
+      POWERTOOLS_SERVICE_NAME: `a2a-${service}`,
+    });
+    const { contentKey } = stateful;
+    const grantSealing = (fn: HouseFunction) =>
+      contentKey.grant(fn, 'kms:Encrypt', 'kms:Decrypt', 'kms:GenerateDataKey');
+
+    // rpc: JSON-RPC and SSE on one streaming endpoint.
+    this.rpc = new HouseFunction(this, 'Rpc', {
+      entry: entries.rpc,
+      description: 'A2A JSON-RPC, SSE and agent cards',
+      timeout: RPC_TIMEOUT,
+      environment: environmentFor('rpc'),
+    });
+    stateful.stateTable.grantReadWriteData(this.rpc);
+    stateful.journalTable.grantReadData(this.rpc);
+    stateful.runQueue.grantSendMessages(this.rpc);
+    grantSealing(this.rpc);
+
+    this.api = new RestApi(this, 'Api', {
+      restApiName: `${props.installation}-api`,
+      description: 'A2A server (JSON-RPC and SSE over Lambda response streaming)',
+      // Regional: a streamed response may idle 5 minutes (edge-optimized: 30 seconds).
+      endpointConfiguration: { types: [EndpointType.REGIONAL] },
+      // The CloudWatch role is one per account and region; it does not belong to one stack.
+      cloudWatchRole: false,
+      deployOptions: { stageName: 'v1', tracingEnabled: true },
+    });
+    const integration = new LambdaIntegration(this.rpc, {
+      responseTransferMode: ResponseTransferMode.STREAM,
+      timeout: RPC_TIMEOUT,
+    });
+    // TODO(authorizer): functions/authorizer/handler.ts is not written yet; the app passes
+    // `authorizerEntry` once it exists, and until then synth warns.
+    if (props.authorizerEntry) {
+      this.authorizer = new HouseFunction(this, 'Authorizer', {
+        entry: props.authorizerEntry,
+        description: 'Authenticates A2A callers (JWT or API key -> tenant and principal)',
+        timeout: Duration.seconds(10),
+        environment: environmentFor('authorizer'),
+      });
+    }
+    const methodOptions = this.methodOptions(this.authorizer);
+    this.api.root.addMethod('ANY', integration, methodOptions);
+    this.api.root.addResource('{proxy+}').addMethod('ANY', integration, methodOptions);
+
+    // executor: one run per message; the queue message only wakes it up.
+    this.executor = new HouseFunction(this, 'Executor', {
+      entry: entries.executor,
+      description: 'Runs queued A2A task runs',
+      timeout: EXECUTOR_TIMEOUT,
+      environment: environmentFor('executor'),
+    });
+    this.executor.addEventSource(
+      new SqsEventSource(stateful.runQueue, {
+        batchSize: 5,
+        reportBatchItemFailures: true,
+        maxConcurrency: props.executorMaxConcurrency ?? 10,
+      }),
+    );
+    stateful.stateTable.grantReadWriteData(this.executor);
+    stateful.auditTable.grantWriteData(this.executor);
+    grantSealing(this.executor);
+    this.grantBedrockModels(this.executor, props.config);
+
+    // projector: committed state → journal. Copies sealed blobs as they are: no KMS at all.
+    this.projector = new HouseFunction(this, 'Projector', {
+      entry: entries.projector,
+      description: 'Projects committed task revisions into the journal',
+      timeout: PROJECTOR_TIMEOUT,
+      environment: environmentFor('projector'),
+    });
+    this.projector.addEventSource(
+      new DynamoEventSource(stateful.stateTable, {
+        startingPosition: StartingPosition.TRIM_HORIZON,
+        batchSize: 25,
+        reportBatchItemFailures: true,
+        bisectBatchOnError: true,
+        retryAttempts: 10,
+        // Well inside the stream's 24 h retention, so a DLQ entry can still be replayed.
+        maxRecordAge: Duration.hours(6),
+        // One batch at a time per shard keeps each task's revisions in order.
+        parallelizationFactor: 1,
+        onFailure: new SqsDlq(stateful.projectorDlq),
+        filters: [FilterCriteria.filter({ dynamodb: { Keys: { sk: { S: FilterRule.isEqual('TASK') } } } })],
+      }),
+    );
+    stateful.journalTable.grantWriteData(this.projector);
+
+    new CfnOutput(this, 'AgentCardUrl', {
+      description: 'Agent card of the default profile',
+      value: this.api.urlForPath('/.well-known/agent-card.json'),
+    });
+  }
+
+  /** `A2A_CONFIG`: the parsed config as JSON, without secrets, within the env size cap. */
+  private configEnvironment(config: Config): string {
+    const { auth, ...rest } = config;
+    if (Object.keys(auth.tokens).length > 0) {
+      Annotations.of(this).addWarningV2(
+        'a2a:auth-tokens-local-only',
+        'auth.tokens is for local mode only and is left out of the deployed configuration.',
+      );
+    }
+    const json = JSON.stringify({ ...rest, auth: { tokens: {} } });
+    const bytes = Buffer.byteLength(json, 'utf8');
+    // TODO(admin): move profiles to the state table through the admin command, so the
+    // configuration in the environment stays small whatever the number of profiles.
+    if (bytes > MAX_CONFIG_ENV_BYTES) {
+      throw new Error(
+        `The configuration is ${bytes} bytes as JSON (A2A_CONFIG); the limit is ${MAX_CONFIG_ENV_BYTES} bytes, ` +
+          'because Lambda caps all environment variables of a function at 4 KB. Shorten the profiles ' +
+          '(instructions, descriptions, skills) or deploy fewer of them.',
+      );
+    }
+    return json;
+  }
+
+  /**
+   * A REQUEST authorizer with no identity source and no cache sees every request, so it can
+   * let the public agent cards through and authenticate the rest.
+   */
+  private methodOptions(handler: HouseFunction | undefined): MethodOptions | undefined {
+    if (!handler) {
+      Annotations.of(this).addWarningV2(
+        'a2a:no-authorizer',
+        'The API has no authorizer: callers are not authenticated by API Gateway.',
+      );
+      return undefined;
+    }
+    const authorizer = new RequestAuthorizer(this, 'RequestAuthorizer', {
+      handler,
+      identitySources: [],
+      resultsCacheTtl: Duration.seconds(0),
+    });
+    return { authorizationType: AuthorizationType.CUSTOM, authorizer };
+  }
+
+  /** Converse needs InvokeModel (and the stream variant) on exactly the configured models. */
+  private grantBedrockModels(fn: HouseFunction, config: Config): void {
+    const resourceArns = new Set<string>();
+    for (const provider of Object.values(config.providers)) {
+      if (provider.type !== 'bedrock') continue;
+      const region = provider.region ?? this.region;
+      const foundationModel = (modelId: string, inRegion: string) =>
+        this.formatArn({
+          service: 'bedrock',
+          region: inRegion,
+          account: '',
+          resource: 'foundation-model',
+          resourceName: modelId,
+        });
+      if (provider.model.startsWith('arn:')) {
+        resourceArns.add(provider.model);
+        continue;
+      }
+      const profile = INFERENCE_PROFILE_PREFIX.exec(provider.model);
+      if (profile?.[2]) {
+        // A cross-region profile routes to the model in any region of its geography.
+        resourceArns.add(
+          this.formatArn({
+            service: 'bedrock',
+            region,
+            resource: 'inference-profile',
+            resourceName: provider.model,
+          }),
+        );
+        resourceArns.add(foundationModel(profile[2], '*'));
+      } else {
+        resourceArns.add(foundationModel(provider.model, region));
+      }
+    }
+    if (resourceArns.size === 0) return;
+    Grant.addToPrincipal({
+      grantee: fn,
+      actions: ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'],
+      resourceArns: [...resourceArns],
+    });
+  }
+}
+
+/** AWS: the visibility timeout of an SQS event source's queue should be 6× the function timeout. */
+const assertExecutorFitsRunQueue = (): void => {
+  const runQueue = queueDefinitions.find((definition) => definition.id === 'RunQueue');
+  const needed = 6 * EXECUTOR_TIMEOUT.toSeconds();
+  if (!runQueue || runQueue.visibilityTimeoutSeconds < needed) {
+    throw new Error(
+      `RunQueue visibility timeout (${runQueue?.visibilityTimeoutSeconds ?? 'undeclared'} s) must be at least ` +
+        `6 × the executor timeout (${needed} s).`,
+    );
+  }
+};

@@ -1,0 +1,169 @@
+import { Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import {
+  AttributeType,
+  type GlobalSecondaryIndexPropsV2,
+  type ITableV2,
+  ProjectionType,
+  StreamViewType,
+  TableEncryptionV2,
+  TableV2,
+} from 'aws-cdk-lib/aws-dynamodb';
+import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
+import { type IQueue, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import type { Construct } from 'constructs';
+import {
+  auditTable,
+  type IndexDefinition,
+  journalTable,
+  type KeyDefinition,
+  type QueueDefinition,
+  queueDefinitions,
+  stateTable,
+  type TableDefinition,
+} from '../shared/adapters/dynamodb/tables.ts';
+
+/** What the service stack needs from the stateful one: object references, never names. */
+export interface StatefulResources {
+  readonly stateTable: ITableV2;
+  readonly journalTable: ITableV2;
+  readonly auditTable: ITableV2;
+  /** Customer-managed key that seals content (DESIGN.md §6); tables use AWS-managed keys. */
+  readonly contentKey: IKey;
+  readonly runQueue: IQueue;
+  readonly runDlq: IQueue;
+  readonly projectorDlq: IQueue;
+}
+
+export interface StatefulStackProps extends StackProps {
+  /** Names the installation: key alias `alias/<prefix>-content`. */
+  readonly prefix: string;
+  /** DynamoDB deletion protection on the three tables. @default true */
+  readonly deletionProtection?: boolean;
+}
+
+/** Dead-letter queues keep what failed for the longest time SQS allows. */
+const DLQ_RETENTION = Duration.days(14);
+
+const attributeTypes: Record<KeyDefinition['type'], AttributeType> = {
+  S: AttributeType.STRING,
+  N: AttributeType.NUMBER,
+  B: AttributeType.BINARY,
+};
+
+const streamViewTypes: Record<NonNullable<TableDefinition['stream']>, StreamViewType> = {
+  NEW_AND_OLD_IMAGES: StreamViewType.NEW_AND_OLD_IMAGES,
+  NEW_IMAGE: StreamViewType.NEW_IMAGE,
+};
+
+const projectionTypes: Record<IndexDefinition['projection'], ProjectionType> = {
+  ALL: ProjectionType.ALL,
+  KEYS_ONLY: ProjectionType.KEYS_ONLY,
+};
+
+const toAttribute = (key: KeyDefinition) => ({ name: key.name, type: attributeTypes[key.type] });
+
+const toIndex = (index: IndexDefinition): GlobalSecondaryIndexPropsV2 => ({
+  indexName: index.indexName,
+  partitionKey: toAttribute(index.partitionKey),
+  sortKey: toAttribute(index.sortKey),
+  projectionType: projectionTypes[index.projection],
+});
+
+/**
+ * Tables, the content key and the queues: everything that holds data. Deployed on its own and
+ * retained, so the service stack can be replaced or destroyed freely. Every resource is built
+ * from the declarations in `shared/adapters/dynamodb/tables.ts`, the same ones the local stack
+ * uses. Construct ids are the declarations' ids: changing one replaces a table or queue.
+ */
+export class StatefulStack extends Stack implements StatefulResources {
+  readonly stateTable: TableV2;
+  readonly journalTable: TableV2;
+  readonly auditTable: TableV2;
+  readonly contentKey: Key;
+  readonly runQueue: Queue;
+  readonly runDlq: Queue;
+  readonly projectorDlq: Queue;
+  /** Every queue of `queueDefinitions`, by its declared id. */
+  readonly queues: Readonly<Record<QueueDefinition['id'], Queue>>;
+
+  constructor(scope: Construct, id: string, props: StatefulStackProps) {
+    super(scope, id, props);
+    const deletionProtection = props.deletionProtection ?? true;
+
+    this.contentKey = new Key(this, 'ContentKey', {
+      description: `${props.prefix}: envelope key that seals task content`,
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+      alias: `alias/${props.prefix}-content`,
+    });
+
+    const createTable = (definition: TableDefinition): TableV2 =>
+      new TableV2(this, definition.id, {
+        partitionKey: toAttribute(definition.partitionKey),
+        sortKey: toAttribute(definition.sortKey),
+        // TableV2 bills on demand (PAY_PER_REQUEST) unless told otherwise.
+        ...(definition.stream ? { dynamoStream: streamViewTypes[definition.stream] } : {}),
+        timeToLiveAttribute: definition.timeToLiveAttribute,
+        globalSecondaryIndexes: definition.globalSecondaryIndexes.map(toIndex),
+        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+        // Content is already sealed with the content key; an AWS-managed table key keeps
+        // stream readers (the projector) free of any permission on the content key.
+        encryption: TableEncryptionV2.awsManagedKey(),
+        deletionProtection,
+        removalPolicy: RemovalPolicy.RETAIN,
+      });
+
+    this.stateTable = createTable(stateTable);
+    this.journalTable = createTable(journalTable);
+    this.auditTable = createTable(auditTable);
+
+    const queues = new Map<QueueDefinition['id'], Queue>();
+    const createQueue = (definition: QueueDefinition): Queue => {
+      const existing = queues.get(definition.id);
+      if (existing) return existing;
+      const deadLetterDefinition = definition.deadLetter
+        ? queueDefinitions.find((candidate) => candidate.id === definition.deadLetter?.queueId)
+        : undefined;
+      if (definition.deadLetter && !deadLetterDefinition) {
+        throw new Error(
+          `Queue ${definition.id}: dead-letter queue ${definition.deadLetter.queueId} is not declared`,
+        );
+      }
+      const deadLetterQueue =
+        definition.deadLetter && deadLetterDefinition
+          ? {
+              queue: createQueue(deadLetterDefinition),
+              maxReceiveCount: definition.deadLetter.maxReceiveCount,
+            }
+          : undefined;
+      const queue = new Queue(this, definition.id, {
+        fifo: definition.fifo ? true : undefined,
+        visibilityTimeout: Duration.seconds(definition.visibilityTimeoutSeconds),
+        encryption: QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        // Messages in flight and dead letters outlive a stack deletion, like the tables.
+        removalPolicy: RemovalPolicy.RETAIN,
+        ...(isDeadLetterQueue(definition) ? { retentionPeriod: DLQ_RETENTION } : {}),
+        ...(deadLetterQueue ? { deadLetterQueue } : {}),
+      });
+      queues.set(definition.id, queue);
+      return queue;
+    };
+    for (const definition of queueDefinitions) createQueue(definition);
+
+    const queueById = (queueId: QueueDefinition['id']): Queue => {
+      const queue = queues.get(queueId);
+      if (!queue) throw new Error(`Queue ${queueId} is not declared in queueDefinitions`);
+      return queue;
+    };
+    this.runQueue = queueById('RunQueue');
+    this.runDlq = queueById('RunDlq');
+    this.projectorDlq = queueById('ProjectorDlq');
+    this.queues = Object.fromEntries(queues) as Record<QueueDefinition['id'], Queue>;
+  }
+}
+
+/** A queue is a dead-letter queue when another queue redrives to it, or it is the projector's. */
+const isDeadLetterQueue = (definition: QueueDefinition): boolean =>
+  definition.id === 'ProjectorDlq' ||
+  queueDefinitions.some((candidate) => candidate.deadLetter?.queueId === definition.id);

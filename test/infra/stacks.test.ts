@@ -1,0 +1,484 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { App, type Stack } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createInstallation, type Installation, readStageContext } from '../../infra/app.ts';
+import { ESM_REQUIRE_BANNER, REPO_ROOT } from '../../infra/house-function.ts';
+import {
+  defaultEntries,
+  EXECUTOR_TIMEOUT,
+  type FunctionName,
+  MAX_CONFIG_ENV_BYTES,
+  RPC_TIMEOUT,
+  ServiceStack,
+} from '../../infra/service-stack.ts';
+import { StatefulStack } from '../../infra/stateful-stack.ts';
+import {
+  auditTable,
+  journalTable,
+  queueDefinitions,
+  stateTable,
+} from '../../shared/adapters/dynamodb/tables.ts';
+import { defaultConfig } from '../../shared/config/config.ts';
+
+/**
+ * One synth for the whole file: NodejsFunction bundles with esbuild, and the built-in
+ * CloudFormation validation runs on every synth. The functions are built from tiny stand-in
+ * entries (the real handlers are other people's work in progress); bundling settings, IAM and
+ * event sources do not depend on what the entry contains.
+ */
+
+const defaultProfile = defaultConfig.profiles.default!;
+
+type Resource = { Type: string; Properties: Record<string, unknown> };
+
+const testConfig = {
+  ...defaultConfig,
+  auth: { tokens: { 'dev-secret-token': { tenant: 't1', principal: 'alice' } } },
+  providers: {
+    ...defaultConfig.providers,
+    claude: { type: 'bedrock', model: 'us.anthropic.claude-sonnet-4-20250514-v1:0', region: 'us-west-2' },
+    titan: { type: 'bedrock', model: 'amazon.titan-text-express-v1', region: 'eu-west-1' },
+  },
+};
+
+let workDir: string;
+let app: App;
+let installation: Installation;
+let stateful: Template;
+let service: Template;
+let withAuthorizer: Template;
+
+const writeEntry = (name: string): string => {
+  const file = join(workDir, `${name}.ts`);
+  writeFileSync(file, `export const handler = async (event: unknown) => ({ name: '${name}', event });\n`);
+  return file;
+};
+
+beforeAll(() => {
+  const cacheDir = join(REPO_ROOT, '.cache');
+  mkdirSync(cacheDir, { recursive: true });
+  // Under the repository root: NodejsFunction refuses entries outside its project root.
+  workDir = mkdtempSync(join(cacheDir, 'infra-test-'));
+  const configFile = join(workDir, 'config.json');
+  writeFileSync(configFile, JSON.stringify(testConfig));
+  const entries: Record<FunctionName, string> = {
+    rpc: writeEntry('rpc'),
+    executor: writeEntry('executor'),
+    projector: writeEntry('projector'),
+  };
+  app = new App({ outdir: join(workDir, 'cdk.out'), context: { config: configFile, stage: 'test' } });
+  installation = createInstallation(app, { entries, authorizerEntry: undefined });
+  // A second service stack in the same app (same synth) shows the authorizer seam.
+  const authorized = new ServiceStack(app, 'authorized-service', {
+    stateful: installation.stateful,
+    config: installation.config,
+    installation: installation.prefix,
+    entries,
+    authorizerEntry: writeEntry('authorizer'),
+  });
+  stateful = Template.fromStack(installation.stateful);
+  service = Template.fromStack(installation.service);
+  withAuthorizer = Template.fromStack(authorized);
+});
+
+afterAll(() => {
+  if (workDir) rmSync(workDir, { recursive: true, force: true });
+});
+
+const logicalIdOf = (stack: Stack, construct: { node: { defaultChild?: unknown } }): string =>
+  stack.getLogicalId(construct.node.defaultChild as Parameters<Stack['getLogicalId']>[0]);
+
+/** Every IAM action granted to a function's role, through any policy attached to that role. */
+const actionsOfFunction = (template: Template, stack: Stack, fn: ServiceStack['rpc']): string[] => {
+  const functionId = logicalIdOf(stack, fn);
+  const functionResource = template.toJSON().Resources[functionId] as Resource;
+  const roleRef = functionResource.Properties.Role as { 'Fn::GetAtt': [string, string] };
+  const roleId = roleRef['Fn::GetAtt'][0];
+  const role = template.toJSON().Resources[roleId] as Resource;
+  expect(role.Properties.Policies, 'no inline policies on the role').toBeUndefined();
+  const actions: string[] = [];
+  for (const resource of Object.values(template.findResources('AWS::IAM::Policy')) as Resource[]) {
+    const roles = resource.Properties.Roles as Array<{ Ref: string }>;
+    if (!roles.some((ref) => ref.Ref === roleId)) continue;
+    const document = resource.Properties.PolicyDocument as {
+      Statement: Array<{ Action: string | string[] }>;
+    };
+    for (const statement of document.Statement) actions.push(...[statement.Action].flat());
+  }
+  expect(actions.length).toBeGreaterThan(0);
+  return actions;
+};
+
+const tableResource = (id: string): Resource => {
+  const tables = stateful.findResources('AWS::DynamoDB::GlobalTable');
+  const entry = Object.entries(tables).find(([logicalId]) => logicalId.startsWith(id));
+  expect(entry, `table ${id}`).toBeDefined();
+  return entry?.[1] as Resource;
+};
+
+describe('StatefulStack', () => {
+  it('builds each table from its declaration: keys, stream, TTL, on demand, PITR, retained', () => {
+    stateful.resourceCountIs('AWS::DynamoDB::GlobalTable', 3);
+    for (const definition of [stateTable, journalTable, auditTable]) {
+      const table = tableResource(definition.id);
+      expect(table.Properties.KeySchema).toEqual([
+        { AttributeName: definition.partitionKey.name, KeyType: 'HASH' },
+        { AttributeName: definition.sortKey.name, KeyType: 'RANGE' },
+      ]);
+      expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+      expect(table.Properties.TimeToLiveSpecification).toEqual({
+        AttributeName: definition.timeToLiveAttribute,
+        Enabled: true,
+      });
+      expect(table.Properties.StreamSpecification).toEqual(
+        definition.stream ? { StreamViewType: definition.stream } : undefined,
+      );
+      expect(table.Properties.Replicas).toEqual([
+        expect.objectContaining({
+          PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+          DeletionProtectionEnabled: true,
+        }),
+      ]);
+      // AWS-managed table key: no customer key that stream readers would need to decrypt.
+      expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: true, SSEType: 'KMS' });
+    }
+    expect(stateTable.stream).toBe('NEW_AND_OLD_IMAGES');
+    const tables = stateful.findResources('AWS::DynamoDB::GlobalTable');
+    for (const table of Object.values(tables)) {
+      expect(table.DeletionPolicy).toBe('Retain');
+      expect(table.UpdateReplacePolicy).toBe('Retain');
+    }
+  });
+
+  it('gives the journal the byOwner index for ListTasks', () => {
+    const journal = tableResource('Journal');
+    expect(journal.Properties.GlobalSecondaryIndexes).toEqual([
+      {
+        IndexName: 'byOwner',
+        KeySchema: [
+          { AttributeName: 'ownerKey', KeyType: 'HASH' },
+          { AttributeName: 'ownerSort', KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'ALL' },
+      },
+    ]);
+    expect(tableResource('State').Properties.GlobalSecondaryIndexes).toBeUndefined();
+  });
+
+  it('creates a rotating, retained customer-managed content key with its alias', () => {
+    stateful.hasResource('AWS::KMS::Key', {
+      Properties: { EnableKeyRotation: true },
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+    });
+    stateful.hasResourceProperties('AWS::KMS::Alias', { AliasName: 'alias/a2a-test-content' });
+  });
+
+  it('declares every queue with SSE, TLS only, its visibility timeout and DLQ redrive', () => {
+    stateful.resourceCountIs('AWS::SQS::Queue', queueDefinitions.length);
+    const queues = installation.stateful.queues;
+    for (const definition of queueDefinitions) {
+      const id = logicalIdOf(installation.stateful, queues[definition.id]);
+      const queue = stateful.toJSON().Resources[id] as Resource & { DeletionPolicy: string };
+      expect(queue.DeletionPolicy).toBe('Retain');
+      expect(queue.Properties.SqsManagedSseEnabled).toBe(true);
+      expect(queue.Properties.VisibilityTimeout).toBe(definition.visibilityTimeoutSeconds);
+      if (definition.deadLetter) {
+        const dlqId = logicalIdOf(installation.stateful, queues[definition.deadLetter.queueId]);
+        expect(queue.Properties.RedrivePolicy).toEqual({
+          deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] },
+          maxReceiveCount: definition.deadLetter.maxReceiveCount,
+        });
+      } else {
+        expect(queue.Properties.RedrivePolicy).toBeUndefined();
+      }
+    }
+    for (const dlq of [queues.RunDlq, queues.ProjectorDlq]) {
+      const queue = stateful.toJSON().Resources[logicalIdOf(installation.stateful, dlq)] as Resource;
+      expect(queue.Properties.MessageRetentionPeriod).toBe(14 * 24 * 60 * 60);
+    }
+    stateful.resourcePropertiesCountIs(
+      'AWS::SQS::QueuePolicy',
+      {
+        PolicyDocument: {
+          Statement: [
+            Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+          ],
+        },
+      },
+      queueDefinitions.length,
+    );
+  });
+});
+
+describe('ServiceStack', () => {
+  it('builds every function with the house defaults', () => {
+    const functions = service.findResources('AWS::Lambda::Function');
+    expect(Object.keys(functions)).toHaveLength(3);
+    for (const fn of Object.values(functions) as Resource[]) {
+      expect(fn.Properties).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        Handler: 'index.handler',
+        MemorySize: 512,
+        TracingConfig: { Mode: 'Active' },
+        LoggingConfig: { LogFormat: 'JSON' },
+      });
+      const variables = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      expect(variables.NODE_OPTIONS).toBe('--enable-source-maps');
+      for (const name of [
+        'STATE_TABLE_NAME',
+        'JOURNAL_TABLE_NAME',
+        'AUDIT_TABLE_NAME',
+        'RUN_QUEUE_URL',
+        'KMS_KEY_ID',
+        'A2A_INSTALLATION',
+        'A2A_CONFIG',
+      ]) {
+        expect(variables[name], name).toBeDefined();
+      }
+      expect(variables.A2A_LOCAL_MODE).toBeUndefined();
+      expect(variables.A2A_INSTALLATION).toBe('a2a-test');
+      const deployed = JSON.parse(variables.A2A_CONFIG as string);
+      expect(deployed.profiles).toEqual(installation.config.profiles);
+      expect(deployed.providers.claude.type).toBe('bedrock');
+      // Static tokens are for local mode; they never reach a deployed environment.
+      expect(deployed.auth.tokens).toEqual({});
+      expect(variables.A2A_CONFIG).not.toContain('dev-secret-token');
+    }
+    service.resourceCountIs('AWS::Logs::LogGroup', 3);
+    service.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+  });
+
+  it('bundles an ESM module with the require banner and a source map, by the local esbuild', () => {
+    const assembly = app.synth();
+    for (const fn of [
+      installation.service.rpc,
+      installation.service.executor,
+      installation.service.projector,
+    ]) {
+      const resource = service.toJSON().Resources[logicalIdOf(installation.service, fn)] as Resource;
+      const key = (resource.Properties.Code as { S3Key: string }).S3Key.replace(/\.zip$/, '');
+      const bundle = join(assembly.directory, `asset.${key}`);
+      const code = readFileSync(join(bundle, 'index.mjs'), 'utf8');
+      expect(code.startsWith(ESM_REQUIRE_BANNER)).toBe(true);
+      expect(code).toMatch(/export\s*\{/);
+      expect(existsSync(join(bundle, 'index.mjs.map'))).toBe(true);
+    }
+  });
+
+  it('gives each function its own timeout; the run queue visibility is 6x the executor timeout', () => {
+    const timeoutOf = (fn: ServiceStack['rpc']) =>
+      (service.toJSON().Resources[logicalIdOf(installation.service, fn)] as Resource).Properties.Timeout;
+    expect(timeoutOf(installation.service.rpc)).toBe(900);
+    expect(timeoutOf(installation.service.executor)).toBe(60);
+    expect(timeoutOf(installation.service.projector)).toBe(30);
+    const runQueue = queueDefinitions.find((definition) => definition.id === 'RunQueue');
+    expect(runQueue?.visibilityTimeoutSeconds).toBeGreaterThanOrEqual(6 * EXECUTOR_TIMEOUT.toSeconds());
+  });
+
+  it('serves / and /{proxy+} for ANY through a streaming Lambda proxy integration', () => {
+    const rpcId = logicalIdOf(installation.service, installation.service.rpc);
+    service.resourceCountIs('AWS::ApiGateway::RestApi', 1);
+    service.hasResourceProperties('AWS::ApiGateway::RestApi', {
+      EndpointConfiguration: { Types: ['REGIONAL'] },
+    });
+    service.hasResourceProperties('AWS::ApiGateway::Resource', { PathPart: '{proxy+}' });
+    const methods = service.findResources('AWS::ApiGateway::Method') as Record<string, Resource>;
+    expect(Object.keys(methods)).toHaveLength(2);
+    for (const method of Object.values(methods)) {
+      expect(method.Properties.HttpMethod).toBe('ANY');
+      const integration = method.Properties.Integration as Record<string, unknown>;
+      expect(integration).toMatchObject({
+        Type: 'AWS_PROXY',
+        IntegrationHttpMethod: 'POST',
+        ResponseTransferMode: 'STREAM',
+        TimeoutInMillis: RPC_TIMEOUT.toMilliseconds(),
+      });
+      const uri = JSON.stringify(integration.Uri);
+      expect(uri).toContain('/response-streaming-invocations');
+      expect(uri).toContain(rpcId);
+    }
+    // Stage throttling stays at the account defaults.
+    const stage = Object.values(service.findResources('AWS::ApiGateway::Stage'))[0] as Resource;
+    expect(stage.Properties.MethodSettings).toBeUndefined();
+    service.hasOutput('AgentCardUrl', {
+      Value: {
+        'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp('/\\.well-known/agent-card\\.json$')])],
+      },
+    });
+  });
+
+  it('warns without an authorizer, and wires a REQUEST authorizer when given one', () => {
+    Annotations.fromStack(installation.service).hasWarning('*', Match.stringLikeRegexp('no authorizer'));
+    service.resourceCountIs('AWS::ApiGateway::Authorizer', 0);
+    withAuthorizer.resourceCountIs('AWS::Lambda::Function', 4);
+    withAuthorizer.hasResourceProperties('AWS::ApiGateway::Authorizer', {
+      Type: 'REQUEST',
+      AuthorizerResultTtlInSeconds: 0,
+    });
+    withAuthorizer.resourcePropertiesCountIs('AWS::ApiGateway::Method', { AuthorizationType: 'CUSTOM' }, 2);
+  });
+
+  it('consumes the run queue with partial batch failures and bounded concurrency', () => {
+    service.resourceCountIs('AWS::Lambda::EventSourceMapping', 2);
+    service.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: logicalIdOf(installation.service, installation.service.executor) },
+      BatchSize: 5,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: Match.anyValue() },
+      EventSourceArn: { 'Fn::ImportValue': Match.stringLikeRegexp('RunQueue') },
+    });
+  });
+
+  it('projects only task items of the state stream, in order, with bisect, bounded retries and a DLQ', () => {
+    service.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: logicalIdOf(installation.service, installation.service.projector) },
+      StartingPosition: 'TRIM_HORIZON',
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BisectBatchOnFunctionError: true,
+      MaximumRetryAttempts: 10,
+      MaximumRecordAgeInSeconds: Match.anyValue(),
+      ParallelizationFactor: 1,
+      EventSourceArn: { 'Fn::ImportValue': Match.stringLikeRegexp('State.*StreamArn') },
+      DestinationConfig: {
+        OnFailure: { Destination: { 'Fn::ImportValue': Match.stringLikeRegexp('ProjectorDlq') } },
+      },
+      FilterCriteria: {
+        Filters: [{ Pattern: JSON.stringify({ dynamodb: { Keys: { sk: { S: ['TASK'] } } } }) }],
+      },
+    });
+  });
+
+  it('never lets the projector touch KMS, while rpc and executor may seal and open', () => {
+    const { rpc, executor, projector } = installation.service;
+    const projectorActions = actionsOfFunction(service, installation.service, projector);
+    expect(projectorActions.filter((action) => action.startsWith('kms:'))).toEqual([]);
+    expect(projectorActions).toEqual(expect.arrayContaining(['dynamodb:GetRecords', 'dynamodb:PutItem']));
+    for (const fn of [rpc, executor]) {
+      expect(actionsOfFunction(service, installation.service, fn)).toEqual(
+        expect.arrayContaining(['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey']),
+      );
+    }
+    const executorActions = actionsOfFunction(service, installation.service, executor);
+    expect(executorActions).not.toContain('kms:*');
+    expect(executorActions.some((action) => action.startsWith('kms:ReEncrypt'))).toBe(false);
+  });
+
+  it('grants least privilege per function through grant methods', () => {
+    const { rpc, executor, projector } = installation.service;
+    const rpcActions = actionsOfFunction(service, installation.service, rpc);
+    expect(rpcActions).toEqual(
+      expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:Query', 'sqs:SendMessage']),
+    );
+    const executorActions = actionsOfFunction(service, installation.service, executor);
+    expect(executorActions).not.toContain('sqs:SendMessage');
+    expect(executorActions).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage']));
+    expect(actionsOfFunction(service, installation.service, projector)).not.toContain('sqs:ReceiveMessage');
+    for (const fn of [rpc, executor, projector]) {
+      const actions = actionsOfFunction(service, installation.service, fn);
+      expect(actions.some((action) => action.endsWith(':*') || action === '*')).toBe(false);
+    }
+  });
+
+  it('lets the executor invoke exactly the configured Bedrock models', () => {
+    const executorRole = (
+      service.toJSON().Resources[logicalIdOf(installation.service, installation.service.executor)] as Resource
+    ).Properties.Role as { 'Fn::GetAtt': [string, string] };
+    service.hasResourceProperties('AWS::IAM::Policy', {
+      Roles: [{ Ref: executorRole['Fn::GetAtt'][0] }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          {
+            Effect: 'Allow',
+            Action: ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'],
+            Resource: [
+              Match.objectLike({
+                'Fn::Join': [
+                  '',
+                  Match.arrayWith([Match.stringLikeRegexp('inference-profile/us\\.anthropic')]),
+                ],
+              }),
+              Match.objectLike({
+                'Fn::Join': [
+                  '',
+                  Match.arrayWith([
+                    Match.stringLikeRegexp(':bedrock:\\*::foundation-model/anthropic\\.claude'),
+                  ]),
+                ],
+              }),
+              Match.objectLike({
+                'Fn::Join': [
+                  '',
+                  Match.arrayWith([
+                    Match.stringLikeRegexp(
+                      ':bedrock:eu-west-1::foundation-model/amazon\\.titan-text-express-v1',
+                    ),
+                  ]),
+                ],
+              }),
+            ],
+          },
+        ]),
+      },
+    });
+    const rpcActions = actionsOfFunction(service, installation.service, installation.service.rpc);
+    expect(rpcActions.some((action) => action.startsWith('bedrock:'))).toBe(false);
+  });
+});
+
+describe('createInstallation', () => {
+  const configApp = (config: unknown): App => {
+    const file = join(workDir, `config-${Math.random().toString(36).slice(2)}.json`);
+    writeFileSync(file, JSON.stringify(config));
+    return new App({ context: { config: file } });
+  };
+
+  it('names the stacks after the stage, dev by default', () => {
+    expect(installation.stateful.stackName).toBe('a2a-test-stateful');
+    expect(installation.service.stackName).toBe('a2a-test-service');
+    expect(readStageContext(undefined)).toBe('dev');
+    expect(defaultEntries.rpc).toBe(join(REPO_ROOT, 'functions/rpc/handler.ts'));
+  });
+
+  it('refuses an invalid configuration, naming the setting', () => {
+    const invalid = {
+      ...defaultConfig,
+      profiles: { default: { ...defaultProfile, providers: ['nope'] } },
+    };
+    expect(() => createInstallation(configApp(invalid))).toThrow(/profiles\.default\.providers/);
+    expect(() =>
+      createInstallation(configApp({ providers: {}, profiles: { default: { name: 'x' } } })),
+    ).toThrow(/profiles\.default\.description/);
+  });
+
+  it('refuses an unreadable configuration file and a bad stage name', () => {
+    expect(() => createInstallation(new App({ context: { config: join(workDir, 'missing.json') } }))).toThrow(
+      /-c config=.*missing\.json/,
+    );
+    expect(() => createInstallation(new App({ context: { stage: 'Bad_Stage' } }))).toThrow(
+      /-c stage=Bad_Stage/,
+    );
+  });
+
+  it('fails synth when the configuration would not fit in the Lambda environment', () => {
+    const profiles = Object.fromEntries(
+      Array.from({ length: 12 }, (_, index) => [
+        `agent-${index}`,
+        { ...defaultProfile, instructions: 'x'.repeat(300) },
+      ]),
+    );
+    const hugeApp = new App();
+    const hugeStateful = new StatefulStack(hugeApp, 'huge-stateful', { prefix: 'huge' });
+    expect(
+      () =>
+        new ServiceStack(hugeApp, 'huge-service', {
+          stateful: hugeStateful,
+          config: { ...defaultConfig, profiles },
+          installation: 'huge',
+        }),
+    ).toThrow(new RegExp(`A2A_CONFIG.*${MAX_CONFIG_ENV_BYTES} bytes`));
+  });
+});
