@@ -1,0 +1,97 @@
+import { createHash } from 'node:crypto';
+import { buildAgentCard } from '../../shared/app/agent-card.ts';
+import type { Caller, Dispatcher, HeaderMap, SseEvent } from '../../shared/app/rpc/dispatcher.ts';
+import { toJsonRpcError } from '../../shared/app/rpc/errors-table.ts';
+import type { Config } from '../../shared/config/config.ts';
+import { ContentTypeNotSupportedError } from '../../shared/domain/errors.ts';
+
+/**
+ * The HTTP surface of the rpc function, independent of how the request arrived (API Gateway
+ * event or the local harness): agent cards and the JSON-RPC endpoint of every profile.
+ */
+
+export interface HttpRequest {
+  readonly method: string;
+  readonly path: string;
+  /** Lower-cased header names. */
+  readonly headers: Readonly<Record<string, string | undefined>>;
+  readonly query: HeaderMap;
+  readonly body: string;
+  readonly caller: Caller | null;
+  readonly requestId: string;
+  /** Absolute URL this API is served under (scheme, host and stage), without a trailing slash. */
+  readonly baseUrl: string;
+}
+
+export type HttpResponse =
+  | { readonly status: number; readonly headers: Record<string, string>; readonly body: string }
+  | { readonly status: number; readonly headers: Record<string, string>; readonly events: AsyncIterable<SseEvent> };
+
+export interface HttpAppDeps {
+  readonly config: Config;
+  readonly dispatcher: Dispatcher;
+  readonly now?: () => Date;
+}
+
+const json = (status: number, value: unknown, headers: Record<string, string> = {}): HttpResponse => ({
+  status,
+  headers: { 'Content-Type': 'application/json', ...headers },
+  body: JSON.stringify(value),
+});
+
+const cardPath = /^\/(?:agents\/([a-z0-9][a-z0-9-]{0,62})\/)?\.well-known\/agent-card\.json$/;
+const rpcPath = /^\/(?:agents\/([a-z0-9][a-z0-9-]{0,62}))?\/?$/;
+
+const jsonMediaTypes = ['application/json', 'application/a2a+json'];
+
+export const createHttpApp = (deps: HttpAppDeps) => {
+  const now = deps.now ?? (() => new Date());
+
+  const serveCard = (request: HttpRequest, profileId: string): HttpResponse => {
+    const card = buildAgentCard(deps.config, profileId, request.baseUrl);
+    if (card === undefined) return json(404, { error: 'No such agent' });
+    const body = JSON.stringify(card);
+    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+    const headers = { 'Cache-Control': 'public, max-age=300', ETag: etag };
+    if (request.headers['if-none-match'] === etag) return { status: 304, headers, body: '' };
+    return { status: 200, headers: { 'Content-Type': 'application/json', ...headers }, body };
+  };
+
+  const serveRpc = async (request: HttpRequest, profileId: string): Promise<HttpResponse> => {
+    if (deps.config.profiles[profileId] === undefined) return json(404, { error: 'No such agent' });
+    const mediaType = (request.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase() ?? '';
+    if (!jsonMediaTypes.includes(mediaType)) {
+      const error = toJsonRpcError(new ContentTypeNotSupportedError(mediaType), {
+        errorDomain: deps.config.errorDomain,
+        now,
+      });
+      return json(200, { jsonrpc: '2.0', id: null, error });
+    }
+    const result = await deps.dispatcher.dispatch(request.body, request.headers, {
+      query: request.query,
+      caller: request.caller,
+      requestId: request.requestId,
+      profileId,
+      baseUrl: request.baseUrl,
+    });
+    if (result.kind === 'json') return json(result.status, result.body);
+    return {
+      status: result.status,
+      headers: { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' },
+      events: result.events,
+    };
+  };
+
+  return async (request: HttpRequest): Promise<HttpResponse> => {
+    const card = cardPath.exec(request.path);
+    if (card && (request.method === 'GET' || request.method === 'HEAD')) return serveCard(request, card[1] ?? 'default');
+    const rpc = rpcPath.exec(request.path);
+    if (rpc && request.method === 'POST') return serveRpc(request, rpc[1] ?? 'default');
+    if (card || rpc) return json(405, { error: 'Method not allowed' }, { Allow: card ? 'GET' : 'POST' });
+    return json(404, { error: 'Not found' });
+  };
+};
+
+/** Serializes one SSE event: an optional id line and one `data:` line (A2A.md §2 "SSE framing"). */
+export const formatSseEvent = (event: SseEvent): string =>
+  `${event.eventId === undefined ? '' : `id: ${event.eventId}\n`}data: ${JSON.stringify(event.message)}\n\n`;

@@ -1,0 +1,67 @@
+import {
+  ExtendedAgentCardNotConfiguredError,
+  PushNotificationNotSupportedError,
+  UnsupportedOperationError,
+} from '../domain/errors.ts';
+import type { Owner } from '../domain/task.ts';
+import { implementedCapabilities } from './agent-card.ts';
+import { getTask } from './read-task.ts';
+import { type A2aMethodTable, defineMethod, type RequestContext } from './rpc/dispatcher.ts';
+import { a2aParamsSchemas } from './rpc/schemas.ts';
+import { type SendMessageDeps, sendMessage } from './send-message.ts';
+
+/** Who calls when the installation runs without authentication (DESIGN.md §10). */
+export const anonymousCaller: Owner = { tenant: 'local', principal: 'local' };
+
+const callerOf = (ctx: RequestContext): Owner => ctx.caller ?? anonymousCaller;
+
+const streamingOff = () => new UnsupportedOperationError('Streaming is not supported by this agent');
+const pushOff = () => new PushNotificationNotSupportedError();
+
+/**
+ * The A2A v1.0 method table. Every method is routed: a capability this build does not declare
+ * on its card answers its specific A2A error (-32003/-32004/-32007), never -32601.
+ */
+export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
+  SendMessage: defineMethod(a2aParamsSchemas.SendMessage, async (params, ctx) => ({
+    task: await sendMessage(deps, {
+      caller: callerOf(ctx),
+      profileId: ctx.profileId,
+      message: params.message,
+      configuration: params.configuration,
+    }),
+  })),
+  GetTask: defineMethod(a2aParamsSchemas.GetTask, (params, ctx) =>
+    getTask(deps, callerOf(ctx), params.id, { historyLength: params.historyLength }),
+  ),
+  SendStreamingMessage: defineMethod(a2aParamsSchemas.SendStreamingMessage, async () => {
+    throw streamingOff();
+  }),
+  SubscribeToTask: defineMethod(a2aParamsSchemas.SubscribeToTask, async () => {
+    throw streamingOff();
+  }),
+  ListTasks: defineMethod(a2aParamsSchemas.ListTasks, async () => {
+    throw new UnsupportedOperationError('ListTasks is not available in this build');
+  }),
+  CancelTask: defineMethod(a2aParamsSchemas.CancelTask, async () => {
+    throw new UnsupportedOperationError('CancelTask is not available in this build');
+  }),
+  CreateTaskPushNotificationConfig: defineMethod(a2aParamsSchemas.CreateTaskPushNotificationConfig, async () => {
+    throw pushOff();
+  }),
+  GetTaskPushNotificationConfig: defineMethod(a2aParamsSchemas.GetTaskPushNotificationConfig, async () => {
+    throw pushOff();
+  }),
+  ListTaskPushNotificationConfigs: defineMethod(a2aParamsSchemas.ListTaskPushNotificationConfigs, async () => {
+    throw pushOff();
+  }),
+  DeleteTaskPushNotificationConfig: defineMethod(a2aParamsSchemas.DeleteTaskPushNotificationConfig, async () => {
+    throw pushOff();
+  }),
+  GetExtendedAgentCard: defineMethod(a2aParamsSchemas.GetExtendedAgentCard, async () => {
+    if (!implementedCapabilities.extendedAgentCard) {
+      throw new UnsupportedOperationError('The extended agent card is not supported by this agent');
+    }
+    throw new ExtendedAgentCardNotConfiguredError();
+  }),
+});
