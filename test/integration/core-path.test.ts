@@ -1,0 +1,244 @@
+import {
+  DescribeStreamCommand,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  type _Record as StreamRecord,
+} from '@aws-sdk/client-dynamodb-streams';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
+import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
+import { keys } from '../../shared/adapters/dynamodb/entities.ts';
+import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
+import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
+import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
+import { createTask } from '../../shared/app/create-task.ts';
+import { executeRun } from '../../shared/app/execute-run.ts';
+import { projectRecord } from '../../shared/app/project-record.ts';
+import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { VersionConflictError } from '../../shared/domain/errors.ts';
+import type { AgentProvider, RunMessage } from '../../shared/domain/ports.ts';
+import { alice, testConfig, userMessage } from '../support/core-fixture.ts';
+import { createTestResources, type TestResources } from '../support/local-guard.ts';
+
+/**
+ * The core path against DynamoDB Local and the KMS endpoint: real conditional writes,
+ * transactions, streams and envelope encryption.
+ */
+describe('core path against the emulators', () => {
+  let env: TestResources;
+  let tasks: DynamoDbTaskRepository;
+  let journal: DynamoDbJournalRepository;
+  let codec: TaskContentCodec;
+  const queued: RunMessage[] = [];
+  const calls = new Map<string, number>();
+  const config = testConfig();
+
+  beforeAll(async () => {
+    env = await createTestResources('core');
+    tasks = new DynamoDbTaskRepository(env.clients.doc, env.resources.tables.State.name);
+    journal = new DynamoDbJournalRepository(env.clients.doc, env.resources.tables.Journal.name);
+    codec = new TaskContentCodec(
+      new KmsSealer({ kms: env.clients.kms, keyId: env.resources.key.keyId, installation: 'test' }),
+    );
+  });
+  afterAll(() => env?.destroy());
+
+  const countingProvider = (providerId: string): AgentProvider => {
+    const scripted = new ScriptedProvider(providerId, 'echo');
+    return {
+      run: async (request) => {
+        calls.set(request.runId, (calls.get(request.runId) ?? 0) + 1);
+        // Widen the window in which a concurrent duplicate could slip through.
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return scripted.run(request);
+      },
+    };
+  };
+
+  const deps = () => ({
+    tasks,
+    journal,
+    codec,
+    config,
+    clock: { now: () => new Date() },
+    ids: { newId: () => crypto.randomUUID() },
+    queue: { enqueue: async (message: RunMessage) => void queued.push(message) },
+    providerFor: countingProvider,
+  });
+
+  it('stores the task, run and sealed history in one transaction, with no plaintext in the item', async () => {
+    const { taskId } = await createTask(deps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('plain words 4711'),
+    });
+    const { Item } = await env.clients.doc.send(
+      new GetCommand({ TableName: env.resources.tables.State.name, Key: keys.task(taskId) }),
+    );
+    expect(Item).toMatchObject({ state: 'TASK_STATE_SUBMITTED', revision: 1 });
+    expect(Item?.history).toBeInstanceOf(Uint8Array);
+    expect(Buffer.from(JSON.stringify(Item)).includes('plain words 4711')).toBe(false);
+    expect(Buffer.from(Item?.history as Uint8Array).includes(Buffer.from('plain words'))).toBe(false);
+  });
+
+  it('cancels the completing transaction on a stale run version and applies nothing (I-LOCK, I-RESULT)', async () => {
+    const { taskId } = await createTask(deps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('stale'),
+    });
+    const task = (await tasks.getTask(taskId))!;
+    const run = (await tasks.getRun(taskId, task.currentRunId))!;
+    // A concurrent writer moves the run on (e.g. a tightening): version 1 → 2.
+    await tasks.commit({ writes: [{ entity: 'run', item: { ...run, version: 2 }, expect: { version: 1 } }] });
+
+    const completion = tasks.commit({
+      writes: [
+        { entity: 'run', item: { ...run, status: 'COMPLETED', version: 2 }, expect: { version: 1 } },
+        {
+          entity: 'task',
+          item: { ...task, state: 'TASK_STATE_COMPLETED', revision: 2 },
+          expect: { revision: 1 },
+        },
+      ],
+    });
+    await expect(completion).rejects.toBeInstanceOf(VersionConflictError);
+    expect((await tasks.getTask(taskId))!).toMatchObject({ state: 'TASK_STATE_SUBMITTED', revision: 1 });
+    expect((await tasks.getRun(taskId, run.runId))!).toMatchObject({ status: 'QUEUED', version: 2 });
+  });
+
+  it('refuses to open a sealed blob moved to another task or another field', async () => {
+    const a = await createTask(deps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('from a'),
+    });
+    const b = await createTask(deps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('from b'),
+    });
+    const taskA = (await tasks.getTask(a.taskId))!;
+    const taskB = (await tasks.getTask(b.taskId))!;
+    await expect(codec.openHistory(a.taskId, taskA.sealedHistory)).resolves.toHaveLength(1);
+
+    // Move A's history blob onto B's row, as an attacker with table access might.
+    await env.clients.doc.send(
+      new PutCommand({
+        TableName: env.resources.tables.State.name,
+        Item: { ...(await getRaw(b.taskId)), history: taskA.sealedHistory },
+      }),
+    );
+    const moved = (await tasks.getTask(b.taskId))!;
+    await expect(codec.openHistory(b.taskId, moved.sealedHistory)).rejects.toThrow();
+    // Same task, other field.
+    await expect(codec.openArtifacts(a.taskId, taskA.sealedHistory)).rejects.toThrow();
+    expect(taskB.sealedHistory).toBeDefined();
+  });
+
+  it('runs the provider once for a duplicated SQS message, even when both deliveries race (I-ONCE)', async () => {
+    const { taskId } = await createTask(deps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('once only'),
+    });
+    const message = queued.at(-1)!;
+    expect(message.taskId).toBe(taskId);
+    const results = await Promise.all([executeRun(deps(), message), executeRun(deps(), message)]);
+    expect(results.sort()).toEqual(['completed', 'duplicate']);
+    expect(await executeRun(deps(), message)).toBe('duplicate');
+    expect(calls.get(message.runId)).toBe(1);
+
+    const task = (await tasks.getTask(taskId))!;
+    expect(task).toMatchObject({ state: 'TASK_STATE_COMPLETED', revision: 3 });
+    expect(await codec.openArtifacts(taskId, task.sealedArtifacts)).toEqual([
+      expect.objectContaining({ parts: [{ text: 'once only' }] }),
+    ]);
+  });
+
+  it('projects the same stream records twice and yields each revision once (I-ORDER)', async () => {
+    const { taskId } = await createTask(deps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('project me'),
+    });
+    const message = queued.at(-1)!;
+    await executeRun(deps(), message);
+
+    const records = (await readStream(env)).filter(
+      (record) =>
+        record.dynamodb?.Keys?.pk?.S === `TASK#${taskId}` && record.dynamodb?.Keys?.sk?.S === 'TASK',
+    );
+    expect(records.map((record) => record.eventName)).toEqual(['INSERT', 'MODIFY', 'MODIFY']);
+    for (const pass of [1, 2]) {
+      for (const record of records) {
+        const result = await projectRecord(
+          journal,
+          parseTaskImage(record.dynamodb?.OldImage as Record<string, unknown> | undefined),
+          parseTaskImage(record.dynamodb?.NewImage as Record<string, unknown> | undefined),
+        );
+        expect(result).toBe(pass === 1 ? 'written' : 'duplicate');
+      }
+    }
+    const events = await journal.listEvents(taskId, 0);
+    expect(events.map((event) => [event.revision, event.state])).toEqual([
+      [1, 'TASK_STATE_SUBMITTED'],
+      [2, 'TASK_STATE_WORKING'],
+      [3, 'TASK_STATE_COMPLETED'],
+    ]);
+    const view = (await journal.getView(taskId))!;
+    expect(view).toMatchObject({ revision: 3, state: 'TASK_STATE_COMPLETED' });
+    // The projector copied the sealed blob as it is: it opens with the key holder's codec.
+    expect(await codec.openArtifacts(taskId, view.sealedArtifacts)).toHaveLength(1);
+    expect(events[2]?.sealedArtifacts).toBeDefined();
+    expect(events[1]?.sealedArtifacts).toBeUndefined();
+  });
+
+  it('never moves a view backwards when an older revision is replayed late', async () => {
+    const { taskId } = await createTask(deps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('late'),
+    });
+    await executeRun(deps(), queued.at(-1)!);
+    const final = (await tasks.getTask(taskId))!;
+    expect(await projectRecord(journal, undefined, final)).toBe('written');
+    const first = { ...final, revision: 1, state: 'TASK_STATE_SUBMITTED' as const };
+    expect(await projectRecord(journal, undefined, first)).toBe('written');
+    expect((await journal.getView(taskId))!.revision).toBe(3);
+    expect((await journal.listEvents(taskId, 0)).map((event) => event.revision)).toEqual([1, 3]);
+  });
+
+  const getRaw = async (taskId: string) =>
+    (
+      await env.clients.doc.send(
+        new GetCommand({ TableName: env.resources.tables.State.name, Key: keys.task(taskId) }),
+      )
+    ).Item!;
+});
+
+/** Every record of the state table's stream so far (DynamoDB Local has one shard per table here). */
+const readStream = async (env: TestResources): Promise<StreamRecord[]> => {
+  const streamArn = env.resources.tables.State.streamArn!;
+  const { StreamDescription } = await env.clients.streams.send(
+    new DescribeStreamCommand({ StreamArn: streamArn }),
+  );
+  const records: StreamRecord[] = [];
+  for (const shard of StreamDescription?.Shards ?? []) {
+    let { ShardIterator: iterator } = await env.clients.streams.send(
+      new GetShardIteratorCommand({
+        StreamArn: streamArn,
+        ShardId: shard.ShardId!,
+        ShardIteratorType: 'TRIM_HORIZON',
+      }),
+    );
+    for (let i = 0; iterator && i < 20; i++) {
+      const page = await env.clients.streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
+      records.push(...(page.Records ?? []));
+      if ((page.Records ?? []).length === 0) break;
+      iterator = page.NextShardIterator;
+    }
+  }
+  return records;
+};
