@@ -1,0 +1,401 @@
+import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import type { JsonValue, StreamResponse } from '../../domain/a2a.ts';
+import type { FieldViolation } from '../../domain/errors.ts';
+import {
+  ContentTypeNotSupportedError,
+  ExtensionSupportRequiredError,
+  VersionNotSupportedError,
+} from '../../domain/errors.ts';
+import type { JsonRpcErrorObject } from './errors-table.ts';
+import { isInternalError, JsonRpcProtocolError, jsonRpcErrorTable, toJsonRpcError } from './errors-table.ts';
+import { toProtoJson } from './proto-json.ts';
+import type { a2aParamsSchemas } from './schemas.ts';
+import { parseParams } from './schemas.ts';
+
+/**
+ * The one JSON-RPC 2.0 dispatcher of the A2A v1.0 binding (A2A.md §2, §17): envelope checks,
+ * version and extension negotiation, a method table whose params are parsed by schemas, and
+ * every failure turned into an error envelope through `toJsonRpcError`. `dispatch` never throws.
+ */
+
+// ---------------------------------------------------------------------------------------------
+// Envelope types
+// ---------------------------------------------------------------------------------------------
+
+export type JsonRpcId = string | number | null;
+
+export interface JsonRpcSuccess {
+  readonly jsonrpc: '2.0';
+  readonly id: JsonRpcId;
+  readonly result: JsonValue;
+}
+
+export interface JsonRpcFailure {
+  readonly jsonrpc: '2.0';
+  readonly id: JsonRpcId;
+  readonly error: JsonRpcErrorObject;
+}
+
+export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
+
+/** One SSE event: `id: <eventId>` (when known) and a single `data:` line with the envelope. */
+export interface SseEvent {
+  readonly eventId?: string;
+  readonly message: JsonRpcResponse;
+}
+
+/**
+ * HTTP 200 for every JSON-RPC answer, errors included (A2A.md §17); the handler sends `json` as
+ * `application/json` and `sse` as `text/event-stream`.
+ */
+export type DispatchResult =
+  | { readonly kind: 'json'; readonly status: 200; readonly body: JsonRpcResponse }
+  | { readonly kind: 'sse'; readonly status: 200; readonly events: AsyncIterable<SseEvent> };
+
+// ---------------------------------------------------------------------------------------------
+// Request context and method table
+// ---------------------------------------------------------------------------------------------
+
+export interface Caller {
+  readonly tenant: string;
+  readonly principal: string;
+}
+
+export interface RequestContext {
+  /** The authenticated identity, or null when the installation runs unauthenticated. */
+  readonly caller: Caller | null;
+  readonly requestId: string;
+  /** The negotiated protocol version, `Major.Minor` (only "1.0" today). */
+  readonly a2aVersion: string;
+  /** Extension URIs the client asked for in `A2A-Extensions`. */
+  readonly extensions: readonly string[];
+  readonly profileId: string;
+  /** Absolute base URL of this agent's endpoint, for URLs the answer must carry. */
+  readonly baseUrl: string;
+}
+
+/** An event for the SSE stream, with the id that lets a client re-attach after it (A2A.md §17). */
+export interface IdentifiedStreamResponse {
+  readonly eventId: string;
+  readonly response: StreamResponse;
+}
+
+export type StreamItem = StreamResponse | IdentifiedStreamResponse;
+
+const streamBrand: unique symbol = Symbol('a2a-serverless.stream-result');
+
+/** What a streaming method's `run` returns instead of a value: the dispatcher answers with SSE. */
+export interface StreamResult {
+  readonly [streamBrand]: true;
+  readonly stream: AsyncIterable<StreamItem>;
+}
+
+export const toStreamResult = (stream: AsyncIterable<StreamItem>): StreamResult => ({
+  [streamBrand]: true,
+  stream,
+});
+
+export const isStreamResult = (value: unknown): value is StreamResult =>
+  typeof value === 'object' && value !== null && streamBrand in value;
+
+export interface MethodSpec<S extends z.ZodType = z.ZodType> {
+  readonly params: S;
+  /** Returns the result value (serialized as ProtoJSON; `undefined` → `null`) or a StreamResult. */
+  run(params: z.output<S>, ctx: RequestContext): Promise<unknown>;
+}
+
+/** Method name → spec; `params` in each `run` is typed by that method's schema. */
+export type MethodTable<S extends Record<string, z.ZodType> = Record<string, z.ZodType>> = {
+  readonly [K in keyof S]: MethodSpec<S[K]>;
+};
+
+/** A table that routes every A2A v1.0 method (gated ones answer their A2A error, never -32601). */
+export type A2aMethodTable = MethodTable<typeof a2aParamsSchemas>;
+
+/** Declares one method with its params type inferred from the schema. */
+export const defineMethod = <S extends z.ZodType>(
+  params: S,
+  run: (params: z.output<S>, ctx: RequestContext) => Promise<unknown>,
+): MethodSpec<S> => ({ params, run });
+
+// ---------------------------------------------------------------------------------------------
+// Options and inputs
+// ---------------------------------------------------------------------------------------------
+
+export interface RpcLogger {
+  error(message: string, attributes: Readonly<Record<string, unknown>>): void;
+}
+
+export interface DispatcherOptions {
+  /** ErrorInfo domain for this installation's own reasons (config `errorDomain`). */
+  readonly errorDomain: string;
+  /** Receives the cause of every -32603; the client only sees "Internal error". */
+  readonly logger: RpcLogger;
+  /** Extension URIs the profile declares `required: true`; a request without one gets -32008. */
+  readonly requiredExtensions?: readonly string[];
+  readonly now?: () => Date;
+}
+
+/** Header and query maps as API Gateway or node:http give them; keys are matched case-insensitively. */
+export type HeaderMap = Readonly<Record<string, string | readonly string[] | undefined>>;
+
+export interface RequestInfo {
+  /** Query parameters; `A2A-Version` may travel here too (A2A.md §2). */
+  readonly query?: HeaderMap;
+  readonly caller?: Caller | null;
+  readonly requestId?: string;
+  readonly profileId?: string;
+  readonly baseUrl?: string;
+}
+
+export interface Dispatcher {
+  dispatch(rawBody: string, headers: HeaderMap, request?: RequestInfo): Promise<DispatchResult>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Version negotiation (A2A.md §9 "Versioning", §17)
+// ---------------------------------------------------------------------------------------------
+
+export const supportedVersion = '1.0';
+
+/** Client-supplied strings echoed into ErrorInfo metadata are cut short. */
+const truncate = (value: string): string => (value.length > 64 ? `${value.slice(0, 64)}…` : value);
+
+/** v0.3 method names use the `category/action` grammar (`message/send`, `tasks/get`, …). */
+const isV03MethodName = (method: string): boolean => method.includes('/');
+
+/**
+ * `1.0` and `1.0.x` → 1.0 (patch numbers do not count). Missing or empty: the method-name grammar
+ * decides, leniently, like a2a-js — a PascalCase name is served as 1.0, a v0.3 name is 0.3.
+ * Anything else is unsupported.
+ */
+export const resolveProtocolVersion = (requested: string | undefined, method: string): '1.0' | '0.3' => {
+  const version = requested?.trim() ?? '';
+  if (version === '') return isV03MethodName(method) ? '0.3' : '1.0';
+  if (/^1\.0(\.\d+)?$/.test(version)) return '1.0';
+  if (/^0\.3(\.\d+)?$/.test(version)) return '0.3';
+  throw new VersionNotSupportedError(truncate(version));
+};
+
+// ---------------------------------------------------------------------------------------------
+// Dispatcher
+// ---------------------------------------------------------------------------------------------
+
+interface Envelope {
+  readonly method: string;
+  readonly params: unknown;
+}
+
+/** What a failure log line carries: ids, never content (DESIGN.md §8). */
+interface LogAttributes {
+  readonly requestId: string;
+  readonly method?: string;
+}
+
+const isJsonRpcId = (value: unknown): value is JsonRpcId =>
+  value === null || typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const headerValue = (map: HeaderMap | undefined, name: string): string | undefined => {
+  if (map === undefined) return undefined;
+  for (const [key, value] of Object.entries(map)) {
+    if (key.toLowerCase() !== name || value === undefined) continue;
+    return typeof value === 'string' ? value : value.join(',');
+  }
+  return undefined;
+};
+
+/** `A2A-Extensions: a, b` → `['a', 'b']` (comma-separated URIs, duplicates dropped). */
+export const parseExtensionsHeader = (value: string | undefined): string[] => [
+  ...new Set(
+    (value ?? '')
+      .split(',')
+      .map((uri) => uri.trim())
+      .filter((uri) => uri !== ''),
+  ),
+];
+
+/** JSON-RPC bodies are JSON; a declared other media type is refused, a missing one tolerated. */
+const isJsonMediaType = (contentType: string | undefined): boolean => {
+  if (contentType === undefined) return true;
+  const mediaType = (contentType.split(';')[0] ?? '').trim().toLowerCase();
+  return (
+    mediaType === '' || mediaType === 'application/json' || /^application\/[\w.+-]+\+json$/.test(mediaType)
+  );
+};
+
+/**
+ * Envelope checks (JSON-RPC 2.0 §4): -32600 with a BadRequest naming what is wrong. A request
+ * without an id is answered with id null: over HTTP a reply is always sent.
+ */
+const readEnvelope = (body: unknown): Envelope => {
+  if (!isObject(body)) {
+    throw new JsonRpcProtocolError('INVALID_REQUEST', [
+      { field: 'request', description: 'Must be a JSON-RPC request object (batches are not supported)' },
+    ]);
+  }
+  const violations: FieldViolation[] = [];
+  if (body.jsonrpc !== '2.0') violations.push({ field: 'jsonrpc', description: 'Must be "2.0"' });
+  if (typeof body.method !== 'string' || body.method === '') {
+    violations.push({ field: 'method', description: 'Must be a non-empty string' });
+  }
+  if (body.id !== undefined && !isJsonRpcId(body.id)) {
+    violations.push({ field: 'id', description: 'Must be a string, a number or null' });
+  }
+  if (violations.length > 0) throw new JsonRpcProtocolError('INVALID_REQUEST', violations);
+  return { method: body.method as string, params: body.params };
+};
+
+export const createDispatcher = <S extends Record<string, z.ZodType>>(
+  methods: MethodTable<S>,
+  options: DispatcherOptions,
+): Dispatcher => {
+  const now = options.now ?? (() => new Date());
+  const requiredExtensions = options.requiredExtensions ?? [];
+  const table: Readonly<Record<string, MethodSpec>> = methods;
+
+  const logInternal = (error: unknown, attributes: LogAttributes | { readonly phase: string }): void => {
+    if (!isInternalError(error)) return;
+    try {
+      options.logger.error('JSON-RPC request failed', { ...attributes, error });
+    } catch {
+      // A failing logger must not turn an answer into a throw.
+    }
+  };
+
+  const failure = (id: JsonRpcId, error: unknown): JsonRpcFailure => {
+    try {
+      return { jsonrpc: '2.0', id, error: toJsonRpcError(error, { errorDomain: options.errorDomain, now }) };
+    } catch (mappingError) {
+      logInternal(new Error('Error mapping failed', { cause: mappingError }), { phase: 'error-mapping' });
+      const { code, message } = jsonRpcErrorTable.INTERNAL_ERROR;
+      return { jsonrpc: '2.0', id, error: { code, message } };
+    }
+  };
+
+  const toSseEvent = (id: JsonRpcId, item: StreamItem): SseEvent => {
+    if ('response' in item) {
+      return { eventId: item.eventId, message: { jsonrpc: '2.0', id, result: toProtoJson(item.response) } };
+    }
+    return { message: { jsonrpc: '2.0', id, result: toProtoJson(item) } };
+  };
+
+  /**
+   * Pulls the first event before choosing SSE, so an early failure (unknown task, terminal task)
+   * is still a plain JSON error (A2A.md §5 "Errors before and during a stream").
+   */
+  const openStream = async (
+    id: JsonRpcId,
+    result: StreamResult,
+    attributes: LogAttributes,
+  ): Promise<DispatchResult> => {
+    const iterator = result.stream[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    if (first.done === true) throw new Error('The stream ended before its first event');
+    let firstEvent: SseEvent;
+    try {
+      firstEvent = toSseEvent(id, first.value);
+    } catch (error) {
+      await closeQuietly(iterator);
+      throw error;
+    }
+
+    async function* continueStream(): AsyncGenerator<SseEvent> {
+      let finished = false;
+      try {
+        yield firstEvent;
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done === true) {
+            finished = true;
+            return;
+          }
+          yield toSseEvent(id, next.value);
+        }
+      } catch (error) {
+        // A mid-stream failure is the stream's last event: an error envelope with the request id.
+        logInternal(error, attributes);
+        yield { message: failure(id, error) };
+      } finally {
+        // The client went away or the stream failed: let the use case release what it holds.
+        if (!finished) await closeQuietly(iterator);
+      }
+    }
+
+    return { kind: 'sse', status: 200, events: continueStream() };
+  };
+
+  const closeQuietly = async (iterator: AsyncIterator<StreamItem>): Promise<void> => {
+    try {
+      await iterator.return?.();
+    } catch (error) {
+      logInternal(error, { phase: 'stream-close' });
+    }
+  };
+
+  const serve = async (
+    id: JsonRpcId,
+    envelope: Envelope,
+    headers: HeaderMap,
+    request: RequestInfo,
+    attributes: LogAttributes,
+  ): Promise<DispatchResult> => {
+    const requested = headerValue(headers, 'a2a-version') || headerValue(request.query, 'a2a-version');
+    const version = resolveProtocolVersion(requested, envelope.method);
+    if (version === '0.3') {
+      // Seam: the v0.3 compatibility layer takes over here once it exists (A2A.md §16.14, §17).
+      throw new VersionNotSupportedError(truncate(requested?.trim() || '0.3'));
+    }
+    if (!Object.hasOwn(table, envelope.method)) throw new JsonRpcProtocolError('METHOD_NOT_FOUND');
+    const spec = table[envelope.method] as MethodSpec;
+
+    const extensions = parseExtensionsHeader(headerValue(headers, 'a2a-extensions'));
+    const missing = requiredExtensions.find((uri) => !extensions.includes(uri));
+    if (missing !== undefined) throw new ExtensionSupportRequiredError(missing);
+
+    const params = parseParams(spec.params, envelope.params);
+    const ctx: RequestContext = {
+      caller: request.caller ?? null,
+      requestId: attributes.requestId,
+      a2aVersion: version,
+      extensions,
+      profileId: request.profileId ?? 'default',
+      baseUrl: request.baseUrl ?? '',
+    };
+    const result = await spec.run(params, ctx);
+    if (isStreamResult(result)) return openStream(id, result, attributes);
+    return { kind: 'json', status: 200, body: { jsonrpc: '2.0', id, result: toProtoJson(result) } };
+  };
+
+  const dispatch = async (
+    rawBody: string,
+    headers: HeaderMap,
+    request: RequestInfo = {},
+  ): Promise<DispatchResult> => {
+    let id: JsonRpcId = null;
+    let attributes: LogAttributes = { requestId: request.requestId ?? randomUUID() };
+    try {
+      const contentType = headerValue(headers, 'content-type');
+      if (!isJsonMediaType(contentType)) throw new ContentTypeNotSupportedError(truncate(contentType ?? ''));
+      let body: unknown;
+      try {
+        body = JSON.parse(rawBody);
+      } catch {
+        throw new JsonRpcProtocolError('PARSE_ERROR');
+      }
+      // Echo the id whenever it is usable, even when the rest of the envelope is not (JSON-RPC §5).
+      if (isObject(body) && isJsonRpcId(body.id)) id = body.id;
+      const envelope = readEnvelope(body);
+      attributes = { ...attributes, method: envelope.method };
+      return await serve(id, envelope, headers, request, attributes);
+    } catch (error) {
+      logInternal(error, attributes);
+      return { kind: 'json', status: 200, body: failure(id, error) };
+    }
+  };
+
+  return { dispatch };
+};
