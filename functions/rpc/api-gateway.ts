@@ -1,4 +1,6 @@
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { Caller } from '../../shared/app/rpc/dispatcher.ts';
 import { formatSseEvent, type HttpRequest, type HttpResponse } from './http-app.ts';
 
@@ -21,7 +23,11 @@ const callerOf = (event: APIGatewayProxyEvent): Caller | null => {
  * The public base URL: the Host the client used, and the stage prefix API Gateway strips from
  * `path` but keeps in `requestContext.path` (e.g. `/prod`).
  */
-const baseUrlOf = (event: APIGatewayProxyEvent, headers: Record<string, string | undefined>, localMode: boolean) => {
+const baseUrlOf = (
+  event: APIGatewayProxyEvent,
+  headers: Record<string, string | undefined>,
+  localMode: boolean,
+) => {
   const proto = headers['x-forwarded-proto'] ?? (localMode ? 'http' : 'https');
   const host = headers.host ?? 'localhost';
   const fullPath = event.requestContext.path ?? event.path;
@@ -44,10 +50,20 @@ export const toHttpRequest = (event: APIGatewayProxyEvent, localMode: boolean): 
   };
 };
 
-/** A buffered proxy result; an SSE answer is drained into one body until response streaming is wired. */
-export const toProxyResult = async (response: HttpResponse): Promise<APIGatewayProxyResult> => {
-  if ('body' in response) return { statusCode: response.status, headers: response.headers, body: response.body };
-  let body = '';
-  for await (const event of response.events) body += formatSseEvent(event);
-  return { statusCode: response.status, headers: response.headers, body };
+/**
+ * Writes a response to Lambda's response stream (API Gateway REST response streaming): status
+ * and headers first, then the body, or each SSE event as soon as it is read from the journal.
+ */
+export const writeResponse = async (responseStream: Writable, response: HttpResponse): Promise<void> => {
+  const stream = awslambda.HttpResponseStream.from(responseStream, {
+    statusCode: response.status,
+    headers: response.headers,
+  });
+  if ('body' in response) {
+    stream.end(response.body);
+  } else {
+    for await (const event of response.events) stream.write(formatSseEvent(event));
+    stream.end();
+  }
+  await finished(stream);
 };

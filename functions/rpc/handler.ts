@@ -1,8 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { createA2aMethods } from '../../shared/app/a2a-methods.ts';
-import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
-import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import {
   createContentCodec,
   createDocumentClient,
@@ -12,7 +9,10 @@ import {
   systemClock,
   uuidGenerator,
 } from '../../shared/adapters/composition.ts';
-import { toHttpRequest, toProxyResult } from './api-gateway.ts';
+import { createA2aMethods } from '../../shared/app/a2a-methods.ts';
+import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
+import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
+import { toHttpRequest, writeResponse } from './api-gateway.ts';
 import { createHttpApp } from './http-app.ts';
 
 const env = readRuntimeEnv();
@@ -33,5 +33,7 @@ const app = createHttpApp({
   dispatcher: createDispatcher(methods, { errorDomain: env.config.errorDomain, logger }),
 });
 
-export const handler = async (event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> =>
-  toProxyResult(await app(toHttpRequest(event, env.localMode)));
+/** A streaming Lambda: one endpoint answers plain JSON-RPC and SSE alike. */
+export const handler = awslambda.streamifyResponse(async (event: APIGatewayProxyEvent, responseStream) => {
+  await writeResponse(responseStream, await app(toHttpRequest(event, env.localMode)));
+});

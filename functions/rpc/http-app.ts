@@ -25,7 +25,11 @@ export interface HttpRequest {
 
 export type HttpResponse =
   | { readonly status: number; readonly headers: Record<string, string>; readonly body: string }
-  | { readonly status: number; readonly headers: Record<string, string>; readonly events: AsyncIterable<SseEvent> };
+  | {
+      readonly status: number;
+      readonly headers: Record<string, string>;
+      readonly events: AsyncIterable<SseEvent>;
+    };
 
 export interface HttpAppDeps {
   readonly config: Config;
@@ -59,7 +63,8 @@ export const createHttpApp = (deps: HttpAppDeps) => {
 
   const serveRpc = async (request: HttpRequest, profileId: string): Promise<HttpResponse> => {
     if (deps.config.profiles[profileId] === undefined) return json(404, { error: 'No such agent' });
-    const mediaType = (request.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase() ?? '';
+    const mediaType =
+      (request.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase() ?? '';
     if (!jsonMediaTypes.includes(mediaType)) {
       const error = toJsonRpcError(new ContentTypeNotSupportedError(mediaType), {
         errorDomain: deps.config.errorDomain,
@@ -77,14 +82,19 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     if (result.kind === 'json') return json(result.status, result.body);
     return {
       status: result.status,
-      headers: { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' },
+      headers: {
+        'Content-Type': 'text/event-stream',
+        'Cache-Control': 'no-cache',
+        'X-Accel-Buffering': 'no',
+      },
       events: result.events,
     };
   };
 
   return async (request: HttpRequest): Promise<HttpResponse> => {
     const card = cardPath.exec(request.path);
-    if (card && (request.method === 'GET' || request.method === 'HEAD')) return serveCard(request, card[1] ?? 'default');
+    if (card && (request.method === 'GET' || request.method === 'HEAD'))
+      return serveCard(request, card[1] ?? 'default');
     const rpc = rpcPath.exec(request.path);
     if (rpc && request.method === 'POST') return serveRpc(request, rpc[1] ?? 'default');
     if (card || rpc) return json(405, { error: 'Method not allowed' }, { Allow: card ? 'GET' : 'POST' });
