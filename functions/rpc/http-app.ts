@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto';
 import { buildAgentCard } from '../../shared/app/agent-card.ts';
 import type { Caller, Dispatcher, HeaderMap, SseEvent } from '../../shared/app/rpc/dispatcher.ts';
-import { toJsonRpcError } from '../../shared/app/rpc/errors-table.ts';
 import type { Config } from '../../shared/config/config.ts';
-import { ContentTypeNotSupportedError } from '../../shared/domain/errors.ts';
 
 /**
  * The HTTP surface of the rpc function, independent of how the request arrived (API Gateway
@@ -34,7 +32,6 @@ export type HttpResponse =
 export interface HttpAppDeps {
   readonly config: Config;
   readonly dispatcher: Dispatcher;
-  readonly now?: () => Date;
 }
 
 const json = (status: number, value: unknown, headers: Record<string, string> = {}): HttpResponse => ({
@@ -46,11 +43,7 @@ const json = (status: number, value: unknown, headers: Record<string, string> = 
 const cardPath = /^\/(?:agents\/([a-z0-9][a-z0-9-]{0,62})\/)?\.well-known\/agent-card\.json$/;
 const rpcPath = /^\/(?:agents\/([a-z0-9][a-z0-9-]{0,62}))?\/?$/;
 
-const jsonMediaTypes = ['application/json', 'application/a2a+json'];
-
 export const createHttpApp = (deps: HttpAppDeps) => {
-  const now = deps.now ?? (() => new Date());
-
   const serveCard = (request: HttpRequest, profileId: string): HttpResponse => {
     const card = buildAgentCard(deps.config, profileId, request.baseUrl);
     if (card === undefined) return json(404, { error: 'No such agent' });
@@ -63,15 +56,6 @@ export const createHttpApp = (deps: HttpAppDeps) => {
 
   const serveRpc = async (request: HttpRequest, profileId: string): Promise<HttpResponse> => {
     if (deps.config.profiles[profileId] === undefined) return json(404, { error: 'No such agent' });
-    const mediaType =
-      (request.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase() ?? '';
-    if (!jsonMediaTypes.includes(mediaType)) {
-      const error = toJsonRpcError(new ContentTypeNotSupportedError(mediaType), {
-        errorDomain: deps.config.errorDomain,
-        now,
-      });
-      return json(200, { jsonrpc: '2.0', id: null, error });
-    }
     const result = await deps.dispatcher.dispatch(request.body, request.headers, {
       query: request.query,
       caller: request.caller,
