@@ -1,0 +1,437 @@
+import { randomUUID } from 'node:crypto';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { Config } from '../../shared/config/config.ts';
+import { consoleLog, createLambdaContext, type LocalLog } from './lambda-pollers.ts';
+
+/**
+ * API Gateway (REST API, `/{proxy+}` Lambda proxy integration, Lambda authorizer) in front of
+ * the same rpc handler that runs in Lambda: each request becomes an `APIGatewayProxyEvent`,
+ * the result becomes the HTTP response. A result whose body is an async iterable is written
+ * chunk by chunk as it is produced — the seam for Lambda response streaming (SSE).
+ */
+
+export interface Identity {
+  readonly tenant: string;
+  readonly principal: string;
+}
+
+export interface AuthorizeRequest {
+  readonly method: string;
+  /** The request path, without the query string. */
+  readonly path: string;
+}
+
+/** A Lambda authorizer: an identity for `requestContext.authorizer`, or 401 without invoking the handler. */
+export type Authorize = (
+  headers: IncomingHttpHeaders,
+  request: AuthorizeRequest,
+) => Promise<Identity | 'unauthorized'>;
+
+/** A streamed response: status and headers first, then each chunk as soon as it is yielded. */
+export interface StreamingProxyResult extends Omit<APIGatewayProxyResult, 'body' | 'isBase64Encoded'> {
+  readonly body: AsyncIterable<string | Uint8Array>;
+}
+
+export type HarnessProxyResult = APIGatewayProxyResult | StreamingProxyResult;
+
+export type ApiGatewayLambdaHandler = (
+  event: APIGatewayProxyEvent,
+  context: Context,
+) => Promise<HarnessProxyResult>;
+
+export const isStreamingResult = (result: HarnessProxyResult): result is StreamingProxyResult =>
+  typeof result.body === 'object' && result.body !== null && Symbol.asyncIterator in result.body;
+
+/** Who calls the public agent card routes when tokens are configured and none is sent. */
+export const anonymousIdentity: Identity = { tenant: 'anonymous', principal: 'anonymous' };
+/** Everyone, when no tokens are configured (DESIGN §10). */
+export const localIdentity: Identity = { tenant: 'local', principal: 'local' };
+
+const publicCardPath = /^(?:\/agents\/[^/]+)?\/\.well-known\/agent-card\.json$/;
+
+/**
+ * DESIGN §10 local mode: `auth.tokens` maps bearer tokens to identities. Without tokens every
+ * caller is `local`/`local`; with tokens, agent cards are public and everything else needs a
+ * valid `Authorization: Bearer <token>`.
+ */
+export const staticTokenAuthorizer = (config: Pick<Config, 'auth'>): Authorize => {
+  const tokens = new Map(Object.entries(config.auth.tokens));
+  return async (headers, request) => {
+    if (tokens.size === 0) return localIdentity;
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
+    const identity = match?.[1] ? tokens.get(match[1]) : undefined;
+    if (identity) return { tenant: identity.tenant, principal: identity.principal };
+    if ((request.method === 'GET' || request.method === 'HEAD') && publicCardPath.test(request.path)) {
+      return anonymousIdentity;
+    }
+    return 'unauthorized';
+  };
+};
+
+export interface HttpHarnessOptions {
+  readonly handler: ApiGatewayLambdaHandler;
+  readonly authorize: Authorize;
+  /** 0 or omitted picks a free port. */
+  readonly port?: number;
+  readonly host?: string;
+  readonly functionName?: string;
+  readonly stage?: string;
+  /** Larger bodies get 413 before the handler runs (default 1 MiB). */
+  readonly maxBodyBytes?: number;
+  readonly timeoutMs?: number;
+  readonly region?: string;
+  readonly log?: LocalLog;
+}
+
+export interface HttpHarness {
+  /** Base URL, no trailing slash. */
+  readonly url: string;
+  readonly port: number;
+  readonly server: Server;
+  /** Stops accepting, waits briefly for requests in flight (open streams are cut), closes. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export const maxBodyBytesDefault = 1024 * 1024;
+
+const textualType =
+  /^(?:text\/|application\/(?:json|[\w.+-]*\+json|x-www-form-urlencoded|xml|[\w.+-]*\+xml|javascript)\b)/i;
+
+const isTextBody = (contentType: string | undefined, body: Buffer): boolean => {
+  if (contentType) return textualType.test(contentType.trim());
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(body);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+class BodyTooLargeError extends Error {}
+
+const readBody = (req: IncomingMessage, maxBytes: number): Promise<Buffer> =>
+  new Promise((resolveBody, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(new BodyTooLargeError());
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => resolveBody(Buffer.concat(chunks)));
+    req.once('error', reject);
+  });
+
+const requestTime = (date: Date): string => {
+  const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+  const pad = (value: number): string => String(value).padStart(2, '0');
+  return `${pad(date.getUTCDate())}/${months[date.getUTCMonth()]}/${date.getUTCFullYear()}:${pad(date.getUTCHours())}:${pad(
+    date.getUTCMinutes(),
+  )}:${pad(date.getUTCSeconds())} +0000`;
+};
+
+const decodePath = (path: string): string => {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+};
+
+export interface ToProxyEventInput {
+  readonly req: IncomingMessage;
+  readonly body: Buffer;
+  readonly identity: Identity;
+  readonly stage: string;
+  readonly requestId: string;
+}
+
+/** The REST API proxy event API Gateway would send for this request. */
+export const toProxyEvent = ({
+  req,
+  body,
+  identity,
+  stage,
+  requestId,
+}: ToProxyEventInput): APIGatewayProxyEvent => {
+  const url = new URL(req.url ?? '/', 'http://harness.invalid');
+  const path = decodePath(url.pathname);
+  const headers: Record<string, string> = {};
+  const multiValueHeaders: Record<string, string[]> = {};
+  // rawHeaders keeps the client's spelling, as API Gateway does.
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i]!;
+    const value = req.rawHeaders[i + 1]!;
+    headers[name] = value;
+    multiValueHeaders[name] = [...(multiValueHeaders[name] ?? []), value];
+  }
+  const query: Record<string, string> = {};
+  const multiValueQuery: Record<string, string[]> = {};
+  for (const [name, value] of url.searchParams) {
+    query[name] = value;
+    multiValueQuery[name] = [...(multiValueQuery[name] ?? []), value];
+  }
+  const hasQuery = Object.keys(query).length > 0;
+  const isRoot = path === '/';
+  const text = body.length > 0 && isTextBody(req.headers['content-type'], body);
+  const now = new Date();
+  const sourceIp = (req.socket.remoteAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
+  return {
+    resource: isRoot ? '/' : '/{proxy+}',
+    path,
+    httpMethod: req.method ?? 'GET',
+    headers,
+    multiValueHeaders,
+    queryStringParameters: hasQuery ? query : null,
+    multiValueQueryStringParameters: hasQuery ? multiValueQuery : null,
+    pathParameters: isRoot ? null : { proxy: path.slice(1) },
+    stageVariables: null,
+    body: body.length === 0 ? null : text ? body.toString('utf8') : body.toString('base64'),
+    isBase64Encoded: body.length > 0 && !text,
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'local',
+      authorizer: {
+        tenant: identity.tenant,
+        principal: identity.principal,
+        principalId: identity.principal,
+        integrationLatency: 0,
+      },
+      domainName: req.headers.host ?? 'localhost',
+      domainPrefix: (req.headers.host ?? 'localhost').split('.')[0],
+      extendedRequestId: requestId,
+      httpMethod: req.method ?? 'GET',
+      identity: {
+        accessKey: null,
+        accountId: null,
+        apiKey: null,
+        apiKeyId: null,
+        caller: null,
+        clientCert: null,
+        cognitoAuthenticationProvider: null,
+        cognitoAuthenticationType: null,
+        cognitoIdentityId: null,
+        cognitoIdentityPoolId: null,
+        principalOrgId: null,
+        sourceIp,
+        user: null,
+        userAgent: req.headers['user-agent'] ?? null,
+        userArn: null,
+      },
+      // Served like a custom domain (no stage prefix), so the base URL is the harness's own.
+      path,
+      protocol: `HTTP/${req.httpVersion}`,
+      requestId,
+      requestTime: requestTime(now),
+      requestTimeEpoch: now.getTime(),
+      resourceId: 'local',
+      resourcePath: isRoot ? '/' : '/{proxy+}',
+      stage,
+    },
+  };
+};
+
+const sendJson = (
+  res: ServerResponse,
+  statusCode: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+) => {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const payload = JSON.stringify(body);
+  res.writeHead(statusCode, {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(payload),
+    ...headers,
+  });
+  res.end(payload);
+};
+
+const applyHeaders = (res: ServerResponse, result: HarnessProxyResult): void => {
+  const merged = new Map<string, { name: string; values: string[] }>();
+  const add = (name: string, value: boolean | number | string): void => {
+    const key = name.toLowerCase();
+    const entry = merged.get(key) ?? { name, values: [] };
+    entry.values.push(String(value));
+    merged.set(key, entry);
+  };
+  for (const [name, values] of Object.entries(result.multiValueHeaders ?? {})) {
+    for (const value of values) add(name, value);
+  }
+  for (const [name, value] of Object.entries(result.headers ?? {})) {
+    if (!merged.has(name.toLowerCase())) add(name, value);
+  }
+  for (const { name, values } of merged.values()) {
+    res.setHeader(name, values.length === 1 ? values[0]! : values);
+  }
+};
+
+const isValidStatus = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isInteger(value) && value >= 100 && value <= 599;
+
+const writeStream = async (res: ServerResponse, body: AsyncIterable<string | Uint8Array>): Promise<void> => {
+  const iterator = body[Symbol.asyncIterator]();
+  let closed = false;
+  res.once('close', () => {
+    if (res.writableFinished) return;
+    closed = true;
+    // Lets the producer (an SSE loop) end when the client goes away.
+    void iterator.return?.();
+  });
+  res.flushHeaders();
+  for (;;) {
+    const step = await iterator.next();
+    if (step.done || closed) break;
+    if (!res.write(step.value)) {
+      await new Promise<void>((resolveDrain) => {
+        const done = (): void => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolveDrain();
+        };
+        res.once('drain', done);
+        res.once('close', done);
+      });
+    }
+  }
+  if (!closed) res.end();
+};
+
+export const startHttpHarness = async (options: HttpHarnessOptions): Promise<HttpHarness> => {
+  const functionName = options.functionName ?? 'rpc';
+  const stage = options.stage ?? 'local';
+  const maxBodyBytes = options.maxBodyBytes ?? maxBodyBytesDefault;
+  const region = options.region ?? 'us-east-1';
+  const log = options.log ?? consoleLog;
+  const inFlight = new Set<Promise<void>>();
+
+  const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const requestId = randomUUID();
+    res.setHeader('x-amzn-RequestId', requestId);
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > maxBodyBytes) {
+      req.resume();
+      sendJson(res, 413, { message: 'Request Entity Too Large' }, { Connection: 'close' });
+      return;
+    }
+    const path = decodePath(new URL(req.url ?? '/', 'http://harness.invalid').pathname);
+    let identity: Identity | 'unauthorized';
+    try {
+      identity = await options.authorize(req.headers, { method: req.method ?? 'GET', path });
+    } catch (error) {
+      log('error', 'authorizer failed', { requestId, error: (error as Error).name });
+      req.resume();
+      sendJson(res, 500, { message: null });
+      return;
+    }
+    if (identity === 'unauthorized') {
+      req.resume();
+      sendJson(res, 401, { message: 'Unauthorized' }, { 'WWW-Authenticate': 'Bearer' });
+      return;
+    }
+    let body: Buffer;
+    try {
+      body = await readBody(req, maxBodyBytes);
+    } catch (error) {
+      if (error instanceof BodyTooLargeError) {
+        sendJson(res, 413, { message: 'Request Entity Too Large' }, { Connection: 'close' });
+      } else {
+        res.destroy();
+      }
+      return;
+    }
+    const event = toProxyEvent({ req, body, identity, stage, requestId });
+    let result: HarnessProxyResult;
+    try {
+      const context = createLambdaContext({
+        functionName,
+        region,
+        ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+      });
+      result = await options.handler(event, context);
+    } catch (error) {
+      log('error', `${functionName} failed`, { requestId, error: (error as Error).name });
+      sendJson(res, 502, { message: 'Internal server error' });
+      return;
+    }
+    if (!result || !isValidStatus(result.statusCode)) {
+      log('error', `${functionName} returned a malformed proxy response`, { requestId });
+      sendJson(res, 502, { message: 'Internal server error' });
+      return;
+    }
+    res.statusCode = result.statusCode;
+    applyHeaders(res, result);
+    if (isStreamingResult(result)) {
+      req.socket.setNoDelay(true);
+      try {
+        await writeStream(res, result.body);
+      } catch (error) {
+        log('error', `${functionName} stream failed`, { requestId, error: (error as Error).name });
+        res.destroy();
+      }
+      return;
+    }
+    const payload = Buffer.from(result.body ?? '', result.isBase64Encoded ? 'base64' : 'utf8');
+    res.setHeader('Content-Length', payload.length);
+    res.end(payload);
+  };
+
+  const server = createServer((req, res) => {
+    const served = serve(req, res)
+      .catch((error: unknown) => {
+        log('error', 'harness failed', { error: (error as Error).name });
+        if (!res.headersSent) sendJson(res, 500, { message: null });
+        else res.destroy();
+      })
+      .finally(() => inFlight.delete(served));
+    inFlight.add(served);
+  });
+
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolveListen();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host ?? '127.0.0.1';
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+
+  let stopped: Promise<void> | undefined;
+  const stop = (graceMs = 2_000): Promise<void> => {
+    stopped ??= (async () => {
+      const closed = new Promise<void>((resolveClose) => server.close(() => resolveClose()));
+      server.closeIdleConnections();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...inFlight]),
+        new Promise<void>((resolveGrace) => {
+          timer = setTimeout(resolveGrace, graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      server.closeAllConnections();
+      await closed;
+    })();
+    return stopped;
+  };
+
+  return { url: `http://${urlHost}:${port}`, port, server, stop };
+};

