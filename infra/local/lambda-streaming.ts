@@ -35,7 +35,8 @@ export const installLocalAwsLambdaGlobal = (): void => {
   const awslambda = global.awslambda ?? {};
   global.awslambda = awslambda;
   if (typeof awslambda.streamifyResponse === 'function') return;
-  awslambda.streamifyResponse = (handler: StreamingHandler) => Object.assign(handler, { [streamingMarker]: true });
+  awslambda.streamifyResponse = (handler: StreamingHandler) =>
+    Object.assign(handler, { [streamingMarker]: true });
   awslambda.HttpResponseStream = LocalHttpResponseStream;
 };
 

@@ -46,18 +46,27 @@ export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
   CancelTask: defineMethod(a2aParamsSchemas.CancelTask, async () => {
     throw new UnsupportedOperationError('CancelTask is not available in this build');
   }),
-  CreateTaskPushNotificationConfig: defineMethod(a2aParamsSchemas.CreateTaskPushNotificationConfig, async () => {
-    throw pushOff();
-  }),
+  CreateTaskPushNotificationConfig: defineMethod(
+    a2aParamsSchemas.CreateTaskPushNotificationConfig,
+    async () => {
+      throw pushOff();
+    },
+  ),
   GetTaskPushNotificationConfig: defineMethod(a2aParamsSchemas.GetTaskPushNotificationConfig, async () => {
     throw pushOff();
   }),
-  ListTaskPushNotificationConfigs: defineMethod(a2aParamsSchemas.ListTaskPushNotificationConfigs, async () => {
-    throw pushOff();
-  }),
-  DeleteTaskPushNotificationConfig: defineMethod(a2aParamsSchemas.DeleteTaskPushNotificationConfig, async () => {
-    throw pushOff();
-  }),
+  ListTaskPushNotificationConfigs: defineMethod(
+    a2aParamsSchemas.ListTaskPushNotificationConfigs,
+    async () => {
+      throw pushOff();
+    },
+  ),
+  DeleteTaskPushNotificationConfig: defineMethod(
+    a2aParamsSchemas.DeleteTaskPushNotificationConfig,
+    async () => {
+      throw pushOff();
+    },
+  ),
   GetExtendedAgentCard: defineMethod(a2aParamsSchemas.GetExtendedAgentCard, async () => {
     if (!implementedCapabilities.extendedAgentCard) {
       throw new UnsupportedOperationError('The extended agent card is not supported by this agent');
