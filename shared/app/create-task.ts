@@ -11,7 +11,7 @@ import {
 import type { Clock, IdGenerator, RunQueue, TaskRepository } from '../domain/ports.ts';
 import { resolveProfilePrivacy, retentionSeconds } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
-import { appendHistory, type Owner, type RunRecord, sameOwner } from '../domain/task.ts';
+import { appendHistory, isExpired, type Owner, type RunRecord, sameOwner } from '../domain/task.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 export interface CreateTaskDeps {
@@ -154,11 +154,7 @@ const planFollowUp = async (
 ): Promise<Plan> => {
   const taskId = input.message.taskId ?? '';
   const current = await deps.tasks.getTask(taskId);
-  if (
-    current === undefined ||
-    !sameOwner(current.owner, input.caller) ||
-    current.expiresAt <= epochSeconds(now)
-  ) {
+  if (current === undefined || !sameOwner(current.owner, input.caller) || isExpired(current.expiresAt, now)) {
     throw new TaskNotFoundError(taskId);
   }
   if (current.profileId !== input.profileId) throw new TaskNotFoundError(taskId);

@@ -2,7 +2,7 @@ import type { Task, TaskState } from '../domain/a2a.ts';
 import { TaskNotFoundError } from '../domain/errors.ts';
 import type { Clock, JournalRepository, TaskRepository } from '../domain/ports.ts';
 import type { JournalView } from '../domain/projection.ts';
-import { historyAsOf, type Owner, sameOwner } from '../domain/task.ts';
+import { historyAsOf, isExpired, type Owner, sameOwner } from '../domain/task.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 export interface ReadTaskDeps {
@@ -29,14 +29,11 @@ export const getVisibleView = async (
   taskId: string,
 ): Promise<JournalView> => {
   const view = await deps.journal.getView(taskId);
-  if (view === undefined || !sameOwner(view.owner, caller) || isExpired(deps.clock, view.expiresAt)) {
+  if (view === undefined || !sameOwner(view.owner, caller) || isExpired(view.expiresAt, deps.clock.now())) {
     throw new TaskNotFoundError(taskId);
   }
   return view;
 };
-
-const isExpired = (clock: Clock, expiresAt: number): boolean =>
-  expiresAt <= Math.floor(clock.now().getTime() / 1000);
 
 /**
  * Builds the A2A Task of a journal view (I-COMMITTED). History is the one read outside the
@@ -110,7 +107,12 @@ export const waitForView = async (
   let latest: JournalView | undefined;
   for (;;) {
     const view = await deps.journal.getView(taskId);
-    if (view !== undefined && sameOwner(view.owner, caller) && view.revision >= options.minRevision) {
+    if (
+      view !== undefined &&
+      sameOwner(view.owner, caller) &&
+      !isExpired(view.expiresAt, deps.clock.now()) &&
+      view.revision >= options.minRevision
+    ) {
       latest = view;
       if (options.until === undefined || options.until(view.state)) return view;
     }
@@ -133,7 +135,9 @@ export const taskFromCommittedRow = async (
   options: ReadOptions = {},
 ): Promise<Task> => {
   const row = await deps.tasks.getTask(taskId);
-  if (row === undefined || !sameOwner(row.owner, caller)) throw new TaskNotFoundError(taskId);
+  if (row === undefined || !sameOwner(row.owner, caller) || isExpired(row.expiresAt, deps.clock.now())) {
+    throw new TaskNotFoundError(taskId);
+  }
   return toTask(
     { ...deps, tasks: { ...deps.tasks, getTask: async () => row } },
     {

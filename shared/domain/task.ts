@@ -176,3 +176,12 @@ export const appendHistory = (
 /** History as of a revision: what a reader of that revision's view may see (I-HISTORY). */
 export const historyAsOf = (history: readonly HistoryEntry[], revision: number): Message[] =>
   history.filter((entry) => entry.revision <= revision).map((entry) => entry.message);
+
+/**
+ * Whether an item with this `expiresAt` (epoch seconds, the TTL attribute) is gone for readers
+ * (I-PURGE). DynamoDB TTL deletes items up to days late, so every read path treats an item as
+ * absent from the second its retention has passed: `expiresAt <= now`. Use it on every read of
+ * a task, run, view, event, push config or audit row.
+ */
+export const isExpired = (expiresAt: number, now: Date): boolean =>
+  expiresAt <= Math.floor(now.getTime() / 1000);
