@@ -1,7 +1,7 @@
 import type { Task, TaskState } from '../domain/a2a.ts';
 import { TaskNotFoundError } from '../domain/errors.ts';
 import type { Clock, JournalRepository, TaskRepository } from '../domain/ports.ts';
-import type { JournalView } from '../domain/projection.ts';
+import type { JournalView, StoredTask } from '../domain/projection.ts';
 import { historyAsOf, isExpired, type Owner, sameOwner } from '../domain/task.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
@@ -43,13 +43,15 @@ export const toTask = async (
   deps: ReadTaskDeps,
   view: JournalView,
   options: ReadOptions = {},
+  /** The task row when the caller has read it already; otherwise history is read from the table. */
+  row?: StoredTask,
 ): Promise<Task> => {
   const includeArtifacts = options.includeArtifacts ?? true;
   const wantsHistory = options.historyLength === undefined || options.historyLength > 0;
   const [statusMessage, artifacts, history] = await Promise.all([
     deps.codec.openStatusMessage(view.taskId, view.sealedStatusMessage),
     includeArtifacts ? deps.codec.openArtifacts(view.taskId, view.sealedArtifacts) : undefined,
-    wantsHistory ? readHistory(deps, view) : undefined,
+    wantsHistory ? readHistory(deps, view, row) : undefined,
   ]);
   const task: Task = {
     id: view.taskId,
@@ -68,8 +70,8 @@ export const toTask = async (
   return task;
 };
 
-const readHistory = async (deps: ReadTaskDeps, view: JournalView) => {
-  const row = await deps.tasks.getTask(view.taskId);
+const readHistory = async (deps: ReadTaskDeps, view: JournalView, knownRow?: StoredTask) => {
+  const row = knownRow ?? (await deps.tasks.getTask(view.taskId));
   if (row === undefined) return [];
   return historyAsOf(await deps.codec.openHistory(view.taskId, row.sealedHistory), view.revision);
 };
@@ -139,7 +141,7 @@ export const taskFromCommittedRow = async (
     throw new TaskNotFoundError(taskId);
   }
   return toTask(
-    { ...deps, tasks: { ...deps.tasks, getTask: async () => row } },
+    deps,
     {
       taskId: row.taskId,
       contextId: row.contextId,
@@ -154,5 +156,6 @@ export const taskFromCommittedRow = async (
       expiresAt: row.expiresAt,
     },
     options,
+    row,
   );
 };
