@@ -9,7 +9,7 @@ import {
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { Config } from '../../shared/config/config.ts';
-import { consoleLog, createLambdaContext, type LocalLog } from './lambda-pollers.ts';
+import { consoleLog, createLambdaContext, type LocalLog, reportInvocation } from './lambda-pollers.ts';
 
 /**
  * API Gateway (REST API, `/{proxy+}` Lambda proxy integration, Lambda authorizer) in front of
@@ -358,6 +358,10 @@ export const startHttpHarness = async (options: HttpHarnessOptions): Promise<Htt
     }
     const event = toProxyEvent({ req, body, identity, stage, requestId });
     let result: HarnessProxyResult;
+    // The invocation lasts until the handler settles; a streamed one until its last chunk.
+    const began = performance.now();
+    const invoked = (ok: boolean): void =>
+      reportInvocation({ functionName, durationMs: performance.now() - began, ok, records: 1 });
     try {
       const context = createLambdaContext({
         functionName,
@@ -366,11 +370,13 @@ export const startHttpHarness = async (options: HttpHarnessOptions): Promise<Htt
       });
       result = await options.handler(event, context);
     } catch (error) {
+      invoked(false);
       log('error', `${functionName} failed`, { requestId, error: (error as Error).name });
       sendJson(res, 502, { message: 'Internal server error' });
       return;
     }
     if (!result || !isValidStatus(result.statusCode)) {
+      invoked(false);
       log('error', `${functionName} returned a malformed proxy response`, { requestId });
       sendJson(res, 502, { message: 'Internal server error' });
       return;
@@ -381,12 +387,15 @@ export const startHttpHarness = async (options: HttpHarnessOptions): Promise<Htt
       req.socket.setNoDelay(true);
       try {
         await writeStream(res, result.body);
+        invoked(true);
       } catch (error) {
+        invoked(false);
         log('error', `${functionName} stream failed`, { requestId, error: (error as Error).name });
         res.destroy();
       }
       return;
     }
+    invoked(true);
     const payload = Buffer.from(result.body ?? '', result.isBase64Encoded ? 'base64' : 'utf8');
     res.setHeader('Content-Length', payload.length);
     res.end(payload);

@@ -93,6 +93,60 @@ export type DynamoDbStreamLambdaHandler = (
   // biome-ignore lint/suspicious/noConfusingVoidType: the same result type as aws-lambda's DynamoDBStreamHandler.
 ) => Promise<DynamoDBBatchResponse | void>;
 
+/** One handler invocation as the local event sources and the HTTP harness make it. */
+export interface InvocationRecord {
+  readonly functionName: string;
+  /** Wall time from the call until the handler settled (a streamed response: until its last chunk). */
+  readonly durationMs: number;
+  readonly ok: boolean;
+  /** Records in the event; 1 for an HTTP request. */
+  readonly records: number;
+}
+
+export type InvocationObserver = (record: InvocationRecord) => void;
+
+const invocationObservers = new Set<InvocationObserver>();
+
+/**
+ * Instrumentation for the benchmark (bench/run.ts): every invocation made by a poller or the
+ * HTTP harness in this process is reported to the observers. None are registered by default.
+ * Returns the function that removes the observer.
+ */
+export const observeInvocations = (observer: InvocationObserver): (() => void) => {
+  invocationObservers.add(observer);
+  return () => {
+    invocationObservers.delete(observer);
+  };
+};
+
+export const reportInvocation = (record: InvocationRecord): void => {
+  for (const observer of invocationObservers) observer(record);
+};
+
+/** The handler, reporting each call's duration to the invocation observers. */
+const observed =
+  <E extends { readonly Records: readonly unknown[] }, R>(
+    functionName: string,
+    handler: (event: E, context: Context) => Promise<R>,
+  ) =>
+  async (event: E, context: Context): Promise<R> => {
+    if (invocationObservers.size === 0) return handler(event, context);
+    const began = performance.now();
+    let ok = false;
+    try {
+      const result = await handler(event, context);
+      ok = true;
+      return result;
+    } finally {
+      reportInvocation({
+        functionName,
+        durationMs: performance.now() - began,
+        ok,
+        records: event.Records.length,
+      });
+    }
+  };
+
 export interface Poller {
   start(): Promise<void>;
   /** Stops polling and waits for in-flight invocations to finish. */
@@ -178,7 +232,8 @@ export interface SqsPoller extends Poller {
 }
 
 export const createSqsPoller = (options: SqsPollerOptions): SqsPoller => {
-  const { sqs, queueUrl, handler, functionName } = options;
+  const { sqs, queueUrl, functionName } = options;
+  const handler = observed(functionName, options.handler);
   const batchSize = Math.min(10, Math.max(1, options.batchSize ?? 10));
   const waitTimeSeconds = Math.min(20, Math.max(0, options.waitTimeSeconds ?? 1));
   const concurrency = Math.max(1, options.concurrency ?? 4);
@@ -442,7 +497,8 @@ export const toLambdaStreamRecord = (
 };
 
 export const createStreamPoller = (options: StreamPollerOptions): StreamPoller => {
-  const { streams, streamArn, handler, functionName } = options;
+  const { streams, streamArn, functionName } = options;
+  const handler = observed(functionName, options.handler);
   const batchSize = Math.max(1, options.batchSize ?? 100);
   const maximumRetryAttempts = Math.max(0, options.maximumRetryAttempts ?? 5);
   const bisect = options.bisectBatchOnFunctionError ?? true;

@@ -21,8 +21,34 @@ import { SqsRunQueue } from './sqs-run-queue.ts';
 export const systemClock: Clock = { now: () => new Date() };
 export const uuidGenerator: IdGenerator = { newId: () => randomUUID() };
 
+/** The SDK clients this module creates. */
+export type SdkClient = DynamoDBClient | SQSClient | KMSClient;
+export type SdkClientHook = (client: SdkClient) => void;
+
+const sdkClientHooks = new Set<SdkClientHook>();
+
+/**
+ * Instrumentation seam for the local stack's benchmark (bench/run.ts): a hook sees every SDK
+ * client created here from now on (handler modules create theirs at import, so register it
+ * before importing them) and may add middleware to it. Nothing registers one in Lambda, where
+ * this is an empty loop. Returns the function that removes the hook.
+ */
+export const addSdkClientHook = (hook: SdkClientHook): (() => void) => {
+  sdkClientHooks.add(hook);
+  return () => {
+    sdkClientHooks.delete(hook);
+  };
+};
+
+const hooked = <T extends SdkClient>(client: T): T => {
+  for (const hook of sdkClientHooks) hook(client);
+  return client;
+};
+
 export const createDocumentClient = (): DynamoDBDocumentClient =>
-  DynamoDBDocumentClient.from(new DynamoDBClient({}), { marshallOptions: { removeUndefinedValues: true } });
+  DynamoDBDocumentClient.from(hooked(new DynamoDBClient({})), {
+    marshallOptions: { removeUndefinedValues: true },
+  });
 
 export const createTaskRepository = (env: RuntimeEnv, client = createDocumentClient()) =>
   new DynamoDbTaskRepository(client, env.stateTableName);
@@ -30,11 +56,12 @@ export const createTaskRepository = (env: RuntimeEnv, client = createDocumentCli
 export const createJournalRepository = (env: RuntimeEnv, client = createDocumentClient()) =>
   new DynamoDbJournalRepository(client, env.journalTableName);
 
-export const createRunQueue = (env: RuntimeEnv) => new SqsRunQueue(new SQSClient({}), env.runQueueUrl);
+export const createRunQueue = (env: RuntimeEnv) =>
+  new SqsRunQueue(hooked(new SQSClient({})), env.runQueueUrl);
 
 export const createContentCodec = (env: RuntimeEnv) =>
   new TaskContentCodec(
-    new KmsSealer({ kms: new KMSClient({}), keyId: env.kmsKeyId, installation: env.installation }),
+    new KmsSealer({ kms: hooked(new KMSClient({})), keyId: env.kmsKeyId, installation: env.installation }),
   );
 
 /** The provider of each configured id. Bedrock and OpenAI-compatible providers come with their own adapters. */
