@@ -147,3 +147,31 @@ export class ProviderUnavailableError extends Error {
     super(`Provider ${providerId} is unavailable${status ? ` (HTTP ${status})` : ''}`, options);
   }
 }
+
+/** A provider refused or failed the request in a way another provider would not fix (HTTP 4xx, validation). */
+export class ProviderFailedError extends Error {
+  override readonly name = 'ProviderFailedError';
+  constructor(
+    readonly providerId: string,
+    readonly status?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`Provider ${providerId} failed the request${status ? ` (HTTP ${status})` : ''}`, options);
+  }
+}
+
+export type AgentStopReason = 'TOOL_ROUNDS_EXCEEDED' | 'APPROVAL_NOT_SUPPORTED' | 'TOOL_UNAVAILABLE';
+
+/**
+ * The tool loop ended the run before an answer, for a reason the task may show: a public,
+ * content-free status text and `Task.metadata.reason`. Never a fallback.
+ */
+export class AgentStoppedError extends Error {
+  override readonly name = 'AgentStoppedError';
+  constructor(
+    readonly reason: AgentStopReason,
+    readonly publicText: string,
+  ) {
+    super(publicText);
+  }
+}

@@ -1,6 +1,8 @@
 import type { Artifact, Message } from './a2a.ts';
+import type { AgentSession, AgentStep } from './model.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
 import type { RunRecord } from './task.ts';
+import type { EnabledTool } from './tools.ts';
 
 /**
  * Ports: what the use cases need from the outside world, in domain nouns.
@@ -50,7 +52,8 @@ export type PlannedWrite =
   | {
       readonly entity: 'run';
       readonly item: RunRecord;
-      readonly expect: 'absent' | { readonly version: number };
+      /** `leaseExpiredBefore`: also require the stored lease to end before it (the reaper's fence). */
+      readonly expect: 'absent' | { readonly version: number; readonly leaseExpiredBefore?: number };
     };
 
 export interface WritePlan {
@@ -81,6 +84,17 @@ export interface AgentRequest {
   /** The whole conversation, oldest first; the last entry is the message this run answers. */
   readonly history: readonly Message[];
   readonly signal?: AbortSignal;
+  /** The profile's enabled tools; providers without tool use ignore them. */
+  readonly tools?: readonly EnabledTool[];
+  /** Model → tools → model rounds allowed in this run (all attempts together). */
+  readonly maxToolRounds?: number;
+  /** The run's model turns and tool results so far, carried from a failed provider to its fallback. */
+  readonly session?: AgentSession;
+  /**
+   * Seam for the audit trail: every model turn and tool call (tool arguments and results
+   * included). What it receives must never reach the journal or a log (I-LEAVE).
+   */
+  readonly onStep?: (step: AgentStep) => Promise<void> | void;
 }
 
 /** What a run ends with, before the answer ceiling decides what may be stored. */
@@ -99,4 +113,20 @@ export interface AgentResult {
 /** An LLM endpoint (or the scripted stand-in). Throws ProviderUnavailableError for fallback-worthy failures. */
 export interface AgentProvider {
   run(request: AgentRequest): Promise<AgentResult>;
+}
+
+export interface RunRef {
+  readonly taskId: string;
+  readonly runId: string;
+}
+
+/**
+ * Run leases (docs/decisions/0011). Renewing moves only the lease, never the run version, so the
+ * completing transaction's expected version stays valid (I-LOCK).
+ */
+export interface RunLeases {
+  /** Extends a RUNNING run's lease; 'lost' when the run is no longer RUNNING (settled or reaped). */
+  renew(run: RunRef, leaseUntil: number): Promise<'renewed' | 'lost'>;
+  /** RUNNING runs whose lease ended before `now` (epoch ms), from the lease index — never a scan. */
+  listExpired(now: number, limit: number): Promise<RunRef[]>;
 }

@@ -1,0 +1,44 @@
+import { ProviderFailedError, ProviderUnavailableError } from '../../domain/errors.ts';
+
+/**
+ * One classification for every model adapter (docs/decisions/0011): what the next provider in
+ * the chain might answer — connection errors, timeouts, HTTP 408/429/5xx, Bedrock throttling
+ * and outages — is ProviderUnavailableError (fallback); any other refusal (4xx, validation,
+ * an answer we cannot read) is ProviderFailedError (no fallback).
+ */
+
+/** Bedrock error names that mean "try elsewhere", whatever status a proxy put on them. */
+export const unavailableErrorNames: ReadonlySet<string> = new Set([
+  'ThrottlingException',
+  'ServiceUnavailableException',
+  'ModelNotReadyException',
+  'InternalServerException',
+  'ModelTimeoutException',
+]);
+
+export const isUnavailableStatus = (status: number): boolean =>
+  status === 408 || status === 429 || status >= 500;
+
+export const classifyStatus = (providerId: string, status: number, cause?: unknown): Error =>
+  isUnavailableStatus(status)
+    ? new ProviderUnavailableError(providerId, status, { cause })
+    : new ProviderFailedError(providerId, status, { cause });
+
+/**
+ * A request that threw before an HTTP status arrived. The caller's own signal (cancel, lost
+ * lease) stops the run: its reason is rethrown and never triggers a fallback. Anything else —
+ * our timeout, a refused or reset connection — is an unavailable provider.
+ */
+export const classifyThrown = (providerId: string, error: unknown, callerSignal?: AbortSignal): Error => {
+  if (callerSignal?.aborted) return asError(callerSignal.reason);
+  return new ProviderUnavailableError(providerId, undefined, { cause: error });
+};
+
+/** The caller's signal combined with a per-request timeout. */
+export const withTimeout = (timeoutMs: number, callerSignal?: AbortSignal): AbortSignal => {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  return callerSignal ? AbortSignal.any([callerSignal, timeout]) : timeout;
+};
+
+const asError = (reason: unknown): Error =>
+  reason instanceof Error ? reason : new DOMException('The run was stopped', 'AbortError');

@@ -1,0 +1,34 @@
+import { z } from 'zod';
+import type { JsonObject, JsonValue } from '../../domain/a2a.ts';
+import { type Tool, type ToolContext, type ToolOutput, toolNamePattern } from '../../domain/tools.ts';
+
+export interface ToolDefinition<Input extends z.ZodType> {
+  readonly name: string;
+  readonly description: string;
+  readonly readOnly: boolean;
+  /** Validates the model's arguments; its JSON Schema is what the model is shown. */
+  readonly input: Input;
+  readonly run: (args: z.infer<Input>, context: ToolContext) => Promise<JsonValue> | JsonValue;
+}
+
+/** A tool from a zod schema: one declaration gives the JSON Schema and the argument check. */
+export const defineTool = <Input extends z.ZodType>(definition: ToolDefinition<Input>): Tool => {
+  if (!toolNamePattern.test(definition.name)) throw new Error(`Invalid tool name ${definition.name}`);
+  const { $schema: _dialect, ...inputSchema } = z.toJSONSchema(definition.input) as JsonObject;
+  return {
+    name: definition.name,
+    description: definition.description,
+    readOnly: definition.readOnly,
+    inputSchema,
+    invoke: async (args: JsonObject, context: ToolContext): Promise<ToolOutput> => {
+      const parsed = definition.input.safeParse(args);
+      if (!parsed.success) {
+        const problems = parsed.error.issues.map(
+          (issue) => `${issue.path.join('.') || '(arguments)'}: ${issue.message}`,
+        );
+        return { ok: false, error: `Invalid arguments: ${problems.join('; ')}` };
+      }
+      return { ok: true, content: await definition.run(parsed.data, context) };
+    },
+  };
+};

@@ -1,0 +1,111 @@
+import type { JsonObject, Message, Part } from './a2a.ts';
+import type { ToolSpec } from './tools.ts';
+
+/**
+ * One model turn behind a port, in a provider-neutral transcript. The Bedrock Converse and
+ * OpenAI chat-completions adapters translate it to their wire formats; the tool loop
+ * (shared/app/tool-loop-agent.ts) drives turns, tools and the round cap above it, so a fallback
+ * model continues the same transcript and a finished tool call is never made twice.
+ */
+
+export interface ToolCall {
+  /** The provider's call id (toolUseId / tool_call id), kept to pair the result. */
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: JsonObject;
+}
+
+export interface ToolResult {
+  readonly callId: string;
+  readonly name: string;
+  /** The tool's output as JSON text. */
+  readonly content: string;
+  readonly isError: boolean;
+}
+
+export type TranscriptEntry =
+  | { readonly role: 'user'; readonly text: string }
+  | { readonly role: 'assistant'; readonly text: string; readonly toolCalls: readonly ToolCall[] }
+  | { readonly role: 'tool'; readonly results: readonly ToolResult[] };
+
+export interface ModelRequest {
+  readonly system: string;
+  readonly transcript: readonly TranscriptEntry[];
+  readonly tools: readonly ToolSpec[];
+  /** Aborts the HTTP request: cancellation and lease loss. Per-call timeouts are the adapter's. */
+  readonly signal?: AbortSignal;
+}
+
+/** Why the model stopped: its answer is final, it asks for tools, or it ran out of tokens. */
+export type StopReason = 'end' | 'tool_use' | 'max_tokens' | 'refused';
+
+export interface ModelTurn {
+  readonly text: string;
+  readonly toolCalls: readonly ToolCall[];
+  readonly stopReason: StopReason;
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
+}
+
+/**
+ * An LLM endpoint. Throws ProviderUnavailableError for failures worth the next provider
+ * (connection, timeout, HTTP 5xx, 429, throttling); any other error is a plain failure.
+ */
+export interface ChatModel {
+  readonly providerId: string;
+  complete(request: ModelRequest): Promise<ModelTurn>;
+}
+
+/** How a part reaches a model: text as it is, data as JSON text, files described, not sent. */
+export const partAsText = (part: Part): string => {
+  if ('text' in part) return part.text;
+  if ('data' in part) return JSON.stringify(part.data);
+  const name = part.filename ?? ('url' in part ? part.url : 'unnamed');
+  return `[file ${name}${part.mediaType ? ` (${part.mediaType})` : ''} attached; its content is not shown]`;
+};
+
+/** The task history as a transcript: user/agent messages, oldest first, empty ones left out. */
+export const transcriptOf = (history: readonly Message[]): TranscriptEntry[] =>
+  history.flatMap((message): TranscriptEntry[] => {
+    const text = message.parts
+      .map(partAsText)
+      .filter((t) => t !== '')
+      .join('\n');
+    if (text === '') return [];
+    return message.role === 'ROLE_USER'
+      ? [{ role: 'user', text }]
+      : [{ role: 'assistant', text, toolCalls: [] }];
+  });
+
+/**
+ * What a run did beyond the task history: model turns and tool results, in order. The executor
+ * owns one per run and hands it to every attempt, so a fallback continues where the failed
+ * provider stopped and no tool call is repeated (non-idempotent tools are never retried).
+ */
+export interface AgentSession {
+  readonly steps: TranscriptEntry[];
+  /** Tool rounds used so far, across attempts (the round cap counts them all). */
+  rounds: number;
+}
+
+export const newAgentSession = (): AgentSession => ({ steps: [], rounds: 0 });
+
+/** One step for the audit trail seam (`AgentRequest.onStep`). Content lives here, never in the journal. */
+export type AgentStep =
+  | {
+      readonly kind: 'model-turn';
+      readonly providerId: string;
+      readonly durationMs: number;
+      readonly stopReason: StopReason;
+      readonly toolCalls: readonly string[];
+      readonly inputTokens?: number;
+      readonly outputTokens?: number;
+    }
+  | {
+      readonly kind: 'tool-call';
+      readonly providerId: string;
+      readonly call: ToolCall;
+      readonly result: ToolResult;
+      readonly readOnly: boolean;
+      readonly durationMs: number;
+    };
