@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { authConfigSchema } from './auth.ts';
 
 /**
  * The configuration contract of DESIGN.md §10: one file format for `npm start --config`,
@@ -60,9 +61,14 @@ export const profileConfigSchema = z.object({
   outputModes: z.array(z.string().min(1)).min(1).default(['text/plain', 'application/json']),
   /** How long a blocking SendMessage waits before returning the current task (ADR-283). */
   blockingCapSeconds: z.number().positive().max(840).default(25),
+  /**
+   * What GetExtendedAgentCard returns to an authenticated caller on top of the public card: another
+   * description and extra skills. Declared on the card only when auth is configured (decision 0007).
+   */
+  extendedCard: z
+    .object({ description: z.string().min(1).optional(), skills: z.array(skillSchema).default([]) })
+    .optional(),
 });
-
-const identitySchema = z.object({ tenant: z.string().min(1), principal: z.string().min(1) });
 
 export const configSchema = z.object({
   privacy: z
@@ -71,7 +77,8 @@ export const configSchema = z.object({
       retention: z.object({ agentRun: z.number().optional(), approval: z.number().optional() }).default({}),
     })
     .default({ level: 'metadata', retention: {} }),
-  auth: z.object({ tokens: z.record(z.string().min(1), identitySchema).default({}) }).default({ tokens: {} }),
+  /** Who may call (docs/decisions/0007): static tokens (local), API keys, JWTs, or explicitly public. */
+  auth: authConfigSchema.default({ tokens: {}, apiKeys: {}, public: false }),
   providers: z.record(z.string().min(1), providerConfigSchema),
   profiles: z.record(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/), profileConfigSchema),
   webhooks: z.object({ allowLoopback: z.boolean().optional() }).default({}),

@@ -130,3 +130,19 @@ export interface RunLeases {
   /** RUNNING runs whose lease ended before `now` (epoch ms), from the lease index — never a scan. */
   listExpired(now: number, limit: number): Promise<RunRef[]>;
 }
+
+/** Why a bearer token was not accepted; content-free, for logs (docs/decisions/0007). */
+export type TokenRejection = 'malformed' | 'algorithm' | 'signature' | 'unknown-key' | 'expired' | 'claims';
+
+export type TokenVerification =
+  | { readonly ok: true; readonly claims: Readonly<Record<string, unknown>> }
+  | { readonly ok: false; readonly reason: TokenRejection };
+
+/**
+ * Verifies a bearer token's signature, algorithm, issuer, audience and lifetime. A token that
+ * fails any check is a result (`ok: false`); it rejects only when verification cannot be done
+ * at all (the key set is unreachable), which is an outage, not a bad caller.
+ */
+export interface TokenVerifier {
+  verify(token: string): Promise<TokenVerification>;
+}
