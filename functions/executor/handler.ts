@@ -2,6 +2,7 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import {
+  createAuditTrail,
   createContentCodec,
   createProviderFor,
   createTaskRepository,
@@ -20,6 +21,7 @@ const deps = {
   clock: systemClock,
   config: env.config,
   providerFor: createProviderFor(env),
+  audit: createAuditTrail(env),
   logger,
 };
 

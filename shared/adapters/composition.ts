@@ -6,6 +6,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TaskContentCodec } from '../app/task-content.ts';
 import type { RuntimeEnv } from '../config/runtime-env.ts';
 import type { AgentProvider, Clock, IdGenerator } from '../domain/ports.ts';
+import { DynamoDbAuditTrail } from './dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbJournalRepository } from './dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbTaskRepository } from './dynamodb/dynamodb-task-repository.ts';
 import { KmsSealer } from './kms-sealer.ts';
@@ -62,6 +63,14 @@ export const createRunQueue = (env: RuntimeEnv) =>
 export const createContentCodec = (env: RuntimeEnv) =>
   new TaskContentCodec(
     new KmsSealer({ kms: hooked(new KMSClient({})), keyId: env.kmsKeyId, installation: env.installation }),
+  );
+
+/** The audit table (decision 0010); content above `metadata` is sealed with the installation's key. */
+export const createAuditTrail = (env: RuntimeEnv, client = createDocumentClient()) =>
+  new DynamoDbAuditTrail(
+    client,
+    env.auditTableName,
+    new KmsSealer({ kms: new KMSClient({}), keyId: env.kmsKeyId, installation: env.installation }),
   );
 
 /** The provider of each configured id. Bedrock and OpenAI-compatible providers come with their own adapters. */

@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.ts';
 import type { Artifact, Message, TaskState } from '../domain/a2a.ts';
 import { isTerminal } from '../domain/a2a.ts';
+import type { AuditContent, AuditTrail } from '../domain/audit.ts';
 import { ProviderUnavailableError, SealingFailedError, VersionConflictError } from '../domain/errors.ts';
 import type { AgentOutcome, AgentProvider, Clock, RunMessage, TaskRepository } from '../domain/ports.ts';
 import { answerOutcome, ceilingsForAttempt, retentionSeconds } from '../domain/privacy.ts';
@@ -14,6 +15,7 @@ import {
   type RunRecord,
   type RunStatus,
 } from '../domain/task.ts';
+import { recordAuditStep } from './record-audit.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 export interface ExecuteRunDeps {
@@ -23,6 +25,8 @@ export interface ExecuteRunDeps {
   readonly config: Config;
   readonly providerFor: (providerId: string) => AgentProvider;
   readonly leaseMs?: number;
+  /** The audit trail of run steps at the audit ceiling (decision 0010); absent = not recorded. */
+  readonly audit?: AuditTrail;
   readonly logger?: { info(message: string, fields: Record<string, unknown>): void };
 }
 
@@ -105,6 +109,10 @@ const work = async (
   const profile = deps.config.profiles[startRun.profileId];
   if (profile === undefined) return fail(deps, startRun, task, texts.providerFailed, 'PROFILE_MISSING');
   const history = await deps.codec.openHistory(task.taskId, task.sealedHistory);
+  await recordAuditStep(deps, startRun, {
+    kind: 'claim',
+    content: { message: historyAsOf(history, task.revision).at(-1) },
+  });
   // One level of fallback: the primary and at most one further provider.
   const chain = profile.providers.slice(0, 2);
   let run = startRun;
@@ -124,15 +132,40 @@ const work = async (
         history: historyAsOf(history, task.revision),
       });
       const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), result);
+      await recordAuditStep(deps, run, {
+        kind: 'attempt',
+        providerId,
+        outcome: attempt.outcome,
+        durationMs: attempt.durationMs,
+        inputTokens: attempt.inputTokens,
+        outputTokens: attempt.outputTokens,
+        content: auditContentOf(result.outcome),
+      });
       return settle(deps, { ...run, attempts: [...run.attempts, attempt] }, current, result.outcome);
     } catch (error) {
       const attempt = attemptOf(providerId, 'failed', startedAt, deps.clock.now());
       run = { ...run, attempts: [...run.attempts, attempt] };
+      await recordAuditStep(deps, run, {
+        kind: 'attempt',
+        providerId,
+        outcome: attempt.outcome,
+        durationMs: attempt.durationMs,
+        reason: error instanceof ProviderUnavailableError ? 'PROVIDER_UNAVAILABLE' : 'PROVIDER_ERROR',
+      });
       const canFallBack = error instanceof ProviderUnavailableError && index < chain.length - 1;
       if (!canFallBack) return fail(deps, run, current, texts.providerFailed, 'PROVIDER_FAILED');
     }
   }
   return fail(deps, run, current, texts.providerFailed, 'PROVIDER_FAILED');
+};
+
+/** What an attempt produced, for the audit trail (cut to the audit ceiling before it is written). */
+const auditContentOf = (outcome: AgentOutcome): AuditContent => {
+  const artifacts = 'artifacts' in outcome ? outcome.artifacts : undefined;
+  return {
+    ...(outcome.message ? { message: outcome.message } : {}),
+    ...(artifacts ? { artifacts } : {}),
+  };
 };
 
 const attemptOf = (
@@ -173,13 +206,21 @@ const tightenForAttempt = async (
     answerCeiling: next.answer,
     version: run.version + 1,
   };
+  const tightening = {
+    kind: 'tighten',
+    providerId,
+    from: { audit: run.auditCeiling, answer: run.answerCeiling },
+    to: next,
+  } as const;
   if (answerOutcome(next.answer) === 'not-retainable') {
+    await recordAuditStep(deps, tightenedRun, tightening);
     return { kind: 'ended', result: await failNotRetainable(deps, tightenedRun, task, run.version) };
   }
   if (answerOutcome(next.answer) !== 'keep-redacted' || run.answerCeiling !== 'full') {
     await deps.tasks.commit({
       writes: [{ entity: 'run', item: tightenedRun, expect: { version: run.version } }],
     });
+    await recordAuditStep(deps, tightenedRun, tightening);
     return { kind: 'ready', run: tightenedRun, task };
   }
   // Scrubbing rewrites the row in place; the revision stays, so nothing new is projected.
@@ -192,6 +233,7 @@ const tightenForAttempt = async (
       { entity: 'task', item: scrubbedTask, expect: { revision: task.revision } },
     ],
   });
+  await recordAuditStep(deps, tightenedRun, tightening);
   return { kind: 'ready', run: tightenedRun, task: scrubbedTask };
 };
 
@@ -320,23 +362,21 @@ const commitFinal = async (
     sealedHistory: sealed.sealedHistory,
     expiresAt: Math.max(task.expiresAt, retentionFrom(deps, now)),
   };
+  const settledRun: RunRecord = {
+    ...run,
+    status: content.runStatus,
+    version: run.version + 1,
+    endedAt: now.toISOString(),
+    leaseUntil: undefined,
+    expiresAt: finalTask.expiresAt,
+  };
   await deps.tasks.commit({
     writes: [
-      {
-        entity: 'run',
-        item: {
-          ...run,
-          status: content.runStatus,
-          version: run.version + 1,
-          endedAt: now.toISOString(),
-          leaseUntil: undefined,
-          expiresAt: finalTask.expiresAt,
-        },
-        expect: { version: run.version },
-      },
+      { entity: 'run', item: settledRun, expect: { version: run.version } },
       { entity: 'task', item: finalTask, expect: { revision: task.revision } },
     ],
   });
+  await recordAuditStep(deps, settledRun, { kind: 'settle', outcome: content.result });
 };
 
 /** Retention runs from the end of the run (I-PURGE). */
@@ -418,24 +458,25 @@ const settleWithoutContent = async (
     sealedArtifacts: keepsNothing ? undefined : task.sealedArtifacts,
     sealedHistory: keepsNothing ? undefined : task.sealedHistory,
     metadata: { ...task.metadata, reason },
+    // Retention runs from the end of the run, failed ones included (I-PURGE).
+    expiresAt: Math.max(task.expiresAt, retentionFrom(deps, now)),
+  };
+  const failedRun: RunRecord = {
+    ...run,
+    status: 'FAILED',
+    version: expectedVersion + 1,
+    endedAt: now.toISOString(),
+    leaseUntil: undefined,
+    expiresAt: Math.max(run.expiresAt, failedTask.expiresAt),
   };
   try {
     await deps.tasks.commit({
       writes: [
-        {
-          entity: 'run',
-          item: {
-            ...run,
-            status: 'FAILED',
-            version: expectedVersion + 1,
-            endedAt: now.toISOString(),
-            leaseUntil: undefined,
-          },
-          expect: { version: expectedVersion },
-        },
+        { entity: 'run', item: failedRun, expect: { version: expectedVersion } },
         { entity: 'task', item: failedTask, expect: { revision: task.revision } },
       ],
     });
+    await recordAuditStep(deps, failedRun, { kind: 'settle', outcome: 'failed', reason });
   } catch (error) {
     if (!(error instanceof VersionConflictError)) throw error;
     // A cancel won the race: the task is already terminal; the run only needs settling.
@@ -449,22 +490,20 @@ const settleRunOnly = async (
   run: RunRecord,
   status: 'CANCELED' | 'FAILED',
 ): Promise<void> => {
+  const now = deps.clock.now();
+  const settledRun: RunRecord = {
+    ...run,
+    status,
+    version: run.version + 1,
+    endedAt: now.toISOString(),
+    leaseUntil: undefined,
+    expiresAt: Math.max(run.expiresAt, retentionFrom(deps, now)),
+  };
   try {
     await deps.tasks.commit({
-      writes: [
-        {
-          entity: 'run',
-          item: {
-            ...run,
-            status,
-            version: run.version + 1,
-            endedAt: deps.clock.now().toISOString(),
-            leaseUntil: undefined,
-          },
-          expect: { version: run.version },
-        },
-      ],
+      writes: [{ entity: 'run', item: settledRun, expect: { version: run.version } }],
     });
+    await recordAuditStep(deps, settledRun, { kind: 'settle', outcome: status.toLowerCase() });
   } catch (error) {
     if (!(error instanceof VersionConflictError)) throw error;
   }

@@ -25,6 +25,9 @@ export interface Clock {
   now(): Date;
 }
 
+export type { AuditRowSummary, AuditTrail } from './audit.ts';
+export type { ExpiredItemStore, ItemKey, RunCatalog } from './operations.ts';
+
 export interface IdGenerator {
   newId(): string;
 }

@@ -1,0 +1,127 @@
+import { type DynamoDBDocumentClient, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import {
+  type AuditContent,
+  type AuditEntry,
+  type AuditRowSummary,
+  type AuditTrail,
+  auditStepKinds,
+} from '../../domain/audit.ts';
+import type { Sealer } from '../../domain/ports.ts';
+
+/**
+ * The audit table (DESIGN.md §4): one item per run step, in the task's partition so the purge
+ * and the admin command find them with one query. Metadata is stored as attributes; content,
+ * present only at `redacted`/`full`, is sealed like task content (bound to the row), so a scan
+ * of the table shows no plaintext at any ceiling.
+ *
+ * Entity: `pk = TASK#<taskId>`, `sk = AUDIT#<runId>#<at>#<seq>` (ordered by time within a run;
+ * `seq` is a per-process counter that keeps two steps of the same millisecond apart — a run is
+ * worked by one claimed executor at a time).
+ */
+
+export const auditKeys = {
+  pk: (taskId: string) => `TASK#${taskId}`,
+  prefix: 'AUDIT#',
+  sk: (runId: string, at: string, seq: number) => `AUDIT#${runId}#${at}#${String(seq).padStart(6, '0')}`,
+} as const;
+
+const level = z.enum(['none', 'metadata', 'redacted', 'full']);
+const ceilings = z.object({ audit: level, answer: level });
+const lengths = z.object({ parts: z.number(), characters: z.number() });
+
+export const auditItemSchema = z.object({
+  pk: z.string(),
+  sk: z.string().startsWith(auditKeys.prefix),
+  kind: z.enum(auditStepKinds),
+  taskId: z.string(),
+  runId: z.string(),
+  at: z.string(),
+  level: z.enum(['metadata', 'redacted', 'full']),
+  providerId: z.string().optional(),
+  outcome: z.string().optional(),
+  reason: z.string().optional(),
+  durationMs: z.number().optional(),
+  inputTokens: z.number().optional(),
+  outputTokens: z.number().optional(),
+  toolNames: z.array(z.string()).optional(),
+  from: ceilings.optional(),
+  to: ceilings.optional(),
+  messageLength: lengths.optional(),
+  artifactsLength: lengths.optional(),
+  /** Sealed JSON of the content; only at `redacted`/`full`. */
+  content: z.custom<Uint8Array>((value) => value instanceof Uint8Array).optional(),
+  expiresAt: z.number(),
+});
+export type AuditItem = z.infer<typeof auditItemSchema>;
+
+/** The seal context field of a row's content: a blob moved to another row fails to open. */
+export const auditContentField = (sk: string): string => `audit:${sk}`;
+
+const encoder = new TextEncoder();
+
+let sequence = 0;
+
+export class DynamoDbAuditTrail implements AuditTrail {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+    private readonly sealer: Sealer,
+  ) {}
+
+  async record(entry: AuditEntry): Promise<void> {
+    sequence = (sequence + 1) % 1_000_000;
+    const sk = auditKeys.sk(entry.runId, entry.at, sequence);
+    const { content, ...metadata } = entry;
+    const sealed = await this.sealContent(entry, sk, content);
+    await this.client.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: {
+          ...withoutUndefined(metadata),
+          pk: auditKeys.pk(entry.taskId),
+          sk,
+          ...(sealed ? { content: sealed } : {}),
+        },
+      }),
+    );
+  }
+
+  /** Content only above `metadata`; never written in plaintext. A sealing failure rejects: nothing is written. */
+  private async sealContent(
+    entry: AuditEntry,
+    sk: string,
+    content: AuditContent | undefined,
+  ): Promise<Uint8Array | undefined> {
+    if (content === undefined || entry.level === 'metadata') return undefined;
+    return this.sealer.seal(encoder.encode(JSON.stringify(content)), {
+      taskId: entry.taskId,
+      field: auditContentField(sk),
+    });
+  }
+
+  async listForTask(taskId: string): Promise<AuditRowSummary[]> {
+    const rows: AuditRowSummary[] = [];
+    let exclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          ExpressionAttributeValues: { ':pk': auditKeys.pk(taskId), ':prefix': auditKeys.prefix },
+          ConsistentRead: true,
+          ExclusiveStartKey: exclusiveStartKey,
+        }),
+      );
+      for (const raw of page.Items ?? []) {
+        const { pk: _pk, sk: _sk, content, ...row } = auditItemSchema.parse(raw);
+        rows.push({ ...row, hasContent: content !== undefined });
+      }
+      exclusiveStartKey = page.LastEvaluatedKey;
+    } while (exclusiveStartKey);
+    return rows;
+  }
+}
+
+const withoutUndefined = <T extends Record<string, unknown>>(item: T): T =>
+  Object.fromEntries(Object.entries(item).filter(([, value]) => value !== undefined)) as T;

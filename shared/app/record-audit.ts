@@ -1,0 +1,65 @@
+import type { Config } from '../config/config.ts';
+import { type AuditEntry, type AuditStep, type AuditTrail, auditEntryAt } from '../domain/audit.ts';
+import type { Clock } from '../domain/ports.ts';
+import { retentionSeconds } from '../domain/privacy.ts';
+import type { RunRecord } from '../domain/task.ts';
+
+export interface RecordAuditDeps {
+  readonly audit?: AuditTrail;
+  readonly clock: Clock;
+  readonly config: Config;
+  readonly logger?: { info(message: string, fields: Record<string, unknown>): void };
+}
+
+export type AuditStepInput = Omit<AuditStep, 'taskId' | 'runId' | 'at'>;
+
+/**
+ * Records one step of a run at the run's current audit ceiling (docs/decisions/0010).
+ *
+ * Best effort, by decision: the audit trail is the operator's record, the result is the task's
+ * promise, so an audit write that fails never fails the run. It is logged (ids and error name
+ * only) so an alarm can catch it. It never writes above the ceiling: the entry is cut by
+ * `auditEntryAt` before the port sees it, and when content cannot be written (sealing fails) the
+ * fallback is the metadata-only entry, never more.
+ *
+ * An audit row expires with its run: `max(run.expiresAt, now + retention)`, which never passes
+ * the expiry the run gets when it ends (I-PURGE).
+ */
+export const recordAuditStep = async (
+  deps: RecordAuditDeps,
+  run: RunRecord,
+  step: AuditStepInput,
+): Promise<void> => {
+  const audit = deps.audit;
+  if (audit === undefined) return;
+  let entry: AuditEntry | undefined;
+  try {
+    const now = deps.clock.now();
+    const expiresAt = Math.max(
+      run.expiresAt,
+      Math.floor(now.getTime() / 1000) + retentionSeconds(deps.config.privacy.retention, 'agentRun'),
+    );
+    entry = auditEntryAt(
+      run.auditCeiling,
+      { ...step, taskId: run.taskId, runId: run.runId, at: now.toISOString() },
+      expiresAt,
+    );
+    if (entry === undefined) return;
+    await audit.record(entry);
+  } catch (error) {
+    const fields = { taskId: run.taskId, runId: run.runId, kind: step.kind, error: errorName(error) };
+    if (entry?.content === undefined) {
+      deps.logger?.info('audit write failed', fields);
+      return;
+    }
+    const { content: _dropped, ...metadataOnly } = entry;
+    try {
+      await audit.record({ ...metadataOnly, level: 'metadata' });
+      deps.logger?.info('audit content dropped', fields);
+    } catch (retryError) {
+      deps.logger?.info('audit write failed', { ...fields, error: errorName(retryError) });
+    }
+  }
+};
+
+const errorName = (error: unknown): string => (error instanceof Error ? error.name : typeof error);

@@ -1,0 +1,152 @@
+import type { Artifact, Message, Part } from './a2a.ts';
+import type { Ceilings, PrivacyLevel } from './privacy.ts';
+import { redactArtifacts, redactMessage } from './redaction.ts';
+
+/**
+ * The audit trail of a run (DESIGN.md §4, I-LEAVE): its steps, cut to the run's **audit ceiling**
+ * before anything leaves the use case. Pure: the adapter stores what `auditEntryAt` returns and
+ * nothing else, so "never above the ceiling" is decided here, once, and tested here.
+ *
+ * | ceiling    | what an entry keeps                                                        |
+ * | ---------- | -------------------------------------------------------------------------- |
+ * | `none`     | nothing: no entry at all                                                   |
+ * | `metadata` | kind, provider, outcome, duration, token counts, tool names, lengths       |
+ * | `redacted` | the metadata, plus the step's content redacted (DESIGN.md §5)              |
+ * | `full`     | the metadata, plus the step's content as it was                            |
+ *
+ * Audit rows never reach the journal or a remote caller; the admin command shows metadata only.
+ */
+
+export const auditStepKinds = ['claim', 'attempt', 'tighten', 'settle'] as const;
+export type AuditStepKind = (typeof auditStepKinds)[number];
+
+/** Plaintext content a step may carry above `metadata`: the message it answers or produced, artifacts. */
+export interface AuditContent {
+  readonly message?: Message;
+  readonly artifacts?: readonly Artifact[];
+}
+
+/** A step as the executor sees it, before the ceiling decides what of it may be kept. */
+export interface AuditStep {
+  readonly kind: AuditStepKind;
+  readonly taskId: string;
+  readonly runId: string;
+  /** ISO timestamp of the step. */
+  readonly at: string;
+  readonly providerId?: string;
+  /** For attempts: succeeded / failed; for settles: the run's result (completed, failed, …). */
+  readonly outcome?: string;
+  /** A public reason code (RESULT_NOT_RETAINABLE, PROVIDER_FAILED, …), never text. */
+  readonly reason?: string;
+  readonly durationMs?: number;
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
+  readonly toolNames?: readonly string[];
+  /** For tightenings: the ceilings before and after. */
+  readonly from?: Ceilings;
+  readonly to?: Ceilings;
+  readonly content?: AuditContent;
+}
+
+/** Sizes of a step's content: metadata, kept at every ceiling but `none`. */
+export interface ContentLengths {
+  readonly parts: number;
+  /** Characters of text parts, plus the JSON length of data parts. File parts count as parts only. */
+  readonly characters: number;
+}
+
+/** What may be written for a step: metadata always, content only above `metadata`. */
+export interface AuditEntry {
+  readonly kind: AuditStepKind;
+  readonly taskId: string;
+  readonly runId: string;
+  readonly at: string;
+  /** The audit ceiling this entry was cut to. */
+  readonly level: Exclude<PrivacyLevel, 'none'>;
+  readonly providerId?: string;
+  readonly outcome?: string;
+  readonly reason?: string;
+  readonly durationMs?: number;
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
+  readonly toolNames?: readonly string[];
+  readonly from?: Ceilings;
+  readonly to?: Ceilings;
+  readonly messageLength?: ContentLengths;
+  readonly artifactsLength?: ContentLengths;
+  /** Present only at `redacted` (redacted) and `full`. */
+  readonly content?: AuditContent;
+  /** Epoch seconds (I-PURGE). */
+  readonly expiresAt: number;
+}
+
+const lengthOfParts = (parts: readonly Part[]): ContentLengths => {
+  let characters = 0;
+  for (const part of parts) {
+    if ('text' in part) characters += part.text.length;
+    else if ('data' in part) characters += JSON.stringify(part.data)?.length ?? 0;
+  }
+  return { parts: parts.length, characters };
+};
+
+const sumLengths = (lengths: readonly ContentLengths[]): ContentLengths => ({
+  parts: lengths.reduce((sum, length) => sum + length.parts, 0),
+  characters: lengths.reduce((sum, length) => sum + length.characters, 0),
+});
+
+/** Content kept at a level above `metadata`; redaction fails closed inside redactMessage/redactArtifacts. */
+const contentAt = (level: 'redacted' | 'full', content: AuditContent): AuditContent => {
+  if (level === 'full') return content;
+  return {
+    ...(content.message ? { message: redactMessage(content.message) } : {}),
+    ...(content.artifacts ? { artifacts: redactArtifacts([...content.artifacts]) } : {}),
+  };
+};
+
+/**
+ * The entry that may be written for a step under an audit ceiling, or `undefined` at `none`.
+ * Fields are copied one by one (never spread from the step), so nothing unlisted can slip in.
+ */
+export const auditEntryAt = (
+  ceiling: PrivacyLevel,
+  step: AuditStep,
+  expiresAt: number,
+): AuditEntry | undefined => {
+  if (ceiling === 'none') return undefined;
+  const { content } = step;
+  const entry: AuditEntry = {
+    kind: step.kind,
+    taskId: step.taskId,
+    runId: step.runId,
+    at: step.at,
+    level: ceiling,
+    expiresAt,
+    ...(step.providerId !== undefined ? { providerId: step.providerId } : {}),
+    ...(step.outcome !== undefined ? { outcome: step.outcome } : {}),
+    ...(step.reason !== undefined ? { reason: step.reason } : {}),
+    ...(step.durationMs !== undefined ? { durationMs: step.durationMs } : {}),
+    ...(step.inputTokens !== undefined ? { inputTokens: step.inputTokens } : {}),
+    ...(step.outputTokens !== undefined ? { outputTokens: step.outputTokens } : {}),
+    ...(step.toolNames !== undefined ? { toolNames: [...step.toolNames] } : {}),
+    ...(step.from !== undefined ? { from: { audit: step.from.audit, answer: step.from.answer } } : {}),
+    ...(step.to !== undefined ? { to: { audit: step.to.audit, answer: step.to.answer } } : {}),
+    ...(content?.message ? { messageLength: lengthOfParts(content.message.parts) } : {}),
+    ...(content?.artifacts
+      ? { artifactsLength: sumLengths(content.artifacts.map((artifact) => lengthOfParts(artifact.parts))) }
+      : {}),
+  };
+  if (ceiling === 'metadata' || content === undefined) return entry;
+  if (content.message === undefined && content.artifacts === undefined) return entry;
+  return { ...entry, content: contentAt(ceiling, content) };
+};
+
+/** An audit row as operators see it: the metadata, and whether sealed content is stored. Never the content. */
+export type AuditRowSummary = Omit<AuditEntry, 'content'> & { readonly hasContent: boolean };
+
+/** Port: the audit table (DESIGN.md §4). Written by the executor; read only by the admin command. */
+export interface AuditTrail {
+  /** Writes one entry, already cut to the run's audit ceiling by `auditEntryAt`. */
+  record(entry: AuditEntry): Promise<void>;
+  /** The task's audit rows, oldest first, without content. */
+  listForTask(taskId: string): Promise<AuditRowSummary[]>;
+}

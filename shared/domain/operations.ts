@@ -1,0 +1,38 @@
+import type { RunRecord } from './task.ts';
+
+/**
+ * Ports of the operator's admin command (DESIGN.md §3 "admin"): run inspection and the purge.
+ * Never reachable from the public API.
+ */
+
+/** The runs of a task, for inspection (metadata only: run rows hold no content). */
+export interface RunCatalog {
+  listRuns(taskId: string): Promise<RunRecord[]>;
+}
+
+/** An item of a table, opaque to the use case; the adapter knows its physical key. */
+export interface ItemKey {
+  readonly partition: string;
+  readonly sort: string;
+  /** The task the item belongs to (every item of a task shares its partition). */
+  readonly taskId?: string;
+  /** True for the task row itself: purging it purges everything of the task (I-PURGE). */
+  readonly isTaskRow: boolean;
+}
+
+/**
+ * One table's items, seen by their TTL attribute. Finding expired items may scan: the purge is an
+ * operator command, never a request path.
+ */
+export interface ExpiredItemStore {
+  /** A short name for reports: `state`, `journal`, `audit`. */
+  readonly name: string;
+  /** Items whose `expiresAt` is at or before `now`. */
+  findExpired(now: Date): AsyncIterable<ItemKey>;
+  /** Deletes the item if it is still expired at `now`; false when it was extended or is already gone. */
+  deleteIfExpired(key: ItemKey, now: Date): Promise<boolean>;
+  /** Every item of a task in this table, whatever its own `expiresAt` (or none). */
+  listTaskItems(taskId: string): AsyncIterable<ItemKey>;
+  /** Deletes the item; false when it was already gone. */
+  delete(key: ItemKey): Promise<boolean>;
+}

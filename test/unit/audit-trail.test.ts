@@ -1,0 +1,231 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { executeRun } from '../../shared/app/execute-run.ts';
+import type { Artifact, Message } from '../../shared/domain/a2a.ts';
+import { type AuditStep, auditEntryAt } from '../../shared/domain/audit.ts';
+import { type PrivacyLevel, privacyLevels } from '../../shared/domain/privacy.ts';
+import { createCore, testConfig } from '../support/core-fixture.ts';
+import { InMemoryAuditTrail } from '../support/in-memory-audit-trail.ts';
+
+const marker = 'Audit-Marker-5f3e';
+const email = 'carol.secret@example.org';
+const apiKey = 'sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789';
+
+const message = (text: string): Message => ({ messageId: 'm1', role: 'ROLE_USER', parts: [{ text }] });
+const artifact = (text: string): Artifact => ({
+  artifactId: 'a1',
+  parts: [{ text }, { data: { note: text, n: 3 } }],
+});
+
+const stepWith = (text: string, extra: Partial<AuditStep> = {}): AuditStep => ({
+  kind: 'attempt',
+  taskId: 't1',
+  runId: 'r1',
+  at: '2026-12-01T00:00:00.000Z',
+  providerId: 'local',
+  outcome: 'succeeded',
+  durationMs: 12,
+  inputTokens: 7,
+  outputTokens: 9,
+  toolNames: ['calculator'],
+  content: { message: message(text), artifacts: [artifact(text)] },
+  ...extra,
+});
+
+describe('auditEntryAt: what an audit row may keep at each ceiling (I-LEAVE, DESIGN.md §4)', () => {
+  it('keeps nothing at none, metadata only at metadata, redacted content at redacted, content at full', () => {
+    const text = `${marker} mail ${email} key ${apiKey}`;
+    const step = stepWith(text);
+    expect(auditEntryAt('none', step, 100)).toBeUndefined();
+
+    const metadata = auditEntryAt('metadata', step, 100)!;
+    expect(metadata).toEqual({
+      kind: 'attempt',
+      taskId: 't1',
+      runId: 'r1',
+      at: '2026-12-01T00:00:00.000Z',
+      level: 'metadata',
+      providerId: 'local',
+      outcome: 'succeeded',
+      durationMs: 12,
+      inputTokens: 7,
+      outputTokens: 9,
+      toolNames: ['calculator'],
+      messageLength: { parts: 1, characters: text.length },
+      artifactsLength: { parts: 2, characters: text.length + JSON.stringify({ note: text, n: 3 }).length },
+      expiresAt: 100,
+    });
+    expect(JSON.stringify(metadata)).not.toContain(marker);
+
+    const redacted = JSON.stringify(auditEntryAt('redacted', step, 100));
+    expect(redacted).toContain(marker);
+    expect(redacted).not.toContain(email);
+    expect(redacted).not.toContain(apiKey);
+
+    const full = auditEntryAt('full', step, 100)!;
+    expect(full.content).toEqual(step.content);
+  });
+
+  it('never carries the marker at metadata, nor a planted secret at redacted, whatever the text (property)', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.string(), fc.constantFrom(...privacyLevels), (before, after, level) => {
+        const text = `${before} ${marker} ${email} ${after}`;
+        const entry = auditEntryAt(level, stepWith(text, { reason: 'PROVIDER_FAILED' }), 1);
+        const written = JSON.stringify(entry ?? null);
+        if (level === 'none') expect(entry).toBeUndefined();
+        if (level === 'none' || level === 'metadata') expect(written).not.toContain(marker);
+        if (level !== 'full') expect(written).not.toContain(email);
+        if (level === 'full') expect(written).toContain(email);
+      }),
+    );
+  });
+
+  it('copies only the listed fields: nothing unknown on a step reaches the row', () => {
+    const step = { ...stepWith('x'), prompt: marker, rawOutput: marker } as AuditStep;
+    for (const level of ['metadata', 'redacted', 'full'] as PrivacyLevel[]) {
+      expect(JSON.stringify(auditEntryAt(level, step, 1))).not.toContain(marker);
+    }
+  });
+});
+
+const fullConfig = (overrides: Record<string, unknown> = {}) =>
+  testConfig({
+    privacy: { level: 'full' },
+    providers: {
+      local: { type: 'scripted', behavior: 'echo' },
+      failing: { type: 'scripted', behavior: 'fail' },
+      strict: { type: 'scripted', behavior: 'echo', privacyLevel: 'metadata' },
+      careful: { type: 'scripted', behavior: 'echo', privacyLevel: 'redacted' },
+      nothing: { type: 'scripted', behavior: 'echo', privacyLevel: 'none' },
+    },
+    profiles: {
+      default: { name: 'Echo', description: 'Echo agent', providers: ['local'] },
+      'to-strict': { name: 'Fallback strict', description: 'x', providers: ['failing', 'strict'] },
+      'to-careful': { name: 'Fallback redacted', description: 'x', providers: ['failing', 'careful'] },
+      'to-nothing': { name: 'Fallback none', description: 'x', providers: ['failing', 'nothing'] },
+    },
+    ...overrides,
+  });
+
+const runWithAudit = async (
+  core: ReturnType<typeof createCore>,
+  audit: InMemoryAuditTrail,
+  clock = core.deps.clock,
+): Promise<string> => {
+  const queued = core.queued.shift();
+  if (queued === undefined) throw new Error('nothing queued');
+  return executeRun({ ...core.deps, audit, clock }, queued);
+};
+
+describe('executeRun records its steps at the run audit ceiling', () => {
+  it('at the default global metadata: every step, metadata only, no content anywhere', async () => {
+    const core = createCore();
+    const audit = new InMemoryAuditTrail();
+    const { taskId } = await core.send(`${marker} hello`);
+    expect(await runWithAudit(core, audit)).toBe('completed');
+    expect(audit.entries.map((entry) => [entry.kind, entry.level])).toEqual([
+      ['claim', 'metadata'],
+      ['attempt', 'metadata'],
+      ['settle', 'metadata'],
+    ]);
+    expect(audit.entries[1]).toMatchObject({ providerId: 'local', outcome: 'succeeded', inputTokens: 0 });
+    expect(audit.entries[2]).toMatchObject({ outcome: 'completed' });
+    expect(JSON.stringify(audit.entries)).not.toContain(marker);
+    expect(audit.entries.every((entry) => entry.taskId === taskId && entry.content === undefined)).toBe(true);
+  });
+
+  it('at full: the message and the provider output are kept', async () => {
+    const core = createCore({ config: fullConfig() });
+    const audit = new InMemoryAuditTrail();
+    await core.send(`${marker} hello`);
+    expect(await runWithAudit(core, audit)).toBe('completed');
+    const [claim, attempt] = audit.entries;
+    expect(claim?.content?.message?.parts).toEqual([{ text: `${marker} hello` }]);
+    expect(attempt?.content?.artifacts?.[0]?.parts).toEqual([{ text: `${marker} hello` }]);
+  });
+
+  it('follows a tightening to redacted: content after it is redacted, the tightening is recorded', async () => {
+    const core = createCore({ config: fullConfig() });
+    const audit = new InMemoryAuditTrail();
+    await core.send(`${marker} mail ${email}`, 'to-careful');
+    expect(await runWithAudit(core, audit)).toBe('completed');
+    expect(audit.entries.map((entry) => [entry.kind, entry.level, entry.outcome])).toEqual([
+      ['claim', 'full', undefined],
+      ['attempt', 'full', 'failed'],
+      ['tighten', 'redacted', undefined],
+      ['attempt', 'redacted', 'succeeded'],
+      ['settle', 'redacted', 'completed'],
+    ]);
+    expect(audit.entries[1]).toMatchObject({ providerId: 'failing', reason: 'PROVIDER_UNAVAILABLE' });
+    expect(audit.entries[2]).toMatchObject({
+      providerId: 'careful',
+      from: { audit: 'full', answer: 'full' },
+      to: { audit: 'redacted', answer: 'redacted' },
+    });
+    const afterTightening = JSON.stringify(audit.entries.slice(2));
+    expect(afterTightening).toContain(marker);
+    expect(afterTightening).not.toContain(email);
+  });
+
+  it('follows a tightening to metadata: no content after it, and the failure is recorded with its reason', async () => {
+    const core = createCore({ config: fullConfig() });
+    const audit = new InMemoryAuditTrail();
+    await core.send(`${marker} words`, 'to-strict');
+    expect(await runWithAudit(core, audit)).toBe('not-retainable');
+    expect(audit.entries.map((entry) => [entry.kind, entry.level])).toEqual([
+      ['claim', 'full'],
+      ['attempt', 'full'],
+      ['tighten', 'metadata'],
+      ['settle', 'metadata'],
+    ]);
+    expect(audit.entries[3]).toMatchObject({ outcome: 'failed', reason: 'RESULT_NOT_RETAINABLE' });
+    expect(JSON.stringify(audit.entries.slice(2))).not.toContain(marker);
+  });
+
+  it('writes nothing once the audit ceiling is none', async () => {
+    const core = createCore({ config: fullConfig() });
+    const audit = new InMemoryAuditTrail();
+    const { taskId } = await core.send(`${marker} words`, 'to-nothing');
+    expect(await runWithAudit(core, audit)).toBe('not-retainable');
+    expect(audit.entries.map((entry) => entry.kind)).toEqual(['claim', 'attempt']);
+    expect(core.tasks.tasks.get(taskId)?.metadata).toEqual({ reason: 'RESULT_NOT_RETAINABLE' });
+  });
+
+  it('an audit write that fails never fails the run', async () => {
+    const core = createCore({ config: fullConfig() });
+    const audit = new InMemoryAuditTrail();
+    audit.failWhen = () => true;
+    const { taskId } = await core.send('still completes');
+    expect(await runWithAudit(core, audit)).toBe('completed');
+    expect(core.tasks.tasks.get(taskId)?.state).toBe('TASK_STATE_COMPLETED');
+    expect(audit.entries).toEqual([]);
+  });
+
+  it('falls back to the metadata-only row when content cannot be written, never to more', async () => {
+    const core = createCore({ config: fullConfig() });
+    const audit = new InMemoryAuditTrail();
+    audit.failWhen = (entry) => entry.content !== undefined;
+    await core.send(`${marker} text`);
+    expect(await runWithAudit(core, audit)).toBe('completed');
+    expect(audit.entries.map((entry) => [entry.kind, entry.level])).toEqual([
+      ['claim', 'metadata'],
+      ['attempt', 'metadata'],
+      ['settle', 'full'],
+    ]);
+    expect(JSON.stringify(audit.entries)).not.toContain(marker);
+  });
+
+  it('audit rows expire no later than their run, and a failed run is kept for the retention after it ends (I-PURGE)', async () => {
+    const core = createCore({ config: fullConfig() });
+    const audit = new InMemoryAuditTrail();
+    const { taskId } = await core.send('x', 'to-strict');
+    // The run ends a day after the task was created: retention (30 days) counts from then.
+    const endedAt = new Date(Date.now() + 86_400_000);
+    expect(await runWithAudit(core, audit, { now: () => endedAt })).toBe('not-retainable');
+    const task = core.tasks.tasks.get(taskId)!;
+    const run = core.tasks.runs.get(task.currentRunId)!;
+    expect(task.expiresAt).toBe(Math.floor(endedAt.getTime() / 1000) + 30 * 86_400);
+    expect(run.expiresAt).toBe(task.expiresAt);
+    for (const entry of audit.entries) expect(entry.expiresAt).toBeLessThanOrEqual(run.expiresAt);
+  });
+});
