@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { buildAgentCard } from '../../shared/app/agent-card.ts';
 import type { Caller, Dispatcher, HeaderMap, SseEvent } from '../../shared/app/rpc/dispatcher.ts';
+import { JsonRpcProtocolError, toJsonRpcError } from '../../shared/app/rpc/errors-table.ts';
 import type { Config } from '../../shared/config/config.ts';
 
 /**
@@ -40,6 +41,23 @@ const json = (status: number, value: unknown, headers: Record<string, string> = 
   body: JSON.stringify(value),
 });
 
+/**
+ * Bodies above the cap are refused before they are parsed (decision 0006): a JSON-RPC -32600
+ * with HTTP 200 like every other JSON-RPC answer (decision 0004), id null since nothing was read.
+ */
+const refuseLargeBody = (body: string, maxBytes: number, errorDomain: string): HttpResponse | undefined => {
+  // UTF-16 length bounds the UTF-8 size from below: most bodies skip the byte count entirely.
+  if (body.length <= maxBytes / 3 || Buffer.byteLength(body, 'utf8') <= maxBytes) return undefined;
+  const error = new JsonRpcProtocolError('INVALID_REQUEST', [
+    { field: 'request', description: `The request body exceeds ${maxBytes} bytes` },
+  ]);
+  return json(200, {
+    jsonrpc: '2.0',
+    id: null,
+    error: toJsonRpcError(error, { errorDomain, now: () => new Date() }),
+  });
+};
+
 const cardPath = /^\/(?:agents\/([a-z0-9][a-z0-9-]{0,62})\/)?\.well-known\/agent-card\.json$/;
 const rpcPath = /^\/(?:agents\/([a-z0-9][a-z0-9-]{0,62}))?\/?$/;
 
@@ -56,6 +74,8 @@ export const createHttpApp = (deps: HttpAppDeps) => {
 
   const serveRpc = async (request: HttpRequest, profileId: string): Promise<HttpResponse> => {
     if (deps.config.profiles[profileId] === undefined) return json(404, { error: 'No such agent' });
+    const tooLarge = refuseLargeBody(request.body, deps.config.maxRequestBytes, deps.config.errorDomain);
+    if (tooLarge !== undefined) return tooLarge;
     const result = await deps.dispatcher.dispatch(request.body, request.headers, {
       query: request.query,
       caller: request.caller,

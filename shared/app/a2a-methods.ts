@@ -5,10 +5,12 @@ import {
 } from '../domain/errors.ts';
 import type { Owner } from '../domain/task.ts';
 import { implementedCapabilities } from './agent-card.ts';
+import { cancelTask } from './cancel-task.ts';
+import { listTasks } from './list-tasks.ts';
 import { getTask } from './read-task.ts';
 import { type A2aMethodTable, defineMethod, type RequestContext } from './rpc/dispatcher.ts';
 import { a2aParamsSchemas } from './rpc/schemas.ts';
-import { type SendMessageDeps, sendMessage } from './send-message.ts';
+import { type SendMessageDeps, sendMessage, toSendMessageResponse } from './send-message.ts';
 
 /** Who calls when the installation runs without authentication (DESIGN.md §10). */
 export const anonymousCaller: Owner = { tenant: 'local', principal: 'local' };
@@ -23,14 +25,16 @@ const pushOff = () => new PushNotificationNotSupportedError();
  * on its card answers its specific A2A error (-32003/-32004/-32007), never -32601.
  */
 export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
-  SendMessage: defineMethod(a2aParamsSchemas.SendMessage, async (params, ctx) => ({
-    task: await sendMessage(deps, {
-      caller: callerOf(ctx),
-      profileId: ctx.profileId,
-      message: params.message,
-      configuration: params.configuration,
-    }),
-  })),
+  SendMessage: defineMethod(a2aParamsSchemas.SendMessage, async (params, ctx) =>
+    toSendMessageResponse(
+      await sendMessage(deps, {
+        caller: callerOf(ctx),
+        profileId: ctx.profileId,
+        message: params.message,
+        configuration: params.configuration,
+      }),
+    ),
+  ),
   GetTask: defineMethod(a2aParamsSchemas.GetTask, (params, ctx) =>
     getTask(deps, callerOf(ctx), params.id, { historyLength: params.historyLength }),
   ),
@@ -40,12 +44,21 @@ export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
   SubscribeToTask: defineMethod(a2aParamsSchemas.SubscribeToTask, async () => {
     throw streamingOff();
   }),
-  ListTasks: defineMethod(a2aParamsSchemas.ListTasks, async () => {
-    throw new UnsupportedOperationError('ListTasks is not available in this build');
-  }),
-  CancelTask: defineMethod(a2aParamsSchemas.CancelTask, async () => {
-    throw new UnsupportedOperationError('CancelTask is not available in this build');
-  }),
+  ListTasks: defineMethod(a2aParamsSchemas.ListTasks, (params, ctx) =>
+    listTasks(deps, {
+      caller: callerOf(ctx),
+      contextId: params.contextId,
+      status: params.status,
+      pageSize: params.pageSize,
+      pageToken: params.pageToken,
+      historyLength: params.historyLength,
+      statusTimestampAfter: params.statusTimestampAfter,
+      includeArtifacts: params.includeArtifacts,
+    }),
+  ),
+  CancelTask: defineMethod(a2aParamsSchemas.CancelTask, (params, ctx) =>
+    cancelTask(deps, { caller: callerOf(ctx), taskId: params.id }),
+  ),
   CreateTaskPushNotificationConfig: defineMethod(
     a2aParamsSchemas.CreateTaskPushNotificationConfig,
     async () => {

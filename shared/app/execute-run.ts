@@ -1,5 +1,5 @@
 import type { Config } from '../config/config.ts';
-import type { Artifact, Message, TaskState } from '../domain/a2a.ts';
+import type { Artifact, JsonObject, Message, TaskState } from '../domain/a2a.ts';
 import { isTerminal } from '../domain/a2a.ts';
 import type { AuditContent, AuditTrail } from '../domain/audit.ts';
 import { ProviderUnavailableError, SealingFailedError, VersionConflictError } from '../domain/errors.ts';
@@ -118,6 +118,13 @@ const work = async (
   let run = startRun;
   let current = task;
   for (const [index, providerId] of chain.entries()) {
+    if (index > 0) {
+      // Between attempts is where a cancel is noticed (cooperative; the flag is on the run row).
+      const fresh = await reread(deps, run, current);
+      if (fresh.kind === 'ended') return fresh.result;
+      run = { ...fresh.run, attempts: run.attempts };
+      current = fresh.task;
+    }
     const tightened = await tightenForAttempt(deps, run, current, providerId);
     if (tightened.kind === 'ended') return tightened.result;
     run = tightened.run;
@@ -243,6 +250,8 @@ interface FinalContent {
   readonly statusMessage?: Message;
   readonly artifacts?: readonly Artifact[];
   readonly result: ExecuteRunResult;
+  /** Public, content-free task metadata this outcome adds (e.g. `responseKind`). */
+  readonly metadata?: JsonObject;
 }
 
 const finalContentOf = (outcome: AgentOutcome): FinalContent => {
@@ -269,6 +278,18 @@ const finalContentOf = (outcome: AgentOutcome): FinalContent => {
         runStatus: 'COMPLETED',
         statusMessage: outcome.message,
         result: 'rejected',
+      };
+    case 'message':
+      // A direct Message answer still completes the durable task (decision 0006): the message is
+      // its final status message, there are no artifacts, and the marker tells the blocking
+      // SendMessage to answer `{"message": …}`.
+      return {
+        state: 'TASK_STATE_COMPLETED',
+        runStatus: 'COMPLETED',
+        statusMessage: outcome.message,
+        artifacts: [],
+        result: 'completed',
+        metadata: { responseKind: 'message' },
       };
     case 'failed':
       return {
@@ -360,6 +381,7 @@ const commitFinal = async (
     sealedStatusMessage: sealed.sealedStatusMessage,
     sealedArtifacts: sealed.sealedArtifacts ?? task.sealedArtifacts,
     sealedHistory: sealed.sealedHistory,
+    ...(content.metadata && { metadata: { ...task.metadata, ...content.metadata } }),
     expiresAt: Math.max(task.expiresAt, retentionFrom(deps, now)),
   };
   const settledRun: RunRecord = {

@@ -39,3 +39,20 @@ export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput
     ? taskFromCommittedRow(deps, input.caller, created.taskId, options)
     : toTask(deps, view, options);
 };
+
+/** The SendMessage result: exactly one of a Task or a Message (A2A.md §2.1). */
+export type SendMessageResponse = { readonly task: Task } | { readonly message: Message };
+
+/** Task metadata key the executor sets when the agent answered with a Message (decision 0006). */
+export const responseKindKey = 'responseKind';
+
+/**
+ * A task the agent completed with a direct Message answers `{"message": …}`; every other task
+ * (still working, interrupted, failed, or completed with a result) answers `{"task": …}`.
+ */
+export const toSendMessageResponse = (task: Task): SendMessageResponse =>
+  task.status.state === 'TASK_STATE_COMPLETED' &&
+  task.metadata?.[responseKindKey] === 'message' &&
+  task.status.message !== undefined
+    ? { message: task.status.message }
+    : { task };

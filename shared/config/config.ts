@@ -10,7 +10,7 @@ const privacyLevelInput = z.string();
 
 const scriptedProvider = z.object({
   type: z.literal('scripted'),
-  behavior: z.enum(['echo', 'tck', 'fail']).default('echo'),
+  behavior: z.enum(['echo', 'tck', 'fail', 'slow']).default('echo'),
   privacyLevel: privacyLevelInput.optional(),
 });
 
@@ -84,6 +84,13 @@ export const configSchema = z.object({
   webhooks: z.object({ allowLoopback: z.boolean().optional() }).default({}),
   /** ErrorInfo domain for this installation's own reasons (A2A.md §17). */
   errorDomain: z.string().min(1).default('a2a-serverless.local'),
+  /** Request bodies above this many bytes are refused with -32600 (decision 0006). */
+  maxRequestBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .max(6 * 1024 * 1024)
+    .default(1024 * 1024),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -1,7 +1,7 @@
-import type { Artifact, Message } from './a2a.ts';
+import type { Artifact, Message, TaskState } from './a2a.ts';
 import type { AgentSession, AgentStep } from './model.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
-import type { RunRecord } from './task.ts';
+import type { Owner, RunRecord } from './task.ts';
 import type { EnabledTool } from './tools.ts';
 
 /**
@@ -76,6 +76,40 @@ export interface JournalRepository {
   putRevision(projection: Projection): Promise<'written' | 'duplicate'>;
   getView(taskId: string): Promise<JournalView | undefined>;
   listEvents(taskId: string, afterRevision: number): Promise<JournalEvent[]>;
+  /** One owner's views, newest status timestamp first, from the owner index (never a scan). */
+  listViews(query: ViewQuery): Promise<ViewPage>;
+  /** How many of the owner's views match (expired ones excluded; see decision 0006 for the bound). */
+  countViews(filter: ViewFilter): Promise<number>;
+}
+
+/** What ListTasks filters on; every filter is optional except the owner (I-OWNER). */
+export interface ViewFilter {
+  readonly owner: Owner;
+  readonly contextId?: string;
+  readonly state?: TaskState;
+  /** Inclusive lower bound on the status timestamp, `YYYY-MM-DDTHH:mm:ss.sssZ`. */
+  readonly statusTimestampAfter?: string;
+  /** Views whose `expiresAt` is at or before this instant read as absent (I-PURGE). */
+  readonly now: Date;
+}
+
+/** A position in the owner's views: the last view a previous page returned. */
+export interface ViewPosition {
+  readonly statusTimestamp: string;
+  readonly taskId: string;
+}
+
+export interface ViewQuery extends ViewFilter {
+  /** Continue strictly after this position (exclusive). */
+  readonly after?: ViewPosition;
+  readonly limit: number;
+}
+
+export interface ViewPage {
+  /** At most `limit` views, newest first. */
+  readonly views: readonly JournalView[];
+  /** True when more matching views follow the last one. */
+  readonly more: boolean;
 }
 
 /** What a provider is asked: the profile's instructions and the conversation so far. */
@@ -105,6 +139,8 @@ export type AgentOutcome =
   | { readonly kind: 'completed'; readonly artifacts: readonly Artifact[]; readonly message?: Message }
   | { readonly kind: 'input-required'; readonly message: Message; readonly artifacts?: readonly Artifact[] }
   | { readonly kind: 'rejected'; readonly message: Message }
+  /** The agent answers with a Message instead of a task result (A2A.md §4 "Message vs Task"). */
+  | { readonly kind: 'message'; readonly message: Message }
   | { readonly kind: 'failed'; readonly message: Message };
 
 export interface AgentResult {

@@ -48,6 +48,11 @@ export interface JournalEvent {
 export interface Projection {
   readonly view: JournalView;
   readonly event: JournalEvent;
+  /**
+   * The revision and expiry the view had before this one, from the old image (absent for a new
+   * task). The journal expects the view there; per-owner counters move from its expiry to the new.
+   */
+  readonly previous?: { readonly revision: number; readonly expiresAt: number };
 }
 
 const sameBytes = (a: SealedBlob | undefined, b: SealedBlob | undefined): boolean => {
@@ -95,5 +100,6 @@ export const projectRevision = (
     metadata: newImage.metadata,
     expiresAt: newImage.expiresAt,
   };
-  return { view, event };
+  const previous = oldImage && { revision: oldImage.revision, expiresAt: oldImage.expiresAt };
+  return previous ? { view, event, previous } : { view, event };
 };

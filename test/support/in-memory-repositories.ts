@@ -1,5 +1,12 @@
 import { VersionConflictError } from '../../shared/domain/errors.ts';
-import type { JournalRepository, TaskRepository, WritePlan } from '../../shared/domain/ports.ts';
+import type {
+  JournalRepository,
+  TaskRepository,
+  ViewFilter,
+  ViewPage,
+  ViewQuery,
+  WritePlan,
+} from '../../shared/domain/ports.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from '../../shared/domain/projection.ts';
 import type { RunRecord } from '../../shared/domain/task.ts';
 
@@ -71,5 +78,34 @@ export class InMemoryJournalRepository implements JournalRepository {
     return [...this.events.values()]
       .filter((event) => event.taskId === taskId && event.revision > afterRevision)
       .sort((a, b) => a.revision - b.revision);
+  }
+
+  /** The owner index as a sorted array: `statusTimestamp#taskId` descending. */
+  async listViews(query: ViewQuery): Promise<ViewPage> {
+    const position = query.after && `${query.after.statusTimestamp}#${query.after.taskId}`;
+    const matching = this.matching(query).filter(
+      (view) => position === undefined || `${view.statusTimestamp}#${view.taskId}` < position,
+    );
+    return { views: matching.slice(0, query.limit), more: matching.length > query.limit };
+  }
+
+  async countViews(filter: ViewFilter): Promise<number> {
+    return this.matching(filter).length;
+  }
+
+  private matching(filter: ViewFilter): JournalView[] {
+    const nowSeconds = Math.floor(filter.now.getTime() / 1000);
+    const sortKey = (view: JournalView) => `${view.statusTimestamp}#${view.taskId}`;
+    return [...this.views.values()]
+      .filter(
+        (view) =>
+          view.owner.tenant === filter.owner.tenant &&
+          view.owner.principal === filter.owner.principal &&
+          view.expiresAt > nowSeconds &&
+          (filter.contextId === undefined || view.contextId === filter.contextId) &&
+          (filter.state === undefined || view.state === filter.state) &&
+          (filter.statusTimestampAfter === undefined || sortKey(view) >= filter.statusTimestampAfter),
+      )
+      .sort((a, b) => (sortKey(a) < sortKey(b) ? 1 : -1));
   }
 }

@@ -257,3 +257,26 @@ export const fromEventItem = (item: EventItem): JournalEvent => ({
   metadata: item.metadata,
   expiresAt: item.expiresAt,
 });
+
+/**
+ * Per-owner view counters (decision 0006): one item per owner and expiry day (UTC), with the
+ * day's total `n` and one attribute per expiry hour (`h00`…`h23`). The projector moves a view's
+ * count in the transaction that writes the view; ListTasks sums the days still to come. Counter
+ * items share the owner's index key string as partition, but carry no `ownerSort`, so the
+ * byOwner index never sees them; they expire a day after the day they count.
+ */
+export const counterKeys = {
+  prefix: 'COUNT#',
+  item: (tenant: string, principal: string, day: string) => ({
+    pk: keys.ownerKey(tenant, principal),
+    sk: `COUNT#${day}`,
+  }),
+} as const;
+
+export const counterItemSchema = z.looseObject({
+  pk: z.string(),
+  sk: z.string().startsWith('COUNT#'),
+  n: z.number().optional(),
+  expiresAt: z.number(),
+});
+export type CounterItem = z.infer<typeof counterItemSchema>;

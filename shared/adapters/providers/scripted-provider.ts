@@ -3,7 +3,10 @@ import { textOf } from '../../domain/a2a.ts';
 import { ProviderUnavailableError } from '../../domain/errors.ts';
 import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
 
-export type ScriptedBehavior = 'echo' | 'tck' | 'fail';
+export type ScriptedBehavior = 'echo' | 'tck' | 'fail' | 'slow';
+
+/** How long `slow` thinks before it echoes: long enough to outlast a short blocking cap in tests. */
+export const slowDelayMs = 2_000;
 
 /**
  * The deterministic, offline provider (DESIGN.md §10): the default locally and in tests.
@@ -25,6 +28,9 @@ export class ScriptedProvider implements AgentProvider {
       case 'fail':
         throw new ProviderUnavailableError(this.providerId, 503);
       case 'echo':
+        return { outcome: echo(request, last), inputTokens: 0, outputTokens: 0 };
+      case 'slow':
+        await new Promise((resolve) => setTimeout(resolve, slowDelayMs));
         return { outcome: echo(request, last), inputTokens: 0, outputTokens: 0 };
       case 'tck':
         return { outcome: playTck(request, last), inputTokens: 0, outputTokens: 0 };
@@ -69,6 +75,12 @@ const playTck = (request: AgentRequest, last: Message): AgentOutcome => {
       message: agentMessage(request, 'input', [{ text: 'Please provide more input.' }]),
     };
   }
+  if (id.startsWith('tck-message-response')) {
+    return {
+      kind: 'message',
+      message: agentMessage(request, 'message', [{ text: 'Direct message response' }]),
+    };
+  }
   if (id.startsWith('tck-reject-task')) {
     return { kind: 'rejected', message: agentMessage(request, 'rejected', [{ text: 'rejected' }]) };
   }
@@ -94,6 +106,7 @@ const playTck = (request: AgentRequest, last: Message): AgentOutcome => {
       message: agentMessage(request, 'status', [{ text: 'Hello from TCK' }]),
     };
   }
-  if (id.startsWith('tck-stream') || id.startsWith('tck-')) return done([{ text: 'Generated text content' }]);
+  // Streaming scenarios played without a stream: the same end state (WORKING → text → COMPLETED).
+  if (id.startsWith('tck-stream')) return done([{ text: 'Generated text content' }]);
   return done([{ text: `Unhandled messageId prefix: ${id}` }]);
 };

@@ -1,0 +1,137 @@
+import type { Config } from '../config/config.ts';
+import type { Message, Task } from '../domain/a2a.ts';
+import { isTerminal } from '../domain/a2a.ts';
+import { TaskNotCancelableError, TaskNotFoundError, VersionConflictError } from '../domain/errors.ts';
+import type { PlannedWrite } from '../domain/ports.ts';
+import { retentionSeconds } from '../domain/privacy.ts';
+import type { StoredTask } from '../domain/projection.ts';
+import {
+  appendHistory,
+  isExpired,
+  isSettled,
+  type Owner,
+  type RunRecord,
+  sameOwner,
+} from '../domain/task.ts';
+import {
+  type ReadOptions,
+  type ReadTaskDeps,
+  taskFromCommittedRow,
+  toTask,
+  waitForView,
+} from './read-task.ts';
+
+export interface CancelTaskDeps extends ReadTaskDeps {
+  readonly config: Config;
+}
+
+export interface CancelTaskInput {
+  readonly caller: Owner;
+  readonly taskId: string;
+}
+
+/** The fixed status message of a canceled task; it names no content. */
+export const canceledText = 'Task canceled by the client.';
+
+/** How long the answer waits for the cancel's own revision to reach the journal (I-RYW). */
+const projectionWaitMs = 10_000;
+
+/** A conflict means a concurrent writer moved the task or run; each retry re-reads and decides anew. */
+const maxAttempts = 5;
+
+/**
+ * CancelTask (A2A.md §11): cooperative and race-safe. One transaction sets the task CANCELED
+ * (conditioned on the revision read) and flags the current run (conditioned on its version,
+ * I-LOCK); a run that is not executing (QUEUED, AWAITING_APPROVAL) is settled CANCELED at once,
+ * a RUNNING one is settled by its executor, whose completing transaction now loses. A conflict
+ * re-reads: a completion that won makes the cancel TaskNotCancelable. Idempotent on CANCELED.
+ */
+export const cancelTask = async (deps: CancelTaskDeps, input: CancelTaskInput): Promise<Task> => {
+  for (let attempt = 1; ; attempt++) {
+    const task = await deps.tasks.getTask(input.taskId);
+    if (
+      task === undefined ||
+      !sameOwner(task.owner, input.caller) ||
+      isExpired(task.expiresAt, deps.clock.now())
+    ) {
+      throw new TaskNotFoundError(input.taskId);
+    }
+    if (task.state === 'TASK_STATE_CANCELED') return readAtRevision(deps, input.caller, task);
+    if (isTerminal(task.state)) throw new TaskNotCancelableError(task.taskId, task.state);
+    const run = await deps.tasks.getRun(task.taskId, task.currentRunId);
+    try {
+      const canceled = await commitCancel(deps, task, run);
+      return readAtRevision(deps, input.caller, canceled);
+    } catch (error) {
+      if (!(error instanceof VersionConflictError) || attempt >= maxAttempts) throw error;
+    }
+  }
+};
+
+const commitCancel = async (
+  deps: CancelTaskDeps,
+  task: StoredTask,
+  run: RunRecord | undefined,
+): Promise<StoredTask> => {
+  const now = deps.clock.now();
+  const revision = task.revision + 1;
+  const statusMessage: Message = {
+    messageId: `${task.currentRunId}-canceled`,
+    role: 'ROLE_AGENT',
+    taskId: task.taskId,
+    contextId: task.contextId,
+    parts: [{ text: canceledText }],
+  };
+  const history = await deps.codec.openHistory(task.taskId, task.sealedHistory);
+  const sealed = await deps.codec.seal(task.taskId, {
+    statusMessage,
+    history: appendHistory(history, revision, [statusMessage]),
+  });
+  // Retention runs from the end of the task (I-PURGE).
+  const expiresAt = Math.max(
+    task.expiresAt,
+    Math.floor(now.getTime() / 1000) + retentionSeconds(deps.config.privacy.retention, 'agentRun'),
+  );
+  const canceledTask: StoredTask = {
+    ...task,
+    state: 'TASK_STATE_CANCELED',
+    revision,
+    statusTimestamp: now.toISOString(),
+    sealedStatusMessage: sealed.sealedStatusMessage,
+    sealedHistory: sealed.sealedHistory,
+    expiresAt,
+  };
+  const writes: PlannedWrite[] = [
+    { entity: 'task', item: canceledTask, expect: { revision: task.revision } },
+  ];
+  if (run !== undefined && !isSettled(run.status)) {
+    // Nothing executes a QUEUED or AWAITING_APPROVAL run right now: it ends here. A RUNNING run
+    // only gets the flag; its executor settles it (execute-run.ts `reread`).
+    const idle = run.status === 'QUEUED' || run.status === 'AWAITING_APPROVAL';
+    writes.push({
+      entity: 'run',
+      item: {
+        ...run,
+        cancelRequested: true,
+        version: run.version + 1,
+        expiresAt: Math.max(run.expiresAt, expiresAt),
+        ...(idle && { status: 'CANCELED' as const, endedAt: now.toISOString(), leaseUntil: undefined }),
+      },
+      expect: { version: run.version },
+    });
+  }
+  await deps.tasks.commit({ writes });
+  return canceledTask;
+};
+
+/** The task as the journal shows it at (or after) the row's revision (I-RYW). */
+const readAtRevision = async (deps: ReadTaskDeps, caller: Owner, row: StoredTask): Promise<Task> => {
+  const options: ReadOptions = {};
+  const view = await waitForView(deps, caller, row.taskId, {
+    minRevision: row.revision,
+    timeoutMs: projectionWaitMs,
+  });
+  return view === undefined
+    ? taskFromCommittedRow(deps, caller, row.taskId, options)
+    : toTask(deps, view, options);
+};
