@@ -8,8 +8,9 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import type { Config } from '../../shared/config/config.ts';
+import type { AuthSettings } from '../../shared/config/auth.ts';
 import { consoleLog, createLambdaContext, type LocalLog, reportInvocation } from './lambda-pollers.ts';
+import { createLocalAuthorizer, type LocalAuthorizerOptions } from './local-authorizer.ts';
 
 /**
  * API Gateway (REST API, `/{proxy+}` Lambda proxy integration, Lambda authorizer) in front of
@@ -55,26 +56,16 @@ export const anonymousIdentity: Identity = { tenant: 'anonymous', principal: 'an
 /** Everyone, when no tokens are configured (DESIGN §10). */
 export const localIdentity: Identity = { tenant: 'local', principal: 'local' };
 
-const publicCardPath = /^(?:\/agents\/[^/]+)?\/\.well-known\/agent-card\.json$/;
-
 /**
- * DESIGN §10 local mode: `auth.tokens` maps bearer tokens to identities. Without tokens every
- * caller is `local`/`local`; with tokens, agent cards are public and everything else needs a
- * valid `Authorization: Bearer <token>`.
+ * DESIGN §10 local mode, over the same `authenticate` core as the Lambda authorizer (decision
+ * 0007): static `auth.tokens`, `auth.apiKeys` and `auth.jwt` all work. Without any scheme every
+ * caller is `local`/`local`; with one, agent cards are public and everything else needs a valid
+ * credential (401 otherwise, without calling the handler).
  */
-export const staticTokenAuthorizer = (config: Pick<Config, 'auth'>): Authorize => {
-  const tokens = new Map(Object.entries(config.auth.tokens));
-  return async (headers, request) => {
-    if (tokens.size === 0) return localIdentity;
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
-    const identity = match?.[1] ? tokens.get(match[1]) : undefined;
-    if (identity) return { tenant: identity.tenant, principal: identity.principal };
-    if ((request.method === 'GET' || request.method === 'HEAD') && publicCardPath.test(request.path)) {
-      return anonymousIdentity;
-    }
-    return 'unauthorized';
-  };
-};
+export const staticTokenAuthorizer = (
+  config: { readonly auth: AuthSettings },
+  options?: LocalAuthorizerOptions,
+): Authorize => createLocalAuthorizer(config, options);
 
 export interface HttpHarnessOptions {
   readonly handler: ApiGatewayLambdaHandler;
