@@ -337,7 +337,7 @@ describe('createJoseTokenVerifier (local key set; the remote JWKS is in test/int
         key = privateKey,
         kid = 'k1',
         exp = now + 60,
-      }: { key?: CryptoKey; kid?: string; exp?: number | null } = {},
+      }: { key?: Parameters<SignJWT['sign']>[0]; kid?: string; exp?: number | null } = {},
     ) => {
       const payload = {
         iss: 'https://issuer.example',
