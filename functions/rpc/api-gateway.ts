@@ -61,9 +61,22 @@ export const writeResponse = async (responseStream: Writable, response: HttpResp
   });
   if ('body' in response) {
     stream.end(response.body);
-  } else {
-    for await (const event of response.events) stream.write(formatSseEvent(event));
-    stream.end();
+    await finished(stream);
+    return;
   }
+  // A client that went away closes the stream; leaving the loop closes the use case's journal
+  // polling (the dispatcher returns its iterator) at the next event or heartbeat.
+  let gone = false;
+  const markGone = (): void => {
+    gone = true;
+  };
+  stream.once('close', markGone);
+  stream.once('error', markGone);
+  for await (const event of response.events) {
+    if (gone || stream.destroyed) break;
+    stream.write(formatSseEvent(event));
+  }
+  if (gone || stream.destroyed) return;
+  stream.end();
   await finished(stream);
 };

@@ -106,6 +106,12 @@ export const createHttpApp = (deps: HttpAppDeps) => {
   };
 };
 
-/** Serializes one SSE event: an optional id line and one `data:` line (A2A.md §2 "SSE framing"). */
-export const formatSseEvent = (event: SseEvent): string =>
-  `${event.eventId === undefined ? '' : `id: ${event.eventId}\n`}data: ${JSON.stringify(event.message)}\n\n`;
+/**
+ * Serializes one SSE event: an optional id line and one `data:` line (A2A.md §2 "SSE framing"),
+ * or a comment line (a heartbeat) that SSE clients ignore.
+ */
+export const formatSseEvent = (event: SseEvent): string => {
+  if ('comment' in event) return `: ${event.comment.replace(/[\r\n]+/g, ' ')}\n\n`;
+  const id = event.eventId === undefined ? '' : `id: ${event.eventId.replace(/[\r\n]+/g, '')}\n`;
+  return `${id}data: ${JSON.stringify(event.message)}\n\n`;
+};

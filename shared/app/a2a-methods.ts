@@ -8,9 +8,10 @@ import { implementedCapabilities } from './agent-card.ts';
 import { cancelTask } from './cancel-task.ts';
 import { listTasks } from './list-tasks.ts';
 import { getTask } from './read-task.ts';
-import { type A2aMethodTable, defineMethod, type RequestContext } from './rpc/dispatcher.ts';
+import { type A2aMethodTable, defineMethod, type RequestContext, toStreamResult } from './rpc/dispatcher.ts';
 import { a2aParamsSchemas } from './rpc/schemas.ts';
 import { type SendMessageDeps, sendMessage, toSendMessageResponse } from './send-message.ts';
+import { sendStreamingMessage, subscribeToTask } from './stream-task.ts';
 
 /** Who calls when the installation runs without authentication (DESIGN.md §10). */
 export const anonymousCaller: Owner = { tenant: 'local', principal: 'local' };
@@ -38,11 +39,20 @@ export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
   GetTask: defineMethod(a2aParamsSchemas.GetTask, (params, ctx) =>
     getTask(deps, callerOf(ctx), params.id, { historyLength: params.historyLength }),
   ),
-  SendStreamingMessage: defineMethod(a2aParamsSchemas.SendStreamingMessage, async () => {
-    throw streamingOff();
+  SendStreamingMessage: defineMethod(a2aParamsSchemas.SendStreamingMessage, async (params, ctx) => {
+    if (!implementedCapabilities.streaming) throw streamingOff();
+    return toStreamResult(
+      await sendStreamingMessage(deps, {
+        caller: callerOf(ctx),
+        profileId: ctx.profileId,
+        message: params.message,
+        historyLength: params.configuration?.historyLength,
+      }),
+    );
   }),
-  SubscribeToTask: defineMethod(a2aParamsSchemas.SubscribeToTask, async () => {
-    throw streamingOff();
+  SubscribeToTask: defineMethod(a2aParamsSchemas.SubscribeToTask, async (params, ctx) => {
+    if (!implementedCapabilities.streaming) throw streamingOff();
+    return toStreamResult(subscribeToTask(deps, callerOf(ctx), params.id, ctx.lastEventId));
   }),
   ListTasks: defineMethod(a2aParamsSchemas.ListTasks, (params, ctx) =>
     listTasks(deps, {

@@ -8,7 +8,7 @@ export interface ImplementedCapabilities {
 }
 
 export const implementedCapabilities: ImplementedCapabilities = {
-  streaming: false,
+  streaming: true,
   pushNotifications: false,
   extendedAgentCard: false,
 };

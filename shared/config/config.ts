@@ -82,6 +82,13 @@ export const configSchema = z.object({
   providers: z.record(z.string().min(1), providerConfigSchema),
   profiles: z.record(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/), profileConfigSchema),
   webhooks: z.object({ allowLoopback: z.boolean().optional() }).default({}),
+  /** SSE streams (docs/decisions/0008): heartbeat comments, and a clean close before the 15-min limit. */
+  streaming: z
+    .object({
+      heartbeatSeconds: z.number().positive().max(30).default(15),
+      maxStreamSeconds: z.number().positive().max(900).default(840),
+    })
+    .default({ heartbeatSeconds: 15, maxStreamSeconds: 840 }),
   /** ErrorInfo domain for this installation's own reasons (A2A.md §17). */
   errorDomain: z.string().min(1).default('a2a-serverless.local'),
   /** Request bodies above this many bytes are refused with -32600 (decision 0006). */

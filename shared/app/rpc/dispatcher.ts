@@ -39,11 +39,13 @@ export interface JsonRpcFailure {
 
 export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
 
-/** One SSE event: `id: <eventId>` (when known) and a single `data:` line with the envelope. */
-export interface SseEvent {
-  readonly eventId?: string;
-  readonly message: JsonRpcResponse;
-}
+/**
+ * One SSE event: `id: <eventId>` (when known) and a single `data:` line with the envelope — or a
+ * comment line (`: keep-alive`) that keeps proxies from cutting an idle stream (A2A.md §17).
+ */
+export type SseEvent =
+  | { readonly eventId?: string; readonly message: JsonRpcResponse }
+  | { readonly comment: string };
 
 /**
  * HTTP 200 for every JSON-RPC answer, errors included (A2A.md §17); the handler sends `json` as
@@ -73,6 +75,8 @@ export interface RequestContext {
   readonly profileId: string;
   /** Absolute base URL of this agent's endpoint, for URLs the answer must carry. */
   readonly baseUrl: string;
+  /** The SSE `Last-Event-ID` header of a re-attaching client, if any (A2A.md §17). */
+  readonly lastEventId?: string;
 }
 
 /** An event for the SSE stream, with the id that lets a client re-attach after it (A2A.md §17). */
@@ -81,7 +85,12 @@ export interface IdentifiedStreamResponse {
   readonly response: StreamResponse;
 }
 
-export type StreamItem = StreamResponse | IdentifiedStreamResponse;
+/** A stream item that is no event: an SSE comment (heartbeat), never seen by A2A clients. */
+export interface StreamComment {
+  readonly comment: string;
+}
+
+export type StreamItem = StreamResponse | IdentifiedStreamResponse | StreamComment;
 
 const streamBrand: unique symbol = Symbol('a2a-serverless.stream-result');
 
@@ -277,6 +286,7 @@ export const createDispatcher = <S extends Record<string, z.ZodType>>(
   };
 
   const toSseEvent = (id: JsonRpcId, item: StreamItem): SseEvent => {
+    if ('comment' in item) return { comment: item.comment };
     if ('response' in item) {
       return { eventId: item.eventId, message: { jsonrpc: '2.0', id, result: toProtoJson(item.response) } };
     }
@@ -364,6 +374,7 @@ export const createDispatcher = <S extends Record<string, z.ZodType>>(
       extensions,
       profileId: request.profileId ?? 'default',
       baseUrl: request.baseUrl ?? '',
+      lastEventId: headerValue(headers, 'last-event-id'),
     };
     const result = await spec.run(params, ctx);
     if (isStreamResult(result)) return openStream(id, result, attributes);

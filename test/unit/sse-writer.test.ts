@@ -1,0 +1,75 @@
+import { PassThrough } from 'node:stream';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { writeResponse } from '../../functions/rpc/api-gateway.ts';
+import { formatSseEvent } from '../../functions/rpc/http-app.ts';
+import { installLocalAwsLambdaGlobal } from '../../infra/local/lambda-streaming.ts';
+import type { SseEvent } from '../../shared/app/rpc/dispatcher.ts';
+
+/** The SSE framing of the rpc function and its writer to Lambda's response stream. */
+
+const envelope = { jsonrpc: '2.0' as const, id: 7, result: { statusUpdate: { text: 'a\nb' } } };
+
+describe('formatSseEvent', () => {
+  it('writes an id line and exactly one data line per event (A2A.md §2 SSE framing)', () => {
+    const text = formatSseEvent({ eventId: '3', message: envelope as never });
+    expect(text).toBe(`id: 3\ndata: ${JSON.stringify(envelope)}\n\n`);
+    expect(text.split('\n').filter((line) => line.startsWith('data:'))).toHaveLength(1);
+  });
+
+  it('omits the id line when the event has none', () => {
+    expect(formatSseEvent({ message: envelope as never })).toBe(`data: ${JSON.stringify(envelope)}\n\n`);
+  });
+
+  it('writes a heartbeat as an SSE comment, on one line', () => {
+    expect(formatSseEvent({ comment: 'keep-alive' })).toBe(': keep-alive\n\n');
+    expect(formatSseEvent({ comment: 'a\r\nb' })).toBe(': a b\n\n');
+  });
+});
+
+describe('writeResponse', () => {
+  beforeAll(() => installLocalAwsLambdaGlobal());
+
+  const sse = (events: AsyncIterable<SseEvent>) => ({
+    status: 200,
+    headers: { 'Content-Type': 'text/event-stream' },
+    events,
+  });
+
+  it('writes every event as it comes and ends the stream', async () => {
+    const stream = new PassThrough();
+    const chunks: string[] = [];
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
+    await writeResponse(
+      stream,
+      sse(
+        (async function* () {
+          yield { eventId: '1', message: envelope as never };
+          yield { comment: 'keep-alive' };
+        })(),
+      ),
+    );
+    expect(chunks.join('')).toBe(`id: 1\ndata: ${JSON.stringify(envelope)}\n\n: keep-alive\n\n`);
+  });
+
+  it('stops reading events (and closes the producer) once the client has gone', async () => {
+    const stream = new PassThrough();
+    stream.resume();
+    let produced = 0;
+    let closed = false;
+    const events = (async function* () {
+      try {
+        for (;;) {
+          produced++;
+          yield { comment: 'keep-alive' };
+          if (produced === 2) stream.destroy();
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      } finally {
+        closed = true;
+      }
+    })();
+    await writeResponse(stream, sse(events));
+    expect(closed).toBe(true);
+    expect(produced).toBe(3);
+  });
+});

@@ -1,0 +1,460 @@
+import { describe, expect, it, vi } from 'vitest';
+import { createTask } from '../../shared/app/create-task.ts';
+import { projectRecord } from '../../shared/app/project-record.ts';
+import type { StreamItem } from '../../shared/app/rpc/dispatcher.ts';
+import {
+  heartbeat,
+  parseLastEventId,
+  type StreamTaskInput,
+  type StreamTiming,
+  streamTask,
+} from '../../shared/app/stream-task.ts';
+import { parseConfig } from '../../shared/config/config.ts';
+import type { StreamResponse } from '../../shared/domain/a2a.ts';
+import { TaskNotFoundError, UnsupportedOperationError } from '../../shared/domain/errors.ts';
+import type { WritePlan } from '../../shared/domain/ports.ts';
+import type { StoredTask } from '../../shared/domain/projection.ts';
+import { alice, createCore, userMessage } from '../support/core-fixture.ts';
+
+/**
+ * The SSE stream use case over the in-memory journal, with a projector whose lag the test
+ * controls (every committed revision is projected, in order, when the test says so) and an
+ * injected clock and sleep (time only moves when the stream sleeps).
+ */
+
+const config = parseConfig({
+  privacy: { level: 'metadata' },
+  providers: { tck: { type: 'scripted', behavior: 'tck' } },
+  profiles: { default: { name: 'TCK', description: 'TCK scenarios', providers: ['tck'] } },
+});
+
+const timing: StreamTiming = {
+  firstPollMs: 20,
+  maxPollMs: 1_000,
+  heartbeatMs: 15_000,
+  maxDurationMs: 60_000,
+  projectionWaitMs: 10_000,
+  gapWaitMs: 5_000,
+};
+
+type Image = [StoredTask | undefined, StoredTask];
+
+const setup = () => {
+  const core = createCore({ config });
+  // The stream records of the state table: every committed task image, projected on demand.
+  const unprojected: Image[] = [];
+  const commit = core.tasks.commit.bind(core.tasks);
+  core.tasks.commit = async (plan: WritePlan) => {
+    const before = new Map<string, StoredTask | undefined>();
+    for (const write of plan.writes) {
+      if (write.entity === 'task') before.set(write.item.taskId, core.tasks.tasks.get(write.item.taskId));
+    }
+    await commit(plan);
+    for (const write of plan.writes) {
+      if (write.entity === 'task') unprojected.push([before.get(write.item.taskId), write.item]);
+    }
+  };
+  const project = async (count = Number.POSITIVE_INFINITY) => {
+    for (let i = 0; i < count && unprojected.length > 0; i++) {
+      const [oldImage, newImage] = unprojected.shift() as Image;
+      await projectRecord(core.journal, oldImage, newImage);
+    }
+  };
+
+  let now = Date.now();
+  const clock = { now: () => new Date(now) };
+  const sleeps: number[] = [];
+  const scheduled: { at: number; action: () => Promise<unknown> }[] = [];
+  /** Runs `action` once the stream's time has passed `afterMs` from now. */
+  const at = (afterMs: number, action: () => Promise<unknown>) =>
+    scheduled.push({ at: now + afterMs, action });
+  const sleep = async (ms: number) => {
+    sleeps.push(ms);
+    now += ms;
+    for (const entry of [...scheduled]) {
+      if (entry.at <= now) {
+        scheduled.splice(scheduled.indexOf(entry), 1);
+        await entry.action();
+      }
+    }
+  };
+  const listEvents = vi.spyOn(core.journal, 'listEvents');
+  const deps = { ...core.deps, clock, sleep, streamTiming: timing };
+
+  const create = async (messageId: string, extra: Parameters<typeof userMessage>[1] = {}) =>
+    createTask(deps, {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('hi', { messageId, ...extra }),
+    });
+
+  const stream = (input: Partial<StreamTaskInput> & Pick<StreamTaskInput, 'taskId' | 'start'>) =>
+    streamTask(deps, { caller: alice, closeAt: 'terminal', ...input });
+
+  return { core, deps, project, unprojected, sleeps, at, listEvents, create, stream, nowMs: () => now };
+};
+
+/** Collects every item with the stream time at which it was produced. */
+const collect = async (items: AsyncIterable<StreamItem>, nowMs: () => number) => {
+  const out: { item: StreamItem; at: number }[] = [];
+  for await (const item of items) out.push({ item, at: nowMs() });
+  return out;
+};
+
+/** A compact view of a stream: `task:STATE#id`, `status:STATE#id`, `artifact:text`, `heartbeat`. */
+const describeItem = (item: StreamItem): string => {
+  if ('comment' in item) return 'heartbeat';
+  const [response, id] =
+    'response' in item ? [item.response, item.eventId] : [item as StreamResponse, undefined];
+  const suffix = id === undefined ? '' : `#${id}`;
+  if ('task' in response) return `task:${response.task.status.state.replace('TASK_STATE_', '')}${suffix}`;
+  if ('statusUpdate' in response)
+    return `status:${response.statusUpdate.status.state.replace('TASK_STATE_', '')}${suffix}`;
+  if ('artifactUpdate' in response) {
+    const part = response.artifactUpdate.artifact.parts[0];
+    return `artifact:${part && 'text' in part ? part.text : 'file'}${suffix}`;
+  }
+  return 'message';
+};
+
+describe('streamTask: SendStreamingMessage (from the caller own write)', () => {
+  it('shows the created revision, then each committed revision in order: WORKING, artifact + COMPLETED', async () => {
+    const s = setup();
+    const created = await s.create('tck-stream-001');
+    await s.project();
+    s.at(50, async () => {
+      await s.core.runNext();
+      await s.project();
+    });
+    const items = await collect(
+      s.stream({
+        taskId: created.taskId,
+        start: { kind: 'created', revision: created.revision },
+        closeAt: 'terminal-or-interrupted',
+      }),
+      s.nowMs,
+    );
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:SUBMITTED#1',
+      'status:WORKING#2',
+      'artifact:Generated text content',
+      'status:COMPLETED#3',
+    ]);
+    const artifact = items[2]?.item as StreamResponse;
+    expect(artifact).toMatchObject({ artifactUpdate: { taskId: created.taskId, lastChunk: true } });
+    expect(artifact).not.toHaveProperty('artifactUpdate.append');
+  });
+
+  it('starts at the created revision even when the journal has moved on (I-RYW, nothing skipped)', async () => {
+    const s = setup();
+    const created = await s.create('tck-artifact-text');
+    await s.core.runNext();
+    await s.project();
+    const items = await collect(
+      s.stream({
+        taskId: created.taskId,
+        start: { kind: 'created', revision: created.revision },
+        closeAt: 'terminal-or-interrupted',
+      }),
+      s.nowMs,
+    );
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:SUBMITTED#1',
+      'status:WORKING#2',
+      'artifact:Generated text content',
+      'status:COMPLETED#3',
+    ]);
+    // The snapshot of revision 1 has no artifacts yet and only the user's message as history.
+    const first = items[0]?.item as { response: { task: { artifacts?: unknown[]; history?: unknown[] } } };
+    expect(first.response.task.artifacts).toEqual([]);
+    expect(first.response.task.history).toHaveLength(1);
+  });
+
+  it('waits for a late projection of the own write, and never shows an uncommitted state', async () => {
+    const s = setup();
+    const created = await s.create('tck-complete-task');
+    s.at(300, () => s.project());
+    s.at(400, async () => {
+      await s.core.runNext();
+      await s.project();
+    });
+    const items = await collect(
+      s.stream({
+        taskId: created.taskId,
+        start: { kind: 'created', revision: created.revision },
+        closeAt: 'terminal-or-interrupted',
+      }),
+      s.nowMs,
+    );
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:SUBMITTED#1',
+      'status:WORKING#2',
+      'status:COMPLETED#3',
+    ]);
+  });
+
+  it('closes at an interrupted state', async () => {
+    const s = setup();
+    const created = await s.create('tck-input-required');
+    await s.core.runNext();
+    await s.project();
+    const items = await collect(
+      s.stream({
+        taskId: created.taskId,
+        start: { kind: 'created', revision: created.revision },
+        closeAt: 'terminal-or-interrupted',
+      }),
+      s.nowMs,
+    );
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:SUBMITTED#1',
+      'status:WORKING#2',
+      'status:INPUT_REQUIRED#3',
+    ]);
+  });
+});
+
+describe('streamTask: SubscribeToTask', () => {
+  const inputRequiredTask = async (s: ReturnType<typeof setup>) => {
+    const created = await s.create('tck-input-required');
+    await s.core.runNext();
+    await s.project();
+    return created.taskId;
+  };
+
+  it('stays open through INPUT_REQUIRED and ends with the terminal event another request caused (STREAM-SUB-002)', async () => {
+    const s = setup();
+    const taskId = await inputRequiredTask(s);
+    s.at(500, async () => {
+      await s.create('tck-complete-task', { taskId });
+      await s.project();
+      await s.core.runNext();
+      await s.project();
+    });
+    const items = await collect(s.stream({ taskId, start: { kind: 'subscribe' } }), s.nowMs);
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:INPUT_REQUIRED#3',
+      'status:SUBMITTED#4',
+      'status:WORKING#5',
+      'status:COMPLETED#6',
+    ]);
+  });
+
+  it('gives two concurrent subscribers the same events in the same order', async () => {
+    const s = setup();
+    const taskId = await inputRequiredTask(s);
+    s.at(200, async () => {
+      await s.create('tck-artifact-text', { taskId });
+      await s.project();
+      await s.core.runNext();
+      await s.project();
+    });
+    const [a, b] = await Promise.all([
+      collect(s.stream({ taskId, start: { kind: 'subscribe' } }), s.nowMs),
+      collect(s.stream({ taskId, start: { kind: 'subscribe' } }), s.nowMs),
+    ]);
+    const events = (list: { item: StreamItem }[]) => list.map(({ item }) => item);
+    expect(events(a)).toEqual(events(b));
+    expect(events(a).map(describeItem)).toEqual([
+      'task:INPUT_REQUIRED#3',
+      'status:SUBMITTED#4',
+      'status:WORKING#5',
+      'artifact:Generated text content',
+      'status:COMPLETED#6',
+    ]);
+  });
+
+  it('answers TaskNotFound for an unknown, foreign or expired task before any event', async () => {
+    const s = setup();
+    const taskId = await inputRequiredTask(s);
+    await expect(s.stream({ taskId: 'nope', start: { kind: 'subscribe' } }).next()).rejects.toBeInstanceOf(
+      TaskNotFoundError,
+    );
+    const bob = { tenant: 't1', principal: 'bob' };
+    await expect(
+      s.stream({ taskId, caller: bob, start: { kind: 'subscribe' } }).next(),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
+    const view = s.core.journal.views.get(taskId);
+    if (view === undefined) throw new Error('no view');
+    s.core.journal.views.set(taskId, { ...view, expiresAt: Math.floor(s.nowMs() / 1000) - 1 });
+    await expect(s.stream({ taskId, start: { kind: 'subscribe' } }).next()).rejects.toBeInstanceOf(
+      TaskNotFoundError,
+    );
+  });
+
+  it('answers UnsupportedOperation for a terminal task (STREAM-SUB-003)', async () => {
+    const s = setup();
+    const created = await s.create('tck-complete-task');
+    await s.core.runNext();
+    await s.project();
+    await expect(
+      s.stream({ taskId: created.taskId, start: { kind: 'subscribe' } }).next(),
+    ).rejects.toBeInstanceOf(UnsupportedOperationError);
+  });
+
+  it('resumes after Last-Event-ID: the task as of that revision, then only later revisions', async () => {
+    const s = setup();
+    const created = await s.create('tck-artifact-text');
+    await s.core.runNext();
+    await s.project();
+    const resumed = await collect(
+      s.stream({ taskId: created.taskId, start: { kind: 'subscribe', lastEventId: '2' } }),
+      s.nowMs,
+    );
+    expect(resumed.map(({ item }) => describeItem(item))).toEqual([
+      'task:WORKING#2',
+      'artifact:Generated text content',
+      'status:COMPLETED#3',
+    ]);
+    const fromStart = await collect(
+      s.stream({ taskId: created.taskId, start: { kind: 'subscribe', lastEventId: '1' } }),
+      s.nowMs,
+    );
+    expect(fromStart.map(({ item }) => describeItem(item))).toEqual([
+      'task:SUBMITTED#1',
+      'status:WORKING#2',
+      'artifact:Generated text content',
+      'status:COMPLETED#3',
+    ]);
+    // Nothing was missed after the terminal revision: a terminal task is refused as usual.
+    await expect(
+      s.stream({ taskId: created.taskId, start: { kind: 'subscribe', lastEventId: '3' } }).next(),
+    ).rejects.toBeInstanceOf(UnsupportedOperationError);
+  });
+
+  it('resumes an open task after Last-Event-ID and keeps the artifacts set before that revision', async () => {
+    const s = setup();
+    const taskId = await inputRequiredTask(s);
+    await s.create('tck-artifact-text', { taskId });
+    await s.project();
+    await s.core.runNext();
+    await s.project();
+    // A fresh task: INPUT_REQUIRED(3) → SUBMITTED(4) → WORKING(5) → COMPLETED+artifact(6).
+    const items = await collect(
+      s.stream({ taskId, start: { kind: 'subscribe', lastEventId: '5' } }),
+      s.nowMs,
+    );
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:WORKING#5',
+      'artifact:Generated text content',
+      'status:COMPLETED#6',
+    ]);
+  });
+
+  it('reads Last-Event-ID as a revision, and ignores anything else', () => {
+    expect(parseLastEventId('7')).toBe(7);
+    expect(parseLastEventId(' 12 ')).toBe(12);
+    for (const junk of [undefined, '', '0', '-1', '1.5', 'abc', '1e3', '9'.repeat(20)]) {
+      expect(parseLastEventId(junk)).toBeUndefined();
+    }
+  });
+
+  it('sends a heartbeat whenever nothing was sent for heartbeatMs, and closes at maxDurationMs', async () => {
+    const s = setup();
+    const taskId = await inputRequiredTask(s);
+    const startedAt = s.nowMs();
+    const items = await collect(s.stream({ taskId, start: { kind: 'subscribe' } }), s.nowMs);
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:INPUT_REQUIRED#3',
+      'heartbeat',
+      'heartbeat',
+      'heartbeat',
+    ]);
+    expect(items[1]?.item).toEqual(heartbeat);
+    const sentAt = [startedAt, ...items.map(({ at }) => at), s.nowMs()];
+    for (let i = 1; i < sentAt.length; i++) {
+      expect((sentAt[i] as number) - (sentAt[i - 1] as number)).toBeLessThanOrEqual(timing.heartbeatMs);
+    }
+    expect(s.nowMs() - startedAt).toBe(timing.maxDurationMs);
+  });
+
+  it('polls fast first and backs off to maxPollMs when idle; an event makes it fast again', async () => {
+    const s = setup();
+    const taskId = await inputRequiredTask(s);
+    s.at(5_000, async () => {
+      await s.create('tck-complete-task', { taskId });
+      await s.project();
+    });
+    const iterator = s.stream({ taskId, start: { kind: 'subscribe' } });
+    expect(describeItem((await iterator.next()).value as StreamItem)).toBe('task:INPUT_REQUIRED#3');
+    expect(describeItem((await iterator.next()).value as StreamItem)).toBe('status:SUBMITTED#4');
+    expect(s.sleeps.slice(0, 8)).toEqual([20, 40, 80, 160, 320, 640, 1000, 1000]);
+    const before = s.sleeps.length;
+    await s.core.runNext();
+    await s.project();
+    expect(describeItem((await iterator.next()).value as StreamItem)).toBe('status:WORKING#5');
+    expect(s.sleeps[before]).toBe(20);
+    await iterator.return(undefined);
+  });
+
+  it('costs about one journal read per second per idle stream (bounded polling)', async () => {
+    const s = setup();
+    const taskId = await inputRequiredTask(s);
+    s.listEvents.mockClear();
+    await collect(s.stream({ taskId, start: { kind: 'subscribe' } }), s.nowMs);
+    // One minute idle: the first second at 20..640 ms steps, then one read per 1,000 ms.
+    const reads = s.listEvents.mock.calls.length;
+    expect(reads).toBeGreaterThanOrEqual(55);
+    expect(reads).toBeLessThanOrEqual(70);
+  });
+
+  it('stops polling as soon as the consumer closes the stream (client gone)', async () => {
+    const s = setup();
+    const taskId = await inputRequiredTask(s);
+    const iterator = s.stream({ taskId, start: { kind: 'subscribe' } });
+    await iterator.next();
+    s.listEvents.mockClear();
+    expect(await iterator.return(undefined)).toEqual({ done: true, value: undefined });
+    expect(await iterator.next()).toEqual({ done: true, value: undefined });
+    expect(s.listEvents).not.toHaveBeenCalled();
+  });
+
+  it('holds later revisions back while an earlier one is missing, so the order is the revision order', async () => {
+    const s = setup();
+    const created = await s.create('tck-artifact-text');
+    await s.project();
+    await s.core.runNext();
+    // The completion (rev 3) is projected before the claim (rev 2), which lands a second later.
+    const [claim, completion] = s.unprojected.splice(0, 2) as [Image, Image];
+    await projectRecord(s.core.journal, ...completion);
+    s.at(1_000, () => projectRecord(s.core.journal, ...claim));
+    const items = await collect(
+      s.stream({
+        taskId: created.taskId,
+        start: { kind: 'created', revision: created.revision },
+        closeAt: 'terminal-or-interrupted',
+      }),
+      s.nowMs,
+    );
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:SUBMITTED#1',
+      'status:WORKING#2',
+      'artifact:Generated text content',
+      'status:COMPLETED#3',
+    ]);
+  });
+
+  it('moves past a revision that never reaches the journal after gapWaitMs, keeping the order', async () => {
+    const s = setup();
+    const created = await s.create('tck-artifact-text');
+    await s.project();
+    await s.core.runNext();
+    const [, completion] = s.unprojected.splice(0, 2) as [Image, Image];
+    await projectRecord(s.core.journal, ...completion);
+    const startedAt = s.nowMs();
+    const items = await collect(
+      s.stream({
+        taskId: created.taskId,
+        start: { kind: 'created', revision: created.revision },
+        closeAt: 'terminal-or-interrupted',
+      }),
+      s.nowMs,
+    );
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:SUBMITTED#1',
+      'artifact:Generated text content',
+      'status:COMPLETED#3',
+    ]);
+    expect(s.nowMs() - startedAt).toBeGreaterThanOrEqual(timing.gapWaitMs);
+  });
+});
