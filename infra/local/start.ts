@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { describeRefusal, validateProfiles } from '../../shared/app/validate-profiles.ts';
 import { type Config, ConfigError, defaultConfig, parseConfig } from '../../shared/config/config.ts';
 import {
   defaultDynamoDbLocalCacheDir,
@@ -79,6 +80,11 @@ const loadConfig = async (path: string | undefined): Promise<Config> => {
 const main = async (): Promise<void> => {
   const { port, host, configPath } = parseCommandLine();
   const config = await loadConfig(configPath);
+  for (const verdict of validateProfiles(config).filter((profile) => !profile.publishable)) {
+    console.warn(
+      `Warning: ${describeRefusal(verdict)}. Its agent card is not served and its tasks are refused.`,
+    );
+  }
 
   let stack: LocalStack | undefined;
   let stopping = false;
@@ -124,6 +130,9 @@ const main = async (): Promise<void> => {
   }
   console.log(`a2a-serverless listening on ${stack.baseUrl}`);
   console.log(`Agent card: ${stack.baseUrl}/.well-known/agent-card.json`);
+  console.log(
+    `Admin: npx tsx infra/admin/cli.ts runs show <taskId> --endpoint ${stack.endpoints.dynamodb} --prefix ${stack.resources.prefix}`,
+  );
   console.log(`Started in ${stack.timings.total} ms ${JSON.stringify(stack.timings)}`);
 };
 

@@ -1,4 +1,5 @@
 import type { Config, ProfileConfig } from '../config/config.ts';
+import { resolveProfilePrivacy } from '../domain/privacy.ts';
 
 /** What this build implements; the card never claims more (A2A.md §9, §16). */
 export interface ImplementedCapabilities {
@@ -44,6 +45,8 @@ export const buildAgentCard = (
 ): AgentCard | undefined => {
   const profile = config.profiles[profileId];
   if (profile === undefined) return undefined;
+  // A profile that cannot keep a result is not published (I-REFUSE); its card is a 404.
+  if (resolveProfilePrivacy(config, profileId).refusal !== undefined) return undefined;
   const authenticated = Object.keys(config.auth.tokens).length > 0;
   return {
     name: profile.name,

@@ -1,0 +1,369 @@
+import { readFile } from 'node:fs/promises';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDbAuditTrail } from '../../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
+import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
+import { DynamoDbRunCatalog } from '../../shared/adapters/dynamodb/dynamodb-run-catalog.ts';
+import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
+import { inspectRuns, type RunInspection } from '../../shared/app/inspect-runs.ts';
+import { type PurgeReport, purgeExpired } from '../../shared/app/purge-expired.ts';
+import {
+  describeRefusal,
+  type ProfileVerdict,
+  validateProfiles,
+} from '../../shared/app/validate-profiles.ts';
+import { ConfigError, parseConfig } from '../../shared/config/config.ts';
+import { TaskNotFoundError } from '../../shared/domain/errors.ts';
+import type { Sealer } from '../../shared/domain/ports.ts';
+
+/**
+ * The operator's admin command (DESIGN.md §3 "admin"), first version: validate profiles, purge
+ * expired data now, inspect a task's runs (metadata only). It talks to the tables directly with
+ * the operator's own AWS credentials; nothing of it is reachable from the public API.
+ *
+ *   npx tsx infra/admin/cli.ts profiles validate <config.json>
+ *   npx tsx infra/admin/cli.ts purge [--now <iso>]
+ *   npx tsx infra/admin/cli.ts runs show <taskId>
+ */
+
+export const usage = `Usage: npx tsx infra/admin/cli.ts <command> [options]
+
+Commands:
+  profiles validate <config.json>  check every profile; refuse those that cannot keep a result
+                                   (RESULT_NOT_RETAINABLE), naming the setting that causes it
+  purge [--now <iso>]              delete every expired item of every table now; counts per table
+  runs show <taskId>               a task's state, runs and audit steps — metadata only, never content
+
+Table access (purge, runs):
+  --prefix <p>            tables <p>-State, <p>-Journal, <p>-Audit (npm start uses a2a-local)
+  --state-table <name>    default $STATE_TABLE_NAME
+  --journal-table <name>  default $JOURNAL_TABLE_NAME
+  --audit-table <name>    default $AUDIT_TABLE_NAME
+  --endpoint <url>        DynamoDB endpoint (default $AWS_ENDPOINT_URL_DYNAMODB, $AWS_ENDPOINT_URL, else AWS)
+  --region <region>       default $AWS_REGION, else us-east-1
+
+Output:
+  --json                  machine-readable JSON on stdout
+  -h, --help              this help
+
+Exit codes: 0 done; 1 refused profiles, task not found or a failure; 2 bad usage.`;
+
+export interface AdminIo {
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  readonly env: NodeJS.ProcessEnv;
+}
+
+class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+interface Options {
+  readonly json: boolean;
+  readonly now?: string;
+  readonly prefix?: string;
+  readonly stateTable?: string;
+  readonly journalTable?: string;
+  readonly auditTable?: string;
+  readonly endpoint?: string;
+  readonly region?: string;
+  readonly help: boolean;
+}
+
+const parseCommandLine = (argv: readonly string[]): { positionals: string[]; options: Options } => {
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      options: {
+        json: { type: 'boolean', default: false },
+        now: { type: 'string' },
+        prefix: { type: 'string' },
+        'state-table': { type: 'string' },
+        'journal-table': { type: 'string' },
+        'audit-table': { type: 'string' },
+        endpoint: { type: 'string' },
+        region: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+      allowPositionals: true,
+    });
+    return {
+      positionals,
+      options: {
+        json: values.json ?? false,
+        help: values.help ?? false,
+        now: values.now,
+        prefix: values.prefix,
+        stateTable: values['state-table'],
+        journalTable: values['journal-table'],
+        auditTable: values['audit-table'],
+        endpoint: values.endpoint,
+        region: values.region,
+      },
+    };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+};
+
+// ---- table access
+
+interface Tables {
+  readonly state: string;
+  readonly journal: string;
+  readonly audit: string;
+}
+
+const tablesOf = (options: Options, env: NodeJS.ProcessEnv): Tables => {
+  const pick = (flag: string | undefined, variable: string, suffix: string): string => {
+    const name = flag ?? (options.prefix ? `${options.prefix}-${suffix}` : env[variable]);
+    if (!name) {
+      throw new UsageError(
+        `No ${suffix.toLowerCase()} table: pass --${suffix.toLowerCase()}-table, --prefix or set ${variable}`,
+      );
+    }
+    return name;
+  };
+  return {
+    state: pick(options.stateTable, 'STATE_TABLE_NAME', 'State'),
+    journal: pick(options.journalTable, 'JOURNAL_TABLE_NAME', 'Journal'),
+    audit: pick(options.auditTable, 'AUDIT_TABLE_NAME', 'Audit'),
+  };
+};
+
+const isLoopback = (url: string): boolean => {
+  try {
+    const host = new URL(url).hostname;
+    return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\./.test(host);
+  } catch {
+    return false;
+  }
+};
+
+const documentClient = (options: Options, env: NodeJS.ProcessEnv): DynamoDBDocumentClient => {
+  const endpoint = options.endpoint ?? env.AWS_ENDPOINT_URL_DYNAMODB ?? env.AWS_ENDPOINT_URL;
+  const region = options.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
+  // DynamoDB Local takes any credentials; a laptop without an AWS profile should still reach it.
+  const localCredentials =
+    endpoint !== undefined && isLoopback(endpoint) && !env.AWS_ACCESS_KEY_ID
+      ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
+      : {};
+  return DynamoDBDocumentClient.from(
+    new DynamoDBClient({ region, ...(endpoint ? { endpoint } : {}), ...localCredentials }),
+    { marshallOptions: { removeUndefinedValues: true } },
+  );
+};
+
+/** Inspection never opens content: a sealer that refuses keeps that true by construction. */
+const noSealer: Sealer = {
+  seal: async () => {
+    throw new Error('the admin command does not seal');
+  },
+  open: async () => {
+    throw new Error('the admin command never opens content');
+  },
+};
+
+// ---- commands
+
+const readConfig = async (path: string) => {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`Cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  try {
+    return parseConfig(JSON.parse(text));
+  } catch (error) {
+    if (error instanceof SyntaxError) throw new ConfigError(`${path} is not valid JSON: ${error.message}`);
+    throw error;
+  }
+};
+
+const formatVerdict = (verdict: ProfileVerdict): string =>
+  verdict.publishable
+    ? `ok       ${verdict.profileId}: primary provider ${verdict.primaryProviderId}, answer ceiling ${verdict.ceilings.answer}, audit ceiling ${verdict.ceilings.audit}`
+    : `REFUSED  ${describeRefusal(verdict)}`;
+
+const validateCommand = async (path: string | undefined, options: Options, io: AdminIo): Promise<number> => {
+  if (path === undefined) throw new UsageError('profiles validate needs a configuration file');
+  let verdicts: ProfileVerdict[];
+  try {
+    verdicts = validateProfiles(await readConfig(path));
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    if (options.json) io.out(JSON.stringify({ valid: false, error: error.message }, null, 2));
+    else io.err(error.message);
+    return 1;
+  }
+  const refused = verdicts.filter((verdict) => !verdict.publishable);
+  if (options.json) {
+    io.out(JSON.stringify({ valid: refused.length === 0, profiles: verdicts }, null, 2));
+  } else {
+    for (const verdict of verdicts) io.out(formatVerdict(verdict));
+    io.out(
+      refused.length === 0
+        ? `${verdicts.length} profile(s) can be published.`
+        : `${refused.length} of ${verdicts.length} profile(s) refused: fix the named settings before saving.`,
+    );
+  }
+  return refused.length === 0 ? 0 : 1;
+};
+
+const parseNow = (now: string | undefined): Date => {
+  if (now === undefined) return new Date();
+  const date = new Date(now);
+  if (Number.isNaN(date.getTime())) throw new UsageError(`--now must be an ISO timestamp, not "${now}"`);
+  return date;
+};
+
+const formatPurge = (report: PurgeReport): string[] => [
+  `Purged expired data as of ${report.now}: ${report.tasks} task(s).`,
+  ...Object.entries(report.tables).map(
+    ([table, count]) =>
+      `  ${table.padEnd(8)} deleted ${count.deleted} (expired ${count.expired}, with their task ${count.withTask}, skipped ${count.skipped})`,
+  ),
+];
+
+const purgeCommand = async (options: Options, io: AdminIo): Promise<number> => {
+  const now = parseNow(options.now);
+  const tables = tablesOf(options, io.env);
+  const client = documentClient(options, io.env);
+  try {
+    const report = await purgeExpired(
+      {
+        stores: [
+          new DynamoDbExpiredItems(client, tables.state, 'state'),
+          new DynamoDbExpiredItems(client, tables.journal, 'journal'),
+          new DynamoDbExpiredItems(client, tables.audit, 'audit'),
+        ],
+      },
+      now,
+    );
+    if (options.json) io.out(JSON.stringify(report, null, 2));
+    else for (const line of formatPurge(report)) io.out(line);
+    return 0;
+  } finally {
+    client.destroy();
+  }
+};
+
+const formatInspection = (inspection: RunInspection): string[] => {
+  const { task } = inspection;
+  const lines = [
+    `task ${task.taskId}  ${task.state}  revision ${task.revision}  profile ${task.profileId}`,
+    `  owner ${task.tenant}/${task.principal}  context ${task.contextId}  created ${task.createdAt}`,
+    `  expires ${new Date(task.expiresAt * 1000).toISOString()}${inspection.expired ? '  (EXPIRED: reads answer TaskNotFound)' : ''}`,
+  ];
+  if (task.metadata !== undefined) lines.push(`  metadata ${JSON.stringify(task.metadata)}`);
+  for (const run of inspection.runs) {
+    lines.push(
+      `run ${run.runId}  ${run.status}  version ${run.version}  answer ${run.answerCeiling}  audit ${run.auditCeiling}${run.runId === task.currentRunId ? '  (current)' : ''}`,
+      `  created ${run.createdAt}${run.endedAt ? `  ended ${run.endedAt}` : ''}${run.cancelRequested ? '  cancel requested' : ''}`,
+    );
+    for (const attempt of run.attempts) {
+      const tokens =
+        attempt.inputTokens !== undefined || attempt.outputTokens !== undefined
+          ? `  tokens ${attempt.inputTokens ?? '-'}/${attempt.outputTokens ?? '-'}`
+          : '';
+      lines.push(`  attempt ${attempt.providerId}  ${attempt.outcome}  ${attempt.durationMs} ms${tokens}`);
+    }
+    for (const row of inspection.audit.filter((entry) => entry.runId === run.runId)) {
+      const parts = [
+        `  audit ${row.at}  ${row.kind.padEnd(7)}  level ${row.level}`,
+        row.providerId ? `provider ${row.providerId}` : '',
+        row.outcome ? `outcome ${row.outcome}` : '',
+        row.reason ? `reason ${row.reason}` : '',
+        row.durationMs !== undefined ? `${row.durationMs} ms` : '',
+        row.from && row.to
+          ? `ceilings ${row.from.answer}/${row.from.audit} → ${row.to.answer}/${row.to.audit}`
+          : '',
+        row.messageLength ? `message ${row.messageLength.characters} chars` : '',
+        row.artifactsLength ? `artifacts ${row.artifactsLength.characters} chars` : '',
+        row.toolNames?.length ? `tools ${row.toolNames.join(',')}` : '',
+        row.hasContent ? 'content sealed' : '',
+      ];
+      lines.push(parts.filter((part) => part !== '').join('  '));
+    }
+  }
+  return lines;
+};
+
+const runsShowCommand = async (
+  taskId: string | undefined,
+  options: Options,
+  io: AdminIo,
+): Promise<number> => {
+  if (taskId === undefined) throw new UsageError('runs show needs a task id');
+  const tables = tablesOf(options, io.env);
+  const client = documentClient(options, io.env);
+  try {
+    const inspection = await inspectRuns(
+      {
+        tasks: new DynamoDbTaskRepository(client, tables.state),
+        runs: new DynamoDbRunCatalog(client, tables.state),
+        audit: new DynamoDbAuditTrail(client, tables.audit, noSealer),
+      },
+      taskId,
+      new Date(),
+    );
+    if (options.json) io.out(JSON.stringify(inspection, null, 2));
+    else for (const line of formatInspection(inspection)) io.out(line);
+    return 0;
+  } catch (error) {
+    if (!(error instanceof TaskNotFoundError)) throw error;
+    if (options.json) io.out(JSON.stringify({ error: 'TASK_NOT_FOUND', taskId }, null, 2));
+    else io.err(`Task ${taskId} not found (never existed, or purged).`);
+    return 1;
+  } finally {
+    client.destroy();
+  }
+};
+
+/** Runs one admin command; returns the exit code. Never throws for bad input. */
+export const runAdmin = async (argv: readonly string[], io: AdminIo): Promise<number> => {
+  try {
+    const { positionals, options } = parseCommandLine(argv);
+    if (options.help || positionals.length === 0) {
+      (options.help ? io.out : io.err)(usage);
+      return options.help ? 0 : 2;
+    }
+    const [group, action, argument, ...rest] = positionals;
+    const command = group === 'purge' ? 'purge' : `${group} ${action ?? ''}`.trim();
+    const extra = group === 'purge' ? [action, argument, ...rest] : rest;
+    if (extra.some((value) => value !== undefined))
+      throw new UsageError(`Unexpected argument for ${command}`);
+    switch (command) {
+      case 'profiles validate':
+        return await validateCommand(argument, options, io);
+      case 'purge':
+        return await purgeCommand(options, io);
+      case 'runs show':
+        return await runsShowCommand(argument, options, io);
+      default:
+        throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.err(`${error.message}\n\n${usage}`);
+      return 2;
+    }
+    // Names and messages of SDK errors carry no content (table names, codes); never a stack.
+    io.err(`admin: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+    return 1;
+  }
+};
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  runAdmin(process.argv.slice(2), {
+    out: (text) => process.stdout.write(`${text}\n`),
+    err: (text) => process.stderr.write(`${text}\n`),
+    env: process.env,
+  }).then((code) => {
+    process.exitCode = code;
+  });
+}
