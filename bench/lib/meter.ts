@@ -1,0 +1,459 @@
+import { type InvocationRecord, observeInvocations } from '../../infra/local/lambda-pollers.ts';
+import { addSdkClientHook, type SdkClient } from '../../shared/adapters/composition.ts';
+import { billedMilliseconds, sqsBilledRequests } from './cost-model.ts';
+
+/**
+ * Counts what the handlers use, from the outside (DESIGN §9: counted, not estimated):
+ * - an SDK middleware on every client `shared/adapters/composition.ts` creates counts requests
+ *   per service and operation, asks DynamoDB for `ReturnConsumedCapacity: INDEXES` and adds up
+ *   the read/write units it reports per table and index, and counts SQS payload chunks;
+ * - the invocation observers of the local pollers and HTTP harness give each handler invocation
+ *   and its wall duration;
+ * - handler log lines (Powertools JSON on stdout) are counted in bytes and kept off the console.
+ * Each client is attributed to the function whose module created it (its creation stack), so
+ * the benchmark's own seeding clients land under `bench` and are left out of per-task figures.
+ */
+
+export interface CapacityUnits {
+  read: number;
+  write: number;
+}
+
+export interface FunctionInvocations {
+  count: number;
+  records: number;
+  errors: number;
+  /** Sum of each invocation's duration rounded up to 1 ms. */
+  billedMs: number;
+  durationMs: number;
+}
+
+export interface MeterSnapshot {
+  /** function → `Service.Operation` → requests (SQS: billed 64 KB chunks). */
+  readonly requests: Record<string, Record<string, number>>;
+  /**
+   * function → `table` or `table/index` → units as AWS bills them: DynamoDB Local's report, except
+   * for TransactWriteItems, which DynamoDB Local over-reports (see `transactionalUnits`).
+   */
+  readonly capacity: Record<string, Record<string, CapacityUnits>>;
+  /** The same, exactly as DynamoDB Local reported it. */
+  readonly capacityRaw: Record<string, Record<string, CapacityUnits>>;
+  /** function → `Service.Operation` → failed requests. */
+  readonly errors: Record<string, Record<string, number>>;
+  /** DynamoDB data-plane requests that came back without ConsumedCapacity. */
+  readonly capacityMissing: number;
+  readonly invocations: Record<string, FunctionInvocations>;
+  /** Bytes of handler log lines (JSON, one per line) by service name. */
+  readonly logBytes: Record<string, number>;
+  readonly logLines: number;
+}
+
+/** Operations that accept ReturnConsumedCapacity. */
+const capacityOperations = new Set([
+  'GetItem',
+  'PutItem',
+  'UpdateItem',
+  'DeleteItem',
+  'Query',
+  'Scan',
+  'BatchGetItem',
+  'BatchWriteItem',
+  'TransactGetItems',
+  'TransactWriteItems',
+  'ExecuteStatement',
+  'BatchExecuteStatement',
+  'ExecuteTransaction',
+]);
+
+interface ConsumedCapacity {
+  TableName?: string;
+  CapacityUnits?: number;
+  ReadCapacityUnits?: number;
+  WriteCapacityUnits?: number;
+  Table?: { CapacityUnits?: number; ReadCapacityUnits?: number; WriteCapacityUnits?: number };
+  GlobalSecondaryIndexes?: Record<
+    string,
+    { CapacityUnits?: number; ReadCapacityUnits?: number; WriteCapacityUnits?: number }
+  >;
+  LocalSecondaryIndexes?: Record<
+    string,
+    { CapacityUnits?: number; ReadCapacityUnits?: number; WriteCapacityUnits?: number }
+  >;
+}
+
+const readOperations = new Set([
+  'GetItem',
+  'Query',
+  'Scan',
+  'BatchGetItem',
+  'TransactGetItems',
+  'ExecuteStatement',
+]);
+
+/** The function whose module is creating a client right now, from the creation stack. */
+const creatorOf = (): string => {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 60;
+  const stack = new Error().stack ?? '';
+  Error.stackTraceLimit = limit;
+  const match = /functions\/([\w-]+)\/handler\.ts/.exec(stack);
+  return match?.[1] ?? 'bench';
+};
+
+const bump = (table: Record<string, Record<string, number>>, fn: string, key: string, by = 1): void => {
+  const row = table[fn] ?? {};
+  row[key] = (row[key] ?? 0) + by;
+  table[fn] = row;
+};
+
+export class Meter {
+  private readonly requests: Record<string, Record<string, number>> = {};
+  private readonly capacity: Record<string, Record<string, CapacityUnits>> = {};
+  private readonly capacityRaw: Record<string, Record<string, CapacityUnits>> = {};
+  private readonly errors: Record<string, Record<string, number>> = {};
+  private capacityMissing = 0;
+  private readonly invocations: Record<string, FunctionInvocations> = {};
+  private readonly logBytes: Record<string, number> = {};
+  private logLines = 0;
+  private readonly undo: Array<() => void> = [];
+  /** Every invocation's wall duration, per function, for the latency section. */
+  readonly durations: Record<string, number[]> = {};
+
+  /** Hooks the SDK clients created from now on, the invocation observers and stdout. */
+  install(): void {
+    this.undo.push(addSdkClientHook((client) => this.instrument(client, creatorOf())));
+    this.undo.push(observeInvocations((record) => this.invoked(record)));
+    this.undo.push(this.captureHandlerLogs());
+  }
+
+  uninstall(): void {
+    for (const undo of this.undo.splice(0).reverse()) undo();
+  }
+
+  snapshot(): MeterSnapshot {
+    return structuredClone({
+      requests: this.requests,
+      capacity: this.capacity,
+      capacityRaw: this.capacityRaw,
+      errors: this.errors,
+      capacityMissing: this.capacityMissing,
+      invocations: this.invocations,
+      logBytes: this.logBytes,
+      logLines: this.logLines,
+    });
+  }
+
+  private instrument(client: SdkClient, fn: string): void {
+    // biome-ignore lint/suspicious/noExplicitAny: one middleware for three client types.
+    const stack = client.middlewareStack as any;
+    stack.add(
+      // biome-ignore lint/suspicious/noExplicitAny: the SDK's handler types differ per client.
+      (next: any, context: { clientName?: string; commandName?: string }) => async (args: any) => {
+        const service = (context.clientName ?? 'Unknown').replace(/Client$/, '');
+        const operation = (context.commandName ?? 'Unknown').replace(/Command$/, '');
+        const key = `${service}.${operation}`;
+        const input = args.input as Record<string, unknown>;
+        const wantsCapacity = service === 'DynamoDB' && capacityOperations.has(operation);
+        if (wantsCapacity && input.ReturnConsumedCapacity === undefined)
+          input.ReturnConsumedCapacity = 'INDEXES';
+        let chunks = 1;
+        if (service === 'SQS' && operation === 'SendMessage' && typeof input.MessageBody === 'string') {
+          chunks = sqsBilledRequests(Buffer.byteLength(input.MessageBody));
+        }
+        bump(this.requests, fn, key, chunks);
+        try {
+          const result = await next(args);
+          if (wantsCapacity) this.consumed(fn, operation, result.output?.ConsumedCapacity, input);
+          return result;
+        } catch (error) {
+          bump(this.errors, fn, key);
+          // A cancelled transaction or failed condition still consumes capacity; DynamoDB
+          // reports it on the error only for some operations.
+          const reported = (error as { ConsumedCapacity?: unknown }).ConsumedCapacity;
+          if (wantsCapacity && reported) this.consumed(fn, operation, reported, input);
+          throw error;
+        }
+      },
+      { step: 'initialize', name: 'benchMeter', priority: 'high', override: true },
+    );
+  }
+
+  private consumed(fn: string, operation: string, reported: unknown, input: Record<string, unknown>): void {
+    if (reported === undefined || reported === null) {
+      this.capacityMissing += 1;
+      return;
+    }
+    const isRead = readOperations.has(operation);
+    const entries = (Array.isArray(reported) ? reported : [reported]) as ConsumedCapacity[];
+    const billed = operation === 'TransactWriteItems' ? transactionalUnits(input) : undefined;
+    const add = (where: string, units: Units): void => {
+      addUnits(this.capacityRaw, fn, where, isRead, units);
+      if (billed === undefined) {
+        addUnits(this.capacity, fn, where, isRead, units);
+      } else if (where.includes('/')) {
+        // Index writes of a transaction: DynamoDB Local reports 4x the standard units, AWS bills 2x.
+        addUnits(this.capacity, fn, where, false, {
+          WriteCapacityUnits: (units.WriteCapacityUnits ?? units.CapacityUnits ?? 0) / 2,
+        });
+      } else {
+        addUnits(this.capacity, fn, where, false, { WriteCapacityUnits: billed.get(where) ?? 0 });
+      }
+    };
+    for (const entry of entries) {
+      const table = shortTableName(entry.TableName ?? 'unknown');
+      const indexes = { ...entry.GlobalSecondaryIndexes, ...entry.LocalSecondaryIndexes };
+      if (entry.Table) add(table, entry.Table);
+      else if (Object.keys(indexes).length === 0) add(table, entry);
+      else {
+        // Total minus the indexes' share is the table's.
+        const indexTotal = Object.values(indexes).reduce((sum, units) => sum + (units.CapacityUnits ?? 0), 0);
+        add(table, { CapacityUnits: (entry.CapacityUnits ?? 0) - indexTotal });
+      }
+      for (const [index, units] of Object.entries(indexes)) add(`${table}/${index}`, units);
+    }
+  }
+
+  private invoked(record: InvocationRecord): void {
+    const row = this.invocations[record.functionName] ?? {
+      count: 0,
+      records: 0,
+      errors: 0,
+      billedMs: 0,
+      durationMs: 0,
+    };
+    row.count += 1;
+    row.records += record.records;
+    if (!record.ok) row.errors += 1;
+    row.billedMs += billedMilliseconds(record.durationMs);
+    row.durationMs += record.durationMs;
+    this.invocations[record.functionName] = row;
+    const durations = this.durations[record.functionName] ?? [];
+    durations.push(record.durationMs);
+    this.durations[record.functionName] = durations;
+  }
+
+  /**
+   * Powertools writes one JSON line per log to process.stdout. Lines naming a service are
+   * counted (bytes as CloudWatch ingests them, newline included) and not echoed.
+   */
+  private captureHandlerLogs(): () => void {
+    const original = process.stdout.write;
+    const meter = this;
+    const write = function (this: NodeJS.WriteStream, chunk: unknown, ...rest: unknown[]): boolean {
+      const text =
+        typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : undefined;
+      const service = text ? /"service":"([^"]+)"/.exec(text)?.[1] : undefined;
+      if (text !== undefined && service !== undefined && text.startsWith('{')) {
+        meter.logBytes[service] = (meter.logBytes[service] ?? 0) + Buffer.byteLength(text);
+        meter.logLines += text.split('\n').filter((line) => line.length > 0).length;
+        const callback = rest.find((arg) => typeof arg === 'function') as (() => void) | undefined;
+        callback?.();
+        return true;
+      }
+      return (original as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
+    };
+    process.stdout.write = write as typeof process.stdout.write;
+    return () => {
+      process.stdout.write = original;
+    };
+  }
+}
+
+type Units = { CapacityUnits?: number; ReadCapacityUnits?: number; WriteCapacityUnits?: number };
+
+const addUnits = (
+  target: Record<string, Record<string, CapacityUnits>>,
+  fn: string,
+  where: string,
+  isRead: boolean,
+  units: Units,
+): void => {
+  const row = target[fn] ?? {};
+  const cell = row[where] ?? { read: 0, write: 0 };
+  cell.read += units.ReadCapacityUnits ?? (isRead ? (units.CapacityUnits ?? 0) : 0);
+  cell.write += units.WriteCapacityUnits ?? (isRead ? 0 : (units.CapacityUnits ?? 0));
+  row[where] = cell;
+  target[fn] = row;
+};
+
+const attributeTypes = new Set(['S', 'N', 'B', 'SS', 'NS', 'BS', 'M', 'L', 'NULL', 'BOOL']);
+
+/** True for a value in DynamoDB's wire form ({S: "…"}), false for a plain JS value. */
+const isAttributeValue = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' &&
+  value !== null &&
+  !Array.isArray(value) &&
+  !(value instanceof Uint8Array) &&
+  Object.keys(value).length === 1 &&
+  attributeTypes.has(Object.keys(value)[0] as string);
+
+/** Size of a number as DynamoDB counts it: about one byte per two significant digits, plus one. */
+const numberSize = (text: string): number => {
+  const digits = text.replace(/^[-+]?0*/, '').replace(/[.eE].*$/, '').length || 1;
+  return Math.ceil(digits / 2) + 1;
+};
+
+/**
+ * An item's size by DynamoDB's rules (names + values; maps and lists 3 bytes plus 1 per element),
+ * for items in wire form or as plain values (the document client marshals later in the stack).
+ */
+export const itemSize = (item: Record<string, unknown>): number =>
+  Object.entries(item).reduce(
+    (total, [name, value]) => total + Buffer.byteLength(name) + valueSize(value),
+    0,
+  );
+
+const valueSize = (value: unknown): number => {
+  if (isAttributeValue(value)) {
+    const [type, inner] = Object.entries(value)[0] as [string, unknown];
+    switch (type) {
+      case 'S':
+        return Buffer.byteLength(inner as string);
+      case 'N':
+        return numberSize(inner as string);
+      case 'B':
+        return (inner as Uint8Array).length;
+      case 'SS':
+        return (inner as string[]).reduce((t, v) => t + Buffer.byteLength(v), 0);
+      case 'NS':
+        return (inner as string[]).reduce((t, v) => t + numberSize(v), 0);
+      case 'BS':
+        return (inner as Uint8Array[]).reduce((t, v) => t + v.length, 0);
+      case 'M':
+        return (
+          3 +
+          Object.entries(inner as Record<string, unknown>).reduce(
+            (t, [k, v]) => t + Buffer.byteLength(k) + valueSize(v) + 1,
+            0,
+          )
+        );
+      case 'L':
+        return 3 + (inner as unknown[]).reduce<number>((t, v) => t + valueSize(v) + 1, 0);
+      default:
+        return 1;
+    }
+  }
+  if (value === null || value === undefined || typeof value === 'boolean') return 1;
+  if (typeof value === 'string') return Buffer.byteLength(value);
+  if (typeof value === 'number' || typeof value === 'bigint') return numberSize(String(value));
+  if (value instanceof Uint8Array) return value.length;
+  if (value instanceof Set) return [...value].reduce<number>((t, v) => t + valueSize(v), 0);
+  if (Array.isArray(value)) return 3 + value.reduce<number>((t, v) => t + valueSize(v) + 1, 0);
+  if (typeof value === 'object') {
+    return (
+      3 +
+      Object.entries(value).reduce(
+        (t, [k, v]) => (v === undefined ? t : t + Buffer.byteLength(k) + valueSize(v) + 1),
+        0,
+      )
+    );
+  }
+  return 0;
+};
+
+/**
+ * Write units AWS bills for a TransactWriteItems, per table: 2 per started KB of each item put
+ * (the new item's size; the items here grow or keep their size from one revision to the next,
+ * so it is also the larger of old and new). DynamoDB Local reports 4 units per started KB of the
+ * whole transaction instead (checked by the benchmark's calibration step), so its figure is not
+ * used for transactions. Deletes and updates bill 2 per KB of the item too; they are counted as
+ * 2 units (their item is not in the request).
+ */
+export const transactionalUnits = (input: Record<string, unknown>): Map<string, number> => {
+  const units = new Map<string, number>();
+  const items = (input.TransactItems ?? []) as Array<
+    Record<string, { TableName?: string; Item?: Record<string, unknown> }>
+  >;
+  for (const action of items) {
+    for (const [kind, request] of Object.entries(action)) {
+      if (kind === 'ConditionCheck') continue;
+      const table = shortTableName(request.TableName ?? 'unknown');
+      const size = request.Item ? itemSize(request.Item) : 1;
+      units.set(table, (units.get(table) ?? 0) + 2 * Math.max(1, Math.ceil(size / 1024)));
+    }
+  }
+  return units;
+};
+
+/** `bench-x-State-1a2b` → `State`: the logical table of a local table name. */
+const shortTableName = (name: string): string => /-(State|Journal|Audit)\b/.exec(name)?.[1] ?? name;
+
+// ---- differences between two snapshots
+
+const diffCounts = (
+  after: Record<string, Record<string, number>>,
+  before: Record<string, Record<string, number>>,
+): Record<string, Record<string, number>> => {
+  const out: Record<string, Record<string, number>> = {};
+  for (const [fn, row] of Object.entries(after)) {
+    for (const [key, value] of Object.entries(row)) {
+      const delta = value - (before[fn]?.[key] ?? 0);
+      if (delta !== 0) bump(out, fn, key, delta);
+    }
+  }
+  return out;
+};
+
+const diffCapacity = (
+  after: Record<string, Record<string, CapacityUnits>>,
+  before: Record<string, Record<string, CapacityUnits>>,
+): Record<string, Record<string, CapacityUnits>> => {
+  const capacity: Record<string, Record<string, CapacityUnits>> = {};
+  for (const [fn, row] of Object.entries(after)) {
+    for (const [where, units] of Object.entries(row)) {
+      const prior = before[fn]?.[where] ?? { read: 0, write: 0 };
+      const read = units.read - prior.read;
+      const write = units.write - prior.write;
+      if (read === 0 && write === 0) continue;
+      capacity[fn] = { ...capacity[fn], [where]: { read, write } };
+    }
+  }
+  return capacity;
+};
+
+export const diffSnapshots = (after: MeterSnapshot, before: MeterSnapshot): MeterSnapshot => {
+  const capacity = diffCapacity(after.capacity, before.capacity);
+  const capacityRaw = diffCapacity(after.capacityRaw, before.capacityRaw);
+  const invocations: Record<string, FunctionInvocations> = {};
+  for (const [fn, row] of Object.entries(after.invocations)) {
+    const prior = before.invocations[fn] ?? { count: 0, records: 0, errors: 0, billedMs: 0, durationMs: 0 };
+    if (row.count === prior.count) continue;
+    invocations[fn] = {
+      count: row.count - prior.count,
+      records: row.records - prior.records,
+      errors: row.errors - prior.errors,
+      billedMs: row.billedMs - prior.billedMs,
+      durationMs: row.durationMs - prior.durationMs,
+    };
+  }
+  const logBytes: Record<string, number> = {};
+  for (const [service, bytes] of Object.entries(after.logBytes)) {
+    const delta = bytes - (before.logBytes[service] ?? 0);
+    if (delta !== 0) logBytes[service] = delta;
+  }
+  return {
+    requests: diffCounts(after.requests, before.requests),
+    capacity,
+    capacityRaw,
+    errors: diffCounts(after.errors, before.errors),
+    capacityMissing: after.capacityMissing - before.capacityMissing,
+    invocations,
+    logBytes,
+    logLines: after.logLines - before.logLines,
+  };
+};
+
+/** Sum of a request counter over the handler functions (everything but `bench`). */
+export const handlerRequests = (snapshot: MeterSnapshot, key: string): number =>
+  Object.entries(snapshot.requests)
+    .filter(([fn]) => fn !== 'bench')
+    .reduce((total, [, row]) => total + (row[key] ?? 0), 0);
+
+export const handlerCapacity = (snapshot: MeterSnapshot, raw = false): CapacityUnits =>
+  Object.entries(raw ? snapshot.capacityRaw : snapshot.capacity)
+    .filter(([fn]) => fn !== 'bench')
+    .flatMap(([, row]) => Object.values(row))
+    .reduce((total, units) => ({ read: total.read + units.read, write: total.write + units.write }), {
+      read: 0,
+      write: 0,
+    });
