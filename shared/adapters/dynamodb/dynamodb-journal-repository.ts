@@ -330,7 +330,11 @@ const keyRange = (
       values: { ':owner': owner, ':upper': upper },
     };
   }
-  return { expression: '#ownerKey = :owner', names, values: { ':owner': owner } };
+  return {
+    expression: '#ownerKey = :owner',
+    names: { '#ownerKey': 'ownerKey' },
+    values: { ':owner': owner },
+  };
 };
 
 /** Expired views read as absent (I-PURGE); contextId and state are filters on the index items. */

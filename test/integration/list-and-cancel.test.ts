@@ -1,0 +1,217 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  counterMoves,
+  DynamoDbJournalRepository,
+} from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
+import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
+import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
+import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
+import { cancelTask } from '../../shared/app/cancel-task.ts';
+import { createTask } from '../../shared/app/create-task.ts';
+import { executeRun } from '../../shared/app/execute-run.ts';
+import { projectRecord } from '../../shared/app/project-record.ts';
+import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import type { TaskState } from '../../shared/domain/a2a.ts';
+import { TaskNotCancelableError } from '../../shared/domain/errors.ts';
+import type { AgentProvider, RunMessage } from '../../shared/domain/ports.ts';
+import { projectRevision, type StoredTask } from '../../shared/domain/projection.ts';
+import type { Owner } from '../../shared/domain/task.ts';
+import { alice, testConfig, userMessage } from '../support/core-fixture.ts';
+import { createTestResources, type TestResources } from '../support/local-guard.ts';
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+const day = 86_400;
+
+/** A task image as the state table's stream would carry it (no sealed content needed here). */
+const image = (
+  owner: Owner,
+  taskId: string,
+  revision: number,
+  fields: { state?: TaskState; statusTimestamp: string; contextId?: string; expiresAt?: number },
+): StoredTask => ({
+  taskId,
+  contextId: fields.contextId ?? 'ctx-1',
+  owner,
+  profileId: 'default',
+  state: fields.state ?? 'TASK_STATE_COMPLETED',
+  revision,
+  currentRunId: `run-${taskId}`,
+  statusTimestamp: fields.statusTimestamp,
+  createdAt: fields.statusTimestamp,
+  expiresAt: fields.expiresAt ?? nowSeconds() + 30 * day,
+});
+
+/** The journal's owner index, counters and the cancel/complete race against DynamoDB Local. */
+describe('ListTasks and CancelTask against the emulators', () => {
+  let env: TestResources;
+  let journal: DynamoDbJournalRepository;
+  let tasks: DynamoDbTaskRepository;
+  let codec: TaskContentCodec;
+
+  beforeAll(async () => {
+    env = await createTestResources('list-cancel');
+    journal = new DynamoDbJournalRepository(env.clients.doc, env.resources.tables.Journal.name);
+    tasks = new DynamoDbTaskRepository(env.clients.doc, env.resources.tables.State.name);
+    codec = new TaskContentCodec(
+      new KmsSealer({ kms: env.clients.kms, keyId: env.resources.key.keyId, installation: 'test' }),
+    );
+  });
+  afterAll(() => env?.destroy());
+
+  it('pages an owner index newest first with exclusive cursors, filters and exact counts', async () => {
+    const carol = { tenant: 't-list', principal: `carol-${Date.now()}` };
+    const dave = { tenant: 't-list', principal: `dave-${Date.now()}` };
+    const at = (minute: number) => `2026-11-30T10:${String(minute).padStart(2, '0')}:00.000Z`;
+    for (let i = 0; i < 7; i++) {
+      const state = i % 2 === 0 ? 'TASK_STATE_COMPLETED' : 'TASK_STATE_WORKING';
+      const stored = image(carol, `c${i}`, 1, { state, statusTimestamp: at(i), contextId: `ctx-${i % 3}` });
+      await projectRecord(journal, undefined, stored);
+    }
+    await projectRecord(journal, undefined, image(dave, 'd0', 1, { statusTimestamp: at(30) }));
+    // Expired two hours ago: gone for readers although TTL has not removed it yet (I-PURGE).
+    await projectRecord(
+      journal,
+      undefined,
+      image(carol, 'c-expired', 1, { statusTimestamp: at(50), expiresAt: nowSeconds() - 2 * 3600 }),
+    );
+
+    const now = new Date();
+    const seen: string[] = [];
+    let after: { statusTimestamp: string; taskId: string } | undefined;
+    for (;;) {
+      const page = await journal.listViews({ owner: carol, now, limit: 3, ...(after && { after }) });
+      seen.push(...page.views.map((view) => view.taskId));
+      const last = page.views.at(-1);
+      if (!page.more || last === undefined) break;
+      after = { statusTimestamp: last.statusTimestamp, taskId: last.taskId };
+    }
+    expect(seen).toEqual(['c6', 'c5', 'c4', 'c3', 'c2', 'c1', 'c0']);
+    expect(await journal.countViews({ owner: carol, now })).toBe(7);
+    expect(await journal.countViews({ owner: dave, now })).toBe(1);
+
+    const working = await journal.listViews({ owner: carol, now, limit: 10, state: 'TASK_STATE_WORKING' });
+    expect(working.views.map((view) => view.taskId)).toEqual(['c5', 'c3', 'c1']);
+    expect(await journal.countViews({ owner: carol, now, state: 'TASK_STATE_WORKING' })).toBe(3);
+    // A selective filter with a small limit still fills the page (the reader loops).
+    const inContext = await journal.listViews({ owner: carol, now, limit: 2, contextId: 'ctx-0' });
+    expect(inContext).toMatchObject({ more: true });
+    expect(inContext.views.map((view) => view.taskId)).toEqual(['c6', 'c3']);
+    // statusTimestampAfter is inclusive; combined with a cursor both bounds hold.
+    const since = await journal.listViews({
+      owner: carol,
+      now,
+      limit: 10,
+      statusTimestampAfter: at(2),
+      after: { statusTimestamp: at(5), taskId: 'c5' },
+    });
+    expect(since.views.map((view) => view.taskId)).toEqual(['c4', 'c3', 'c2']);
+    expect(await journal.countViews({ owner: carol, now, statusTimestampAfter: at(2) })).toBe(5);
+  });
+
+  it('keeps the counters exact through expiry moves, replays and projection gaps', async () => {
+    const erin = { tenant: 't-count', principal: `erin-${Date.now()}` };
+    const now = new Date();
+    const ts = (second: number) => `2026-11-30T11:00:${String(second).padStart(2, '0')}.000Z`;
+    const revisions = [1, 2, 3, 4].map((revision) =>
+      image(erin, 'e1', revision, {
+        statusTimestamp: ts(revision),
+        expiresAt: nowSeconds() + revision * 2 * day,
+      }),
+    );
+    // Expiry day moves with every revision, so every projection moves the count.
+    expect(counterMoves(revisions[0]!.expiresAt, revisions[1]!.expiresAt)).toHaveLength(2);
+    expect(await projectRecord(journal, undefined, revisions[0])).toBe('written');
+    expect(await projectRecord(journal, revisions[0], revisions[1])).toBe('written');
+    expect(await journal.countViews({ owner: erin, now })).toBe(1);
+    // A replay of an older record leaves the view and the count alone.
+    expect(await projectRecord(journal, undefined, revisions[0])).toBe('duplicate');
+    expect(await projectRecord(journal, revisions[0], revisions[1])).toBe('duplicate');
+    // Revision 3 is lost (e.g. waiting in the DLQ): revision 4 expects 3, finds 2, re-reads and
+    // moves the count from where the view really is.
+    expect(await projectRecord(journal, revisions[2], revisions[3])).toBe('written');
+    expect(await journal.countViews({ owner: erin, now })).toBe(1);
+    expect((await journal.getView('e1'))?.revision).toBe(4);
+    // The late revision 3 only fills its event.
+    expect(await projectRecord(journal, revisions[1], revisions[2])).toBe('written');
+    expect((await journal.listEvents('e1', 0)).map((event) => event.revision)).toEqual([1, 2, 3, 4]);
+    expect(await journal.countViews({ owner: erin, now })).toBe(1);
+
+    expect(projectRevision(revisions[0], revisions[1])?.previous).toEqual({
+      revision: 1,
+      expiresAt: revisions[0]!.expiresAt,
+    });
+  });
+
+  it('never lets a canceled task become COMPLETED, and a COMPLETED task always has its result', async () => {
+    const config = testConfig();
+    const queued: RunMessage[] = [];
+    const jitter = (max: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * max));
+    const provider: AgentProvider = {
+      run: async (request) => {
+        await jitter(60);
+        return new ScriptedProvider('local', 'echo').run(request);
+      },
+    };
+    // The projector, played by the reader's sleep: the latest committed row goes to the journal.
+    const projectLatest = async (taskId: string) => {
+      const row = await tasks.getTask(taskId);
+      if (row) await projectRecord(journal, undefined, row);
+    };
+    const outcomes = { canceled: 0, completed: 0 };
+    for (let i = 0; i < 25; i++) {
+      let taskId = '';
+      const deps = {
+        tasks,
+        journal,
+        codec,
+        config,
+        clock: { now: () => new Date() },
+        ids: { newId: () => crypto.randomUUID() },
+        queue: { enqueue: async (message: RunMessage) => void queued.push(message) },
+        providerFor: () => provider,
+        sleep: async (ms: number) => {
+          await projectLatest(taskId);
+          await new Promise((resolve) => setTimeout(resolve, Math.min(ms, 5)));
+        },
+      };
+      const text = `race ${i}`;
+      ({ taskId } = await createTask(deps, {
+        caller: alice,
+        profileId: 'default',
+        message: userMessage(text),
+      }));
+      const message = queued.shift()!;
+      const [executed, canceled] = await Promise.all([
+        executeRun(deps, message),
+        // Half the cancels start at once (mostly before or during the run), half at random later.
+        jitter(i % 2 === 0 ? 0 : 80).then(() =>
+          cancelTask(deps, { caller: alice, taskId }).then(
+            (task) => task.status.state,
+            (error: unknown) => error,
+          ),
+        ),
+      ]);
+      const row = (await tasks.getTask(taskId))!;
+      const run = (await tasks.getRun(taskId, message.runId))!;
+      if (row.state === 'TASK_STATE_CANCELED') {
+        outcomes.canceled++;
+        expect(canceled).toBe('TASK_STATE_CANCELED');
+        expect(['canceled', 'duplicate']).toContain(executed);
+        expect(row.sealedArtifacts).toBeUndefined();
+        expect(run.status).toBe('CANCELED');
+      } else {
+        outcomes.completed++;
+        expect(row.state).toBe('TASK_STATE_COMPLETED');
+        expect(canceled).toBeInstanceOf(TaskNotCancelableError);
+        expect(executed).toBe('completed');
+        expect(run.status).toBe('COMPLETED');
+        const artifacts = await codec.openArtifacts(taskId, row.sealedArtifacts);
+        expect(artifacts[0]?.parts).toEqual([{ text }]);
+      }
+      // Whatever happened, the journal agrees with the row once projected.
+      await projectLatest(taskId);
+      expect((await journal.getView(taskId))?.state).toBe(row.state);
+    }
+    expect(outcomes.canceled + outcomes.completed).toBe(25);
+  });
+});
