@@ -1,5 +1,6 @@
 import type { Message, SendMessageConfiguration, Task } from '../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../domain/a2a.ts';
+import type { JournalView } from '../domain/projection.ts';
 import type { Owner } from '../domain/task.ts';
 import { type CreateTaskDeps, createTask } from './create-task.ts';
 import { type ReadTaskDeps, taskFromCommittedRow, toTask, waitForView } from './read-task.ts';
@@ -35,9 +36,35 @@ export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput
     timeoutMs: blocking ? capMs : projectionWaitMs,
   });
   const options = { historyLength: input.configuration?.historyLength };
-  return view === undefined
-    ? taskFromCommittedRow(deps, input.caller, created.taskId, options)
-    : toTask(deps, view, options);
+  if (view === undefined) return taskFromCommittedRow(deps, input.caller, created.taskId, options);
+  // returnImmediately promises an in-progress task (A2A.md §4): when the run already finished
+  // before the first projection was seen, answer with the committed revision this call created.
+  if (!blocking && isTerminal(view.state) && view.revision > created.revision) {
+    const snapshot = await viewAtRevision(deps, view, created.revision);
+    if (snapshot !== undefined) return toTask(deps, snapshot, options);
+  }
+  return toTask(deps, view, options);
+};
+
+/** The view as it was at an earlier revision, from that revision's journal event. */
+const viewAtRevision = async (
+  deps: SendMessageDeps,
+  view: JournalView,
+  revision: number,
+): Promise<JournalView | undefined> => {
+  const events = await deps.journal.listEvents(view.taskId, revision - 1);
+  const event = events.find((candidate) => candidate.revision === revision);
+  if (event === undefined) return undefined;
+  return {
+    ...view,
+    state: event.state,
+    revision: event.revision,
+    statusTimestamp: event.statusTimestamp,
+    sealedStatusMessage: event.sealedStatusMessage,
+    // An event carries artifacts only when its revision changed them; a new task has none yet.
+    sealedArtifacts: event.sealedArtifacts,
+    metadata: event.metadata,
+  };
 };
 
 /** The SendMessage result: exactly one of a Task or a Message (A2A.md §2.1). */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { taskStates } from '../../domain/a2a.ts';
 import type { JournalEvent, JournalView, StoredTask } from '../../domain/projection.ts';
+import type { StoredPushConfig } from '../../domain/push.ts';
 import { type RunRecord, runStatuses } from '../../domain/task.ts';
 
 /**
@@ -20,6 +21,9 @@ export const keys = {
     sk: `EVT#${String(revision).padStart(10, '0')}`,
   }),
   eventPrefix: 'EVT#',
+  /** Push configs live in the task's partition of the state table (the projector's filter passes only sk = TASK). */
+  push: (taskId: string, configId: string) => ({ pk: taskPk(taskId), sk: `PUSH#${configId}` }),
+  pushPrefix: 'PUSH#',
   ownerKey: (tenant: string, principal: string) => `OWNER#${tenant}#${principal}`,
   ownerSort: (statusTimestamp: string, taskId: string) => `${statusTimestamp}#${taskId}`,
 } as const;
@@ -121,6 +125,20 @@ export const eventItemSchema = z.object({
   expiresAt: z.number(),
 });
 export type EventItem = z.infer<typeof eventItemSchema>;
+
+export const pushConfigItemSchema = z.object({
+  pk: z.string(),
+  sk: z.string().startsWith('PUSH#'),
+  taskId: z.string(),
+  configId: z.string(),
+  url: z.string(),
+  scheme: z.string().optional(),
+  credentials: blob.optional(),
+  token: blob.optional(),
+  createdAt: z.string(),
+  expiresAt: z.number(),
+});
+export type PushConfigItem = z.infer<typeof pushConfigItemSchema>;
 
 const withoutUndefined = <T extends Record<string, unknown>>(item: T): T =>
   Object.fromEntries(Object.entries(item).filter(([, value]) => value !== undefined)) as T;
@@ -280,3 +298,27 @@ export const counterItemSchema = z.looseObject({
   expiresAt: z.number(),
 });
 export type CounterItem = z.infer<typeof counterItemSchema>;
+
+export const toPushConfigItem = (config: StoredPushConfig): PushConfigItem =>
+  withoutUndefined({
+    ...keys.push(config.taskId, config.configId),
+    taskId: config.taskId,
+    configId: config.configId,
+    url: config.url,
+    scheme: config.scheme,
+    credentials: config.sealedCredentials,
+    token: config.sealedToken,
+    createdAt: config.createdAt,
+    expiresAt: config.expiresAt,
+  });
+
+export const fromPushConfigItem = (item: PushConfigItem): StoredPushConfig => ({
+  taskId: item.taskId,
+  configId: item.configId,
+  url: item.url,
+  scheme: item.scheme,
+  sealedCredentials: item.credentials,
+  sealedToken: item.token,
+  createdAt: item.createdAt,
+  expiresAt: item.expiresAt,
+});
