@@ -4,10 +4,13 @@ import {
   createContentCodec,
   createDocumentClient,
   createJournalRepository,
+  createPushConfigCodec,
+  createPushConfigRepository,
   createRunQueue,
   createTaskRepository,
   systemClock,
   uuidGenerator,
+  webhookPolicyOf,
 } from '../../shared/adapters/composition.ts';
 import { createA2aMethods } from '../../shared/app/a2a-methods.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
@@ -27,6 +30,9 @@ const methods = createA2aMethods({
   ids: uuidGenerator,
   config: env.config,
   logger,
+  pushConfigs: createPushConfigRepository(env, documents),
+  pushCodec: createPushConfigCodec(env),
+  webhookPolicy: webhookPolicyOf(env),
 });
 const app = createHttpApp({
   config: env.config,

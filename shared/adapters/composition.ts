@@ -4,18 +4,24 @@ import { KMSClient } from '@aws-sdk/client-kms';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TaskContentCodec } from '../app/task-content.ts';
+import { PushConfigCodec } from '../app/push-configs.ts';
 import type { RuntimeEnv } from '../config/runtime-env.ts';
 import type { AgentProvider, Clock, IdGenerator } from '../domain/ports.ts';
 import { DynamoDbAuditTrail } from './dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbJournalRepository } from './dynamodb/dynamodb-journal-repository.ts';
+import { type WebhookPolicy, webhookPolicyFor } from '../domain/webhook-address.ts';
 import { DynamoDbTaskRepository } from './dynamodb/dynamodb-task-repository.ts';
 import { KmsSealer } from './kms-sealer.ts';
+import { DynamoDbPushConfigRepository } from './dynamodb/dynamodb-push-config-repository.ts';
+import { DynamoDbRunLeases } from './dynamodb/dynamodb-run-leases.ts';
 import { ScriptedProvider } from './providers/scripted-provider.ts';
 import { SqsRunQueue } from './sqs-run-queue.ts';
 
 /**
  * Builds the adapters a function needs from its validated environment, once per cold start.
+import { SqsDeliveryQueue } from './sqs-delivery-queue.ts';
  * Clients find their endpoints through the SDK's own AWS_ENDPOINT_URL_* variables, so the same
+import { createGuardedWebhookSender } from './ssrf-guard.ts';
  * code runs against AWS, LocalStack and the embedded emulators.
  */
 
@@ -70,6 +76,27 @@ export const createAuditTrail = (env: RuntimeEnv, client = createDocumentClient(
   new DynamoDbAuditTrail(
     client,
     env.auditTableName,
+/** Push configs and webhook delivery (decision 0009). */
+export const createPushConfigRepository = (env: RuntimeEnv, client = createDocumentClient()) =>
+  new DynamoDbPushConfigRepository(client, env.stateTableName);
+
+export const createPushConfigCodec = (env: RuntimeEnv) =>
+  new PushConfigCodec(
+    new KmsSealer({ kms: hooked(new KMSClient({})), keyId: env.kmsKeyId, installation: env.installation }),
+  );
+
+/** Local mode relaxes https and (unless `webhooks.allowLoopback: false`) loopback; deployments never. */
+export const webhookPolicyOf = (env: RuntimeEnv): WebhookPolicy =>
+  webhookPolicyFor(env.localMode, env.config.webhooks.allowLoopback);
+
+export const createDeliveryQueue = (env: RuntimeEnv) => {
+  if (!env.deliveryQueueUrl) throw new Error('Missing environment variable DELIVERY_QUEUE_URL');
+  return new SqsDeliveryQueue(hooked(new SQSClient({})), env.deliveryQueueUrl);
+};
+
+export const createWebhookSender = (env: RuntimeEnv) =>
+  createGuardedWebhookSender({ policy: webhookPolicyOf(env), timeoutMs: 10_000 });
+
     new KmsSealer({ kms: new KMSClient({}), keyId: env.kmsKeyId, installation: env.installation }),
   );
 

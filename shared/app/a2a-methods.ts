@@ -7,6 +7,13 @@ import type { Owner } from '../domain/task.ts';
 import { implementedCapabilities } from './agent-card.ts';
 import { cancelTask } from './cancel-task.ts';
 import { listTasks } from './list-tasks.ts';
+import {
+  createPushConfig,
+  deletePushConfig,
+  getPushConfig,
+  listPushConfigs,
+  requirePushDeps,
+} from './push-configs.ts';
 import { getTask } from './read-task.ts';
 import { type A2aMethodTable, defineMethod, type RequestContext, toStreamResult } from './rpc/dispatcher.ts';
 import { a2aParamsSchemas } from './rpc/schemas.ts';
@@ -20,6 +27,11 @@ const callerOf = (ctx: RequestContext): Owner => ctx.caller ?? anonymousCaller;
 
 const streamingOff = () => new UnsupportedOperationError('Streaming is not supported by this agent');
 const pushOff = () => new PushNotificationNotSupportedError();
+/** The push deps, or -32003 when this build (or its wiring) has no push support. */
+const pushDeps = (deps: SendMessageDeps) => {
+  if (!implementedCapabilities.pushNotifications) throw pushOff();
+  return requirePushDeps(deps);
+};
 
 /**
  * The A2A v1.0 method table. Every method is routed: a capability this build does not declare
@@ -71,24 +83,23 @@ export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
   ),
   CreateTaskPushNotificationConfig: defineMethod(
     a2aParamsSchemas.CreateTaskPushNotificationConfig,
-    async () => {
-      throw pushOff();
-    },
+    async (params, ctx) => createPushConfig(pushDeps(deps), callerOf(ctx), params.taskId, params),
   ),
-  GetTaskPushNotificationConfig: defineMethod(a2aParamsSchemas.GetTaskPushNotificationConfig, async () => {
-    throw pushOff();
-  }),
+  GetTaskPushNotificationConfig: defineMethod(a2aParamsSchemas.GetTaskPushNotificationConfig, (params, ctx) =>
+    getPushConfig(pushDeps(deps), callerOf(ctx), params.taskId, params.id),
+  ),
   ListTaskPushNotificationConfigs: defineMethod(
     a2aParamsSchemas.ListTaskPushNotificationConfigs,
-    async () => {
-      throw pushOff();
-    },
+    (params, ctx) =>
+      listPushConfigs(pushDeps(deps), callerOf(ctx), params.taskId, {
+        pageSize: params.pageSize,
+        pageToken: params.pageToken,
+      }),
   ),
   DeleteTaskPushNotificationConfig: defineMethod(
     a2aParamsSchemas.DeleteTaskPushNotificationConfig,
-    async () => {
-      throw pushOff();
-    },
+    // Result `null` (A2A.md §17): the dispatcher serializes `undefined` as null.
+    (params, ctx) => deletePushConfig(pushDeps(deps), callerOf(ctx), params.taskId, params.id),
   ),
   GetExtendedAgentCard: defineMethod(a2aParamsSchemas.GetExtendedAgentCard, async () => {
     if (!implementedCapabilities.extendedAgentCard) {

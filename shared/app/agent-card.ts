@@ -10,7 +10,7 @@ export interface ImplementedCapabilities {
 
 export const implementedCapabilities: ImplementedCapabilities = {
   streaming: true,
-  pushNotifications: false,
+  pushNotifications: true,
   extendedAgentCard: false,
 };
 

@@ -1,17 +1,20 @@
 import type { Config } from '../config/config.ts';
-import type { Message, Part } from '../domain/a2a.ts';
+import type { Message, Part, SendMessageConfiguration } from '../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../domain/a2a.ts';
 import {
   ContentTypeNotSupportedError,
   InvalidParamsError,
+  PushNotificationNotSupportedError,
   ResultNotRetainableError,
   TaskNotFoundError,
   UnsupportedOperationError,
 } from '../domain/errors.ts';
-import type { Clock, IdGenerator, RunQueue, TaskRepository } from '../domain/ports.ts';
+import type { Clock, IdGenerator, PushConfigRepository, RunQueue, TaskRepository } from '../domain/ports.ts';
 import { resolveProfilePrivacy, retentionSeconds } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
 import { appendHistory, isExpired, type Owner, type RunRecord, sameOwner } from '../domain/task.ts';
+import type { WebhookPolicy } from '../domain/webhook-address.ts';
+import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from './push-configs.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 export interface CreateTaskDeps {
@@ -22,12 +25,17 @@ export interface CreateTaskDeps {
   readonly ids: IdGenerator;
   readonly config: Config;
   readonly logger?: { warn(message: string, fields: Record<string, unknown>): void };
+  /** Push support (A2A.md §7): an inline config is stored in the transaction that creates the task. */
+  readonly pushCodec?: PushConfigCodec;
+  readonly pushConfigs?: PushConfigRepository;
+  readonly webhookPolicy?: WebhookPolicy;
 }
 
 export interface CreateTaskInput {
   readonly caller: Owner;
   readonly profileId: string;
   readonly message: Message;
+  readonly configuration?: SendMessageConfiguration;
 }
 
 /** The committed revision a caller may wait for, and the task it belongs to. */
@@ -65,6 +73,14 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
   const privacy = resolveProfilePrivacy(deps.config, input.profileId);
   if (privacy.refusal) throw new ResultNotRetainableError(input.profileId, privacy.refusal.setting);
 
+  const inlinePush = input.configuration?.taskPushNotificationConfig;
+  if (inlinePush !== undefined) {
+    if (deps.pushCodec === undefined || deps.webhookPolicy === undefined) {
+      throw new PushNotificationNotSupportedError();
+    }
+    validatePushConfigInput(inlinePush, deps.webhookPolicy, 'configuration.taskPushNotificationConfig.');
+  }
+
   for (const part of input.message.parts) {
     const mediaType = mediaTypeOf(part);
     if (!accepts(profile.inputModes, mediaType)) throw new ContentTypeNotSupportedError(mediaType);
@@ -92,7 +108,18 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
     ? await planFollowUp(deps, input, run, now, expiresAt)
     : await planNewTask(deps, input, run, now, expiresAt);
 
-  await deps.tasks.commit({ writes: plan.writes });
+  const pushWrites =
+    inlinePush !== undefined && deps.pushCodec !== undefined
+      ? [
+          {
+            entity: 'push' as const,
+            // The config's own taskId "should be empty" on send (A2A.md §4): the new task's id wins.
+            item: await buildPushConfig({ ...deps, pushCodec: deps.pushCodec }, plan.task, inlinePush),
+            expect: 'any' as const,
+          },
+        ]
+      : [];
+  await deps.tasks.commit({ writes: [...plan.writes, ...pushWrites] });
   try {
     await deps.queue.enqueue({ taskId: plan.task.taskId, runId });
   } catch (error) {

@@ -81,7 +81,13 @@ export const configSchema = z.object({
   auth: authConfigSchema.default({ tokens: {}, apiKeys: {}, public: false }),
   providers: z.record(z.string().min(1), providerConfigSchema),
   profiles: z.record(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/), profileConfigSchema),
-  webhooks: z.object({ allowLoopback: z.boolean().optional() }).default({}),
+  webhooks: z
+    .object({
+      allowLoopback: z.boolean().optional(),
+      /** First retry delay of a failed webhook delivery; doubles per attempt up to 300 s (decision 0009). */
+      retryBaseSeconds: z.number().int().min(1).max(60).default(2),
+    })
+    .default({ retryBaseSeconds: 2 }),
   /** SSE streams (docs/decisions/0008): heartbeat comments, and a clean close before the 15-min limit. */
   streaming: z
     .object({

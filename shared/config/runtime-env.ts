@@ -9,6 +9,8 @@ export interface RuntimeEnv {
   readonly journalTableName: string;
   readonly auditTableName: string;
   readonly runQueueUrl: string;
+  /** The FIFO webhook delivery queue; required by the pusher only (decision 0009). */
+  readonly deliveryQueueUrl?: string;
   readonly kmsKeyId: string;
   /** Names the installation in the KMS encryption context. */
   readonly installation: string;
@@ -29,6 +31,7 @@ export const readRuntimeEnv = (env: NodeJS.ProcessEnv = process.env): RuntimeEnv
   journalTableName: required(env, 'JOURNAL_TABLE_NAME'),
   auditTableName: required(env, 'AUDIT_TABLE_NAME'),
   runQueueUrl: required(env, 'RUN_QUEUE_URL'),
+  ...(env.DELIVERY_QUEUE_URL ? { deliveryQueueUrl: env.DELIVERY_QUEUE_URL } : {}),
   kmsKeyId: required(env, 'KMS_KEY_ID'),
   installation: required(env, 'A2A_INSTALLATION'),
   localMode: env.A2A_LOCAL_MODE === 'true',

@@ -1,6 +1,7 @@
 import type { Artifact, Message, TaskState } from './a2a.ts';
 import type { AgentSession, AgentStep } from './model.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
+import type { PushDelivery, StoredPushConfig } from './push.ts';
 import type { Owner, RunRecord } from './task.ts';
 import type { EnabledTool } from './tools.ts';
 
@@ -57,6 +58,12 @@ export type PlannedWrite =
       readonly item: RunRecord;
       /** `leaseExpiredBefore`: also require the stored lease to end before it (the reaper's fence). */
       readonly expect: 'absent' | { readonly version: number; readonly leaseExpiredBefore?: number };
+    }
+  | {
+      /** A push config; a config id given again replaces the earlier one (as a2a-js does). */
+      readonly entity: 'push';
+      readonly item: StoredPushConfig;
+      readonly expect: 'any';
     };
 
 export interface WritePlan {
@@ -168,6 +175,41 @@ export interface RunLeases {
   renew(run: RunRef, leaseUntil: number): Promise<'renewed' | 'lost'>;
   /** RUNNING runs whose lease ended before `now` (epoch ms), from the lease index — never a scan. */
   listExpired(now: number, limit: number): Promise<RunRef[]>;
+}
+
+/** Push configs in the state table, in their task's partition (A2A.md §7). */
+export interface PushConfigRepository {
+  get(taskId: string, configId: string): Promise<StoredPushConfig | undefined>;
+  /** One page in configId order, after `afterConfigId` when given. */
+  list(
+    taskId: string,
+    page: { readonly limit: number; readonly afterConfigId?: string },
+  ): Promise<{ readonly configs: StoredPushConfig[]; readonly more: boolean }>;
+  put(config: StoredPushConfig): Promise<void>;
+  /** Idempotent: deleting a missing config is not an error. */
+  delete(taskId: string, configId: string): Promise<void>;
+}
+
+/** Hands deliveries to the webhook workers, ordered per (task, config). */
+export interface DeliveryQueue {
+  enqueue(deliveries: readonly PushDelivery[]): Promise<void>;
+}
+
+export interface WebhookRequest {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/** The outcome of one POST: delivered (2xx), failed (worth a retry), or refused by the SSRF policy. */
+export type WebhookResult =
+  | { readonly kind: 'delivered'; readonly status: number }
+  | { readonly kind: 'failed'; readonly reason: string; readonly status?: number }
+  | { readonly kind: 'refused'; readonly reason: string };
+
+/** POSTs to a webhook. Never throws for network or HTTP failures: they are results. */
+export interface WebhookSender {
+  post(request: WebhookRequest): Promise<WebhookResult>;
 }
 
 /** Why a bearer token was not accepted; content-free, for logs (docs/decisions/0007). */

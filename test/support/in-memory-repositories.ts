@@ -8,6 +8,7 @@ import type {
   WritePlan,
 } from '../../shared/domain/ports.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from '../../shared/domain/projection.ts';
+import type { StoredPushConfig } from '../../shared/domain/push.ts';
 import type { RunRecord } from '../../shared/domain/task.ts';
 
 /**
@@ -17,6 +18,8 @@ import type { RunRecord } from '../../shared/domain/task.ts';
 export class InMemoryTaskRepository implements TaskRepository {
   readonly tasks = new Map<string, StoredTask>();
   readonly runs = new Map<string, RunRecord>();
+  /** Push configs committed with a task (inline SendMessage config), by `taskId#configId`. */
+  readonly pushConfigs = new Map<string, StoredPushConfig>();
   commits = 0;
   /** Runs before each commit is applied; lets a test interleave a concurrent writer. */
   beforeCommit: ((plan: WritePlan) => Promise<void> | void) | undefined;
@@ -33,7 +36,7 @@ export class InMemoryTaskRepository implements TaskRepository {
         const ok =
           write.expect === 'absent' ? current === undefined : current?.revision === write.expect.revision;
         if (!ok) throw new VersionConflictError('task revision mismatch');
-      } else {
+      } else if (write.entity === 'run') {
         const current = this.runs.get(write.item.runId);
         const ok =
           write.expect === 'absent' ? current === undefined : current?.version === write.expect.version;
@@ -42,7 +45,8 @@ export class InMemoryTaskRepository implements TaskRepository {
     }
     for (const write of plan.writes) {
       if (write.entity === 'task') this.tasks.set(write.item.taskId, write.item);
-      else this.runs.set(write.item.runId, write.item);
+      else if (write.entity === 'run') this.runs.set(write.item.runId, write.item);
+      else this.pushConfigs.set(`${write.item.taskId}#${write.item.configId}`, write.item);
     }
     this.commits++;
   }

@@ -1,11 +1,15 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { PlannedWrite, WritePlan } from '../../domain/ports.ts';
-import { toRunItem, toTaskItem } from './entities.ts';
+import { toPushConfigItem, toRunItem, toTaskItem } from './entities.ts';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /** One planned write as a conditional Put: the condition is the version the use case read (I-LOCK). */
 const toTransactItem = (write: PlannedWrite, tableName: string): TransactItem => {
+  if (write.entity === 'push') {
+    // Stored with the task's own transaction (inline config on SendMessage); a repeated id replaces.
+    return { Put: { TableName: tableName, Item: toPushConfigItem(write.item) } };
+  }
   if (write.entity === 'task') {
     const item = toTaskItem(write.item);
     if (write.expect === 'absent') {

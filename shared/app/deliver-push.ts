@@ -1,0 +1,130 @@
+import type {
+  Clock,
+  DeliveryQueue,
+  JournalRepository,
+  PushConfigRepository,
+  WebhookSender,
+} from '../domain/ports.ts';
+import type { PushDelivery, StoredPushConfig } from '../domain/push.ts';
+import { openStreamResponses } from './journal-events.ts';
+import type { PushConfigCodec } from './push-configs.ts';
+import { toProtoJson } from './rpc/proto-json.ts';
+import type { TaskContentCodec } from './task-content.ts';
+
+/**
+ * Webhook delivery (DESIGN.md §3, A2A.md §7, §17): every journal event goes to every push config
+ * of its task, at least once, in revision order per (task, config). The pusher fans an event
+ * out into one queue message per config; the deliverer turns one message into POSTs.
+ */
+
+const epochSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);
+
+export interface FanOutDeps {
+  readonly pushConfigs: PushConfigRepository;
+  readonly deliveries: DeliveryQueue;
+  readonly clock: Clock;
+}
+
+/** A committed journal event, as much of it as the fan-out needs (no content: the pusher holds no key). */
+export interface EventRef {
+  readonly taskId: string;
+  readonly revision: number;
+  readonly expiresAt: number;
+}
+
+/** Queues one delivery per live config of the event's task; returns how many. */
+export const fanOutEvent = async (deps: FanOutDeps, event: EventRef): Promise<number> => {
+  const now = epochSeconds(deps.clock.now());
+  if (event.expiresAt <= now) return 0;
+  const deliveries: PushDelivery[] = [];
+  let afterConfigId: string | undefined;
+  for (;;) {
+    const page = await deps.pushConfigs.list(event.taskId, {
+      limit: 100,
+      ...(afterConfigId !== undefined ? { afterConfigId } : {}),
+    });
+    for (const config of page.configs) {
+      if (config.expiresAt > now) {
+        deliveries.push({ taskId: event.taskId, configId: config.configId, revision: event.revision });
+      }
+    }
+    afterConfigId = page.configs.at(-1)?.configId;
+    if (!page.more || afterConfigId === undefined) break;
+  }
+  if (deliveries.length > 0) await deps.deliveries.enqueue(deliveries);
+  return deliveries.length;
+};
+
+export interface DeliverDeps {
+  readonly pushConfigs: PushConfigRepository;
+  readonly journal: JournalRepository;
+  readonly codec: TaskContentCodec;
+  readonly pushCodec: PushConfigCodec;
+  readonly sender: WebhookSender;
+  readonly clock: Clock;
+}
+
+/** What became of one delivery. Failures worth a retry are thrown as WebhookDeliveryFailedError. */
+export type DeliveryOutcome =
+  | { readonly kind: 'delivered'; readonly posts: number }
+  /** The config was deleted or expired: nothing to deliver to. */
+  | { readonly kind: 'config-gone' }
+  /** The event is no longer in the journal (purged with its task). */
+  | { readonly kind: 'event-gone' }
+  /** The SSRF guard refused the target (a private address, a redirect to it…); not retried. */
+  | { readonly kind: 'refused'; readonly reason: string };
+
+/** A POST failed (network, timeout, non-2xx, redirect): the queue retries it with backoff. */
+export class WebhookDeliveryFailedError extends Error {
+  override readonly name = 'WebhookDeliveryFailedError';
+  constructor(
+    readonly reason: string,
+    readonly status?: number,
+  ) {
+    super(`Webhook delivery failed: ${reason}${status ? ` (HTTP ${status})` : ''}`);
+  }
+}
+
+export const a2aJsonMediaType = 'application/a2a+json';
+
+/** The headers of a webhook POST (A2A.md §7): the auth scheme and credentials, the notification token. */
+export const webhookHeaders = (
+  config: Pick<StoredPushConfig, 'scheme'>,
+  secrets: { readonly credentials?: string; readonly token?: string },
+): Record<string, string> => ({
+  'content-type': a2aJsonMediaType,
+  ...(config.scheme !== undefined && secrets.credentials !== undefined
+    ? { authorization: `${config.scheme} ${secrets.credentials}` }
+    : {}),
+  ...(secrets.token !== undefined ? { 'x-a2a-notification-token': secrets.token } : {}),
+});
+
+/**
+ * Delivers one revision to one config: its StreamResponses, one POST each, in order. Any failed
+ * POST fails the whole delivery, which is then retried from its first POST (receivers get
+ * duplicates, never a gap or a reordering).
+ */
+export const deliverPush = async (deps: DeliverDeps, delivery: PushDelivery): Promise<DeliveryOutcome> => {
+  const now = epochSeconds(deps.clock.now());
+  const config = await deps.pushConfigs.get(delivery.taskId, delivery.configId);
+  if (config === undefined || config.expiresAt <= now) return { kind: 'config-gone' };
+  const events = await deps.journal.listEvents(delivery.taskId, delivery.revision - 1);
+  const event = events.find((candidate) => candidate.revision === delivery.revision);
+  if (event === undefined || event.expiresAt <= now) return { kind: 'event-gone' };
+
+  const [responses, secrets] = await Promise.all([
+    openStreamResponses(deps.codec, event),
+    deps.pushCodec.open(config),
+  ]);
+  const headers = webhookHeaders(config, secrets);
+  for (const response of responses) {
+    const result = await deps.sender.post({
+      url: config.url,
+      headers,
+      body: JSON.stringify(toProtoJson(response)),
+    });
+    if (result.kind === 'refused') return { kind: 'refused', reason: result.reason };
+    if (result.kind === 'failed') throw new WebhookDeliveryFailedError(result.reason, result.status);
+  }
+  return { kind: 'delivered', posts: responses.length };
+};
