@@ -15,7 +15,7 @@ import {
   type RunRecord,
   type RunStatus,
 } from '../domain/task.ts';
-import { recordAuditStep } from './record-audit.ts';
+import { recordAuditStep, recordTightening } from './record-audit.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 export interface ExecuteRunDeps {
@@ -220,14 +220,14 @@ const tightenForAttempt = async (
     to: next,
   } as const;
   if (answerOutcome(next.answer) === 'not-retainable') {
-    await recordAuditStep(deps, tightenedRun, tightening);
+    await recordTightening(deps, tightenedRun, tightening);
     return { kind: 'ended', result: await failNotRetainable(deps, tightenedRun, task, run.version) };
   }
   if (answerOutcome(next.answer) !== 'keep-redacted' || run.answerCeiling !== 'full') {
     await deps.tasks.commit({
       writes: [{ entity: 'run', item: tightenedRun, expect: { version: run.version } }],
     });
-    await recordAuditStep(deps, tightenedRun, tightening);
+    await recordTightening(deps, tightenedRun, tightening);
     return { kind: 'ready', run: tightenedRun, task };
   }
   // Scrubbing rewrites the row in place; the revision stays, so nothing new is projected.
@@ -240,7 +240,7 @@ const tightenForAttempt = async (
       { entity: 'task', item: scrubbedTask, expect: { revision: task.revision } },
     ],
   });
-  await recordAuditStep(deps, tightenedRun, tightening);
+  await recordTightening(deps, tightenedRun, tightening);
   return { kind: 'ready', run: tightenedRun, task: scrubbedTask };
 };
 

@@ -1,7 +1,7 @@
 import type { Config } from '../config/config.ts';
 import { type AuditEntry, type AuditStep, type AuditTrail, auditEntryAt } from '../domain/audit.ts';
 import type { Clock } from '../domain/ports.ts';
-import { retentionSeconds } from '../domain/privacy.ts';
+import { isAtLeast, retentionSeconds } from '../domain/privacy.ts';
 import type { RunRecord } from '../domain/task.ts';
 
 export interface RecordAuditDeps {
@@ -22,8 +22,8 @@ export type AuditStepInput = Omit<AuditStep, 'taskId' | 'runId' | 'at'>;
  * `auditEntryAt` before the port sees it, and when content cannot be written (sealing fails) the
  * fallback is the metadata-only entry, never more.
  *
- * An audit row expires with its run: `max(run.expiresAt, now + retention)`, which never passes
- * the expiry the run gets when it ends (I-PURGE).
+ * An audit row expires with its run: a settled run's own expiry, else `max(run.expiresAt, now +
+ * retention)`, which never passes the expiry the run gets when it ends (I-PURGE).
  */
 export const recordAuditStep = async (
   deps: RecordAuditDeps,
@@ -35,10 +35,14 @@ export const recordAuditStep = async (
   let entry: AuditEntry | undefined;
   try {
     const now = deps.clock.now();
-    const expiresAt = Math.max(
-      run.expiresAt,
-      Math.floor(now.getTime() / 1000) + retentionSeconds(deps.config.privacy.retention, 'agentRun'),
-    );
+    // A settled run already carries its final expiry; an unsettled one will end later than now.
+    const expiresAt =
+      run.endedAt !== undefined
+        ? run.expiresAt
+        : Math.max(
+            run.expiresAt,
+            Math.floor(now.getTime() / 1000) + retentionSeconds(deps.config.privacy.retention, 'agentRun'),
+          );
     entry = auditEntryAt(
       run.auditCeiling,
       { ...step, taskId: run.taskId, runId: run.runId, at: now.toISOString() },
@@ -63,3 +67,30 @@ export const recordAuditStep = async (
 };
 
 const errorName = (error: unknown): string => (error instanceof Error ? error.name : typeof error);
+
+/**
+ * Records a tightening, after cutting what the run already wrote to the audit trail down to the
+ * new audit ceiling: the ceiling bounds everything stored of the run, not only what comes after.
+ * A scrub that fails is logged and does not fail the run (the rows stay sealed and expire with
+ * the run; decision 0010 names this gap).
+ */
+export const recordTightening = async (
+  deps: RecordAuditDeps,
+  run: RunRecord,
+  step: AuditStepInput & { readonly from: { readonly audit: RunRecord['auditCeiling'] } },
+): Promise<void> => {
+  const audit = deps.audit;
+  if (audit !== undefined && !isAtLeast(run.auditCeiling, step.from.audit)) {
+    try {
+      await audit.scrubRun(run.taskId, run.runId, run.auditCeiling);
+    } catch (error) {
+      deps.logger?.info('audit scrub failed', {
+        taskId: run.taskId,
+        runId: run.runId,
+        ceiling: run.auditCeiling,
+        error: errorName(error),
+      });
+    }
+  }
+  await recordAuditStep(deps, run, step);
+};

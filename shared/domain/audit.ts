@@ -95,7 +95,7 @@ const sumLengths = (lengths: readonly ContentLengths[]): ContentLengths => ({
 });
 
 /** Content kept at a level above `metadata`; redaction fails closed inside redactMessage/redactArtifacts. */
-const contentAt = (level: 'redacted' | 'full', content: AuditContent): AuditContent => {
+export const auditContentAt = (level: 'redacted' | 'full', content: AuditContent): AuditContent => {
   if (level === 'full') return content;
   return {
     ...(content.message ? { message: redactMessage(content.message) } : {}),
@@ -137,7 +137,7 @@ export const auditEntryAt = (
   };
   if (ceiling === 'metadata' || content === undefined) return entry;
   if (content.message === undefined && content.artifacts === undefined) return entry;
-  return { ...entry, content: contentAt(ceiling, content) };
+  return { ...entry, content: auditContentAt(ceiling, content) };
 };
 
 /** An audit row as operators see it: the metadata, and whether sealed content is stored. Never the content. */
@@ -149,4 +149,10 @@ export interface AuditTrail {
   record(entry: AuditEntry): Promise<void>;
   /** The task's audit rows, oldest first, without content. */
   listForTask(taskId: string): Promise<AuditRowSummary[]>;
+  /**
+   * Cuts the rows a run already wrote down to a tightened audit ceiling (I-TIGHTEN applied to the
+   * audit trail): at `redacted` full content is redacted, at `metadata` content is removed, at
+   * `none` the run's rows are deleted.
+   */
+  scrubRun(taskId: string, runId: string, ceiling: PrivacyLevel): Promise<void>;
 }

@@ -43,10 +43,12 @@ const fullConfig = (retentionDays: number): Config =>
       local: { type: 'scripted', behavior: 'echo' },
       failing: { type: 'scripted', behavior: 'fail' },
       careful: { type: 'scripted', behavior: 'echo', privacyLevel: 'redacted' },
+      strict: { type: 'scripted', behavior: 'echo', privacyLevel: 'metadata' },
     },
     profiles: {
       default: { name: 'Echo', description: 'x', providers: ['local'] },
       'to-careful': { name: 'Fallback redacted', description: 'x', providers: ['failing', 'careful'] },
+      'to-strict': { name: 'Fallback metadata', description: 'x', providers: ['failing', 'strict'] },
     },
   });
 
@@ -147,20 +149,36 @@ describe('audit trail, purge and admin command against the emulators', () => {
     expect(claim.message?.parts).toEqual([{ text: `${marker} ${email}` }]);
   });
 
-  it('after a tightening to redacted: later content opens to redacted text', async () => {
+  it('after a tightening to redacted: rows written before it are redacted in place, later ones redacted', async () => {
     const { taskId, result } = await runTask(fullConfig(30), 'to-careful', `${marker} ${email}`);
     expect(result).toBe('completed');
     const items = await auditItems(taskId);
     expect(items.map((item) => [item.kind, item.level])).toEqual([
-      ['claim', 'full'],
-      ['attempt', 'full'],
+      ['claim', 'redacted'],
+      ['attempt', 'redacted'],
       ['tighten', 'redacted'],
       ['attempt', 'redacted'],
       ['settle', 'redacted'],
     ]);
-    const attempt = serialize(await openContent(taskId, items[3]!));
-    expect(attempt).toContain(marker);
-    expect(attempt).not.toContain(email);
+    const opened = [];
+    for (const item of items) if (item.content) opened.push(await openContent(taskId, item));
+    expect(opened.length).toBe(2);
+    expect(serialize(opened)).toContain(marker);
+    expect(serialize(opened)).not.toContain(email);
+  });
+
+  it('after a tightening to metadata: the content written before it is removed from the table', async () => {
+    const { taskId, result } = await runTask(fullConfig(30), 'to-strict', `${marker} ${email}`);
+    expect(result).toBe('not-retainable');
+    const items = await auditItems(taskId);
+    expect(items.map((item) => [item.kind, item.level])).toEqual([
+      ['claim', 'metadata'],
+      ['attempt', 'metadata'],
+      ['tighten', 'metadata'],
+      ['settle', 'metadata'],
+    ]);
+    expect(items.every((item) => item.content === undefined)).toBe(true);
+    expect(items[3]).toMatchObject({ reason: 'RESULT_NOT_RETAINABLE' });
   });
 
   it('purges expired tasks with all their items in every table, and keeps the others', async () => {
@@ -223,7 +241,7 @@ describe('audit trail, purge and admin command against the emulators', () => {
     expect(await store.deleteIfExpired(key, new Date((expiresAt + 1) * 1000))).toBe(false);
   });
 
-  describe('the admin command, spawned', () => {
+  describe('the admin command, spawned', { timeout: 180_000 }, () => {
     const cli = fileURLToPath(new URL('../../infra/admin/cli.ts', import.meta.url));
     const tsx = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
     const admin = async (...args: string[]) => {

@@ -144,14 +144,14 @@ describe('executeRun records its steps at the run audit ceiling', () => {
     expect(attempt?.content?.artifacts?.[0]?.parts).toEqual([{ text: `${marker} hello` }]);
   });
 
-  it('follows a tightening to redacted: content after it is redacted, the tightening is recorded', async () => {
+  it('follows a tightening to redacted: what the run wrote before is redacted too, the tightening is recorded', async () => {
     const core = createCore({ config: fullConfig() });
     const audit = new InMemoryAuditTrail();
     await core.send(`${marker} mail ${email}`, 'to-careful');
     expect(await runWithAudit(core, audit)).toBe('completed');
     expect(audit.entries.map((entry) => [entry.kind, entry.level, entry.outcome])).toEqual([
-      ['claim', 'full', undefined],
-      ['attempt', 'full', 'failed'],
+      ['claim', 'redacted', undefined],
+      ['attempt', 'redacted', 'failed'],
       ['tighten', 'redacted', undefined],
       ['attempt', 'redacted', 'succeeded'],
       ['settle', 'redacted', 'completed'],
@@ -162,33 +162,50 @@ describe('executeRun records its steps at the run audit ceiling', () => {
       from: { audit: 'full', answer: 'full' },
       to: { audit: 'redacted', answer: 'redacted' },
     });
-    const afterTightening = JSON.stringify(audit.entries.slice(2));
-    expect(afterTightening).toContain(marker);
-    expect(afterTightening).not.toContain(email);
+    expect(audit.entries[0]?.content?.message?.parts).toEqual([{ text: `${marker} mail [REDACTED:EMAIL]` }]);
+    const trail = JSON.stringify(audit.entries);
+    expect(trail).toContain(marker);
+    expect(trail).not.toContain(email);
   });
 
-  it('follows a tightening to metadata: no content after it, and the failure is recorded with its reason', async () => {
+  it('follows a tightening to metadata: content written before it is removed, the failure is recorded with its reason', async () => {
     const core = createCore({ config: fullConfig() });
     const audit = new InMemoryAuditTrail();
     await core.send(`${marker} words`, 'to-strict');
     expect(await runWithAudit(core, audit)).toBe('not-retainable');
     expect(audit.entries.map((entry) => [entry.kind, entry.level])).toEqual([
-      ['claim', 'full'],
-      ['attempt', 'full'],
+      ['claim', 'metadata'],
+      ['attempt', 'metadata'],
       ['tighten', 'metadata'],
       ['settle', 'metadata'],
     ]);
+    expect(audit.entries[0]?.messageLength).toEqual({ parts: 1, characters: `${marker} words`.length });
     expect(audit.entries[3]).toMatchObject({ outcome: 'failed', reason: 'RESULT_NOT_RETAINABLE' });
-    expect(JSON.stringify(audit.entries.slice(2))).not.toContain(marker);
+    expect(JSON.stringify(audit.entries)).not.toContain(marker);
   });
 
-  it('writes nothing once the audit ceiling is none', async () => {
+  it('keeps nothing of the run once the audit ceiling tightens to none', async () => {
     const core = createCore({ config: fullConfig() });
     const audit = new InMemoryAuditTrail();
     const { taskId } = await core.send(`${marker} words`, 'to-nothing');
     expect(await runWithAudit(core, audit)).toBe('not-retainable');
-    expect(audit.entries.map((entry) => entry.kind)).toEqual(['claim', 'attempt']);
+    expect(audit.entries).toEqual([]);
     expect(core.tasks.tasks.get(taskId)?.metadata).toEqual({ reason: 'RESULT_NOT_RETAINABLE' });
+  });
+
+  it('a scrub that fails is logged and does not fail the run', async () => {
+    const core = createCore({ config: fullConfig() });
+    const audit = new InMemoryAuditTrail();
+    audit.scrubRun = async () => {
+      throw new Error('audit table unavailable');
+    };
+    const logged: string[] = [];
+    const logger = { info: (message: string) => void logged.push(message) };
+    const queued = core.queued;
+    const { taskId } = await core.send('x', 'to-careful');
+    expect(await executeRun({ ...core.deps, audit, logger }, queued.shift()!)).toBe('completed');
+    expect(core.tasks.tasks.get(taskId)?.state).toBe('TASK_STATE_COMPLETED');
+    expect(logged).toContain('audit scrub failed');
   });
 
   it('an audit write that fails never fails the run', async () => {

@@ -1,13 +1,21 @@
-import { type DynamoDBDocumentClient, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import {
   type AuditContent,
   type AuditEntry,
   type AuditRowSummary,
   type AuditTrail,
+  auditContentAt,
   auditStepKinds,
 } from '../../domain/audit.ts';
 import type { Sealer } from '../../domain/ports.ts';
+import { isAtLeast, type PrivacyLevel } from '../../domain/privacy.ts';
 
 /**
  * The audit table (DESIGN.md §4): one item per run step, in the task's partition so the purge
@@ -59,6 +67,7 @@ export type AuditItem = z.infer<typeof auditItemSchema>;
 export const auditContentField = (sk: string): string => `audit:${sk}`;
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
 let sequence = 0;
 
@@ -101,25 +110,66 @@ export class DynamoDbAuditTrail implements AuditTrail {
   }
 
   async listForTask(taskId: string): Promise<AuditRowSummary[]> {
-    const rows: AuditRowSummary[] = [];
+    return (await this.queryItems(taskId, auditKeys.prefix)).map(({ pk: _pk, sk: _sk, content, ...row }) => ({
+      ...row,
+      hasContent: content !== undefined,
+    }));
+  }
+
+  async scrubRun(taskId: string, runId: string, ceiling: PrivacyLevel): Promise<void> {
+    for (const item of await this.queryItems(taskId, `${auditKeys.prefix}${runId}#`)) {
+      if (isAtLeast(ceiling, item.level)) continue;
+      const key = { pk: item.pk, sk: item.sk };
+      if (ceiling === 'none') {
+        await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: key }));
+      } else if (ceiling === 'metadata' || item.content === undefined) {
+        await this.client.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: key,
+            UpdateExpression: 'SET #level = :level REMOVE #content',
+            ExpressionAttributeNames: { '#level': 'level', '#content': 'content' },
+            ExpressionAttributeValues: { ':level': ceiling },
+          }),
+        );
+      } else {
+        // full → redacted: open, redact with the same rules as answers, seal again in place.
+        const context = { taskId, field: auditContentField(item.sk) };
+        const content = JSON.parse(decoder.decode(await this.sealer.open(item.content, context)));
+        const sealed = await this.sealer.seal(
+          encoder.encode(JSON.stringify(auditContentAt('redacted', content))),
+          context,
+        );
+        await this.client.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: key,
+            UpdateExpression: 'SET #level = :level, #content = :content',
+            ExpressionAttributeNames: { '#level': 'level', '#content': 'content' },
+            ExpressionAttributeValues: { ':level': 'redacted', ':content': sealed },
+          }),
+        );
+      }
+    }
+  }
+
+  private async queryItems(taskId: string, prefix: string): Promise<AuditItem[]> {
+    const items: AuditItem[] = [];
     let exclusiveStartKey: Record<string, unknown> | undefined;
     do {
       const page = await this.client.send(
         new QueryCommand({
           TableName: this.tableName,
           KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-          ExpressionAttributeValues: { ':pk': auditKeys.pk(taskId), ':prefix': auditKeys.prefix },
+          ExpressionAttributeValues: { ':pk': auditKeys.pk(taskId), ':prefix': prefix },
           ConsistentRead: true,
           ExclusiveStartKey: exclusiveStartKey,
         }),
       );
-      for (const raw of page.Items ?? []) {
-        const { pk: _pk, sk: _sk, content, ...row } = auditItemSchema.parse(raw);
-        rows.push({ ...row, hasContent: content !== undefined });
-      }
+      for (const raw of page.Items ?? []) items.push(auditItemSchema.parse(raw));
       exclusiveStartKey = page.LastEvaluatedKey;
     } while (exclusiveStartKey);
-    return rows;
+    return items;
   }
 }
 
