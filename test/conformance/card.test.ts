@@ -1,0 +1,122 @@
+import { ClientFactory } from '@a2a-js/sdk/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ConformanceStack, startConformanceStack } from './support.ts';
+
+/** The agent card requirements of the A2A v1.0 TCK (A2A.md §9, §16.1, §13.4). */
+
+let sut: ConformanceStack;
+
+beforeAll(async () => {
+  sut = await startConformanceStack('conf-card');
+});
+afterAll(async () => {
+  await sut?.stop();
+});
+
+type Card = Record<string, unknown> & {
+  supportedInterfaces: { url: string; protocolBinding: string; protocolVersion: string }[];
+  capabilities: Record<string, unknown>;
+  skills: Record<string, unknown>[];
+};
+
+const cardPaths = ['/.well-known/agent-card.json', '/agents/tck/.well-known/agent-card.json'];
+
+/** Fetched the way the TCK does: no A2A-Version header. */
+const fetchCard = async (path: string, headers: Record<string, string> = {}) => {
+  const response = await fetch(`${sut.baseUrl}${path}`, { headers });
+  return { response, card: response.status === 200 ? ((await response.json()) as Card) : undefined };
+};
+
+describe('agent card', () => {
+  it('CARD-DISC-001: the card is published at /.well-known/agent-card.json, per profile too', async () => {
+    for (const path of cardPaths) {
+      const { response, card } = await fetchCard(path);
+      expect(response.status, path).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(card?.name).toEqual(expect.any(String));
+    }
+    expect((await fetchCard('/agents/tck/.well-known/agent-card.json')).card?.name).toBe(
+      'TCK system under test',
+    );
+    expect((await fetchCard('/agents/nobody/.well-known/agent-card.json')).response.status).toBe(404);
+  });
+
+  it('CARD-STRUCT-001: every required field is present with its type; skills are complete', async () => {
+    for (const path of cardPaths) {
+      const { card } = await fetchCard(path);
+      expect(card).toMatchObject({
+        name: expect.any(String),
+        description: expect.any(String),
+        version: expect.any(String),
+        capabilities: expect.any(Object),
+      });
+      for (const modes of [card!.defaultInputModes, card!.defaultOutputModes]) {
+        expect(Array.isArray(modes) && modes.length > 0).toBe(true);
+        expect((modes as string[]).every((mode) => /^[\w.+-]+\/[\w.+*-]+$/.test(mode))).toBe(true);
+      }
+      expect(card!.skills.length).toBeGreaterThan(0);
+      for (const skill of card!.skills) {
+        expect(skill).toMatchObject({
+          id: expect.any(String),
+          name: expect.any(String),
+          description: expect.any(String),
+        });
+        expect((skill.tags as string[]).length).toBeGreaterThan(0);
+      }
+      for (const flag of ['streaming', 'pushNotifications', 'extendedAgentCard']) {
+        const value = card!.capabilities[flag];
+        expect(value === undefined || typeof value === 'boolean').toBe(true);
+      }
+      // v0.3-only fields are gone in v1.0.
+      expect(card).not.toHaveProperty('url');
+      expect(card!.capabilities).not.toHaveProperty('stateTransitionHistory');
+    }
+  });
+
+  it('CARD-PROTO-001: supportedInterfaces is non-empty', async () => {
+    const { card } = await fetchCard('/.well-known/agent-card.json');
+    expect(card!.supportedInterfaces.length).toBeGreaterThan(0);
+  });
+
+  it('CARD-PROTO-002: each interface is valid — absolute URL, JSONRPC, 1.0 — and answers JSON-RPC there', async () => {
+    for (const path of cardPaths) {
+      const { card } = await fetchCard(path);
+      for (const entry of card!.supportedInterfaces) {
+        expect(entry.protocolBinding).toBe('JSONRPC');
+        expect(entry.protocolVersion).toBe('1.0');
+        const url = new URL(entry.url);
+        expect(['http:', 'https:']).toContain(url.protocol);
+        const reply = await fetch(entry.url, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'A2A-Version': entry.protocolVersion },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'missing' } }),
+        });
+        expect(((await reply.json()) as { error: { code: number } }).error.code).toBe(-32001);
+      }
+    }
+    // The official client resolves the card and finds the same agent.
+    const client = await new ClientFactory().createFromUrl(sut.baseUrl);
+    expect((await client.getAgentCard()).name).toBe('Echo agent');
+  });
+
+  it('CARD-CACHE-001: Cache-Control with max-age', async () => {
+    const { response } = await fetchCard('/.well-known/agent-card.json');
+    expect(response.headers.get('cache-control')).toMatch(/max-age=\d+/);
+  });
+
+  it('CARD-CACHE-002: an ETag, and If-None-Match with it gets 304', async () => {
+    for (const path of cardPaths) {
+      const { response } = await fetchCard(path);
+      const etag = response.headers.get('etag');
+      expect(etag).toMatch(/^"[^"]+"$/);
+      const again = await fetch(`${sut.baseUrl}${path}`, { headers: { 'If-None-Match': etag! } });
+      expect(again.status).toBe(304);
+      expect(await again.text()).toBe('');
+      const stale = await fetch(`${sut.baseUrl}${path}`, { headers: { 'If-None-Match': '"other"' } });
+      expect(stale.status).toBe(200);
+    }
+    // Each profile is its own agent, so its own ETag.
+    const [root, tck] = await Promise.all(cardPaths.map((path) => fetchCard(path)));
+    expect(root!.response.headers.get('etag')).not.toBe(tck!.response.headers.get('etag'));
+  });
+});
