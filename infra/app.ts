@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { App, Tags } from 'aws-cdk-lib';
+import { deploymentAuthProblems } from '../shared/config/auth.ts';
 import { type Config, defaultConfig, parseConfig } from '../shared/config/config.ts';
 import { REPO_ROOT } from './house-function.ts';
 import { type FunctionName, ServiceStack } from './service-stack.ts';
@@ -21,7 +22,7 @@ const CROSS_STACK_REFERENCES = '@aws-cdk/core:defaultCrossStackReferences';
 export interface InstallationOptions {
   /** Entry file overrides (tests); the real entries otherwise. */
   readonly entries?: Partial<Record<FunctionName, string>>;
-  /** @default - functions/authorizer/handler.ts when that file exists */
+  /** `undefined` given explicitly: no authorizer. @default - functions/authorizer/handler.ts when that file exists */
   readonly authorizerEntry?: string;
 }
 
@@ -69,6 +70,11 @@ export const readStageContext = (value: unknown): string => {
 export const createInstallation = (app: App, options: InstallationOptions = {}): Installation => {
   const stage = readStageContext(app.node.tryGetContext('stage'));
   const config = readConfigContext(app.node.tryGetContext('config'));
+  // Decision 0007: a deployment authenticates (API keys or JWTs) or says `auth.public: true`.
+  const authProblems = deploymentAuthProblems(config.auth);
+  if (authProblems.length > 0) {
+    throw new Error(`-c config: this configuration cannot be deployed:\n  ${authProblems.join('\n  ')}`);
+  }
   const prefix = `a2a-${stage}`;
   const env = { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION };
   const authorizerDefault = join(REPO_ROOT, 'functions/authorizer/handler.ts');
@@ -89,8 +95,11 @@ export const createInstallation = (app: App, options: InstallationOptions = {}):
     installation: prefix,
     description: `a2a-serverless ${stage}: API and functions`,
     ...(options.entries ? { entries: options.entries } : {}),
-    authorizerEntry:
-      options.authorizerEntry ?? (existsSync(authorizerDefault) ? authorizerDefault : undefined),
+    authorizerEntry: Object.hasOwn(options, 'authorizerEntry')
+      ? options.authorizerEntry
+      : existsSync(authorizerDefault)
+        ? authorizerDefault
+        : undefined,
   });
   for (const stack of [stateful, service]) Tags.of(stack).add('a2a:installation', prefix);
   return { stage, prefix, config, stateful, service };

@@ -3,10 +3,13 @@ import { Annotations, CfnOutput, Duration, Stack, type StackProps } from 'aws-cd
 import {
   AuthorizationType,
   EndpointType,
+  IdentitySource,
+  type IResource,
   LambdaIntegration,
   type MethodOptions,
   RequestAuthorizer,
   ResponseTransferMode,
+  ResponseType,
   RestApi,
 } from 'aws-cdk-lib/aws-apigateway';
 import { Grant } from 'aws-cdk-lib/aws-iam';
@@ -16,6 +19,7 @@ import type { Construct } from 'constructs';
 import { queueDefinitions } from '../shared/adapters/dynamodb/tables.ts';
 import type { Config } from '../shared/config/config.ts';
 import { HouseFunction, REPO_ROOT } from './house-function.ts';
+import { type AuthSettings, deployedAuth } from '../shared/config/auth.ts';
 import type { StatefulResources } from './stateful-stack.ts';
 
 export type FunctionName = 'rpc' | 'executor' | 'projector';
@@ -48,8 +52,8 @@ export interface ServiceStackProps extends StackProps {
   /** Entry file overrides, by function. @default defaultEntries */
   readonly entries?: Partial<Record<FunctionName, string>>;
   /**
-   * Entry of a REQUEST authorizer in front of every API method. It sees every request (no
-   * identity source, no cache) so it can let the public agent card through.
+   * Entry of the REQUEST authorizer in front of every API method except the public agent cards
+   * (decision 0007). Not used when the configuration is `auth.public`.
    * @default - no authorizer (synth warns)
    */
   readonly authorizerEntry?: string;
@@ -116,17 +120,21 @@ export class ServiceStack extends Stack {
       responseTransferMode: ResponseTransferMode.STREAM,
       timeout: RPC_TIMEOUT,
     });
-    // TODO(authorizer): functions/authorizer/handler.ts is not written yet; the app passes
-    // `authorizerEntry` once it exists, and until then synth warns.
-    if (props.authorizerEntry) {
+    // authorizer: credentials -> (tenant, principal) for the rpc function. It reads only the
+    // configuration (API key digests, JWT issuer): no table, queue or key, so no grant at all.
+    if (props.authorizerEntry && !props.config.auth.public) {
       this.authorizer = new HouseFunction(this, 'Authorizer', {
         entry: props.authorizerEntry,
         description: 'Authenticates A2A callers (JWT or API key -> tenant and principal)',
         timeout: Duration.seconds(10),
-        environment: environmentFor('authorizer'),
+        environment: {
+          A2A_INSTALLATION: props.installation,
+          A2A_CONFIG: environment.A2A_CONFIG!,
+          POWERTOOLS_SERVICE_NAME: 'a2a-authorizer',
+        },
       });
     }
-    const methodOptions = this.methodOptions(this.authorizer);
+    const methodOptions = this.methodOptions(this.authorizer, props.config.auth);
     this.api.root.addMethod('ANY', integration, methodOptions);
     this.api.root.addResource('{proxy+}').addMethod('ANY', integration, methodOptions);
 
@@ -134,6 +142,24 @@ export class ServiceStack extends Stack {
     this.executor = new HouseFunction(this, 'Executor', {
       entry: entries.executor,
       description: 'Runs queued A2A task runs',
+    // Agent cards are public (A2A.md §9): methods of their own, without the authorizer. A
+    // profile's JSON-RPC endpoint needs its own resource next to its card's, with the authorizer.
+    const publicCard = (parent: IResource): void => {
+      const card = parent.addResource('.well-known').addResource('agent-card.json');
+      for (const verb of ['GET', 'HEAD']) {
+        card.addMethod(verb, integration, { authorizationType: AuthorizationType.NONE });
+      }
+    };
+    publicCard(this.api.root);
+    const agent = this.api.root.addResource('agents').addResource('{profileId}');
+    agent.addMethod('ANY', integration, methodOptions);
+    publicCard(agent);
+    // A2A.md §8: authentication errors are a 401 with a challenge.
+    this.api.addGatewayResponse('Unauthorized', {
+      type: ResponseType.UNAUTHORIZED,
+      responseHeaders: { 'WWW-Authenticate': "'Bearer'" },
+      templates: { 'application/json': '{"message":"Unauthorized"}' },
+    });
       timeout: EXECUTOR_TIMEOUT,
       environment: environmentFor('executor'),
     });
@@ -188,7 +214,7 @@ export class ServiceStack extends Stack {
         'auth.tokens is for local mode only and is left out of the deployed configuration.',
       );
     }
-    const json = JSON.stringify({ ...rest, auth: { tokens: {} } });
+    const json = JSON.stringify({ ...rest, auth: deployedAuth(auth) });
     const bytes = Buffer.byteLength(json, 'utf8');
     // TODO(admin): move profiles to the state table through the admin command, so the
     // configuration in the environment stays small whatever the number of profiles.
@@ -202,22 +228,21 @@ export class ServiceStack extends Stack {
     return json;
   }
 
-  /**
-   * A REQUEST authorizer with no identity source and no cache sees every request, so it can
-   * let the public agent cards through and authenticate the rest.
-   */
-  private methodOptions(handler: HouseFunction | undefined): MethodOptions | undefined {
+  /** The REQUEST authorizer of every non-public method, cached as `authorizerCaching` decides. */
+  private methodOptions(handler: HouseFunction | undefined, auth: Config['auth']): MethodOptions | undefined {
     if (!handler) {
       Annotations.of(this).addWarningV2(
         'a2a:no-authorizer',
-        'The API has no authorizer: callers are not authenticated by API Gateway.',
+        auth.public
+          ? 'auth.public: the API has no authorizer and every caller is local/local.'
+          : 'The API has no authorizer: callers are not authenticated by API Gateway.',
       );
       return undefined;
     }
     const authorizer = new RequestAuthorizer(this, 'RequestAuthorizer', {
       handler,
-      identitySources: [],
-      resultsCacheTtl: Duration.seconds(0),
+      identitySources: caching.identitySources,
+      resultsCacheTtl: Duration.seconds(caching.ttlSeconds),
     });
     return { authorizationType: AuthorizationType.CUSTOM, authorizer };
   }
@@ -237,6 +262,7 @@ export class ServiceStack extends Stack {
           resourceName: modelId,
         });
       if (provider.model.startsWith('arn:')) {
+    const caching = authorizerCaching(auth);
         resourceArns.add(provider.model);
         continue;
       }
@@ -276,3 +302,22 @@ const assertExecutorFitsRunQueue = (): void => {
     );
   }
 };
+/** How long API Gateway reuses an authorizer answer for the same `Authorization` header. */
+export const AUTHORIZER_CACHE_TTL_SECONDS = 60;
+
+/**
+ * Authorizer caching (decision 0007). API Gateway caches a REQUEST authorizer's answer by its
+ * identity sources, but answers 401 WITHOUT calling the authorizer when any identity source is
+ * missing from a request. When every accepted credential travels in `Authorization` (JWTs,
+ * and static tokens, which a deployment never has) the answer is cached by that header. API
+ * keys may come in `X-API-Key` instead, and a request carries one header or the other, never
+ * both, so no identity source fits all: then every request is authorized afresh (the JWKS and
+ * the digests stay cached in the function).
+ */
+export const authorizerCaching = (
+  auth: AuthSettings,
+): { readonly identitySources: string[]; readonly ttlSeconds: number } =>
+  Object.keys(auth.apiKeys ?? {}).length > 0
+    ? { identitySources: [], ttlSeconds: 0 }
+    : { identitySources: [IdentitySource.header('Authorization')], ttlSeconds: AUTHORIZER_CACHE_TTL_SECONDS };
+

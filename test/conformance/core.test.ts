@@ -16,7 +16,6 @@ import {
   startConformanceStack,
   stateOf,
   taskOf,
-  userMessage,
   violatedFields,
 } from './support.ts';
 

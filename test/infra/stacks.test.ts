@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInstallation, type Installation, readStageContext } from '../../infra/app.ts';
 import { ESM_REQUIRE_BANNER, REPO_ROOT } from '../../infra/house-function.ts';
 import {
+  AUTHORIZER_CACHE_TTL_SECONDS,
+  authorizerCaching,
   defaultEntries,
   EXECUTOR_TIMEOUT,
   type FunctionName,
@@ -35,7 +37,10 @@ type Resource = { Type: string; Properties: Record<string, unknown> };
 
 const testConfig = {
   ...defaultConfig,
-  auth: { tokens: { 'dev-secret-token': { tenant: 't1', principal: 'alice' } } },
+  auth: {
+    tokens: { 'dev-secret-token': { tenant: 't1', principal: 'alice' } },
+    jwt: { issuer: 'https://issuer.example', audience: 'a2a', jwksUrl: 'https://issuer.example/jwks.json' },
+  },
   providers: {
     ...defaultConfig.providers,
     claude: { type: 'bedrock', model: 'us.anthropic.claude-sonnet-4-20250514-v1:0', region: 'us-west-2' },
@@ -287,9 +292,13 @@ describe('ServiceStack', () => {
     });
     service.hasResourceProperties('AWS::ApiGateway::Resource', { PathPart: '{proxy+}' });
     const methods = service.findResources('AWS::ApiGateway::Method') as Record<string, Resource>;
-    expect(Object.keys(methods)).toHaveLength(2);
+    // ANY on /, /{proxy+} and /agents/{profileId}; GET and HEAD on both agent-card.json resources.
+    expect(
+      Object.values(methods)
+        .map((method) => method.Properties.HttpMethod)
+        .sort(),
+    ).toEqual(['ANY', 'ANY', 'ANY', 'GET', 'GET', 'HEAD', 'HEAD']);
     for (const method of Object.values(methods)) {
-      expect(method.Properties.HttpMethod).toBe('ANY');
       const integration = method.Properties.Integration as Record<string, unknown>;
       expect(integration).toMatchObject({
         Type: 'AWS_PROXY',
@@ -314,12 +323,101 @@ describe('ServiceStack', () => {
   it('warns without an authorizer, and wires a REQUEST authorizer when given one', () => {
     Annotations.fromStack(installation.service).hasWarning('*', Match.stringLikeRegexp('no authorizer'));
     service.resourceCountIs('AWS::ApiGateway::Authorizer', 0);
-    withAuthorizer.resourceCountIs('AWS::Lambda::Function', 4);
+    withAuthorizer.resourceCountIs(
+      'AWS::Lambda::Function',
+      Object.keys(service.findResources('AWS::Lambda::Function')).length + 1,
+    );
+    // JWTs only (no API keys): answers are cached by the Authorization header (decision 0007).
     withAuthorizer.hasResourceProperties('AWS::ApiGateway::Authorizer', {
       Type: 'REQUEST',
-      AuthorizerResultTtlInSeconds: 0,
+      IdentitySource: 'method.request.header.Authorization',
+      AuthorizerResultTtlInSeconds: AUTHORIZER_CACHE_TTL_SECONDS,
     });
-    withAuthorizer.resourcePropertiesCountIs('AWS::ApiGateway::Method', { AuthorizationType: 'CUSTOM' }, 2);
+  });
+
+  it('authorizes every method except the public agent cards, and answers 401 with a challenge', () => {
+    const template = withAuthorizer.toJSON();
+    const resources = template.Resources as Record<string, Resource>;
+    const pathOf = (ref: unknown): string => {
+      const id = (ref as { Ref?: string }).Ref;
+      if (id === undefined) return '';
+      const resource = resources[id]!;
+      return `${pathOf(resource.Properties.ParentId)}/${resource.Properties.PathPart as string}`;
+    };
+    const routes = Object.values(
+      withAuthorizer.findResources('AWS::ApiGateway::Method') as Record<string, Resource>,
+    )
+      .map((method) => ({
+        route: `${method.Properties.HttpMethod as string} ${pathOf(method.Properties.ResourceId) || '/'}`,
+        auth: method.Properties.AuthorizationType,
+      }))
+      .sort((a, b) => (a.route < b.route ? -1 : a.route > b.route ? 1 : 0));
+    expect(routes).toEqual([
+      { route: 'ANY /', auth: 'CUSTOM' },
+      { route: 'ANY /agents/{profileId}', auth: 'CUSTOM' },
+      { route: 'ANY /{proxy+}', auth: 'CUSTOM' },
+      { route: 'GET /.well-known/agent-card.json', auth: 'NONE' },
+      { route: 'GET /agents/{profileId}/.well-known/agent-card.json', auth: 'NONE' },
+      { route: 'HEAD /.well-known/agent-card.json', auth: 'NONE' },
+      { route: 'HEAD /agents/{profileId}/.well-known/agent-card.json', auth: 'NONE' },
+    ]);
+    withAuthorizer.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: 'UNAUTHORIZED',
+      ResponseParameters: { 'gatewayresponse.header.WWW-Authenticate': "'Bearer'" },
+    });
+  });
+
+  it('gives the authorizer its configuration only: no table, queue or key', () => {
+    const authorized = withAuthorizer.toJSON().Resources as Record<string, Resource>;
+    const authorizerId = Object.keys(authorized).find(
+      (id) => id.startsWith('Authorizer') && authorized[id]!.Type === 'AWS::Lambda::Function',
+    );
+    expect(authorizerId).toBeDefined();
+    const variables = (
+      authorized[authorizerId!]!.Properties.Environment as { Variables: Record<string, string> }
+    ).Variables;
+    expect(Object.keys(variables).sort()).toEqual([
+      'A2A_CONFIG',
+      'A2A_INSTALLATION',
+      'NODE_OPTIONS',
+      'POWERTOOLS_SERVICE_NAME',
+    ]);
+    const deployed = JSON.parse(variables.A2A_CONFIG!);
+    expect(deployed.auth).toMatchObject({ tokens: {}, jwt: { issuer: 'https://issuer.example' } });
+    expect(variables.A2A_CONFIG).not.toContain('dev-secret-token');
+    const roleId = (authorized[authorizerId!]!.Properties.Role as { 'Fn::GetAtt': [string] })[
+      'Fn::GetAtt'
+    ][0];
+    const actions = Object.values(
+      withAuthorizer.findResources('AWS::IAM::Policy') as Record<string, Resource>,
+    )
+      .filter((policy) => (policy.Properties.Roles as { Ref: string }[]).some((role) => role.Ref === roleId))
+      .flatMap((policy) =>
+        (
+          policy.Properties.PolicyDocument as { Statement: { Action: string | string[] }[] }
+        ).Statement.flatMap((statement) => [statement.Action].flat()),
+      );
+    expect(actions.filter((action) => /^(dynamodb|sqs|kms|bedrock):/.test(action))).toEqual([]);
+  });
+
+  it('caches authorizer answers by Authorization only when no API key can arrive in X-API-Key', () => {
+    const digest = 'a'.repeat(64);
+    const identity = { tenant: 't', principal: 'p' };
+    expect(authorizerCaching({ jwt: testConfig.auth.jwt as never })).toEqual({
+      identitySources: ['method.request.header.Authorization'],
+      ttlSeconds: AUTHORIZER_CACHE_TTL_SECONDS,
+    });
+    // API Gateway answers 401 without calling the authorizer when an identity source is missing.
+    expect(authorizerCaching({ apiKeys: { [digest]: identity } })).toEqual({
+      identitySources: [],
+      ttlSeconds: 0,
+    });
+    expect(authorizerCaching({ apiKeys: { [digest]: identity }, jwt: testConfig.auth.jwt as never })).toEqual(
+      {
+        identitySources: [],
+        ttlSeconds: 0,
+      },
+    );
   });
 
   it('consumes the run queue with partial batch failures and bounded concurrency', () => {
@@ -482,3 +580,29 @@ describe('createInstallation', () => {
     ).toThrow(new RegExp(`A2A_CONFIG.*${MAX_CONFIG_ENV_BYTES} bytes`));
   });
 });
+  it('refuses to deploy without authentication unless the configuration says auth.public', () => {
+    const { auth: _auth, ...unauthenticated } = defaultConfig;
+    expect(() => createInstallation(configApp(unauthenticated))).toThrow(/auth\.apiKeys or auth\.jwt/);
+    expect(() =>
+      createInstallation(
+        configApp({ ...unauthenticated, auth: { tokens: { t: { tenant: 'a', principal: 'b' } } } }),
+      ),
+    ).toThrow(/tokens are for local mode only/);
+    expect(() =>
+      createInstallation(
+        configApp({
+          ...unauthenticated,
+          auth: { jwt: { ...testConfig.auth.jwt, jwksUrl: 'http://issuer.example/k' } },
+        }),
+      ),
+    ).toThrow(/jwksUrl.*https/);
+    const stub = join(workDir, 'stub.ts');
+    writeFileSync(stub, 'export const handler = async () => ({});\n');
+    const entries = Object.fromEntries(Object.keys(defaultEntries).map((name) => [name, stub]));
+    const open = createInstallation(configApp({ ...unauthenticated, auth: { public: true } }), {
+      entries,
+      authorizerEntry: stub,
+    });
+    expect(open.service.authorizer).toBeUndefined();
+  });
+

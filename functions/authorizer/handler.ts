@@ -1,0 +1,22 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { createJoseTokenVerifier } from '../../shared/adapters/jose-token-verifier.ts';
+import { createAuthenticator } from '../../shared/app/authenticate.ts';
+import { parseConfig } from '../../shared/config/config.ts';
+import { createAuthorizer } from './authorizer.ts';
+
+/**
+ * Lambda authorizer of the REST API: JWT bearer tokens (verified against the configured JWKS,
+ * cached per container) and API keys → (tenant, principal). No table, queue or KMS access.
+ */
+
+const configJson = process.env.A2A_CONFIG;
+if (!configJson) throw new Error('Missing environment variable A2A_CONFIG');
+const { auth } = parseConfig(JSON.parse(configJson));
+const logger = new Logger({ serviceName: 'a2a-authorizer' });
+const verifier = auth.jwt ? createJoseTokenVerifier(auth.jwt) : undefined;
+
+export const handler = createAuthorizer({
+  auth,
+  authenticate: createAuthenticator(auth, verifier ? { verifier } : {}),
+  logger,
+});
