@@ -17,9 +17,9 @@ import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-la
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { Construct } from 'constructs';
 import { queueDefinitions } from '../shared/adapters/dynamodb/tables.ts';
+import { type AuthSettings, deployedAuth } from '../shared/config/auth.ts';
 import type { Config } from '../shared/config/config.ts';
 import { HouseFunction, REPO_ROOT } from './house-function.ts';
-import { type AuthSettings, deployedAuth } from '../shared/config/auth.ts';
 import type { StatefulResources } from './stateful-stack.ts';
 
 export type FunctionName = 'rpc' | 'executor' | 'projector';
@@ -137,11 +137,6 @@ export class ServiceStack extends Stack {
     const methodOptions = this.methodOptions(this.authorizer, props.config.auth);
     this.api.root.addMethod('ANY', integration, methodOptions);
     this.api.root.addResource('{proxy+}').addMethod('ANY', integration, methodOptions);
-
-    // executor: one run per message; the queue message only wakes it up.
-    this.executor = new HouseFunction(this, 'Executor', {
-      entry: entries.executor,
-      description: 'Runs queued A2A task runs',
     // Agent cards are public (A2A.md §9): methods of their own, without the authorizer. A
     // profile's JSON-RPC endpoint needs its own resource next to its card's, with the authorizer.
     const publicCard = (parent: IResource): void => {
@@ -160,6 +155,11 @@ export class ServiceStack extends Stack {
       responseHeaders: { 'WWW-Authenticate': "'Bearer'" },
       templates: { 'application/json': '{"message":"Unauthorized"}' },
     });
+
+    // executor: one run per message; the queue message only wakes it up.
+    this.executor = new HouseFunction(this, 'Executor', {
+      entry: entries.executor,
+      description: 'Runs queued A2A task runs',
       timeout: EXECUTOR_TIMEOUT,
       environment: environmentFor('executor'),
     });
@@ -239,6 +239,7 @@ export class ServiceStack extends Stack {
       );
       return undefined;
     }
+    const caching = authorizerCaching(auth);
     const authorizer = new RequestAuthorizer(this, 'RequestAuthorizer', {
       handler,
       identitySources: caching.identitySources,
@@ -262,7 +263,6 @@ export class ServiceStack extends Stack {
           resourceName: modelId,
         });
       if (provider.model.startsWith('arn:')) {
-    const caching = authorizerCaching(auth);
         resourceArns.add(provider.model);
         continue;
       }
@@ -291,17 +291,6 @@ export class ServiceStack extends Stack {
   }
 }
 
-/** AWS: the visibility timeout of an SQS event source's queue should be 6× the function timeout. */
-const assertExecutorFitsRunQueue = (): void => {
-  const runQueue = queueDefinitions.find((definition) => definition.id === 'RunQueue');
-  const needed = 6 * EXECUTOR_TIMEOUT.toSeconds();
-  if (!runQueue || runQueue.visibilityTimeoutSeconds < needed) {
-    throw new Error(
-      `RunQueue visibility timeout (${runQueue?.visibilityTimeoutSeconds ?? 'undeclared'} s) must be at least ` +
-        `6 × the executor timeout (${needed} s).`,
-    );
-  }
-};
 /** How long API Gateway reuses an authorizer answer for the same `Authorization` header. */
 export const AUTHORIZER_CACHE_TTL_SECONDS = 60;
 
@@ -321,3 +310,14 @@ export const authorizerCaching = (
     ? { identitySources: [], ttlSeconds: 0 }
     : { identitySources: [IdentitySource.header('Authorization')], ttlSeconds: AUTHORIZER_CACHE_TTL_SECONDS };
 
+/** AWS: the visibility timeout of an SQS event source's queue should be 6× the function timeout. */
+const assertExecutorFitsRunQueue = (): void => {
+  const runQueue = queueDefinitions.find((definition) => definition.id === 'RunQueue');
+  const needed = 6 * EXECUTOR_TIMEOUT.toSeconds();
+  if (!runQueue || runQueue.visibilityTimeoutSeconds < needed) {
+    throw new Error(
+      `RunQueue visibility timeout (${runQueue?.visibilityTimeoutSeconds ?? 'undeclared'} s) must be at least ` +
+        `6 × the executor timeout (${needed} s).`,
+    );
+  }
+};

@@ -552,6 +552,32 @@ describe('createInstallation', () => {
     ).toThrow(/profiles\.default\.description/);
   });
 
+  it('refuses to deploy without authentication unless the configuration says auth.public', () => {
+    const { auth: _auth, ...unauthenticated } = defaultConfig;
+    expect(() => createInstallation(configApp(unauthenticated))).toThrow(/auth\.apiKeys or auth\.jwt/);
+    expect(() =>
+      createInstallation(
+        configApp({ ...unauthenticated, auth: { tokens: { t: { tenant: 'a', principal: 'b' } } } }),
+      ),
+    ).toThrow(/tokens are for local mode only/);
+    expect(() =>
+      createInstallation(
+        configApp({
+          ...unauthenticated,
+          auth: { jwt: { ...testConfig.auth.jwt, jwksUrl: 'http://issuer.example/k' } },
+        }),
+      ),
+    ).toThrow(/jwksUrl.*https/);
+    const stub = join(workDir, 'stub.ts');
+    writeFileSync(stub, 'export const handler = async () => ({});\n');
+    const entries = Object.fromEntries(Object.keys(defaultEntries).map((name) => [name, stub]));
+    const open = createInstallation(configApp({ ...unauthenticated, auth: { public: true } }), {
+      entries,
+      authorizerEntry: stub,
+    });
+    expect(open.service.authorizer).toBeUndefined();
+  });
+
   it('refuses an unreadable configuration file and a bad stage name', () => {
     expect(() => createInstallation(new App({ context: { config: join(workDir, 'missing.json') } }))).toThrow(
       /-c config=.*missing\.json/,
@@ -580,29 +606,3 @@ describe('createInstallation', () => {
     ).toThrow(new RegExp(`A2A_CONFIG.*${MAX_CONFIG_ENV_BYTES} bytes`));
   });
 });
-  it('refuses to deploy without authentication unless the configuration says auth.public', () => {
-    const { auth: _auth, ...unauthenticated } = defaultConfig;
-    expect(() => createInstallation(configApp(unauthenticated))).toThrow(/auth\.apiKeys or auth\.jwt/);
-    expect(() =>
-      createInstallation(
-        configApp({ ...unauthenticated, auth: { tokens: { t: { tenant: 'a', principal: 'b' } } } }),
-      ),
-    ).toThrow(/tokens are for local mode only/);
-    expect(() =>
-      createInstallation(
-        configApp({
-          ...unauthenticated,
-          auth: { jwt: { ...testConfig.auth.jwt, jwksUrl: 'http://issuer.example/k' } },
-        }),
-      ),
-    ).toThrow(/jwksUrl.*https/);
-    const stub = join(workDir, 'stub.ts');
-    writeFileSync(stub, 'export const handler = async () => ({});\n');
-    const entries = Object.fromEntries(Object.keys(defaultEntries).map((name) => [name, stub]));
-    const open = createInstallation(configApp({ ...unauthenticated, auth: { public: true } }), {
-      entries,
-      authorizerEntry: stub,
-    });
-    expect(open.service.authorizer).toBeUndefined();
-  });
-
