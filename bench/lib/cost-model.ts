@@ -58,6 +58,8 @@ export interface FunctionUsage {
   /** Billed milliseconds per task: each invocation's duration rounded up to 1 ms, summed. */
   readonly billedMs: number;
   readonly memoryMb: number;
+  /** Not run locally; modelled (e.g. the API Gateway authorizer). */
+  readonly estimated?: boolean;
 }
 
 /** What one task uses, averaged over the tasks of a run. */
@@ -144,6 +146,7 @@ export const costPerMillionTasks = (usage: PerTaskUsage, prices: Prices = usEast
       perTask: fn.invocations,
       unit: 'invocations',
       usdPerMillionTasks: fn.invocations * prices.lambdaRequest,
+      ...(fn.estimated ? { estimated: true } : {}),
     });
     const seconds = gbSeconds(fn.billedMs, fn.memoryMb);
     lines.push({
@@ -151,6 +154,7 @@ export const costPerMillionTasks = (usage: PerTaskUsage, prices: Prices = usEast
       perTask: seconds,
       unit: 'GB-s',
       usdPerMillionTasks: seconds * prices.lambdaArmGbSecond * 1_000_000,
+      ...(fn.estimated ? { estimated: true } : {}),
     });
   }
   lines.push(

@@ -151,8 +151,10 @@ export class Meter {
       (next: any, context: { clientName?: string; commandName?: string }) => async (args: any) => {
         const service = (context.clientName ?? 'Unknown').replace(/Client$/, '');
         const operation = (context.commandName ?? 'Unknown').replace(/Command$/, '');
-        const key = `${service}.${operation}`;
         const input = args.input as Record<string, unknown>;
+        const fifo =
+          service === 'SQS' && typeof input.QueueUrl === 'string' && input.QueueUrl.endsWith('.fifo');
+        const key = fifo ? `SQS.fifo:${operation}` : `${service}.${operation}`;
         const wantsCapacity = service === 'DynamoDB' && capacityOperations.has(operation);
         if (wantsCapacity && input.ReturnConsumedCapacity === undefined)
           input.ReturnConsumedCapacity = 'INDEXES';

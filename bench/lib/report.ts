@@ -1,0 +1,404 @@
+/**
+ * The readable report (bench/results/latest.md) and the target verdicts, from the JSON report.
+ */
+
+// biome-ignore lint/suspicious/noExplicitAny: the report is the JSON the run wrote, read back.
+type Report = any;
+
+export type Verdict = 'met' | 'not met' | 'not measured';
+
+export interface TargetResult {
+  readonly target: string;
+  readonly measured: string;
+  readonly verdict: Verdict;
+}
+
+const fmt = (value: unknown, digits = 3): string => {
+  if (typeof value !== 'number' || !Number.isFinite(value)) return '—';
+  if (Math.abs(value) >= 100) return Math.round(value).toLocaleString('en-US');
+  return String(Number(value.toPrecision(digits)));
+};
+
+const verdict = (measured: number | undefined, ok: (value: number) => boolean): Verdict =>
+  measured === undefined || !Number.isFinite(measured) ? 'not measured' : ok(measured) ? 'met' : 'not met';
+
+const BUNDLE_LIMIT_BYTES = 512 * 1024;
+
+export const evaluateTargets = (report: Report): TargetResult[] => {
+  const cost = report.singleTurn?.cost?.usdPerMillionTasks as number | undefined;
+  const floorRatio = report.ratioToFloor?.cost as number | undefined;
+  const latency = report.singleTurn?.latency;
+  const sse = report.streaming?.latency?.commitToSseEvent?.p50 as number | undefined;
+  const webhook = report.push?.latency?.commitToWebhook?.p50 as number | undefined;
+  const cold = Array.isArray(report.coldStarts) ? (report.coldStarts as Report[]) : [];
+  const largest = cold.length > 0 ? Math.max(...cold.map((c) => c.bundleBytes)) : undefined;
+  const worstRatio = cold.length > 0 ? Math.max(...cold.map((c) => c.ratio)) : undefined;
+  const scale = Array.isArray(report.scale) ? (report.scale as Report[]) : [];
+  const [small, large] = scale;
+  const costRatio = small && large ? large.usdPerMillionTasks / small.usdPerMillionTasks : undefined;
+  const listRatio =
+    small?.listTasks && large?.listTasks
+      ? large.listTasks.latency.p50 / small.listTasks.latency.p50
+      : undefined;
+  return [
+    {
+      target: 'infrastructure cost ≤ US$15 per million single-turn tasks',
+      measured: `US$${fmt(cost)}`,
+      verdict: verdict(cost, (v) => v <= 15),
+    },
+    {
+      target: 'cost ≤ 1.3× the floor',
+      measured: `${fmt(floorRatio)}×`,
+      verdict: verdict(floorRatio, (v) => v <= 1.3),
+    },
+    {
+      target: 'blocking SendMessage p50 ≤ 150 ms',
+      measured: `${fmt(latency?.p50)} ms`,
+      verdict: verdict(latency?.p50, (v) => v <= 150),
+    },
+    {
+      target: 'blocking SendMessage p95 ≤ 300 ms',
+      measured: `${fmt(latency?.p95)} ms`,
+      verdict: verdict(latency?.p95, (v) => v <= 300),
+    },
+    {
+      target: 'commit → SSE event p50 ≤ 100 ms',
+      measured: sse === undefined ? 'no streaming yet' : `${fmt(sse)} ms`,
+      verdict: verdict(sse, (v) => v <= 100),
+    },
+    {
+      target: 'commit → webhook p50 ≤ 250 ms',
+      measured: webhook === undefined ? 'no push yet' : `${fmt(webhook)} ms`,
+      verdict: verdict(webhook, (v) => v <= 250),
+    },
+    {
+      target: 'every function bundle ≤ 512 KB',
+      measured: largest === undefined ? '—' : `largest ${fmt(largest / 1024)} KB`,
+      verdict: verdict(largest, (v) => v <= BUNDLE_LIMIT_BYTES),
+    },
+    {
+      target: 'module init ≤ 0.4× unbundled baseline',
+      measured: worstRatio === undefined ? '—' : `worst ${fmt(worstRatio)}×`,
+      verdict: verdict(worstRatio, (v) => v <= 0.4),
+    },
+    {
+      target: 'per-task cost at 10,000 tasks ≤ 1.2× at 100',
+      measured: `${fmt(costRatio)}×`,
+      verdict: verdict(costRatio, (v) => v <= 1.2),
+    },
+    {
+      target: 'ListTasks p50 at 10,000 tasks ≤ 1.2× at 100',
+      measured: listRatio === undefined ? 'no ListTasks yet' : `${fmt(listRatio)}×`,
+      verdict: verdict(listRatio, (v) => v <= 1.2),
+    },
+  ];
+};
+
+const table = (header: string[], rows: unknown[][]): string =>
+  [
+    `| ${header.join(' | ')} |`,
+    `| ${header.map(() => '---').join(' | ')} |`,
+    ...rows.map((row) => `| ${row.map((cell) => String(cell)).join(' | ')} |`),
+  ].join('\n');
+
+const latencyRow = (label: string, summary: Report): unknown[] =>
+  summary
+    ? [label, summary.n, fmt(summary.p50), fmt(summary.p95), fmt(summary.p99), fmt(summary.max)]
+    : [label, '—', '—', '—', '—', '—'];
+
+const latencyHeader = ['measurement', 'n', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms'];
+
+const costTable = (cost: Report): string =>
+  table(
+    ['item', 'per task', 'unit', 'US$ per million tasks'],
+    [
+      ...cost.lines.map((line: Report) => [
+        `${line.item}${line.estimated ? ' (estimated)' : ''}`,
+        fmt(line.perTask, 4),
+        line.unit,
+        fmt(line.usdPerMillionTasks, 4),
+      ]),
+      ['**total**', '', '', `**${fmt(cost.usdPerMillionTasks, 4)}**`],
+    ],
+  );
+
+const skippedOr = (section: Report, render: () => string): string =>
+  section?.skipped ? `_${section.skipped}_` : section?.failed ? `_failed: ${section.failed}_` : render();
+
+export const renderMarkdown = (report: Report): string => {
+  const targets = evaluateTargets(report);
+  const single = report.singleTurn;
+  const out: string[] = [];
+  out.push('# Benchmark: price and latency per task (local stack)');
+  out.push('');
+  out.push(
+    `Generated ${report.generatedAt} by \`${report.command}\` on ${report.machine.cores} cores, Node ${report.machine.node}. ` +
+      `Load average (1 min) at the end: ${report.machine.loadavg1}. Parameters: ${single.tasks} single-turn tasks ` +
+      `(${report.parameters.rounds} × ${report.parameters.tasks}) at ${report.parameters.concurrency} concurrent clients` +
+      `${report.parameters.quick ? ' — **quick run, not for final figures**' : ''}. ` +
+      'Counts are exact for the tasks driven; latencies are medians over the rounds and depend on the machine load stated per round. ' +
+      'Method: docs/decisions/0012-benchmark-method.md.',
+  );
+  out.push('');
+  out.push('## Targets');
+  out.push('');
+  out.push(
+    table(
+      ['target', 'measured', 'verdict'],
+      targets.map((t) => [t.target, t.measured, `**${t.verdict}**`]),
+    ),
+  );
+  out.push('');
+  out.push('## Cost per single-turn task (blocking SendMessage → COMPLETED, echo provider)');
+  out.push('');
+  out.push(costTable(single.cost));
+  out.push('');
+  if (single.sequential) {
+    out.push(
+      `With one client (no queueing; Lambda durations of an unloaded stack): US$${fmt(single.sequential.cost.usdPerMillionTasks, 4)} per million tasks ` +
+        `(${single.sequential.tasks} tasks). The difference is Lambda duration only: the rpc function is billed while the blocking call waits, so its cost follows the latency.`,
+    );
+    out.push('');
+  }
+  out.push('Requests per task, by function and operation (counted by SDK middleware):');
+  out.push('');
+  out.push(
+    table(
+      ['function: operation', 'per task'],
+      [
+        ...Object.entries(single.perTask.requests).map(([key, value]) => [key, fmt(value, 4)]),
+        ...Object.entries(single.perTask.eventSourceSqs).map(([key, value]) => [key, fmt(value, 4)]),
+      ],
+    ),
+  );
+  out.push('');
+  out.push(
+    `DynamoDB units per task as AWS bills them: ${fmt(single.perTask.writeUnits, 4)} WRU, ${fmt(single.perTask.readUnits, 4)} RRU ` +
+      `(DynamoDB Local reported ${fmt(single.perTask.writeUnitsAsReportedByDynamoDbLocal, 4)} WRU and ${fmt(single.perTask.readUnitsAsReportedByDynamoDbLocal, 4)} RRU: ` +
+      'it reports 4 units per started KB of a whole transaction, AWS bills 2 per started KB of each item; transactional writes are re-counted from the items).',
+  );
+  out.push('');
+  out.push(
+    table(
+      ['function: table[/index]', 'RRU per task', 'WRU per task'],
+      Object.entries(single.perTask.capacityByTable).map(([key, units]: [string, Report]) => [
+        key,
+        fmt(units.read, 4),
+        fmt(units.write, 4),
+      ]),
+    ),
+  );
+  out.push('');
+  out.push(
+    table(
+      [
+        'function',
+        'invocations per task',
+        'records per invocation',
+        'billed ms per task',
+        'mean ms',
+        'errors',
+      ],
+      Object.entries(single.perTask.invocations).map(([fn, row]: [string, Report]) => [
+        fn,
+        fmt(row.perTask, 4),
+        fmt(row.recordsPerInvocation),
+        fmt(row.billedMsPerTask),
+        fmt(row.meanMs),
+        row.errors,
+      ]),
+    ),
+  );
+  out.push('');
+  const check = single.crossCheck;
+  out.push(
+    `Cross-checks: KMS by operation, metered ${JSON.stringify(check.kms.metered)} vs the KMS emulator's own counts ${JSON.stringify(check.kms.emulator)} → ${check.kms.agree ? 'agree' : '**differ**'}; ` +
+      `SQS SendMessage metered ${check.sqs.meteredSendMessage} vs messages the executor's event source received ${check.sqs.executorPollerReceived} and deleted ${check.sqs.executorPollerDeleted} → ${check.sqs.agree ? 'agree' : '**differ**'} ` +
+      `(the SQS emulator keeps no request counter); rpc invocations ${check.rpcInvocationsVsApiRequests.rpc} vs API requests ${check.rpcInvocationsVsApiRequests.apiRequests}; ` +
+      `DynamoDB answers without ConsumedCapacity: ${check.capacityMissing}.`,
+  );
+  out.push('');
+  out.push(
+    'Not billed per task: DynamoDB Streams GetRecords made by Lambda event source mappings (the projector trigger) are free; ' +
+      "the executor's event source also long-polls an idle queue (≈ 5 pollers × 3 requests/min ≈ 650,000 requests/month ≈ US$0.26/month, fixed). " +
+      'KMS: each function instance caches its data keys, so in AWS KMS calls scale with instances × (1 GenerateDataKey + Decrypts) per 5 minutes, not with tasks.',
+  );
+  out.push('');
+  out.push('## The floor');
+  out.push('');
+  const floor = report.floor;
+  out.push(
+    `Fewest units the invariants allow for one single-turn task, from the sizes of a real task's items (${JSON.stringify(floor.itemSizes)} bytes): ` +
+      `${fmt(floor.writeUnits)} WRU, ${fmt(floor.readUnits)} RRU, ${floor.kmsRequests} KMS calls, ${fmt(floor.sqsRequests)} SQS requests, ` +
+      `${floor.queueHops} queue hop, ${floor.projectedRevisions} projected revisions. Lambda duration is taken as measured (the blocking wait is the protocol's).`,
+  );
+  out.push('');
+  out.push(
+    table(
+      ['step', 'units', 'why'],
+      floor.lines.map((line: Report) => [line.what, fmt(line.units), line.why]),
+    ),
+  );
+  out.push('');
+  out.push(`Floor cost: US$${fmt(floor.cost.usdPerMillionTasks, 4)} per million tasks.`);
+  out.push(
+    `Measured / floor: cost ${fmt(report.ratioToFloor.cost)}×, write units ${fmt(report.ratioToFloor.writeUnits)}×, read units ${fmt(report.ratioToFloor.readUnits)}×, SQS requests ${fmt(report.ratioToFloor.sqsRequests)}×.`,
+  );
+  out.push('');
+  out.push('## Latency (local stack)');
+  out.push('');
+  out.push(
+    table(latencyHeader, [
+      ...single.rounds.map((r: Report, i: number) => [
+        ...latencyRow(
+          `blocking SendMessage, round ${i + 1} (${r.throughputPerSecond} tasks/s, load ${r.load.loadavg1})`,
+          r,
+        ),
+      ]),
+      latencyRow(
+        `**blocking SendMessage → COMPLETED, ${report.parameters.concurrency} clients (median of rounds)**`,
+        single.latency,
+      ),
+      latencyRow('blocking SendMessage, 1 client', single.sequentialLatency),
+      latencyRow('GetTask', report.getTask?.latency),
+      latencyRow('ListTasks', report.listTasks?.latency),
+      latencyRow('multi-turn: first turn → INPUT_REQUIRED', report.multiTurn?.latency?.firstTurn),
+      latencyRow('multi-turn: follow-up → COMPLETED', report.multiTurn?.latency?.followUp),
+      latencyRow('commit → SSE event', report.streaming?.latency?.commitToSseEvent),
+      latencyRow('SendStreamingMessage → final event', report.streaming?.latency?.sendToFinalEvent),
+      latencyRow('commit → webhook', report.push?.latency?.commitToWebhook),
+    ]),
+  );
+  out.push('');
+  out.push(
+    'Commit → SSE/webhook is measured from the status timestamp the executor sets just before its completing transaction (same clock), so it includes that transaction.',
+  );
+  if (report.listTasks?.skipped) out.push(`\nListTasks: _${report.listTasks.skipped}_`);
+  out.push('');
+  out.push('## Other task shapes');
+  out.push('');
+  out.push(
+    `Multi-turn (two turns per task, tck provider): US$${fmt(report.multiTurn.cost.usdPerMillionTasks, 4)} per million tasks.`,
+  );
+  out.push('');
+  out.push(
+    `GetTask: US$${fmt(report.getTask.cost.usdPerMillionTasks, 4)} per million calls; ${fmt(report.getTask.perTask.readUnits, 4)} RRU per call.`,
+  );
+  out.push('');
+  out.push(
+    `Streaming: ${skippedOr(report.streaming, () => `US$${fmt(report.streaming.cost.usdPerMillionTasks, 4)} per million tasks.\n\n${costTable(report.streaming.cost)}`)}`,
+  );
+  out.push('');
+  out.push(
+    `Push: ${skippedOr(report.push, () => `US$${fmt(report.push.cost.usdPerMillionTasks, 4)} per million tasks; ${report.push.webhookPosts} webhook posts, ${report.push.missingCompletedWebhooks} completed tasks without a COMPLETED webhook.\n\n${costTable(report.push.cost)}`)}`,
+  );
+  out.push('');
+  out.push('## Scale');
+  out.push('');
+  out.push(
+    skippedOr(report.scale, () =>
+      table(
+        [
+          'stored tasks of the caller',
+          'US$ per million single-turn tasks',
+          'ListTasks p50 ms',
+          'ListTasks p95 ms',
+          'RRU per ListTasks',
+          'seeding s',
+        ],
+        report.scale.map((row: Report) => [
+          row.stored,
+          fmt(row.usdPerMillionTasks, 4),
+          fmt(row.listTasks?.latency?.p50),
+          fmt(row.listTasks?.latency?.p95),
+          fmt(row.listTasks?.readUnitsPerCall, 4),
+          fmt(row.seedSeconds),
+        ]),
+      ),
+    ),
+  );
+  out.push('');
+  out.push('## Anchor: @a2a-js/sdk 1.3.0 server, DatabaseTaskStore on SQLite, same echo agent, same load');
+  out.push('');
+  out.push(
+    skippedOr(report.anchor, () => {
+      const ours = single.latency;
+      const theirs = report.anchor.latency;
+      return [
+        table(latencyHeader, [
+          latencyRow('anchor: blocking SendMessage (median of rounds)', theirs),
+          latencyRow('this server (local stack)', ours),
+        ]),
+        '',
+        `Ratio (this server / anchor): p50 ${fmt(ours.p50 / theirs.p50)}×, p95 ${fmt(ours.p95 / theirs.p95)}×. ` +
+          'The anchor is one process with an in-process bus and a local SQLite file; it is neither durable across instances nor serverless — the ratio prices those properties.',
+      ].join('\n');
+    }),
+  );
+  out.push('');
+  out.push('## Cold-start proxy per function');
+  out.push('');
+  out.push(
+    skippedOr(report.coldStarts, () =>
+      table(
+        [
+          'function',
+          'bundle KB',
+          'source map KB',
+          'init ms (bundle, median)',
+          'init ms (unbundled, median)',
+          'ratio',
+          'spawns',
+        ],
+        report.coldStarts.map((row: Report) => [
+          row.functionName,
+          fmt(row.bundleBytes / 1024),
+          fmt(row.sourceMapBytes / 1024),
+          fmt(row.bundledInitMs),
+          fmt(row.baselineInitMs),
+          fmt(row.ratio),
+          row.error ? `${row.spawns} (${row.error})` : row.spawns,
+        ]),
+      ),
+    ),
+  );
+  out.push('');
+  out.push(
+    'Bundles are built as infra/house-function.ts has CDK build them (ESM, minified, node22 target, AWS SDK bundled); the baseline is the same entry with only the project TypeScript compiled and every dependency imported from node_modules. Init = time to import the module in a fresh Node process (this machine runs Node 20; Lambda runs Node 22).',
+  );
+  out.push('');
+  out.push('## Prices used');
+  out.push('');
+  const prices = report.prices;
+  out.push(`${prices.region}, on-demand list prices, ${prices.asOf}; source: ${prices.source}.`);
+  out.push('');
+  out.push(
+    table(
+      ['item', 'US$'],
+      [
+        ['DynamoDB write request unit (per million)', prices.dynamodbWriteRequestUnit],
+        ['DynamoDB read request unit (per million)', prices.dynamodbReadRequestUnit],
+        ['KMS request (per million)', prices.kmsRequest],
+        ['SQS standard request, 64 KB chunk (per million)', prices.sqsStandardRequest],
+        ['SQS FIFO request, 64 KB chunk (per million)', prices.sqsFifoRequest],
+        ['Lambda request (per million)', prices.lambdaRequest],
+        ['Lambda arm64 GB-second', prices.lambdaArmGbSecond],
+        ['API Gateway REST request (per million)', prices.apiGatewayRestRequest],
+        ['CloudWatch Logs ingestion (per GB)', prices.logsIngestedGb],
+        ['X-Ray trace recorded (per million)', prices.xrayTraceRecorded],
+      ],
+    ),
+  );
+  out.push('');
+  out.push(
+    `Memory sizes read from infra/service-stack.ts: ${Object.values(report.deployment.functions)
+      .map((fn: Report) => `${fn.functionName} ${fn.memoryMb} MB`)
+      .join(
+        ', ',
+      )}. Model time is excluded (scripted provider). Lambda response streaming bytes are below the 6 MB per request that streaming bills beyond, so they cost nothing here.`,
+  );
+  out.push('');
+  out.push(`Anchor dependencies: \`${report.anchorInstall}\`.`);
+  out.push('');
+  return out.join('\n');
+};

@@ -1,0 +1,945 @@
+/**
+ * `npm run bench` (issue 8): prices every task of the local stack and measures its latency.
+ *
+ *   npx tsx bench/run.ts [--tasks 500] [--concurrency 20] [--rounds 3] [--scale 10000]
+ *                        [--spawns 10] [--skip-cold-start] [--skip-scale] [--skip-anchor] [--quick]
+ *
+ * Starts its own emulators and the local stack in-process, with the SDK middleware and the
+ * invocation observers of bench/lib/meter.ts installed before the handler modules load. Counts
+ * (request units, KMS, SQS, invocations, billed ms) are exact for the tasks driven; latencies are
+ * medians over rounds, with the machine's load average stated. Writes bench/results/latest.json
+ * and bench/results/latest.md. Method: docs/decisions/0012-benchmark-method.md.
+ */
+import { writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { REPO_ROOT } from '../infra/house-function.ts';
+import { startDynamoDbLocal } from '../infra/local/dynamodb-local.ts';
+import { startKmsEmulator } from '../infra/local/kms-emulator.ts';
+import { createLocalClients, type LocalStack, startLocalStack } from '../infra/local/local-stack.ts';
+import { startSqsEmulator } from '../infra/local/sqs-emulator.ts';
+import { createContentCodec, createJournalRepository } from '../shared/adapters/composition.ts';
+import { defaultConfig, parseConfig } from '../shared/config/config.ts';
+import { readRuntimeEnv } from '../shared/config/runtime-env.ts';
+import { projectRevision, type StoredTask } from '../shared/domain/projection.ts';
+import { anchorInstallLine, startAnchor } from './anchor/sdk-server.ts';
+import { pool, type RpcAnswer, RpcClient, stateOf, type TaskLike } from './lib/client.ts';
+import { type ColdStartResult, measureColdStarts } from './lib/cold-start.ts';
+import {
+  type CostBreakdown,
+  costPerMillionTasks,
+  defaultXraySampleRate,
+  type FunctionUsage,
+  type PerTaskUsage,
+  usEast1Prices,
+} from './lib/cost-model.ts';
+import { type Deployment, readDeployment } from './lib/deployment.ts';
+import { computeFloor, type Floor, type ItemSizes } from './lib/floor.ts';
+import { diffSnapshots, handlerCapacity, itemSize, Meter, type MeterSnapshot } from './lib/meter.ts';
+import { renderMarkdown } from './lib/report.ts';
+import { type LatencySummary, medianOfRounds, round, summarize } from './lib/stats.ts';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+const { values: args } = parseArgs({
+  options: {
+    tasks: { type: 'string', default: '500' },
+    concurrency: { type: 'string', default: '20' },
+    rounds: { type: 'string', default: '3' },
+    scale: { type: 'string', default: '10000' },
+    spawns: { type: 'string', default: '10' },
+    'skip-cold-start': { type: 'boolean', default: false },
+    'skip-scale': { type: 'boolean', default: false },
+    'skip-anchor': { type: 'boolean', default: false },
+    quick: { type: 'boolean', default: false },
+  },
+});
+const quick = args.quick === true;
+const TASKS = quick ? 60 : Number(args.tasks);
+const CONCURRENCY = Number(args.concurrency);
+const ROUNDS = quick ? 1 : Number(args.rounds);
+const SCALE = quick ? 500 : Number(args.scale);
+const SPAWNS = quick ? 3 : Number(args.spawns);
+const MULTI_TURN_TASKS = quick ? 20 : 100;
+const FEATURE_TASKS = quick ? 20 : 200;
+const SCALE_TASKS = quick ? 20 : 100;
+/** Lambda writes platform lines (start, report) per invocation; JSON format, estimated bytes. */
+const PLATFORM_LOG_BYTES_PER_INVOCATION = 600;
+
+const log = (line: string): void => {
+  process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
+};
+const sleep = (ms: number): Promise<void> => new Promise((wake) => setTimeout(wake, ms));
+const machineLoad = () => ({ loadavg1: round(loadavg()[0] ?? 0), cores: cpus().length });
+
+const tokens = { main: 'bench-main', small: 'bench-s100', large: 'bench-s10k' } as const;
+const config = parseConfig({
+  privacy: { level: 'metadata', retention: { agentRun: 30, approval: 7 } },
+  auth: {
+    tokens: {
+      [tokens.main]: { tenant: 'bench', principal: 'main' },
+      [tokens.small]: { tenant: 'bench', principal: 'scale-small' },
+      [tokens.large]: { tenant: 'bench', principal: 'scale-large' },
+    },
+  },
+  providers: {
+    local: { type: 'scripted', behavior: 'echo' },
+    tck: { type: 'scripted', behavior: 'tck' },
+  },
+  profiles: {
+    default: defaultConfig.profiles.default,
+    tck: {
+      name: 'TCK agent',
+      description: 'Scripted TCK scenarios (multi-turn).',
+      providers: ['tck'],
+      privacyLevel: 'full',
+    },
+  },
+  webhooks: { allowLoopback: true },
+});
+
+// ---- measurement helpers
+
+const meter = new Meter();
+
+/** Waits until no handler invocation has started or ended for a while (the stack is idle). */
+const settle = async (quietMs = 400): Promise<void> => {
+  let last = JSON.stringify(meter.snapshot().invocations);
+  for (;;) {
+    await sleep(quietMs);
+    const now = JSON.stringify(meter.snapshot().invocations);
+    if (now === last) return;
+    last = now;
+  }
+};
+
+interface Measured {
+  readonly tasks: number;
+  readonly apiRequests: number;
+  readonly delta: MeterSnapshot;
+  readonly usage: PerTaskUsage;
+  readonly cost: CostBreakdown;
+  readonly perTask: ReturnType<typeof perTaskCounts>;
+}
+
+const sum = (row: Record<string, number> | undefined, prefix: string): number =>
+  Object.entries(row ?? {}).reduce(
+    (total, [key, value]) => (key.startsWith(prefix) ? total + value : total),
+    0,
+  );
+
+/** Requests per task by `Service.Operation` over the handler functions, and the event sources' own. */
+const perTaskCounts = (delta: MeterSnapshot, tasks: number, deployment: Deployment) => {
+  const requests: Record<string, number> = {};
+  for (const [fn, row] of Object.entries(delta.requests)) {
+    if (fn === 'bench') continue;
+    for (const [key, value] of Object.entries(row)) requests[`${fn}: ${key}`] = round(value / tasks, 4);
+  }
+  const eventSourceSqs: Record<string, number> = {};
+  for (const [fn, invocations] of Object.entries(delta.invocations)) {
+    if (deployment.functions[fn]?.source !== 'sqs') continue;
+    // Lambda's SQS poller: one ReceiveMessage that returned the batch, one DeleteMessageBatch.
+    eventSourceSqs[`${fn}: ReceiveMessage (event source)`] = round(invocations.count / tasks, 4);
+    eventSourceSqs[`${fn}: DeleteMessageBatch (event source)`] = round(invocations.count / tasks, 4);
+  }
+  const capacity = handlerCapacity(delta);
+  const raw = handlerCapacity(delta, true);
+  return {
+    requests,
+    eventSourceSqs,
+    readUnits: round(capacity.read / tasks, 4),
+    writeUnits: round(capacity.write / tasks, 4),
+    readUnitsAsReportedByDynamoDbLocal: round(raw.read / tasks, 4),
+    writeUnitsAsReportedByDynamoDbLocal: round(raw.write / tasks, 4),
+    capacityByTable: Object.fromEntries(
+      Object.entries(delta.capacity)
+        .filter(([fn]) => fn !== 'bench')
+        .flatMap(([fn, row]) =>
+          Object.entries(row).map(([where, units]) => [
+            `${fn}: ${where}`,
+            { read: round(units.read / tasks, 4), write: round(units.write / tasks, 4) },
+          ]),
+        ),
+    ),
+    invocations: Object.fromEntries(
+      Object.entries(delta.invocations).map(([fn, row]) => [
+        fn,
+        {
+          perTask: round(row.count / tasks, 4),
+          recordsPerInvocation: round(row.records / row.count, 3),
+          billedMsPerTask: round(row.billedMs / tasks, 4),
+          meanMs: round(row.durationMs / row.count),
+          errors: row.errors,
+        },
+      ]),
+    ),
+  };
+};
+
+const usageOf = (
+  delta: MeterSnapshot,
+  tasks: number,
+  apiRequests: number,
+  deployment: Deployment,
+): PerTaskUsage => {
+  const capacity = handlerCapacity(delta);
+  let kms = 0;
+  let sqsStandard = 0;
+  let sqsFifo = 0;
+  for (const [fn, row] of Object.entries(delta.requests)) {
+    if (fn === 'bench') continue;
+    kms += sum(row, 'KMS.');
+    sqsStandard += sum(row, 'SQS.') - sum(row, 'SQS.fifo:');
+    sqsFifo += sum(row, 'SQS.fifo:');
+  }
+  const functions: FunctionUsage[] = [];
+  let invocations = 0;
+  let tracedInvocations = 0;
+  for (const [fn, row] of Object.entries(delta.invocations)) {
+    const deployed = deployment.functions[fn];
+    invocations += row.count;
+    if (fn !== 'rpc' && deployed?.source !== 'sqs') tracedInvocations += row.count;
+    if (deployed?.source === 'sqs') {
+      if (deployed.fifo) sqsFifo += 2 * row.count;
+      else sqsStandard += 2 * row.count;
+    }
+    functions.push({
+      functionName: fn,
+      invocations: row.count / tasks,
+      billedMs: row.billedMs / tasks,
+      memoryMb: deployed?.memoryMb ?? deployment.houseMemoryMb,
+    });
+  }
+  if (deployment.hasAuthorizer) {
+    // Not run locally (the harness authorizes in-process): one invocation per API request (no
+    // authorizer cache is configured), a JWT check with cached keys billed at ~5 ms.
+    functions.push({
+      functionName: 'authorizer (modelled)',
+      invocations: apiRequests / tasks,
+      billedMs: (5 * apiRequests) / tasks,
+      memoryMb: deployment.functions.authorizer?.memoryMb ?? deployment.houseMemoryMb,
+      estimated: true,
+    });
+  }
+  const handlerLogBytes = Object.values(delta.logBytes).reduce((total, bytes) => total + bytes, 0);
+  return {
+    dynamodbReadUnits: capacity.read / tasks,
+    dynamodbWriteUnits: capacity.write / tasks,
+    kmsRequests: kms / tasks,
+    sqsStandardRequests: sqsStandard / tasks,
+    sqsFifoRequests: sqsFifo / tasks,
+    functions,
+    apiRequests: apiRequests / tasks,
+    logBytes: (handlerLogBytes + PLATFORM_LOG_BYTES_PER_INVOCATION * invocations) / tasks,
+    xrayTraces: (defaultXraySampleRate * (apiRequests + tracedInvocations)) / tasks,
+  };
+};
+
+/** Runs `work` between two snapshots; returns the per-task figures for `tasks` tasks. */
+const measured = async (
+  deployment: Deployment,
+  clients: readonly RpcClient[],
+  work: () => Promise<number>,
+): Promise<Measured & { wallMs: number }> => {
+  await settle();
+  const before = meter.snapshot();
+  const requestsBefore = clients.reduce((total, client) => total + client.requests, 0);
+  const began = performance.now();
+  const tasks = await work();
+  const wallMs = performance.now() - began;
+  await settle();
+  const delta = diffSnapshots(meter.snapshot(), before);
+  const apiRequests = clients.reduce((total, client) => total + client.requests, 0) - requestsBefore;
+  const usage = usageOf(delta, tasks, apiRequests, deployment);
+  return {
+    tasks,
+    apiRequests,
+    delta,
+    usage,
+    cost: costPerMillionTasks(usage),
+    perTask: perTaskCounts(delta, tasks, deployment),
+    wallMs,
+  };
+};
+
+const expectState = (answer: RpcAnswer<{ task?: TaskLike }>, state: string, what: string): TaskLike => {
+  if (stateOf(answer) !== state) {
+    throw new Error(`${what}: expected ${state}, got ${stateOf(answer) ?? JSON.stringify(answer.error)}`);
+  }
+  return answer.result?.task as TaskLike;
+};
+
+// ---- phases
+
+const singleTurnRound = async (client: RpcClient, tasks: number, concurrency: number) => {
+  const latencies: number[] = [];
+  const ids: string[] = [];
+  await pool(tasks, concurrency, async (i) => {
+    const answer = await client.send(`single-turn task ${i}`);
+    ids.push(expectState(answer, 'TASK_STATE_COMPLETED', 'single-turn').id);
+    latencies.push(answer.ms);
+  });
+  return { latencies, ids };
+};
+
+const callLatency = async (
+  count: number,
+  concurrency: number,
+  call: (i: number) => Promise<RpcAnswer<unknown>>,
+): Promise<LatencySummary> => {
+  const latencies: number[] = [];
+  await pool(count, concurrency, async (i) => {
+    const answer = await call(i);
+    if (answer.error) throw new Error(`call failed: ${answer.error.code} ${answer.error.message}`);
+    latencies.push(answer.ms);
+  });
+  return summarize(latencies);
+};
+
+interface SseEvent {
+  /** Epoch ms (compared with the status timestamp) and performance.now() (compared with the send). */
+  readonly at: number;
+  readonly t: number;
+  // biome-ignore lint/suspicious/noExplicitAny: StreamResponse JSON as received.
+  readonly data: any;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: StreamResponse JSON as received.
+const stateIn = (result: any): { state?: string; timestamp?: string } => {
+  const status = result?.statusUpdate?.status ?? result?.task?.status;
+  return { state: status?.state, timestamp: status?.timestamp };
+};
+
+/** One SendStreamingMessage, read to its end. */
+const streamOnce = async (
+  client: RpcClient,
+  text: string,
+): Promise<{ events: SseEvent[]; began: number }> => {
+  const began = performance.now();
+  client.requests += 1;
+  const response = await fetch(client.url, {
+    method: 'POST',
+    headers: client.headers({ Accept: 'text/event-stream' }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendStreamingMessage',
+      params: {
+        message: { messageId: `bench-${crypto.randomUUID()}`, role: 'ROLE_USER', parts: [{ text }] },
+      },
+    }),
+  });
+  const events: SseEvent[] = [];
+  if (!response.body) return { events, began };
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of response.body) {
+    buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+    for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = block
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).trim())
+        .join('\n');
+      if (data) events.push({ at: Date.now(), t: performance.now(), data: JSON.parse(data) });
+    }
+  }
+  return { events, began };
+};
+
+const streamingPhase = async (client: RpcClient, deployment: Deployment) => {
+  const firstEvent: number[] = [];
+  const toFinal: number[] = [];
+  const commitToEvent: number[] = [];
+  const run = await measured(deployment, [client], async () => {
+    await pool(FEATURE_TASKS, CONCURRENCY, async (i) => {
+      const { events, began } = await streamOnce(client, `streamed task ${i}`);
+      const final = events.at(-1);
+      const { state, timestamp } = stateIn(final?.data?.result);
+      if (!final || state !== 'TASK_STATE_COMPLETED') throw new Error(`stream ${i} ended in ${state}`);
+      firstEvent.push((events[0]?.t ?? began) - began);
+      toFinal.push(performance.now() - began);
+      if (timestamp) commitToEvent.push(final.at - Date.parse(timestamp));
+    });
+    return FEATURE_TASKS;
+  });
+  return {
+    ...run,
+    latency: {
+      sendToFinalEvent: summarize(toFinal),
+      sendToFirstEvent: summarize(firstEvent),
+      commitToSseEvent: summarize(commitToEvent),
+    },
+  };
+};
+
+const startWebhookReceiver = async () => {
+  // taskId → { at, state, timestamp }[]
+  const received = new Map<string, Array<{ at: number; state?: string; timestamp?: string }>>();
+  let posts = 0;
+  const server = createServer((req: IncomingMessage, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const at = Date.now();
+      posts += 1;
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        const taskId = body?.statusUpdate?.taskId ?? body?.task?.id ?? body?.artifactUpdate?.taskId;
+        const { state, timestamp } = stateIn(body);
+        if (taskId) received.set(taskId, [...(received.get(taskId) ?? []), { at, state, timestamp }]);
+      } catch {
+        // a malformed body is counted as a post and otherwise ignored
+      }
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', () => listening()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhook`,
+    received,
+    posts: () => posts,
+    stop: () =>
+      new Promise<void>((closed) => {
+        server.close(() => closed());
+        server.closeAllConnections();
+      }),
+  };
+};
+
+const pushPhase = async (client: RpcClient, deployment: Deployment) => {
+  const receiver = await startWebhookReceiver();
+  const commitToWebhook: number[] = [];
+  let missing = 0;
+  try {
+    const run = await measured(deployment, [client], async () => {
+      const ids = await pool(FEATURE_TASKS, CONCURRENCY, async (i) => {
+        const answer = await client.send(`pushed task ${i}`, {
+          configuration: {
+            taskPushNotificationConfig: {
+              url: receiver.url,
+              authentication: { scheme: 'Bearer', credentials: 'bench-webhook-token' },
+            },
+          },
+        });
+        return expectState(answer, 'TASK_STATE_COMPLETED', 'push').id;
+      });
+      const deadline = Date.now() + 30_000;
+      const done = (id: string) =>
+        receiver.received.get(id)?.some((event) => event.state === 'TASK_STATE_COMPLETED');
+      while (Date.now() < deadline && !ids.every(done)) await sleep(50);
+      for (const id of ids) {
+        const final = receiver.received.get(id)?.find((event) => event.state === 'TASK_STATE_COMPLETED');
+        if (final?.timestamp) commitToWebhook.push(final.at - Date.parse(final.timestamp));
+        else missing += 1;
+      }
+      return FEATURE_TASKS;
+    });
+    if (receiver.posts() === 0) {
+      return {
+        failed:
+          'the card declares push notifications, but no webhook arrived within 30 s of the tasks completing (are the pusher and deliverer wired into the local stack yet?)',
+      };
+    }
+    return {
+      ...run,
+      webhookPosts: receiver.posts(),
+      missingCompletedWebhooks: missing,
+      latency: { commitToWebhook: summarize(commitToWebhook) },
+    };
+  } finally {
+    await receiver.stop();
+  }
+};
+
+const multiTurnPhase = async (client: RpcClient, deployment: Deployment) => {
+  const first: number[] = [];
+  const second: number[] = [];
+  const run = await measured(deployment, [client], async () => {
+    await pool(MULTI_TURN_TASKS, CONCURRENCY, async (i) => {
+      const one = await client.send(`multi-turn ${i}`, {
+        messageId: `tck-input-required-${crypto.randomUUID()}`,
+      });
+      const task = expectState(one, 'TASK_STATE_INPUT_REQUIRED', 'multi-turn first turn');
+      first.push(one.ms);
+      const two = await client.send(`follow-up ${i}`, {
+        messageId: `tck-complete-task-${crypto.randomUUID()}`,
+        taskId: task.id,
+      });
+      expectState(two, 'TASK_STATE_COMPLETED', 'multi-turn follow-up');
+      second.push(two.ms);
+    });
+    return MULTI_TURN_TASKS;
+  });
+  return { ...run, latency: { firstTurn: summarize(first), followUp: summarize(second) } };
+};
+
+/** Item sizes of one completed single-turn task, read directly (counted under `bench`). */
+const sampleItemSizes = async (stack: LocalStack, taskId: string): Promise<ItemSizes> => {
+  const clients = createLocalClients(stack.endpoints);
+  try {
+    const get = async (table: string, sk: string) => {
+      const { Item } = await clients.dynamodb.send(
+        new GetItemCommand({ TableName: table, Key: { pk: { S: `TASK#${taskId}` }, sk: { S: sk } } }),
+      );
+      return Item ?? {};
+    };
+    const state = stack.resources.tables.State.name;
+    const journal = stack.resources.tables.Journal.name;
+    const task = await get(state, 'TASK');
+    const runId = task.currentRunId?.S ?? '';
+    const run = await get(state, `RUN#${runId}`);
+    const view = await get(journal, 'VIEW');
+    const { Items: events = [] } = await clients.dynamodb.send(
+      new QueryCommand({
+        TableName: journal,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :evt)',
+        ExpressionAttributeValues: { ':pk': { S: `TASK#${taskId}` }, ':evt': { S: 'EVT#' } },
+      }),
+    );
+    const without = (item: Record<string, unknown>, names: string[]) =>
+      Object.fromEntries(Object.entries(item).filter(([name]) => !names.includes(name)));
+    const content = ['statusMessage', 'artifacts'];
+    let auditRows = 0;
+    let auditRowBytes = 0;
+    const audit = stack.resources.tables.Audit?.name;
+    if (audit) {
+      const { Items = [] } = await clients.dynamodb.send(
+        new QueryCommand({
+          TableName: audit,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': { S: `TASK#${taskId}` } },
+        }),
+      );
+      auditRows = Items.length;
+      auditRowBytes = Items.reduce((total, item) => total + itemSize(item), 0);
+    }
+    return {
+      taskFirst: itemSize(without(task, content)),
+      taskFinal: itemSize(task),
+      run: itemSize(run),
+      viewFirst: itemSize(without(view, content)),
+      viewFinal: itemSize(view),
+      eventFirst: itemSize(events[0] ?? {}),
+      eventFinal: itemSize(events.at(-1) ?? {}),
+      auditRows,
+      auditRowBytes,
+    };
+  } finally {
+    clients.destroy();
+  }
+};
+
+/** Stores `count` completed tasks of one owner in the journal, through the journal repository. */
+const seedJournal = async (owner: { tenant: string; principal: string }, count: number): Promise<number> => {
+  const env = readRuntimeEnv();
+  const journal = createJournalRepository(env);
+  const codec = createContentCodec(env);
+  const began = performance.now();
+  const expiresAt = Math.floor(Date.now() / 1000) + 30 * 86_400;
+  await pool(count, 32, async (i) => {
+    const taskId = crypto.randomUUID();
+    const at = new Date(Date.now() - (count - i) * 1000).toISOString();
+    const sealed = await codec.seal(taskId, {
+      statusMessage: {
+        messageId: `${taskId}-status`,
+        role: 'ROLE_AGENT',
+        taskId,
+        parts: [{ text: 'Echoed your message.' }],
+      },
+      artifacts: [
+        { artifactId: `${taskId}-artifact-0`, name: 'echo', parts: [{ text: `seeded task ${i}` }] },
+      ],
+    });
+    const task = {
+      taskId,
+      contextId: crypto.randomUUID(),
+      owner,
+      profileId: 'default',
+      state: 'TASK_STATE_COMPLETED',
+      revision: 1,
+      currentRunId: crypto.randomUUID(),
+      statusTimestamp: at,
+      createdAt: at,
+      expiresAt,
+      sealedStatusMessage: sealed.sealedStatusMessage,
+      sealedArtifacts: sealed.sealedArtifacts,
+    } as StoredTask;
+    const projection = projectRevision(undefined, task);
+    if (projection) await journal.putRevision(projection);
+  });
+  return performance.now() - began;
+};
+
+const listTasksSupported = async (client: RpcClient): Promise<{ ok: boolean; detail: string }> => {
+  const answer = await client.call<{ tasks?: unknown[] }>('ListTasks', {});
+  if (Array.isArray(answer.result?.tasks)) return { ok: true, detail: 'ListTasks answers' };
+  return { ok: false, detail: `ListTasks not available: ${answer.error?.code} ${answer.error?.message}` };
+};
+
+const scalePhase = async (stack: LocalStack, deployment: Deployment, hasListTasks: boolean) => {
+  const sizes = [
+    {
+      label: `${Math.min(100, SCALE)} stored tasks`,
+      stored: Math.min(100, SCALE),
+      token: tokens.small,
+      principal: 'scale-small',
+    },
+    { label: `${SCALE} stored tasks`, stored: SCALE, token: tokens.large, principal: 'scale-large' },
+  ];
+  const results = [];
+  for (const size of sizes) {
+    log(`scale: seeding ${size.stored} tasks for ${size.principal}`);
+    const seedMs = await seedJournal({ tenant: 'bench', principal: size.principal }, size.stored);
+    await settle();
+    const client = new RpcClient(`${stack.baseUrl}/agents/default`, size.token);
+    const tasks = await measured(deployment, [client], async () => {
+      await pool(SCALE_TASKS, CONCURRENCY, async (i) => {
+        expectState(await client.send(`scale task ${i}`), 'TASK_STATE_COMPLETED', 'scale');
+      });
+      return SCALE_TASKS;
+    });
+    let listTasks: { latency: LatencySummary; readUnitsPerCall: number; totalSize?: number } | undefined;
+    if (hasListTasks) {
+      for (let i = 0; i < 5; i++) await client.call('ListTasks', {});
+      const calls = quick ? 40 : 200;
+      let totalSize: number | undefined;
+      const run = await measured(deployment, [client], async () => {
+        const latency = await callLatency(calls, 10, async () => {
+          const answer = await client.call<{ totalSize?: number }>('ListTasks', {});
+          totalSize = answer.result?.totalSize;
+          return answer;
+        });
+        listTasks = { latency, readUnitsPerCall: 0 };
+        return calls;
+      });
+      if (listTasks)
+        listTasks = { ...listTasks, readUnitsPerCall: round(run.usage.dynamodbReadUnits, 4), totalSize };
+    }
+    results.push({
+      label: size.label,
+      stored: size.stored,
+      seedSeconds: round(seedMs / 1000),
+      usdPerMillionTasks: round(tasks.cost.usdPerMillionTasks, 4),
+      perTask: tasks.perTask,
+      listTasks,
+    });
+  }
+  return results;
+};
+
+const anchorPhase = async () => {
+  if (args['skip-anchor']) return { skipped: 'anchor skipped: --skip-anchor' };
+  const started = await startAnchor();
+  if (!started.ok) return { skipped: started.reason };
+  try {
+    const client = new RpcClient(started.server.url);
+    for (let i = 0; i < 20; i++)
+      expectState(await client.send(`warm-up ${i}`), 'TASK_STATE_COMPLETED', 'anchor warm-up');
+    const rounds = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const load = machineLoad();
+      const began = performance.now();
+      const { latencies } = await singleTurnRound(client, TASKS, CONCURRENCY);
+      rounds.push({
+        ...summarize(latencies),
+        throughputPerSecond: round(TASKS / ((performance.now() - began) / 1000)),
+        load,
+      });
+    }
+    return { rounds, latency: medianOfRounds(rounds) };
+  } finally {
+    await started.server.stop();
+  }
+};
+
+// ---- main
+
+const main = async () => {
+  const deployment = readDeployment();
+  const startedAt = new Date().toISOString();
+  meter.install();
+  log('starting emulators and the local stack');
+  const [dynamodb, sqs, kms] = await Promise.all([
+    startDynamoDbLocal(),
+    startSqsEmulator(),
+    startKmsEmulator(),
+  ]);
+  let stack: LocalStack | undefined;
+  const results: Record<string, unknown> = {};
+  try {
+    stack = await startLocalStack({
+      port: 0,
+      config,
+      prefix: 'bench',
+      endpoints: {
+        dynamodb: dynamodb.endpoint,
+        dynamodbStreams: dynamodb.endpoint,
+        sqs: sqs.endpoint,
+        kms: kms.url,
+      },
+      log: () => {},
+    });
+    const main = new RpcClient(`${stack.baseUrl}/agents/default`, tokens.main);
+    const card = (await (
+      await fetch(`${stack.baseUrl}/agents/default/.well-known/agent-card.json`)
+    ).json()) as {
+      capabilities?: { streaming?: boolean; pushNotifications?: boolean };
+    };
+    const capabilities = {
+      streaming: card.capabilities?.streaming === true,
+      pushNotifications: card.capabilities?.pushNotifications === true,
+    };
+    log(`capabilities: ${JSON.stringify(capabilities)}`);
+
+    // Warm-up: JIT, connections, data keys.
+    await pool(40, CONCURRENCY, async (i) => {
+      expectState(await main.send(`warm-up ${i}`), 'TASK_STATE_COMPLETED', 'warm-up');
+    });
+    await settle();
+
+    // 1. Single-turn, blocking, CONCURRENCY clients, ROUNDS rounds.
+    const kmsBefore = kms.counts();
+    const executorBefore = stack.pollers.executor.stats();
+    const rounds: Array<
+      LatencySummary & { throughputPerSecond: number; load: ReturnType<typeof machineLoad> }
+    > = [];
+    let completedIds: string[] = [];
+    const singleTurn = await measured(deployment, [main], async () => {
+      for (let r = 0; r < ROUNDS; r++) {
+        const load = machineLoad();
+        const began = performance.now();
+        const { latencies, ids } = await singleTurnRound(main, TASKS, CONCURRENCY);
+        const round_ = {
+          ...summarize(latencies),
+          throughputPerSecond: round(TASKS / ((performance.now() - began) / 1000)),
+          load,
+        };
+        rounds.push(round_);
+        completedIds = ids;
+        log(
+          `single-turn round ${r + 1}/${ROUNDS}: p50 ${round(round_.p50)} ms p95 ${round(round_.p95)} ms, ${round_.throughputPerSecond} tasks/s, load ${load.loadavg1}`,
+        );
+      }
+      return TASKS * ROUNDS;
+    });
+    const kmsAfter = kms.counts();
+    const executorAfter = stack.pollers.executor.stats();
+    const kmsEmulatorDelta = Object.fromEntries(
+      Object.entries(kmsAfter)
+        .map(([op, n]) => [op, n - (kmsBefore[op] ?? 0)])
+        .filter(([, n]) => n !== 0),
+    );
+    const kmsMetered = Object.fromEntries(
+      Object.entries(singleTurn.delta.requests)
+        .flatMap(([, row]) => Object.entries(row).filter(([key]) => key.startsWith('KMS.')))
+        .reduce<Map<string, number>>(
+          (totals, [key, n]) => totals.set(key.slice(4), (totals.get(key.slice(4)) ?? 0) + n),
+          new Map(),
+        ),
+    );
+    const sendMessages = Object.entries(singleTurn.delta.requests).reduce(
+      (t, [, row]) => t + (row['SQS.SendMessage'] ?? 0),
+      0,
+    );
+    const crossCheck = {
+      kms: {
+        metered: kmsMetered,
+        emulator: kmsEmulatorDelta,
+        agree:
+          JSON.stringify(kmsMetered) ===
+          JSON.stringify(
+            Object.fromEntries(
+              Object.entries(kmsEmulatorDelta).map(([k, v]) => [k.replace(/^TrentService\./, ''), v]),
+            ),
+          ),
+      },
+      sqs: {
+        meteredSendMessage: sendMessages,
+        executorPollerReceived: executorAfter.received - executorBefore.received,
+        executorPollerDeleted: executorAfter.deleted - executorBefore.deleted,
+        agree:
+          sendMessages === executorAfter.received - executorBefore.received &&
+          sendMessages === executorAfter.deleted - executorBefore.deleted,
+      },
+      rpcInvocationsVsApiRequests: {
+        rpc: singleTurn.delta.invocations.rpc?.count ?? 0,
+        apiRequests: singleTurn.apiRequests,
+      },
+      capacityMissing: singleTurn.delta.capacityMissing,
+    };
+    log(`single-turn: ${round(singleTurn.cost.usdPerMillionTasks)} USD per million tasks`);
+
+    // Sequential (1 client), as the seed bench/send-latency.ts measured it: the latency without
+    // queueing, and the cost with the Lambda durations of an unloaded stack.
+    const sequential: number[] = [];
+    const sequentialRun = await measured(deployment, [main], async () => {
+      const count = quick ? 20 : 100;
+      for (let i = 0; i < count; i++) {
+        const answer = await main.send(`sequential ${i}`);
+        expectState(answer, 'TASK_STATE_COMPLETED', 'sequential');
+        sequential.push(answer.ms);
+      }
+      return count;
+    });
+
+    // 2. The floor and the ratio.
+    const sizes = await sampleItemSizes(stack, completedIds[0] as string);
+    const floor: Floor = computeFloor(sizes, {
+      executorBatchSize: deployment.functions.executor?.batchSize ?? 10,
+      projectorBatchSize: deployment.functions.projector?.batchSize ?? 100,
+    });
+    const floorUsage: PerTaskUsage = {
+      ...singleTurn.usage,
+      dynamodbReadUnits: floor.readUnits,
+      dynamodbWriteUnits: floor.writeUnits,
+      kmsRequests: floor.kmsRequests,
+      sqsStandardRequests: floor.sqsRequests,
+      sqsFifoRequests: 0,
+      // Same billed duration per task as measured (the blocking wait is the protocol's), floor invocations.
+      functions: singleTurn.usage.functions.map((fn) => ({
+        ...fn,
+        invocations: floor.invocations[fn.functionName] ?? fn.invocations,
+      })),
+      apiRequests: floor.apiRequests,
+    };
+    const floorCost = costPerMillionTasks(floorUsage);
+
+    // 3. Reads: GetTask and ListTasks.
+    const getTask = await measured(deployment, [main], async () => {
+      const latency = await callLatency(TASKS, CONCURRENCY, (i) =>
+        main.call('GetTask', { id: completedIds[i % completedIds.length] }),
+      );
+      results.getTaskLatency = latency;
+      return TASKS;
+    });
+    const listSupport = await listTasksSupported(main);
+    let listTasks: unknown = { skipped: listSupport.detail };
+    if (listSupport.ok) {
+      const run = await measured(deployment, [main], async () => {
+        const latency = await callLatency(TASKS, CONCURRENCY, () => main.call('ListTasks', {}));
+        results.listTasksLatency = latency;
+        return TASKS;
+      });
+      listTasks = {
+        latency: results.listTasksLatency,
+        readUnitsPerCall: run.perTask.readUnits,
+        perCall: run.perTask,
+      };
+    }
+
+    // 4. Multi-turn.
+    log('multi-turn');
+    const tck = new RpcClient(`${stack.baseUrl}/agents/tck`, tokens.main);
+    const multiTurn = await multiTurnPhase(tck, deployment);
+
+    // 5. Streaming and push, when the card declares them.
+    const streaming = capabilities.streaming
+      ? await streamingPhase(main, deployment).catch((error: Error) => ({ failed: error.message }))
+      : { skipped: 'the agent card does not declare streaming yet' };
+    const push = capabilities.pushNotifications
+      ? await pushPhase(main, deployment).catch((error: Error) => ({ failed: error.message }))
+      : { skipped: 'the agent card does not declare push notifications yet' };
+
+    // 6. Scale.
+    const scale = args['skip-scale']
+      ? { skipped: '--skip-scale' }
+      : await scalePhase(stack, deployment, listSupport.ok);
+
+    // 7. The anchor, same load.
+    log('anchor');
+    const anchor = await anchorPhase();
+
+    await stack.stop();
+    stack = undefined;
+
+    // 8. Cold starts (CPU-bound: after the stack is down).
+    let coldStarts: ColdStartResult[] | { skipped: string } = { skipped: '--skip-cold-start' };
+    if (!args['skip-cold-start']) {
+      log('cold starts');
+      coldStarts = await measureColdStarts({ spawns: SPAWNS, log });
+    }
+
+    const strip = ({ delta, ...rest }: Measured & { wallMs?: number }) => ({
+      ...rest,
+      cost: { ...rest.cost, usdPerMillionTasks: round(rest.cost.usdPerMillionTasks, 4) },
+      raw: {
+        requests: delta.requests,
+        capacity: delta.capacity,
+        capacityRaw: delta.capacityRaw,
+        invocations: delta.invocations,
+        logBytes: delta.logBytes,
+      },
+    });
+    const report = {
+      generatedAt: new Date().toISOString(),
+      startedAt,
+      command: `npx tsx bench/run.ts ${process.argv.slice(2).join(' ')}`.trim(),
+      machine: { ...machineLoad(), node: process.version, platform: `${process.platform}-${process.arch}` },
+      parameters: {
+        tasks: TASKS,
+        concurrency: CONCURRENCY,
+        rounds: ROUNDS,
+        scale: SCALE,
+        spawns: SPAWNS,
+        quick,
+      },
+      deployment,
+      prices: usEast1Prices,
+      capabilities,
+      singleTurn: {
+        ...strip(singleTurn),
+        rounds,
+        latency: medianOfRounds(rounds),
+        sequentialLatency: summarize(sequential),
+        sequential: strip(sequentialRun),
+        crossCheck,
+      },
+      floor: {
+        ...floor,
+        itemSizes: sizes,
+        cost: { ...floorCost, usdPerMillionTasks: round(floorCost.usdPerMillionTasks, 4) },
+      },
+      ratioToFloor: {
+        cost: round(singleTurn.cost.usdPerMillionTasks / floorCost.usdPerMillionTasks),
+        writeUnits: round(singleTurn.usage.dynamodbWriteUnits / floor.writeUnits),
+        readUnits: round(singleTurn.usage.dynamodbReadUnits / floor.readUnits),
+        sqsRequests: round(
+          (singleTurn.usage.sqsStandardRequests + singleTurn.usage.sqsFifoRequests) / floor.sqsRequests,
+        ),
+      },
+      getTask: { ...strip(getTask), latency: results.getTaskLatency },
+      listTasks,
+      multiTurn: { ...strip(multiTurn), latency: multiTurn.latency },
+      streaming: 'cost' in streaming ? { ...strip(streaming), latency: streaming.latency } : streaming,
+      push:
+        'cost' in push
+          ? {
+              ...strip(push),
+              latency: push.latency,
+              webhookPosts: push.webhookPosts,
+              missingCompletedWebhooks: push.missingCompletedWebhooks,
+            }
+          : push,
+      scale,
+      anchor,
+      anchorInstall: anchorInstallLine,
+      coldStarts,
+    };
+    const json = JSON.stringify(report, null, 2);
+    writeFileSync(join(REPO_ROOT, 'bench/results/latest.json'), `${json}\n`);
+    writeFileSync(join(REPO_ROOT, 'bench/results/latest.md'), renderMarkdown(JSON.parse(json)));
+    log('wrote bench/results/latest.json and bench/results/latest.md');
+  } finally {
+    await stack?.stop();
+    await Promise.allSettled([dynamodb.stop(), sqs.stop(), kms.stop()]);
+    meter.uninstall();
+  }
+};
+
+await main();

@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest';
+import {
+  billedMilliseconds,
+  costPerMillionTasks,
+  gbSeconds,
+  type PerTaskUsage,
+  type Prices,
+  sqsBilledRequests,
+  usEast1Prices,
+} from '../../bench/lib/cost-model.ts';
+import { computeFloor } from '../../bench/lib/floor.ts';
+import { itemSize, transactionalUnits } from '../../bench/lib/meter.ts';
+import { evaluateTargets } from '../../bench/lib/report.ts';
+import { median, medianOfRounds, percentile, summarize } from '../../bench/lib/stats.ts';
+
+const none: PerTaskUsage = {
+  dynamodbReadUnits: 0,
+  dynamodbWriteUnits: 0,
+  kmsRequests: 0,
+  sqsStandardRequests: 0,
+  sqsFifoRequests: 0,
+  functions: [],
+  apiRequests: 0,
+  logBytes: 0,
+  xrayTraces: 0,
+};
+
+const lineOf = (usage: PerTaskUsage, item: string, prices?: Prices) =>
+  costPerMillionTasks(usage, prices).lines.find((line) => line.item.startsWith(item));
+
+describe('percentile (nearest rank)', () => {
+  const sorted = Array.from({ length: 100 }, (_, i) => i + 1);
+
+  it('returns an observed sample: p50 of 1..100 is 50, p95 is 95, p99 is 99, p100 is 100', () => {
+    expect(percentile(sorted, 50)).toBe(50);
+    expect(percentile(sorted, 95)).toBe(95);
+    expect(percentile(sorted, 99)).toBe(99);
+    expect(percentile(sorted, 100)).toBe(100);
+  });
+
+  it('rounds the rank up for small samples', () => {
+    expect(percentile([10, 20, 30], 50)).toBe(20);
+    expect(percentile([10, 20, 30], 95)).toBe(30);
+    expect(percentile([7], 99)).toBe(7);
+    expect(percentile([10, 20, 30], 0)).toBe(10);
+  });
+
+  it('is NaN without samples', () => {
+    expect(percentile([], 50)).toBeNaN();
+    expect(median([])).toBeNaN();
+  });
+
+  it('summarize sorts first; median averages the middle pair', () => {
+    expect(summarize([30, 10, 20, 40])).toEqual({ n: 4, p50: 20, p95: 40, p99: 40, max: 40 });
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    expect(median([5, 1, 3])).toBe(3);
+  });
+
+  it('medianOfRounds takes each percentile as the median over rounds', () => {
+    const rounds = [summarize([100, 200]), summarize([110, 900]), summarize([90, 150])];
+    const combined = medianOfRounds(rounds);
+    expect(combined.p50).toBe(100);
+    expect(combined.p95).toBe(200);
+    expect(combined.n).toBe(6);
+    expect(combined.max).toBe(900);
+  });
+});
+
+describe('cost model arithmetic', () => {
+  it('Lambda bills each invocation rounded up to the next millisecond, at least 1 ms', () => {
+    expect(billedMilliseconds(0.2)).toBe(1);
+    expect(billedMilliseconds(12.01)).toBe(13);
+    expect(billedMilliseconds(12)).toBe(12);
+  });
+
+  it('GB-seconds scale with memory: 1,000 ms at 512 MB is half a GB-second', () => {
+    expect(gbSeconds(1000, 512)).toBe(0.5);
+    expect(gbSeconds(250, 1024)).toBe(0.25);
+  });
+
+  it('SQS bills one request per started 64 KB chunk', () => {
+    expect(sqsBilledRequests(0)).toBe(1);
+    expect(sqsBilledRequests(65_536)).toBe(1);
+    expect(sqsBilledRequests(65_537)).toBe(2);
+    expect(sqsBilledRequests(256 * 1024)).toBe(4);
+  });
+
+  it('prices per million units times units per task give dollars per million tasks', () => {
+    const usage: PerTaskUsage = {
+      ...none,
+      dynamodbWriteUnits: 10,
+      dynamodbReadUnits: 4,
+      kmsRequests: 0.5,
+      apiRequests: 1,
+    };
+    expect(lineOf(usage, 'DynamoDB write')?.usdPerMillionTasks).toBeCloseTo(6.25, 10);
+    expect(lineOf(usage, 'DynamoDB read')?.usdPerMillionTasks).toBeCloseTo(0.5, 10);
+    expect(lineOf(usage, 'KMS')?.usdPerMillionTasks).toBeCloseTo(1.5, 10);
+    expect(lineOf(usage, 'API Gateway')?.usdPerMillionTasks).toBeCloseTo(3.5, 10);
+  });
+
+  it('Lambda: requests plus GB-seconds at the function memory (arm64 price)', () => {
+    const usage: PerTaskUsage = {
+      ...none,
+      functions: [{ functionName: 'rpc', invocations: 1, billedMs: 100, memoryMb: 512 }],
+    };
+    // 0.05 GB-s per task × 1e6 tasks × $0.0000133334 = $0.66667
+    expect(lineOf(usage, 'Lambda rpc duration')?.usdPerMillionTasks).toBeCloseTo(0.66667, 4);
+    expect(lineOf(usage, 'Lambda rpc invocations')?.usdPerMillionTasks).toBeCloseTo(0.2, 10);
+  });
+
+  it('logs are priced per GB ingested; FIFO requests get their own line and price', () => {
+    const usage: PerTaskUsage = { ...none, logBytes: 1024 ** 3 / 1_000_000, sqsFifoRequests: 2 };
+    expect(lineOf(usage, 'CloudWatch Logs')?.usdPerMillionTasks).toBeCloseTo(0.5, 10);
+    expect(lineOf(usage, 'SQS requests (FIFO)')?.usdPerMillionTasks).toBeCloseTo(1.0, 10);
+    expect(lineOf(none, 'SQS requests (FIFO)')).toBeUndefined();
+  });
+
+  it('the total is the sum of the lines', () => {
+    const usage: PerTaskUsage = {
+      ...none,
+      dynamodbWriteUnits: 20,
+      sqsStandardRequests: 1.4,
+      apiRequests: 1,
+      functions: [{ functionName: 'executor', invocations: 0.2, billedMs: 30, memoryMb: 1024 }],
+    };
+    const breakdown = costPerMillionTasks(usage, usEast1Prices);
+    const sum = breakdown.lines.reduce((total, line) => total + line.usdPerMillionTasks, 0);
+    expect(breakdown.usdPerMillionTasks).toBeCloseTo(sum, 10);
+    expect(breakdown.usdPerMillionTasks).toBeCloseTo(12.5 + 0.56 + 3.5 + 0.04 + 0.4, 3);
+  });
+});
+
+describe('DynamoDB sizing for transactions (AWS rules, not DynamoDB Local’s)', () => {
+  it('sizes items by attribute names and values, in wire form or as plain values alike', () => {
+    expect(itemSize({ pk: { S: 'abc' } })).toBe(5);
+    expect(itemSize({ pk: 'abc' })).toBe(5);
+    expect(itemSize({ n: { N: '12345' } })).toBe(1 + 4);
+    expect(itemSize({ m: { M: { a: { S: 'xy' } } } })).toBe(1 + 3 + 1 + 2 + 1);
+    expect(itemSize({ m: { a: 'xy' } })).toBe(1 + 3 + 1 + 2 + 1);
+  });
+
+  it('bills 2 units per started KB of each item put, per table', () => {
+    const big = { pk: 'x', blob: 'y'.repeat(1500) };
+    const units = transactionalUnits({
+      TransactItems: [
+        { Put: { TableName: 'bench-State', Item: { pk: 'a' } } },
+        { Put: { TableName: 'bench-State', Item: big } },
+        { Put: { TableName: 'bench-Journal', Item: { pk: 'b' } } },
+        { ConditionCheck: { TableName: 'bench-Journal' } },
+      ],
+    });
+    expect(units.get('State')).toBe(2 + 4);
+    expect(units.get('Journal')).toBe(2);
+  });
+});
+
+describe('floor', () => {
+  it('adds the single-item writes, projected revisions and reads the invariants need', () => {
+    const floor = computeFloor(
+      {
+        taskFirst: 600,
+        taskFinal: 1800,
+        run: 400,
+        viewFirst: 400,
+        viewFinal: 1200,
+        eventFirst: 300,
+        eventFinal: 1000,
+        auditRows: 0,
+        auditRowBytes: 0,
+      },
+      { executorBatchSize: 5, projectorBatchSize: 25 },
+    );
+    // create 1 + claim 1 + complete 3 (2,200 B) + rev1 (1+1+1) + rev2 (1+2+1+2)
+    expect(floor.writeUnits).toBe(1 + 1 + 3 + 3 + 6);
+    expect(floor.readUnits).toBe(3);
+    expect(floor.sqsRequests).toBeCloseTo(1.4, 10);
+    expect(floor.kmsRequests).toBe(0);
+    expect(floor.queueHops).toBe(1);
+  });
+});
+
+describe('target verdicts', () => {
+  it('says met, not met, or not measured', () => {
+    const verdicts = evaluateTargets({
+      singleTurn: { cost: { usdPerMillionTasks: 14 }, latency: { p50: 151, p95: 250 } },
+      ratioToFloor: { cost: 1.3 },
+      coldStarts: [{ bundleBytes: 600 * 1024, ratio: 0.3 }],
+      scale: [
+        { usdPerMillionTasks: 10, listTasks: { latency: { p50: 20 } } },
+        { usdPerMillionTasks: 12.5, listTasks: { latency: { p50: 24 } } },
+      ],
+    });
+    const of = (prefix: string) => verdicts.find((v) => v.target.startsWith(prefix))?.verdict;
+    expect(of('infrastructure cost')).toBe('met');
+    expect(of('cost ≤ 1.3×')).toBe('met');
+    expect(of('blocking SendMessage p50')).toBe('not met');
+    expect(of('blocking SendMessage p95')).toBe('met');
+    expect(of('commit → SSE')).toBe('not measured');
+    expect(of('every function bundle')).toBe('not met');
+    expect(of('module init')).toBe('met');
+    expect(of('per-task cost at 10,000')).toBe('not met');
+    expect(of('ListTasks p50')).toBe('met');
+  });
+});
