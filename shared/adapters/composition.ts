@@ -3,25 +3,24 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { TaskContentCodec } from '../app/task-content.ts';
 import { PushConfigCodec } from '../app/push-configs.ts';
+import { TaskContentCodec } from '../app/task-content.ts';
 import type { RuntimeEnv } from '../config/runtime-env.ts';
 import type { AgentProvider, Clock, IdGenerator } from '../domain/ports.ts';
+import { type WebhookPolicy, webhookPolicyFor } from '../domain/webhook-address.ts';
 import { DynamoDbAuditTrail } from './dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbJournalRepository } from './dynamodb/dynamodb-journal-repository.ts';
-import { type WebhookPolicy, webhookPolicyFor } from '../domain/webhook-address.ts';
+import { DynamoDbPushConfigRepository } from './dynamodb/dynamodb-push-config-repository.ts';
 import { DynamoDbTaskRepository } from './dynamodb/dynamodb-task-repository.ts';
 import { KmsSealer } from './kms-sealer.ts';
-import { DynamoDbPushConfigRepository } from './dynamodb/dynamodb-push-config-repository.ts';
-import { DynamoDbRunLeases } from './dynamodb/dynamodb-run-leases.ts';
 import { ScriptedProvider } from './providers/scripted-provider.ts';
+import { SqsDeliveryQueue } from './sqs-delivery-queue.ts';
 import { SqsRunQueue } from './sqs-run-queue.ts';
+import { createGuardedWebhookSender } from './ssrf-guard.ts';
 
 /**
  * Builds the adapters a function needs from its validated environment, once per cold start.
-import { SqsDeliveryQueue } from './sqs-delivery-queue.ts';
  * Clients find their endpoints through the SDK's own AWS_ENDPOINT_URL_* variables, so the same
-import { createGuardedWebhookSender } from './ssrf-guard.ts';
  * code runs against AWS, LocalStack and the embedded emulators.
  */
 
@@ -66,16 +65,6 @@ export const createJournalRepository = (env: RuntimeEnv, client = createDocument
 export const createRunQueue = (env: RuntimeEnv) =>
   new SqsRunQueue(hooked(new SQSClient({})), env.runQueueUrl);
 
-export const createContentCodec = (env: RuntimeEnv) =>
-  new TaskContentCodec(
-    new KmsSealer({ kms: hooked(new KMSClient({})), keyId: env.kmsKeyId, installation: env.installation }),
-  );
-
-/** The audit table (decision 0010); content above `metadata` is sealed with the installation's key. */
-export const createAuditTrail = (env: RuntimeEnv, client = createDocumentClient()) =>
-  new DynamoDbAuditTrail(
-    client,
-    env.auditTableName,
 /** Push configs and webhook delivery (decision 0009). */
 export const createPushConfigRepository = (env: RuntimeEnv, client = createDocumentClient()) =>
   new DynamoDbPushConfigRepository(client, env.stateTableName);
@@ -97,6 +86,16 @@ export const createDeliveryQueue = (env: RuntimeEnv) => {
 export const createWebhookSender = (env: RuntimeEnv) =>
   createGuardedWebhookSender({ policy: webhookPolicyOf(env), timeoutMs: 10_000 });
 
+export const createContentCodec = (env: RuntimeEnv) =>
+  new TaskContentCodec(
+    new KmsSealer({ kms: hooked(new KMSClient({})), keyId: env.kmsKeyId, installation: env.installation }),
+  );
+
+/** The audit table (decision 0010); content above `metadata` is sealed with the installation's key. */
+export const createAuditTrail = (env: RuntimeEnv, client = createDocumentClient()) =>
+  new DynamoDbAuditTrail(
+    client,
+    env.auditTableName,
     new KmsSealer({ kms: new KMSClient({}), keyId: env.kmsKeyId, installation: env.installation }),
   );
 
