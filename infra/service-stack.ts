@@ -171,7 +171,8 @@ export class ServiceStack extends Stack {
       }),
     );
     stateful.stateTable.grantReadWriteData(this.executor);
-    stateful.auditTable.grantWriteData(this.executor);
+    // Query/Update/Delete too: a tightening scrubs the run's audit rows (decision 0010).
+    stateful.auditTable.grantReadWriteData(this.executor);
     grantSealing(this.executor);
     this.grantBedrockModels(this.executor, props.config);
 

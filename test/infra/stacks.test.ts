@@ -481,6 +481,37 @@ describe('ServiceStack', () => {
     }
   });
 
+  it('lets the executor write and scrub audit rows, and no other function touch them (decision 0010)', () => {
+    const auditActionsOf = (fn: ServiceStack['rpc']): string[] => {
+      const functionResource = service.toJSON().Resources[logicalIdOf(installation.service, fn)] as Resource;
+      const roleId = (functionResource.Properties.Role as { 'Fn::GetAtt': [string, string] })[
+        'Fn::GetAtt'
+      ][0];
+      const actions: string[] = [];
+      for (const policy of Object.values(service.findResources('AWS::IAM::Policy')) as Resource[]) {
+        if (!(policy.Properties.Roles as Array<{ Ref: string }>).some((ref) => ref.Ref === roleId)) continue;
+        const document = policy.Properties.PolicyDocument as {
+          Statement: Array<{ Action: string | string[]; Resource: unknown }>;
+        };
+        for (const statement of document.Statement) {
+          if (/Audit/.test(JSON.stringify(statement.Resource))) actions.push(...[statement.Action].flat());
+        }
+      }
+      return actions;
+    };
+    const { rpc, executor, projector } = installation.service;
+    expect(auditActionsOf(executor)).toEqual(
+      expect.arrayContaining([
+        'dynamodb:PutItem',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+        'dynamodb:DeleteItem',
+      ]),
+    );
+    expect(auditActionsOf(rpc)).toEqual([]);
+    expect(auditActionsOf(projector)).toEqual([]);
+  });
+
   it('lets the executor invoke exactly the configured Bedrock models', () => {
     const executorRole = (
       service.toJSON().Resources[logicalIdOf(installation.service, installation.service.executor)] as Resource
