@@ -35,6 +35,16 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        test: {
+          name: 'conformance',
+          include: ['test/conformance/**/*.test.ts'],
+          globalSetup: ['test/support/emulators-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

@@ -5,6 +5,11 @@ import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../
 
 export type ScriptedBehavior = 'echo' | 'tck' | 'fail' | 'slow';
 
+/** How long the TCK's `test-resubscribe-message-id` run works: 2× the TCK's 2 s streaming timeout. */
+export const resubscribeScenarioDelayMs = 4_000;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** How long `slow` thinks before it echoes: long enough to outlast a short blocking cap in tests. */
 export const slowDelayMs = 2_000;
 
@@ -33,6 +38,7 @@ export class ScriptedProvider implements AgentProvider {
         await new Promise((resolve) => setTimeout(resolve, slowDelayMs));
         return { outcome: echo(request, last), inputTokens: 0, outputTokens: 0 };
       case 'tck':
+        if (last.messageId.startsWith('test-resubscribe-message-id')) await sleep(resubscribeScenarioDelayMs);
         return { outcome: playTck(request, last), inputTokens: 0, outputTokens: 0 };
     }
   }
@@ -106,7 +112,44 @@ const playTck = (request: AgentRequest, last: Message): AgentOutcome => {
       message: agentMessage(request, 'status', [{ text: 'Hello from TCK' }]),
     };
   }
-  // Streaming scenarios played without a stream: the same end state (WORKING → text → COMPLETED).
-  if (id.startsWith('tck-stream')) return done([{ text: 'Generated text content' }]);
+  const streamed = playTckStream(request, id, done);
+  if (streamed !== undefined) return streamed;
   return done([{ text: `Unhandled messageId prefix: ${id}` }]);
+};
+
+/**
+ * The TCK's streaming scenarios (A2A.md §13.3, `scenarios/streaming.feature`) as durable runs: the
+ * stream shows committed revisions only, so "WORKING → artifact → COMPLETED" is the claim revision
+ * (WORKING) and then the completing one (the artifact + COMPLETED, one transaction, I-RESULT).
+ * The chunked scenario is one artifact whose two parts are the two chunks (docs/decisions/0008).
+ */
+const playTckStream = (
+  request: AgentRequest,
+  id: string,
+  done: (parts: Part[]) => AgentOutcome,
+): AgentOutcome | undefined => {
+  const statusOnly: AgentOutcome = {
+    kind: 'completed',
+    artifacts: [],
+    message: agentMessage(request, 'status', [{ text: 'Hello from TCK' }]),
+  };
+  if (id.startsWith('tck-stream-001')) return done([{ text: 'Stream hello from TCK' }]);
+  if (id.startsWith('tck-stream-002')) return statusOnly;
+  if (id.startsWith('tck-stream-003')) return done([{ text: 'Stream task lifecycle' }]);
+  if (id.startsWith('tck-stream-ordering-001')) return done([{ text: 'Ordered output' }]);
+  if (id.startsWith('tck-stream-artifact-text')) return done([{ text: 'Streamed text content' }]);
+  if (id.startsWith('tck-stream-artifact-file')) {
+    return done([
+      {
+        raw: Buffer.from('Streamed file content').toString('base64'),
+        filename: 'output.txt',
+        mediaType: 'text/plain',
+      },
+    ]);
+  }
+  if (id.startsWith('tck-stream-artifact-chunked')) return done([{ text: 'chunk-1 ' }, { text: 'chunk-2' }]);
+  if (id.startsWith('tck-stream')) return done([{ text: 'Generated text content' }]);
+  // WORKING, then 2× the TCK's streaming timeout, then COMPLETED: long enough to re-attach.
+  if (id.startsWith('test-resubscribe-message-id')) return statusOnly;
+  return undefined;
 };
