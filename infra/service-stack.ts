@@ -12,6 +12,8 @@ import {
   ResponseType,
   RestApi,
 } from 'aws-cdk-lib/aws-apigateway';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Grant } from 'aws-cdk-lib/aws-iam';
 import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -22,13 +24,14 @@ import type { Config } from '../shared/config/config.ts';
 import { HouseFunction, REPO_ROOT } from './house-function.ts';
 import type { StatefulResources } from './stateful-stack.ts';
 
-export type FunctionName = 'rpc' | 'executor' | 'projector';
+export type FunctionName = 'rpc' | 'executor' | 'projector' | 'reaper';
 
 /** The real entry files; tests may point elsewhere through `ServiceStackProps.entries`. */
 export const defaultEntries: Readonly<Record<FunctionName, string>> = {
   rpc: join(REPO_ROOT, 'functions/rpc/handler.ts'),
   executor: join(REPO_ROOT, 'functions/executor/handler.ts'),
   projector: join(REPO_ROOT, 'functions/projector/handler.ts'),
+  reaper: join(REPO_ROOT, 'functions/reaper/handler.ts'),
 };
 
 /** Lambda caps all environment variables of a function at 4 KB; leave room for the others. */
@@ -38,6 +41,7 @@ export const MAX_CONFIG_ENV_BYTES = 3584;
 export const RPC_TIMEOUT = Duration.minutes(15);
 export const EXECUTOR_TIMEOUT = Duration.seconds(60);
 export const PROJECTOR_TIMEOUT = Duration.seconds(30);
+export const REAPER_TIMEOUT = Duration.seconds(60);
 
 /** Bedrock cross-region inference profile ids start with a geography, e.g. `us.anthropic…`. */
 const INFERENCE_PROFILE_PREFIX = /^(us|us-gov|eu|apac|jp|au|ca|global)\.(.+)$/;
@@ -70,6 +74,7 @@ export class ServiceStack extends Stack {
   readonly rpc: HouseFunction;
   readonly executor: HouseFunction;
   readonly projector: HouseFunction;
+  readonly reaper: HouseFunction;
   readonly authorizer?: HouseFunction;
 
   constructor(scope: Construct, id: string, props: ServiceStackProps) {
@@ -199,6 +204,24 @@ export class ServiceStack extends Stack {
       }),
     );
     stateful.journalTable.grantWriteData(this.projector);
+
+    // reaper: every minute, RUNNING runs whose lease expired (a crashed executor) are settled
+    // FAILED from the sparse lease index, never run again (decision 0011).
+    this.reaper = new HouseFunction(this, 'Reaper', {
+      entry: entries.reaper,
+      description: 'Settles runs whose executor lease expired',
+      timeout: REAPER_TIMEOUT,
+      environment: environmentFor('reaper'),
+    });
+    stateful.stateTable.grantReadWriteData(this.reaper);
+    // It seals the fixed status message only: a data key, never a decrypt.
+    contentKey.grant(this.reaper, 'kms:GenerateDataKey');
+    new Rule(this, 'ReaperSchedule', {
+      description: 'Runs the lease reaper every minute',
+      schedule: Schedule.rate(Duration.minutes(1)),
+      // The next tick is the retry; a reap is idempotent (fenced on version and lease).
+      targets: [new LambdaFunction(this.reaper, { retryAttempts: 0 })],
+    });
 
     new CfnOutput(this, 'AgentCardUrl', {
       description: 'Agent card of the default profile',

@@ -5,7 +5,9 @@ import {
   createAuditTrail,
   createContentCodec,
   createProviderFor,
+  createRunLeases,
   createTaskRepository,
+  createToolRegistry,
   systemClock,
 } from '../../shared/adapters/composition.ts';
 import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
@@ -21,6 +23,8 @@ const deps = {
   clock: systemClock,
   config: env.config,
   providerFor: createProviderFor(env),
+  leases: createRunLeases(env),
+  tools: createToolRegistry(),
   audit: createAuditTrail(env),
   logger,
 };

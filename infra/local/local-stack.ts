@@ -189,6 +189,28 @@ export const importHandlers = async (): Promise<LocalHandlers> => {
   };
 };
 
+const reaperModule = new URL('../../functions/reaper/handler.ts', import.meta.url);
+
+/** The reaper handler on a timer, one tick at a time (decision 0011). Returns the stop step. */
+const startReaperTimer = async (intervalMs: number, log: LocalLog): Promise<() => void> => {
+  const module: { handler?: unknown } = await import(reaperModule.href);
+  const reap = module.handler;
+  if (typeof reap !== 'function')
+    throw new Error(`${reaperModule.pathname} does not export a handler function`);
+  let reaping = false;
+  const timer = setInterval(() => {
+    if (reaping) return;
+    reaping = true;
+    Promise.resolve(reap({}))
+      .catch((error: unknown) => log('warn', 'reaper: a tick failed', { error: (error as Error).name }))
+      .finally(() => {
+        reaping = false;
+      });
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+};
+
 export interface LocalStackOptions {
   /** HTTP port; 0 (the default) picks a free one. */
   readonly port?: number;
@@ -204,6 +226,8 @@ export interface LocalStackOptions {
   readonly authorize?: Authorize;
   /** Concurrent run-queue pollers (default 4). */
   readonly executorConcurrency?: number;
+  /** The reaper's schedule (EventBridge every minute in AWS) as a timer; 0 turns it off. @default 60_000 */
+  readonly reaperIntervalMs?: number;
   readonly log?: LocalLog;
 }
 
@@ -357,6 +381,8 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
     cleanups.push(() => executor.stop());
     await Promise.all([executor.start(), projector.start()]);
     timings.pollers = elapsed(since);
+    const reaperEvery = options.reaperIntervalMs ?? 60_000;
+    if (reaperEvery > 0) cleanups.push(await startReaperTimer(reaperEvery, log));
     timings.total = elapsed(began);
 
     let stopping: Promise<void> | undefined;

@@ -1,18 +1,23 @@
 import { randomUUID } from 'node:crypto';
+import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { PushConfigCodec } from '../app/push-configs.ts';
 import { TaskContentCodec } from '../app/task-content.ts';
+import { ToolLoopAgent } from '../app/tool-loop-agent.ts';
 import type { RuntimeEnv } from '../config/runtime-env.ts';
 import type { AgentProvider, Clock, IdGenerator } from '../domain/ports.ts';
 import { type WebhookPolicy, webhookPolicyFor } from '../domain/webhook-address.ts';
 import { DynamoDbAuditTrail } from './dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbJournalRepository } from './dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbPushConfigRepository } from './dynamodb/dynamodb-push-config-repository.ts';
+import { DynamoDbRunLeases } from './dynamodb/dynamodb-run-leases.ts';
 import { DynamoDbTaskRepository } from './dynamodb/dynamodb-task-repository.ts';
 import { KmsSealer } from './kms-sealer.ts';
+import { BedrockProvider } from './providers/bedrock-provider.ts';
+import { OpenAiProvider } from './providers/openai-provider.ts';
 import { ScriptedProvider } from './providers/scripted-provider.ts';
 import { SqsDeliveryQueue } from './sqs-delivery-queue.ts';
 import { SqsRunQueue } from './sqs-run-queue.ts';
@@ -59,6 +64,12 @@ export const createDocumentClient = (): DynamoDBDocumentClient =>
 export const createTaskRepository = (env: RuntimeEnv, client = createDocumentClient()) =>
   new DynamoDbTaskRepository(client, env.stateTableName);
 
+/** The tools profiles may enable (decision 0011). */
+export { createToolRegistry } from './tools/static-tool-registry.ts';
+
+export const createRunLeases = (env: RuntimeEnv, client = createDocumentClient()) =>
+  new DynamoDbRunLeases(client, env.stateTableName);
+
 export const createJournalRepository = (env: RuntimeEnv, client = createDocumentClient()) =>
   new DynamoDbJournalRepository(client, env.journalTableName);
 
@@ -99,12 +110,52 @@ export const createAuditTrail = (env: RuntimeEnv, client = createDocumentClient(
     new KmsSealer({ kms: new KMSClient({}), keyId: env.kmsKeyId, installation: env.installation }),
   );
 
-/** The provider of each configured id. Bedrock and OpenAI-compatible providers come with their own adapters. */
-export const createProviderFor = (env: RuntimeEnv): ((providerId: string) => AgentProvider) => {
+/**
+ * The provider of each configured id. Bedrock and OpenAI-compatible models run under the tool
+ * loop (decision 0011); their SDK client makes one attempt, since the fallback is the retry.
+ * An OpenAI key comes from the variable `apiKeyEnv` names (a Secrets Manager reference later);
+ * a missing one fails the cold start with its name.
+ */
+export const createProviderFor = (
+  env: RuntimeEnv,
+  processEnv: NodeJS.ProcessEnv = process.env,
+): ((providerId: string) => AgentProvider) => {
   const providers = new Map<string, AgentProvider>();
   for (const [providerId, provider] of Object.entries(env.config.providers)) {
     if (provider.type === 'scripted')
       providers.set(providerId, new ScriptedProvider(providerId, provider.behavior));
+    if (provider.type === 'bedrock') {
+      const client = new BedrockRuntimeClient({
+        ...(provider.region ? { region: provider.region } : {}),
+        maxAttempts: 1,
+      });
+      providers.set(
+        providerId,
+        new ToolLoopAgent(
+          new BedrockProvider({ providerId, model: provider.model, client, timeoutMs: provider.timeoutMs }),
+        ),
+      );
+    }
+    if (provider.type === 'openai') {
+      const apiKey = provider.apiKeyEnv ? processEnv[provider.apiKeyEnv] : undefined;
+      if (provider.apiKeyEnv && !apiKey) {
+        throw new Error(
+          `Missing environment variable ${provider.apiKeyEnv} (API key of provider ${providerId})`,
+        );
+      }
+      providers.set(
+        providerId,
+        new ToolLoopAgent(
+          new OpenAiProvider({
+            providerId,
+            baseUrl: provider.baseUrl,
+            model: provider.model,
+            timeoutMs: provider.timeoutMs,
+            ...(apiKey ? { apiKey } : {}),
+          }),
+        ),
+      );
+    }
   }
   return (providerId) => {
     const provider = providers.get(providerId);

@@ -2,8 +2,21 @@ import type { Config } from '../config/config.ts';
 import type { Artifact, JsonObject, Message, TaskState } from '../domain/a2a.ts';
 import { isTerminal } from '../domain/a2a.ts';
 import type { AuditContent, AuditTrail } from '../domain/audit.ts';
-import { ProviderUnavailableError, SealingFailedError, VersionConflictError } from '../domain/errors.ts';
-import type { AgentOutcome, AgentProvider, Clock, RunMessage, TaskRepository } from '../domain/ports.ts';
+import {
+  AgentStoppedError,
+  ProviderUnavailableError,
+  SealingFailedError,
+  VersionConflictError,
+} from '../domain/errors.ts';
+import { type AgentSession, type AgentStep, newAgentSession } from '../domain/model.ts';
+import type {
+  AgentOutcome,
+  AgentProvider,
+  Clock,
+  RunLeases,
+  RunMessage,
+  TaskRepository,
+} from '../domain/ports.ts';
 import { answerOutcome, ceilingsForAttempt, retentionSeconds } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
 import { redactArtifacts, redactMessage } from '../domain/redaction.ts';
@@ -15,7 +28,10 @@ import {
   type RunRecord,
   type RunStatus,
 } from '../domain/task.ts';
+import type { ToolRegistry } from '../domain/tools.ts';
 import { recordAuditStep, recordTightening } from './record-audit.ts';
+import { keepLease, leaseUntilFrom } from './run-lease.ts';
+import { enabledToolsOf } from './run-tools.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 export interface ExecuteRunDeps {
@@ -25,6 +41,13 @@ export interface ExecuteRunDeps {
   readonly config: Config;
   readonly providerFor: (providerId: string) => AgentProvider;
   readonly leaseMs?: number;
+  /** Renews the run lease while it works (decision 0011); absent = only the claim's lease. */
+  readonly leases?: RunLeases;
+  readonly leaseRenewMs?: number;
+  /** The tools profiles may enable (decision 0011). */
+  readonly tools?: ToolRegistry;
+  /** Audit seam: every model turn and tool call, arguments and results included; never journaled. */
+  readonly onAgentStep?: (run: RunRecord, step: AgentStep) => Promise<void> | void;
   /** The audit trail of run steps at the audit ceiling (decision 0010); absent = not recorded. */
   readonly audit?: AuditTrail;
   readonly logger?: { info(message: string, fields: Record<string, unknown>): void };
@@ -66,7 +89,15 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
 
   const claimed = await claim(deps, run, task);
   if (claimed === undefined) return 'duplicate';
-  return work(deps, claimed.run, claimed.task);
+  const lease = keepLease(deps, claimed.run);
+  try {
+    return await work(deps, claimed.run, claimed.task, {
+      signal: lease.signal,
+      session: newAgentSession(),
+    });
+  } finally {
+    lease.stop();
+  }
 };
 
 const claim = async (
@@ -79,7 +110,7 @@ const claim = async (
     ...run,
     status: 'RUNNING',
     version: run.version + 1,
-    leaseUntil: now.getTime() + (deps.leaseMs ?? 5 * 60_000),
+    leaseUntil: leaseUntilFrom(deps, now),
   };
   const workingTask: StoredTask = {
     ...task,
@@ -105,6 +136,7 @@ const work = async (
   deps: ExecuteRunDeps,
   startRun: RunRecord,
   task: StoredTask,
+  runtime: { readonly signal: AbortSignal; readonly session: AgentSession },
 ): Promise<ExecuteRunResult> => {
   const profile = deps.config.profiles[startRun.profileId];
   if (profile === undefined) return fail(deps, startRun, task, texts.providerFailed, 'PROFILE_MISSING');
@@ -137,6 +169,11 @@ const work = async (
         contextId: task.contextId,
         instructions: profile.instructions,
         history: historyAsOf(history, task.revision),
+        signal: runtime.signal,
+        tools: enabledToolsOf(profile, deps.tools),
+        maxToolRounds: profile.maxToolRounds,
+        session: runtime.session,
+        onStep: deps.onAgentStep && ((step) => deps.onAgentStep?.(run, step)),
       });
       const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), result);
       await recordAuditStep(deps, run, {
@@ -159,6 +196,7 @@ const work = async (
         durationMs: attempt.durationMs,
         reason: error instanceof ProviderUnavailableError ? 'PROVIDER_UNAVAILABLE' : 'PROVIDER_ERROR',
       });
+      if (error instanceof AgentStoppedError) return fail(deps, run, current, error.publicText, error.reason);
       const canFallBack = error instanceof ProviderUnavailableError && index < chain.length - 1;
       if (!canFallBack) return fail(deps, run, current, texts.providerFailed, 'PROVIDER_FAILED');
     }
@@ -212,6 +250,8 @@ const tightenForAttempt = async (
     auditCeiling: next.audit,
     answerCeiling: next.answer,
     version: run.version + 1,
+    // A write of the live executor carries its lease forward: renewals do not move the version.
+    leaseUntil: leaseUntilFrom(deps, deps.clock.now()),
   };
   const tightening = {
     kind: 'tighten',

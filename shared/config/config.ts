@@ -18,6 +18,8 @@ const bedrockProvider = z.object({
   type: z.literal('bedrock'),
   model: z.string().min(1),
   region: z.string().min(1).optional(),
+  /** Per model call; a timeout falls back to the next provider (decision 0011). */
+  timeoutMs: z.number().int().positive().max(600_000).default(25_000),
   privacyLevel: privacyLevelInput.optional(),
 });
 
@@ -25,7 +27,10 @@ const openAiProvider = z.object({
   type: z.literal('openai'),
   baseUrl: z.url(),
   model: z.string().min(1),
+  /** Name of the environment variable that holds the API key (never the key itself). */
   apiKeyEnv: z.string().optional(),
+  /** Per model call; a timeout falls back to the next provider (decision 0011). */
+  timeoutMs: z.number().int().positive().max(600_000).default(25_000),
   privacyLevel: privacyLevelInput.optional(),
 });
 
@@ -56,6 +61,8 @@ export const profileConfigSchema = z.object({
   providers: z.array(z.string().min(1)).min(1),
   privacyLevel: privacyLevelInput.optional(),
   tools: z.array(toolConfigSchema).default([]),
+  /** Model → tools → model rounds a run may take before it is stopped (decision 0011). */
+  maxToolRounds: z.number().int().min(1).max(50).default(8),
   skills: z.array(skillSchema).default([]),
   inputModes: z.array(z.string().min(1)).min(1).default(['text/plain', 'application/json']),
   outputModes: z.array(z.string().min(1)).min(1).default(['text/plain', 'application/json']),

@@ -72,6 +72,7 @@ beforeAll(() => {
     rpc: writeEntry('rpc'),
     executor: writeEntry('executor'),
     projector: writeEntry('projector'),
+    reaper: writeEntry('reaper'),
   };
   app = new App({ outdir: join(workDir, 'cdk.out'), context: { config: configFile, stage: 'test' } });
   installation = createInstallation(app, { entries, authorizerEntry: undefined });
@@ -169,7 +170,19 @@ describe('StatefulStack', () => {
         Projection: { ProjectionType: 'ALL' },
       },
     ]);
-    expect(tableResource('State').Properties.GlobalSecondaryIndexes).toBeUndefined();
+  });
+
+  it('gives the state table the sparse byLease index the reaper queries (keys only)', () => {
+    expect(tableResource('State').Properties.GlobalSecondaryIndexes).toEqual([
+      {
+        IndexName: 'byLease',
+        KeySchema: [
+          { AttributeName: 'leaseShard', KeyType: 'HASH' },
+          { AttributeName: 'leaseUntil', KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'KEYS_ONLY' },
+      },
+    ]);
   });
 
   it('creates a rotating, retained customer-managed content key with its alias', () => {
@@ -221,7 +234,7 @@ describe('StatefulStack', () => {
 describe('ServiceStack', () => {
   it('builds every function with the house defaults', () => {
     const functions = service.findResources('AWS::Lambda::Function');
-    expect(Object.keys(functions)).toHaveLength(3);
+    expect(Object.keys(functions)).toHaveLength(4);
     for (const fn of Object.values(functions) as Resource[]) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
@@ -253,7 +266,7 @@ describe('ServiceStack', () => {
       expect(deployed.auth.tokens).toEqual({});
       expect(variables.A2A_CONFIG).not.toContain('dev-secret-token');
     }
-    service.resourceCountIs('AWS::Logs::LogGroup', 3);
+    service.resourceCountIs('AWS::Logs::LogGroup', 4);
     service.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
   });
 
@@ -282,6 +295,31 @@ describe('ServiceStack', () => {
     expect(timeoutOf(installation.service.projector)).toBe(30);
     const runQueue = queueDefinitions.find((definition) => definition.id === 'RunQueue');
     expect(runQueue?.visibilityTimeoutSeconds).toBeGreaterThanOrEqual(6 * EXECUTOR_TIMEOUT.toSeconds());
+  });
+
+  it('runs the lease reaper every minute, sealing only (no decrypt), with the state table', () => {
+    const reaperId = logicalIdOf(installation.service, installation.service.reaper);
+    service.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'ENABLED',
+      Targets: [
+        Match.objectLike({
+          Arn: { 'Fn::GetAtt': [reaperId, 'Arn'] },
+          RetryPolicy: { MaximumRetryAttempts: 0 },
+        }),
+      ],
+    });
+    service.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      FunctionName: { 'Fn::GetAtt': [reaperId, 'Arn'] },
+      Principal: 'events.amazonaws.com',
+    });
+    const actions = actionsOfFunction(service, installation.service, installation.service.reaper);
+    expect(actions).toEqual(
+      expect.arrayContaining(['dynamodb:Query', 'dynamodb:PutItem', 'kms:GenerateDataKey']),
+    );
+    expect(actions).not.toContain('kms:Decrypt');
+    expect(actions.some((action) => action.startsWith('sqs:'))).toBe(false);
   });
 
   it('serves / and /{proxy+} for ANY through a streaming Lambda proxy integration', () => {

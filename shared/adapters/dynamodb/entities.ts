@@ -12,6 +12,15 @@ import { type RunRecord, runStatuses } from '../../domain/task.ts';
 
 const taskPk = (taskId: string): string => `TASK#${taskId}`;
 
+export const leaseShards = 4;
+
+/** A stable small hash (FNV-1a) of an id into [0, shards). */
+const shardOf = (id: string, shards: number): number => {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193) >>> 0;
+  return hash % shards;
+};
+
 export const keys = {
   task: (taskId: string) => ({ pk: taskPk(taskId), sk: 'TASK' as const }),
   run: (taskId: string, runId: string) => ({ pk: taskPk(taskId), sk: `RUN#${runId}` }),
@@ -21,6 +30,11 @@ export const keys = {
     sk: `EVT#${String(revision).padStart(10, '0')}`,
   }),
   eventPrefix: 'EVT#',
+  /**
+   * Partition of the sparse lease index (decision 0011): only RUNNING runs carry it. A few
+   * shards spread the index's writes; the reaper queries each.
+   */
+  leaseShard: (runId: string) => `LEASE#${shardOf(runId, leaseShards)}`,
   /** Push configs live in the task's partition of the state table (the projector's filter passes only sk = TASK). */
   push: (taskId: string, configId: string) => ({ pk: taskPk(taskId), sk: `PUSH#${configId}` }),
   pushPrefix: 'PUSH#',
@@ -82,6 +96,8 @@ export const runItemSchema = z.object({
     }),
   ),
   leaseUntil: z.number().optional(),
+  /** Set exactly when `leaseUntil` is: the key of the sparse lease index. */
+  leaseShard: z.string().optional(),
   cancelRequested: z.boolean(),
   createdAt: z.string(),
   endedAt: z.string().optional(),
@@ -192,6 +208,7 @@ export const toRunItem = (run: RunRecord): RunItem =>
     auditCeiling: run.auditCeiling,
     attempts: [...run.attempts],
     leaseUntil: run.leaseUntil,
+    leaseShard: run.leaseUntil === undefined ? undefined : keys.leaseShard(run.runId),
     cancelRequested: run.cancelRequested,
     createdAt: run.createdAt,
     endedAt: run.endedAt,

@@ -38,7 +38,16 @@ export const stateTable: TableDefinition = {
   sortKey: sk,
   stream: 'NEW_AND_OLD_IMAGES',
   timeToLiveAttribute: 'expiresAt',
-  globalSecondaryIndexes: [],
+  globalSecondaryIndexes: [
+    {
+      // Sparse: only RUNNING runs carry leaseShard/leaseUntil, so the reaper reads expired leases
+      // with a few queries, never a scan (decision 0011).
+      indexName: 'byLease',
+      partitionKey: { name: 'leaseShard', type: 'S' },
+      sortKey: { name: 'leaseUntil', type: 'N' },
+      projection: 'KEYS_ONLY',
+    },
+  ],
 };
 
 /** What remote parties read: task views, events per revision, and the ListTasks index. */

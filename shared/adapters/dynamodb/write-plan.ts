@@ -30,13 +30,24 @@ const toTransactItem = (write: PlannedWrite, tableName: string): TransactItem =>
   if (write.expect === 'absent') {
     return { Put: { TableName: tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' } };
   }
+  // The reaper's fence: the lease must still be over, since renewals do not move the version.
+  const fence = write.expect.leaseExpiredBefore;
   return {
     Put: {
       TableName: tableName,
       Item: item,
-      ConditionExpression: '#version = :expectedVersion',
-      ExpressionAttributeNames: { '#version': 'version' },
-      ExpressionAttributeValues: { ':expectedVersion': write.expect.version },
+      ConditionExpression:
+        fence === undefined
+          ? '#version = :expectedVersion'
+          : '#version = :expectedVersion AND #leaseUntil < :leaseExpiredBefore',
+      ExpressionAttributeNames: {
+        '#version': 'version',
+        ...(fence === undefined ? {} : { '#leaseUntil': 'leaseUntil' }),
+      },
+      ExpressionAttributeValues: {
+        ':expectedVersion': write.expect.version,
+        ...(fence === undefined ? {} : { ':leaseExpiredBefore': fence }),
+      },
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     },
   };

@@ -1,0 +1,30 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { ScheduledEvent } from 'aws-lambda';
+import {
+  createContentCodec,
+  createDocumentClient,
+  createRunLeases,
+  createTaskRepository,
+  systemClock,
+} from '../../shared/adapters/composition.ts';
+import { type ReapReport, reapExpiredRuns } from '../../shared/app/reap-runs.ts';
+import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
+
+const env = readRuntimeEnv();
+const logger = new Logger({ serviceName: 'a2a-reaper' });
+const client = createDocumentClient();
+const deps = {
+  tasks: createTaskRepository(env, client),
+  leases: createRunLeases(env, client),
+  codec: createContentCodec(env),
+  clock: systemClock,
+  config: env.config,
+  logger,
+};
+
+/** Every minute (EventBridge schedule): runs whose lease expired are settled FAILED, never run again. */
+export const handler = async (_event?: ScheduledEvent): Promise<ReapReport> => {
+  const report = await reapExpiredRuns(deps);
+  if (report.found > 0) logger.info('expired leases handled', { ...report });
+  return report;
+};

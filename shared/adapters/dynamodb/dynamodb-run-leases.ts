@@ -1,0 +1,72 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { RunLeases, RunRef } from '../../domain/ports.ts';
+import { keys, leaseShards } from './entities.ts';
+
+export const leaseIndexName = 'byLease';
+
+/**
+ * Run leases in the state table (decision 0011). `renew` updates only the lease attributes,
+ * conditioned on the run still being RUNNING — never the version, so the executor's completing
+ * transaction keeps its expected version (I-LOCK). `listExpired` reads the sparse byLease index
+ * (KEYS_ONLY; only RUNNING runs are in it), one query per shard.
+ */
+export class DynamoDbRunLeases implements RunLeases {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async renew(run: RunRef, leaseUntil: number): Promise<'renewed' | 'lost'> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.run(run.taskId, run.runId),
+          UpdateExpression: 'SET #leaseUntil = :leaseUntil, #leaseShard = :leaseShard',
+          ConditionExpression: '#status = :running',
+          ExpressionAttributeNames: {
+            '#leaseUntil': 'leaseUntil',
+            '#leaseShard': 'leaseShard',
+            '#status': 'status',
+          },
+          ExpressionAttributeValues: {
+            ':leaseUntil': leaseUntil,
+            ':leaseShard': keys.leaseShard(run.runId),
+            ':running': 'RUNNING',
+          },
+        }),
+      );
+      return 'renewed';
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return 'lost';
+      throw error;
+    }
+  }
+
+  async listExpired(now: number, limit: number): Promise<RunRef[]> {
+    const perShard = await Promise.all(
+      Array.from({ length: leaseShards }, (_, shard) => this.queryShard(`LEASE#${shard}`, now, limit)),
+    );
+    return perShard.flat().slice(0, limit);
+  }
+
+  private async queryShard(shard: string, now: number, limit: number): Promise<RunRef[]> {
+    const { Items = [] } = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: leaseIndexName,
+        KeyConditionExpression: '#leaseShard = :shard AND #leaseUntil < :now',
+        ExpressionAttributeNames: { '#leaseShard': 'leaseShard', '#leaseUntil': 'leaseUntil' },
+        ExpressionAttributeValues: { ':shard': shard, ':now': now },
+        Limit: limit,
+      }),
+    );
+    return Items.flatMap((item) => {
+      const pk = String(item.pk ?? '');
+      const sk = String(item.sk ?? '');
+      if (!pk.startsWith('TASK#') || !sk.startsWith('RUN#')) return [];
+      return [{ taskId: pk.slice('TASK#'.length), runId: sk.slice('RUN#'.length) }];
+    });
+  }
+}

@@ -1,0 +1,122 @@
+import type { Config } from '../config/config.ts';
+import type { Message } from '../domain/a2a.ts';
+import { isTerminal } from '../domain/a2a.ts';
+import { VersionConflictError } from '../domain/errors.ts';
+import type { Clock, PlannedWrite, RunLeases, RunRef, TaskRepository } from '../domain/ports.ts';
+import { answerOutcome, retentionSeconds } from '../domain/privacy.ts';
+import type { StoredTask } from '../domain/projection.ts';
+import type { RunRecord } from '../domain/task.ts';
+import type { TaskContentCodec } from './task-content.ts';
+
+export interface ReapRunsDeps {
+  readonly tasks: TaskRepository;
+  readonly leases: RunLeases;
+  readonly codec: TaskContentCodec;
+  readonly clock: Clock;
+  readonly config: Config;
+  readonly logger?: { info(message: string, fields: Record<string, unknown>): void };
+}
+
+export const abandonedRunText = 'The agent stopped unexpectedly; the task was not completed.';
+export const abandonedRunReason = 'RUN_LEASE_EXPIRED';
+
+export interface ReapReport {
+  /** Expired leases the index returned. */
+  readonly found: number;
+  /** Runs settled FAILED (with their task when it was theirs). */
+  readonly reaped: number;
+  /** Renewed, settled or claimed by someone else in between: left alone. */
+  readonly skipped: number;
+}
+
+/**
+ * The reaper (decision 0011): settles RUNNING runs whose lease expired — their executor crashed
+ * or timed out — FAILED, with their task FAILED and a fixed status message, in one transaction
+ * fenced on the run version and on the lease still being over. It never executes a run again
+ * (I-ONCE): a redelivered message finds the run settled, and no tool is ever retried.
+ */
+export const reapExpiredRuns = async (deps: ReapRunsDeps, limit = 100): Promise<ReapReport> => {
+  const now = deps.clock.now();
+  const expired = await deps.leases.listExpired(now.getTime(), limit);
+  let reaped = 0;
+  for (const ref of expired) {
+    if (await reapRun(deps, ref, now)) reaped++;
+  }
+  return { found: expired.length, reaped, skipped: expired.length - reaped };
+};
+
+const reapRun = async (deps: ReapRunsDeps, ref: RunRef, now: Date): Promise<boolean> => {
+  // The index is eventually consistent: the run row decides.
+  const run = await deps.tasks.getRun(ref.taskId, ref.runId);
+  if (run === undefined || run.status !== 'RUNNING') return false;
+  if (run.leaseUntil === undefined || run.leaseUntil >= now.getTime()) return false;
+  const task = await deps.tasks.getTask(ref.taskId);
+  const expiresAt = Math.max(
+    run.expiresAt,
+    Math.floor(now.getTime() / 1000) + retentionSeconds(deps.config.privacy.retention, 'agentRun'),
+  );
+  const ownsTask = task !== undefined && task.currentRunId === run.runId && !isTerminal(task.state);
+  const settledRun: RunRecord = {
+    ...run,
+    // A task that moved on (canceled, or another run) keeps its state; only the run is settled.
+    status: !ownsTask && run.cancelRequested ? 'CANCELED' : 'FAILED',
+    version: run.version + 1,
+    endedAt: now.toISOString(),
+    leaseUntil: undefined,
+    expiresAt,
+  };
+  const writes: PlannedWrite[] = [
+    {
+      entity: 'run',
+      item: settledRun,
+      expect: { version: run.version, leaseExpiredBefore: now.getTime() },
+    },
+  ];
+  if (ownsTask) writes.push(await failedTask(deps, run, task, now, expiresAt));
+  try {
+    await deps.tasks.commit({ writes });
+  } catch (error) {
+    if (error instanceof VersionConflictError) return false;
+    throw error;
+  }
+  deps.logger?.info('run reaped', {
+    taskId: run.taskId,
+    runId: run.runId,
+    status: settledRun.status,
+    leaseExpiredMs: now.getTime() - run.leaseUntil,
+  });
+  return true;
+};
+
+const failedTask = async (
+  deps: ReapRunsDeps,
+  run: RunRecord,
+  task: StoredTask,
+  now: Date,
+  expiresAt: number,
+): Promise<PlannedWrite> => {
+  const statusMessage: Message = {
+    messageId: `${run.runId}-failed`,
+    role: 'ROLE_AGENT',
+    taskId: task.taskId,
+    contextId: task.contextId,
+    parts: [{ text: abandonedRunText }],
+  };
+  const sealed = await deps.codec.seal(task.taskId, { statusMessage });
+  const keepsNothing = answerOutcome(run.answerCeiling) === 'not-retainable';
+  return {
+    entity: 'task',
+    item: {
+      ...task,
+      state: 'TASK_STATE_FAILED',
+      revision: task.revision + 1,
+      statusTimestamp: now.toISOString(),
+      sealedStatusMessage: sealed.sealedStatusMessage,
+      sealedArtifacts: keepsNothing ? undefined : task.sealedArtifacts,
+      sealedHistory: keepsNothing ? undefined : task.sealedHistory,
+      metadata: { ...task.metadata, reason: abandonedRunReason },
+      expiresAt: Math.max(task.expiresAt, expiresAt),
+    },
+    expect: { revision: task.revision },
+  };
+};

@@ -1,0 +1,74 @@
+import type { Clock, RunLeases } from '../domain/ports.ts';
+import type { RunRecord } from '../domain/task.ts';
+
+/**
+ * Run leases (docs/decisions/0011). A claimed run holds a lease; the executor renews it while it
+ * works, and the reaper settles a RUNNING run whose lease ended (a crashed executor) FAILED.
+ * Renewal writes only `leaseUntil`, conditioned on the run still being RUNNING; it never moves
+ * the run version, so the completing transaction's expected version stays valid (I-LOCK).
+ */
+
+/** Longer than the executor's Lambda timeout, so a live run is never reaped between renewals. */
+export const defaultLeaseMs = 90_000;
+
+export interface LeaseDeps {
+  readonly leases?: RunLeases;
+  readonly clock: Clock;
+  readonly leaseMs?: number;
+  /** @default leaseMs / 3: two renewals may fail before the lease runs out. */
+  readonly leaseRenewMs?: number;
+  readonly logger?: { info(message: string, fields: Record<string, unknown>): void };
+}
+
+/** Why a run's work was aborted: the reaper (or anything else) settled it while it worked. */
+export class RunLeaseLostError extends Error {
+  override readonly name = 'RunLeaseLostError';
+  constructor() {
+    super('The run is no longer RUNNING; its lease was lost');
+  }
+}
+
+export interface LeaseKeeper {
+  /** Aborted when the lease is lost: provider calls and tools stop, nothing is settled twice. */
+  readonly signal: AbortSignal;
+  stop(): void;
+}
+
+export const leaseUntilFrom = (deps: Pick<LeaseDeps, 'leaseMs'>, now: Date): number =>
+  now.getTime() + (deps.leaseMs ?? defaultLeaseMs);
+
+/** Renews the run's lease every `leaseRenewMs` until stopped. Without a lease port it only holds a signal. */
+export const keepLease = (deps: LeaseDeps, run: RunRecord): LeaseKeeper => {
+  const controller = new AbortController();
+  const leases = deps.leases;
+  if (leases === undefined) return { signal: controller.signal, stop: () => {} };
+  const every = deps.leaseRenewMs ?? Math.floor((deps.leaseMs ?? defaultLeaseMs) / 3);
+  let renewing = false;
+  const renew = async (): Promise<void> => {
+    if (renewing) return;
+    renewing = true;
+    try {
+      const outcome = await leases.renew(
+        { taskId: run.taskId, runId: run.runId },
+        leaseUntilFrom(deps, deps.clock.now()),
+      );
+      if (outcome === 'lost') {
+        clearInterval(timer);
+        deps.logger?.info('run lease lost', { taskId: run.taskId, runId: run.runId });
+        controller.abort(new RunLeaseLostError());
+      }
+    } catch (error) {
+      // The next tick tries again; the lease outlasts two missed renewals.
+      deps.logger?.info('run lease renewal failed', {
+        taskId: run.taskId,
+        runId: run.runId,
+        error: error instanceof Error ? error.name : 'unknown',
+      });
+    } finally {
+      renewing = false;
+    }
+  };
+  const timer = setInterval(() => void renew(), every);
+  timer.unref?.();
+  return { signal: controller.signal, stop: () => clearInterval(timer) };
+};
