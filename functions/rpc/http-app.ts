@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { buildAgentCard } from '../../shared/app/agent-card.ts';
 import type { Caller, Dispatcher, HeaderMap, SseEvent } from '../../shared/app/rpc/dispatcher.ts';
 import { JsonRpcProtocolError, toJsonRpcError } from '../../shared/app/rpc/errors-table.ts';
+import { hasAuthScheme } from '../../shared/config/auth.ts';
 import type { Config } from '../../shared/config/config.ts';
 
 /**
@@ -72,7 +73,14 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     return { status: 200, headers: { 'Content-Type': 'application/json', ...headers }, body };
   };
 
+  // Decision 0007: when callers must authenticate, a JSON-RPC request that arrives without an
+  // identity (a route deployed without the authorizer) is refused, never served as `local`.
+  const secured = hasAuthScheme(deps.config.auth);
+
   const serveRpc = async (request: HttpRequest, profileId: string): Promise<HttpResponse> => {
+    if (secured && request.caller === null) {
+      return json(401, { message: 'Unauthorized' }, { 'WWW-Authenticate': 'Bearer' });
+    }
     if (deps.config.profiles[profileId] === undefined) return json(404, { error: 'No such agent' });
     const tooLarge = refuseLargeBody(request.body, deps.config.maxRequestBytes, deps.config.errorDomain);
     if (tooLarge !== undefined) return tooLarge;

@@ -1,10 +1,11 @@
+import { hasAuthScheme } from '../config/auth.ts';
 import {
   ExtendedAgentCardNotConfiguredError,
   PushNotificationNotSupportedError,
   UnsupportedOperationError,
 } from '../domain/errors.ts';
 import type { Owner } from '../domain/task.ts';
-import { implementedCapabilities } from './agent-card.ts';
+import { buildExtendedAgentCard, declaresExtendedCard, implementedCapabilities } from './agent-card.ts';
 import { cancelTask } from './cancel-task.ts';
 import { listTasks } from './list-tasks.ts';
 import {
@@ -101,10 +102,26 @@ export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
     // Result `null` (A2A.md §17): the dispatcher serializes `undefined` as null.
     (params, ctx) => deletePushConfig(pushDeps(deps), callerOf(ctx), params.taskId, params.id),
   ),
-  GetExtendedAgentCard: defineMethod(a2aParamsSchemas.GetExtendedAgentCard, async () => {
-    if (!implementedCapabilities.extendedAgentCard) {
-      throw new UnsupportedOperationError('The extended agent card is not supported by this agent');
+  // A2A.md §9: requires authentication (decision 0007). Not declared on this profile's card,
+  // which includes every unauthenticated installation → -32004; declared → the extended card.
+  GetExtendedAgentCard: defineMethod(a2aParamsSchemas.GetExtendedAgentCard, async (_params, ctx) => {
+    if (!declaresExtendedCard(deps.config, ctx.profileId)) {
+      throw new UnsupportedOperationError('The extended agent card is not declared by this agent', {
+        method: 'GetExtendedAgentCard',
+        requires: hasAuthScheme(deps.config.auth)
+          ? 'an extendedCard configured on this profile'
+          : 'authentication, which this installation does not configure',
+      });
     }
-    throw new ExtendedAgentCardNotConfiguredError();
+    // The edge refuses unauthenticated requests when a scheme is configured; never serve one here.
+    if (ctx.caller === null) {
+      throw new UnsupportedOperationError('The extended agent card requires authentication', {
+        method: 'GetExtendedAgentCard',
+        requires: 'authentication',
+      });
+    }
+    const card = buildExtendedAgentCard(deps.config, ctx.profileId, ctx.baseUrl);
+    if (card === undefined) throw new ExtendedAgentCardNotConfiguredError();
+    return card;
   }),
 });

@@ -1,3 +1,4 @@
+import { type AuthSettings, hasAuthScheme } from '../config/auth.ts';
 import type { Config, ProfileConfig } from '../config/config.ts';
 import { resolveProfilePrivacy } from '../domain/privacy.ts';
 
@@ -11,7 +12,7 @@ export interface ImplementedCapabilities {
 export const implementedCapabilities: ImplementedCapabilities = {
   streaming: true,
   pushNotifications: true,
-  extendedAgentCard: false,
+  extendedAgentCard: true,
 };
 
 export interface AgentCard {
@@ -36,6 +37,45 @@ const skillsOf = (profileId: string, profile: ProfileConfig): AgentCard['skills'
     ? profile.skills.map((skill) => ({ ...skill, tags: [...skill.tags] }))
     : [{ id: profileId, name: profile.name, description: profile.description, tags: [profileId] }];
 
+/**
+ * The schemes a client may use (A2A.md §9, decision 0007), as alternatives: a bearer token (a
+ * JWT from the configured issuer, or a static token in local mode) or an API key in X-API-Key.
+ * An installation without any scheme declares none.
+ */
+export const securityOf = (
+  auth: AuthSettings,
+): Pick<AgentCard, 'securitySchemes' | 'securityRequirements'> => {
+  const schemes: Record<string, unknown> = {};
+  if (auth.jwt !== undefined || Object.keys(auth.tokens ?? {}).length > 0) {
+    schemes.bearer = {
+      httpAuthSecurityScheme: {
+        scheme: 'Bearer',
+        ...(auth.jwt !== undefined ? { bearerFormat: 'JWT' } : {}),
+      },
+    };
+  }
+  if (Object.keys(auth.apiKeys ?? {}).length > 0) {
+    schemes.apiKey = { apiKeySecurityScheme: { location: 'header', name: 'X-API-Key' } };
+  }
+  const names = Object.keys(schemes);
+  if (names.length === 0) return {};
+  return {
+    securitySchemes: schemes,
+    securityRequirements: names.map((name) => ({ schemes: { [name]: { list: [] } } })),
+  };
+};
+
+/**
+ * A profile's card declares `capabilities.extendedAgentCard` only when the profile configures an
+ * `extendedCard` AND the installation authenticates: GetExtendedAgentCard MUST require
+ * authentication (A2A.md §9), and the `local` caller of an unauthenticated installation is
+ * nobody in particular, so such an installation could never serve it (decision 0007).
+ */
+export const declaresExtendedCard = (config: Config, profileId: string): boolean =>
+  implementedCapabilities.extendedAgentCard &&
+  hasAuthScheme(config.auth) &&
+  config.profiles[profileId]?.extendedCard !== undefined;
+
 /** Builds the public agent card of one profile (A2A.md §9). */
 export const buildAgentCard = (
   config: Config,
@@ -47,7 +87,6 @@ export const buildAgentCard = (
   if (profile === undefined) return undefined;
   // A profile that cannot keep a result is not published (I-REFUSE); its card is a 404.
   if (resolveProfilePrivacy(config, profileId).refusal !== undefined) return undefined;
-  const authenticated = Object.keys(config.auth.tokens).length > 0;
   return {
     name: profile.name,
     description: profile.description,
@@ -55,15 +94,35 @@ export const buildAgentCard = (
     supportedInterfaces: [
       { url: rpcUrlOf(baseUrl, profileId), protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
     ],
-    capabilities,
-    ...(authenticated
-      ? {
-          securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } },
-          securityRequirements: [{ schemes: { bearer: { list: [] } } }],
-        }
-      : {}),
+    capabilities: {
+      ...capabilities,
+      extendedAgentCard: capabilities.extendedAgentCard && declaresExtendedCard(config, profileId),
+    },
+    ...securityOf(config.auth),
     defaultInputModes: [...profile.inputModes],
     defaultOutputModes: [...profile.outputModes],
     skills: skillsOf(profileId, profile),
+  };
+};
+
+/**
+ * GetExtendedAgentCard's answer: the public card with the profile's `extendedCard` description
+ * and extra skills (an extra skill with a public skill's id replaces it). `undefined` when the
+ * card does not declare it.
+ */
+export const buildExtendedAgentCard = (
+  config: Config,
+  profileId: string,
+  baseUrl: string,
+): AgentCard | undefined => {
+  const card = buildAgentCard(config, profileId, baseUrl);
+  const extended = config.profiles[profileId]?.extendedCard;
+  if (card === undefined || extended === undefined || !card.capabilities.extendedAgentCard) return undefined;
+  const extra = extended.skills.map((skill) => ({ ...skill, tags: [...skill.tags] }));
+  const extraIds = new Set(extra.map((skill) => skill.id));
+  return {
+    ...card,
+    description: extended.description ?? card.description,
+    skills: [...card.skills.filter((skill) => !extraIds.has(skill.id)), ...extra],
   };
 };

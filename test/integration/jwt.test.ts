@@ -220,7 +220,8 @@ describe('JWT bearer tokens against a real JWKS', () => {
 
 describe('API keys and public cards next to JWTs', () => {
   it('accepts the API key in X-API-Key and as Authorization: ApiKey', async () => {
-    for (const headers of [{ 'X-API-Key': apiKey }, { Authorization: `ApiKey ${apiKey}` }]) {
+    const ways: Record<string, string>[] = [{ 'X-API-Key': apiKey }, { Authorization: `ApiKey ${apiKey}` }];
+    for (const headers of ways) {
       const response = await post(headers);
       expect(response.status).toBe(200);
       expect(await response.json()).toMatchObject({ tenant: 'acme', principal: 'ci-bot' });
