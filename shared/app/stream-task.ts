@@ -18,6 +18,9 @@ export interface StreamTiming {
   /** First poll delay after a write or an event; doubled while idle up to `maxPollMs`. */
   readonly firstPollMs: number;
   readonly maxPollMs: number;
+  /** For this long after a write or an event, the delay stays at most `activeMaxPollMs`. */
+  readonly activeWindowMs: number;
+  readonly activeMaxPollMs: number;
   /** An SSE comment is sent when nothing else was sent for this long (≤ 30 s, A2A.md §17). */
   readonly heartbeatMs: number;
   /** The stream closes cleanly after this long (API Gateway cuts streams at 15 min). */
@@ -31,6 +34,8 @@ export interface StreamTiming {
 export const defaultStreamTiming: StreamTiming = {
   firstPollMs: 20,
   maxPollMs: 1_000,
+  activeWindowMs: 3_000,
+  activeMaxPollMs: 100,
   heartbeatMs: 15_000,
   maxDurationMs: 14 * 60_000,
   projectionWaitMs: 10_000,
@@ -98,6 +103,7 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
   let cursor = opening.revision;
   let expiresAt = opening.expiresAt;
   let lastSentAt = now();
+  let lastChangeAt = lastSentAt;
   let delay = timing.firstPollMs;
   let gapSince: number | undefined;
   let pending = opening.pending;
@@ -118,6 +124,7 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
       cursor = event.revision;
       expiresAt = Math.max(expiresAt, event.expiresAt);
       lastSentAt = now();
+      lastChangeAt = lastSentAt;
       progressed = true;
       if (closes(event.state)) return;
     }
@@ -134,7 +141,10 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
     const untilHeartbeat = lastSentAt + timing.heartbeatMs - now();
     const untilEnd = startedAt + timing.maxDurationMs - now();
     await sleep(Math.max(1, Math.min(delay, untilHeartbeat, untilEnd)));
-    if (!progressed) delay = Math.min(delay * 2, timing.maxPollMs);
+    if (!progressed) {
+      const active = now() - lastChangeAt < timing.activeWindowMs;
+      delay = Math.min(delay * 2, active ? timing.activeMaxPollMs : timing.maxPollMs);
+    }
   }
 }
 

@@ -31,6 +31,8 @@ const config = parseConfig({
 const timing: StreamTiming = {
   firstPollMs: 20,
   maxPollMs: 1_000,
+  activeWindowMs: 3_000,
+  activeMaxPollMs: 100,
   heartbeatMs: 15_000,
   maxDurationMs: 60_000,
   projectionWaitMs: 10_000,
@@ -137,7 +139,7 @@ describe('streamTask: SendStreamingMessage (from the caller own write)', () => {
     expect(items.map(({ item }) => describeItem(item))).toEqual([
       'task:SUBMITTED#1',
       'status:WORKING#2',
-      'artifact:Generated text content',
+      'artifact:Stream hello from TCK',
       'status:COMPLETED#3',
     ]);
     const artifact = items[2]?.item as StreamResponse;
@@ -368,7 +370,7 @@ describe('streamTask: SubscribeToTask', () => {
     expect(s.nowMs() - startedAt).toBe(timing.maxDurationMs);
   });
 
-  it('polls fast first and backs off to maxPollMs when idle; an event makes it fast again', async () => {
+  it('polls fast after a change and backs off to maxPollMs when idle; an event makes it fast again', async () => {
     const s = setup();
     const taskId = await inputRequiredTask(s);
     s.at(5_000, async () => {
@@ -378,7 +380,11 @@ describe('streamTask: SubscribeToTask', () => {
     const iterator = s.stream({ taskId, start: { kind: 'subscribe' } });
     expect(describeItem((await iterator.next()).value as StreamItem)).toBe('task:INPUT_REQUIRED#3');
     expect(describeItem((await iterator.next()).value as StreamItem)).toBe('status:SUBMITTED#4');
-    expect(s.sleeps.slice(0, 8)).toEqual([20, 40, 80, 160, 320, 640, 1000, 1000]);
+    // 3 s after the snapshot at most 100 ms apart, then doubling to 1,000 ms.
+    expect(s.sleeps.slice(0, 5)).toEqual([20, 40, 80, 100, 100]);
+    const activeCount = s.sleeps.findIndex((ms) => ms > 100);
+    expect(s.sleeps.slice(0, activeCount).reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(3_000);
+    expect(s.sleeps.slice(activeCount, activeCount + 4)).toEqual([200, 400, 800, 1000]);
     const before = s.sleeps.length;
     await s.core.runNext();
     await s.project();
@@ -392,10 +398,10 @@ describe('streamTask: SubscribeToTask', () => {
     const taskId = await inputRequiredTask(s);
     s.listEvents.mockClear();
     await collect(s.stream({ taskId, start: { kind: 'subscribe' } }), s.nowMs);
-    // One minute idle: the first second at 20..640 ms steps, then one read per 1,000 ms.
+    // One idle minute: ~30 reads in the first 3 s (≤ 100 ms apart), then one per 1,000 ms.
     const reads = s.listEvents.mock.calls.length;
-    expect(reads).toBeGreaterThanOrEqual(55);
-    expect(reads).toBeLessThanOrEqual(70);
+    expect(reads).toBeGreaterThanOrEqual(80);
+    expect(reads).toBeLessThanOrEqual(100);
   });
 
   it('stops polling as soon as the consumer closes the stream (client gone)', async () => {
