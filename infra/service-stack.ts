@@ -24,13 +24,15 @@ import type { Config } from '../shared/config/config.ts';
 import { HouseFunction, REPO_ROOT } from './house-function.ts';
 import type { StatefulResources } from './stateful-stack.ts';
 
-export type FunctionName = 'rpc' | 'executor' | 'projector' | 'reaper';
+export type FunctionName = 'rpc' | 'executor' | 'projector' | 'reaper' | 'pusher' | 'deliverer';
 
 /** The real entry files; tests may point elsewhere through `ServiceStackProps.entries`. */
 export const defaultEntries: Readonly<Record<FunctionName, string>> = {
   rpc: join(REPO_ROOT, 'functions/rpc/handler.ts'),
   executor: join(REPO_ROOT, 'functions/executor/handler.ts'),
   projector: join(REPO_ROOT, 'functions/projector/handler.ts'),
+  pusher: join(REPO_ROOT, 'functions/pusher/handler.ts'),
+  deliverer: join(REPO_ROOT, 'functions/deliverer/handler.ts'),
   reaper: join(REPO_ROOT, 'functions/reaper/handler.ts'),
 };
 
@@ -41,6 +43,9 @@ export const MAX_CONFIG_ENV_BYTES = 3584;
 export const RPC_TIMEOUT = Duration.minutes(15);
 export const EXECUTOR_TIMEOUT = Duration.seconds(60);
 export const PROJECTOR_TIMEOUT = Duration.seconds(30);
+export const PUSHER_TIMEOUT = Duration.seconds(30);
+/** A delivery is one POST per StreamResponse of a revision, each with a 10 s timeout. */
+export const DELIVERER_TIMEOUT = Duration.minutes(2);
 export const REAPER_TIMEOUT = Duration.seconds(60);
 
 /** Bedrock cross-region inference profile ids start with a geography, e.g. `us.anthropic…`. */
@@ -74,6 +79,8 @@ export class ServiceStack extends Stack {
   readonly rpc: HouseFunction;
   readonly executor: HouseFunction;
   readonly projector: HouseFunction;
+  readonly pusher: HouseFunction;
+  readonly deliverer: HouseFunction;
   readonly reaper: HouseFunction;
   readonly authorizer?: HouseFunction;
 
@@ -82,6 +89,7 @@ export class ServiceStack extends Stack {
     const { stateful } = props;
     const entries = { ...defaultEntries, ...props.entries };
     assertExecutorFitsRunQueue();
+    assertDelivererFitsDeliveryQueue();
 
     const environment: Record<string, string> = {
       STATE_TABLE_NAME: stateful.stateTable.tableName,
@@ -223,6 +231,57 @@ export class ServiceStack extends Stack {
       targets: [new LambdaFunction(this.reaper, { retryAttempts: 0 })],
     });
 
+    // pusher: each journal event inserted → one FIFO message per push config of its task.
+    // Holds no KMS permission: it reads ids, never content (decision 0009).
+    const deliveryEnvironment = (service: string) => ({
+      ...environmentFor(service),
+      DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl,
+    });
+    this.pusher = new HouseFunction(this, 'Pusher', {
+      entry: entries.pusher,
+      description: 'Fans journal events out to the webhook delivery queue',
+      timeout: PUSHER_TIMEOUT,
+      environment: deliveryEnvironment('pusher'),
+    });
+    this.pusher.addEventSource(
+      new DynamoEventSource(stateful.journalTable, {
+        startingPosition: StartingPosition.TRIM_HORIZON,
+        batchSize: 25,
+        reportBatchItemFailures: true,
+        // The handler stops at the first failure itself; halving would not keep order better.
+        bisectBatchOnError: false,
+        retryAttempts: 10,
+        maxRecordAge: Duration.hours(6),
+        // One batch at a time per shard: a task's events are queued in revision order.
+        parallelizationFactor: 1,
+        onFailure: new SqsDlq(stateful.pusherDlq),
+        filters: [
+          FilterCriteria.filter({
+            eventName: FilterRule.isEqual('INSERT'),
+            dynamodb: { Keys: { sk: { S: FilterRule.beginsWith('EVT#') } } },
+          }),
+        ],
+      }),
+    );
+    stateful.stateTable.grantReadData(this.pusher);
+    stateful.deliveryQueue.grantSendMessages(this.pusher);
+
+    // deliverer: one message = one revision to one webhook, through the SSRF guard. Batch size 1:
+    // a slow webhook then holds up nothing but its own group.
+    this.deliverer = new HouseFunction(this, 'Deliverer', {
+      entry: entries.deliverer,
+      description: 'POSTs task events to push notification webhooks',
+      timeout: DELIVERER_TIMEOUT,
+      environment: deliveryEnvironment('deliverer'),
+    });
+    this.deliverer.addEventSource(
+      new SqsEventSource(stateful.deliveryQueue, { batchSize: 1, reportBatchItemFailures: true }),
+    );
+    stateful.stateTable.grantReadData(this.deliverer);
+    stateful.journalTable.grantReadData(this.deliverer);
+    // Opens the event's content and the config's credentials: decrypt only, never seal.
+    contentKey.grant(this.deliverer, 'kms:Decrypt');
+
     new CfnOutput(this, 'AgentCardUrl', {
       description: 'Agent card of the default profile',
       value: this.api.urlForPath('/.well-known/agent-card.json'),
@@ -333,6 +392,18 @@ export const authorizerCaching = (
   Object.keys(auth.apiKeys ?? {}).length > 0
     ? { identitySources: [], ttlSeconds: 0 }
     : { identitySources: [IdentitySource.header('Authorization')], ttlSeconds: AUTHORIZER_CACHE_TTL_SECONDS };
+
+/** The delivery queue's visibility, like the run queue's, is 6× its consumer's timeout. */
+const assertDelivererFitsDeliveryQueue = (): void => {
+  const queue = queueDefinitions.find((definition) => definition.id === 'DeliveryQueue');
+  const needed = 6 * DELIVERER_TIMEOUT.toSeconds();
+  if (!queue || queue.visibilityTimeoutSeconds < needed) {
+    throw new Error(
+      `DeliveryQueue visibility timeout (${queue?.visibilityTimeoutSeconds ?? 'undeclared'} s) must be at least ` +
+        `6 × the deliverer timeout (${needed} s).`,
+    );
+  }
+};
 
 /** AWS: the visibility timeout of an SQS event source's queue should be 6× the function timeout. */
 const assertExecutorFitsRunQueue = (): void => {

@@ -9,7 +9,13 @@ import {
   TableV2,
 } from 'aws-cdk-lib/aws-dynamodb';
 import { type IKey, Key } from 'aws-cdk-lib/aws-kms';
-import { type IQueue, Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import {
+  DeduplicationScope,
+  FifoThroughputLimit,
+  type IQueue,
+  Queue,
+  QueueEncryption,
+} from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import {
   auditTable,
@@ -32,6 +38,11 @@ export interface StatefulResources {
   readonly runQueue: IQueue;
   readonly runDlq: IQueue;
   readonly projectorDlq: IQueue;
+  /** FIFO webhook deliveries (decision 0009), grouped by (task, config). */
+  readonly deliveryQueue: IQueue;
+  readonly deliveryDlq: IQueue;
+  /** The pusher's on-failure destination (journal stream batches it could not fan out). */
+  readonly pusherDlq: IQueue;
 }
 
 export interface StatefulStackProps extends StackProps {
@@ -83,6 +94,9 @@ export class StatefulStack extends Stack implements StatefulResources {
   readonly runQueue: Queue;
   readonly runDlq: Queue;
   readonly projectorDlq: Queue;
+  readonly deliveryQueue: Queue;
+  readonly deliveryDlq: Queue;
+  readonly pusherDlq: Queue;
   /** Every queue of `queueDefinitions`, by its declared id. */
   readonly queues: Readonly<Record<QueueDefinition['id'], Queue>>;
 
@@ -138,6 +152,13 @@ export class StatefulStack extends Stack implements StatefulResources {
           : undefined;
       const queue = new Queue(this, definition.id, {
         fifo: definition.fifo ? true : undefined,
+        // High-throughput FIFO: limits apply per message group (one per task and webhook).
+        ...(definition.fifo
+          ? {
+              deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
+              fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+            }
+          : {}),
         visibilityTimeout: Duration.seconds(definition.visibilityTimeoutSeconds),
         encryption: QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
@@ -159,11 +180,15 @@ export class StatefulStack extends Stack implements StatefulResources {
     this.runQueue = queueById('RunQueue');
     this.runDlq = queueById('RunDlq');
     this.projectorDlq = queueById('ProjectorDlq');
+    this.deliveryQueue = queueById('DeliveryQueue');
+    this.deliveryDlq = queueById('DeliveryDlq');
+    this.pusherDlq = queueById('PusherDlq');
     this.queues = Object.fromEntries(queues) as Record<QueueDefinition['id'], Queue>;
   }
 }
 
-/** A queue is a dead-letter queue when another queue redrives to it, or it is the projector's. */
+/** A queue is a dead-letter queue when another queue redrives to it, or it is a stream consumer's on-failure destination. */
 const isDeadLetterQueue = (definition: QueueDefinition): boolean =>
   definition.id === 'ProjectorDlq' ||
+  definition.id === 'PusherDlq' ||
   queueDefinitions.some((candidate) => candidate.deadLetter?.queueId === definition.id);

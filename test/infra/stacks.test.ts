@@ -8,6 +8,7 @@ import { ESM_REQUIRE_BANNER, REPO_ROOT } from '../../infra/house-function.ts';
 import {
   AUTHORIZER_CACHE_TTL_SECONDS,
   authorizerCaching,
+  DELIVERER_TIMEOUT,
   defaultEntries,
   EXECUTOR_TIMEOUT,
   type FunctionName,
@@ -72,6 +73,8 @@ beforeAll(() => {
     rpc: writeEntry('rpc'),
     executor: writeEntry('executor'),
     projector: writeEntry('projector'),
+    pusher: writeEntry('pusher'),
+    deliverer: writeEntry('deliverer'),
     reaper: writeEntry('reaper'),
   };
   app = new App({ outdir: join(workDir, 'cdk.out'), context: { config: configFile, stage: 'test' } });
@@ -213,7 +216,7 @@ describe('StatefulStack', () => {
         expect(queue.Properties.RedrivePolicy).toBeUndefined();
       }
     }
-    for (const dlq of [queues.RunDlq, queues.ProjectorDlq]) {
+    for (const dlq of [queues.RunDlq, queues.ProjectorDlq, queues.DeliveryDlq, queues.PusherDlq]) {
       const queue = stateful.toJSON().Resources[logicalIdOf(installation.stateful, dlq)] as Resource;
       expect(queue.Properties.MessageRetentionPeriod).toBe(14 * 24 * 60 * 60);
     }
@@ -234,7 +237,7 @@ describe('StatefulStack', () => {
 describe('ServiceStack', () => {
   it('builds every function with the house defaults', () => {
     const functions = service.findResources('AWS::Lambda::Function');
-    expect(Object.keys(functions)).toHaveLength(4);
+    expect(Object.keys(functions)).toHaveLength(Object.keys(defaultEntries).length);
     for (const fn of Object.values(functions) as Resource[]) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
@@ -266,7 +269,7 @@ describe('ServiceStack', () => {
       expect(deployed.auth.tokens).toEqual({});
       expect(variables.A2A_CONFIG).not.toContain('dev-secret-token');
     }
-    service.resourceCountIs('AWS::Logs::LogGroup', 4);
+    service.resourceCountIs('AWS::Logs::LogGroup', Object.keys(defaultEntries).length);
     service.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
   });
 
@@ -459,7 +462,7 @@ describe('ServiceStack', () => {
   });
 
   it('consumes the run queue with partial batch failures and bounded concurrency', () => {
-    service.resourceCountIs('AWS::Lambda::EventSourceMapping', 2);
+    service.resourceCountIs('AWS::Lambda::EventSourceMapping', 4);
     service.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: logicalIdOf(installation.service, installation.service.executor) },
       BatchSize: 5,
@@ -486,6 +489,79 @@ describe('ServiceStack', () => {
         Filters: [{ Pattern: JSON.stringify({ dynamodb: { Keys: { sk: { S: ['TASK'] } } } }) }],
       },
     });
+  });
+
+  it('fans journal events out to a FIFO delivery queue: pusher without KMS, deliverer decrypt-only', () => {
+    const { pusher, deliverer } = installation.service;
+    const queues = installation.stateful.queues;
+    const queueId = (queue: (typeof queues)['DeliveryQueue']) => logicalIdOf(installation.stateful, queue);
+    for (const queue of [queues.DeliveryQueue, queues.DeliveryDlq]) {
+      expect((stateful.toJSON().Resources[queueId(queue)] as Resource).Properties).toMatchObject({
+        FifoQueue: true,
+        DeduplicationScope: 'messageGroup',
+        FifoThroughputLimit: 'perMessageGroupId',
+      });
+    }
+    expect((stateful.toJSON().Resources[queueId(queues.PusherDlq)] as Resource).Properties.FifoQueue).toBe(
+      undefined,
+    );
+    service.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: logicalIdOf(installation.service, pusher) },
+      StartingPosition: 'TRIM_HORIZON',
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ParallelizationFactor: 1,
+      MaximumRetryAttempts: 10,
+      EventSourceArn: { 'Fn::ImportValue': Match.stringLikeRegexp('Journal.*StreamArn') },
+      DestinationConfig: {
+        OnFailure: { Destination: { 'Fn::ImportValue': Match.stringLikeRegexp('PusherDlq') } },
+      },
+      FilterCriteria: {
+        Filters: [
+          {
+            Pattern: JSON.stringify({
+              eventName: ['INSERT'],
+              dynamodb: { Keys: { sk: { S: [{ prefix: 'EVT#' }] } } },
+            }),
+          },
+        ],
+      },
+    });
+    service.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: logicalIdOf(installation.service, deliverer) },
+      BatchSize: 1,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      EventSourceArn: { 'Fn::ImportValue': Match.stringLikeRegexp('DeliveryQueue') },
+    });
+    const deliveryQueue = queueDefinitions.find((definition) => definition.id === 'DeliveryQueue');
+    expect(deliveryQueue?.visibilityTimeoutSeconds).toBeGreaterThanOrEqual(6 * DELIVERER_TIMEOUT.toSeconds());
+    expect(deliveryQueue?.deadLetter).toEqual({
+      queueId: 'DeliveryDlq',
+      maxReceiveCount: expect.any(Number),
+    });
+
+    const pusherActions = actionsOfFunction(service, installation.service, pusher);
+    expect(pusherActions.filter((action) => action.startsWith('kms:'))).toEqual([]);
+    expect(pusherActions).toEqual(
+      expect.arrayContaining(['dynamodb:Query', 'dynamodb:GetRecords', 'sqs:SendMessage']),
+    );
+    expect(pusherActions).not.toContain('dynamodb:PutItem');
+    const delivererActions = actionsOfFunction(service, installation.service, deliverer);
+    expect(delivererActions.filter((action) => action.startsWith('kms:'))).toEqual(['kms:Decrypt']);
+    expect(delivererActions).toEqual(
+      expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query', 'sqs:ChangeMessageVisibility']),
+    );
+    expect(delivererActions).not.toContain('dynamodb:PutItem');
+    expect(delivererActions).not.toContain('sqs:SendMessage');
+    for (const actions of [pusherActions, delivererActions]) {
+      expect(actions.some((action) => action.endsWith(':*') || action === '*')).toBe(false);
+    }
+    const variables = (fn: typeof pusher) =>
+      (
+        (service.toJSON().Resources[logicalIdOf(installation.service, fn)] as Resource).Properties
+          .Environment as { Variables: Record<string, unknown> }
+      ).Variables;
+    expect(variables(pusher).DELIVERY_QUEUE_URL).toBeDefined();
+    expect(variables(deliverer).DELIVERY_QUEUE_URL).toBeDefined();
   });
 
   it('never lets the projector touch KMS, while rpc and executor may seal and open', () => {

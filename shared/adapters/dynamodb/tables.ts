@@ -80,7 +80,7 @@ export const tableDefinitions = [stateTable, journalTable, auditTable] as const;
 
 /** Queues, declared once for the CDK app and the local stack. */
 export interface QueueDefinition {
-  readonly id: 'RunQueue' | 'RunDlq' | 'ProjectorDlq';
+  readonly id: 'RunQueue' | 'RunDlq' | 'ProjectorDlq' | 'DeliveryQueue' | 'DeliveryDlq' | 'PusherDlq';
   readonly fifo: boolean;
   readonly visibilityTimeoutSeconds: number;
   /** Dead-letter target and how many receives before a message moves there. */
@@ -96,5 +96,18 @@ export const queueDefinitions: readonly QueueDefinition[] = [
     // Six times the executor timeout, as AWS recommends for SQS event sources.
     visibilityTimeoutSeconds: 6 * 60,
     deadLetter: { queueId: 'RunDlq', maxReceiveCount: 3 },
+  },
+  // Webhook delivery (decision 0009): FIFO, grouped by (task, config), so deliveries to one
+  // webhook keep their order and a failing or slow webhook holds back only its own group.
+  { id: 'DeliveryDlq', fifo: true, visibilityTimeoutSeconds: 30 },
+  /** The pusher's on-failure destination: stream batches it could not fan out. */
+  { id: 'PusherDlq', fifo: false, visibilityTimeoutSeconds: 30 },
+  {
+    id: 'DeliveryQueue',
+    fifo: true,
+    // Six times the deliverer timeout (2 min); a failed attempt shortens it to its backoff.
+    visibilityTimeoutSeconds: 6 * 120,
+    // Attempts per delivery: with backoff 2, 4, … 256, 300 s they span about 15 minutes.
+    deadLetter: { queueId: 'DeliveryDlq', maxReceiveCount: 10 },
   },
 ];
