@@ -18,7 +18,7 @@ let card: { capabilities: { streaming?: boolean; pushNotifications?: boolean } }
 
 beforeAll(async () => {
   sut = await startConformanceStack('conf-jsonrpc');
-  card = await (await fetch(`${sut.baseUrl}/agents/tck/.well-known/agent-card.json`)).json();
+  card = (await (await fetch(`${sut.baseUrl}/agents/tck/.well-known/agent-card.json`)).json()) as typeof card;
 });
 afterAll(async () => {
   await sut?.stop();
