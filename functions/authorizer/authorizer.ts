@@ -24,9 +24,9 @@ export const unauthorized = 'Unauthorized';
  * so the policy must not name only the method that happened to be called first.
  */
 export const allowedResource = (methodArn: string): string => {
-  const [prefix, apiId, stage] = methodArn.split('/') as [string, string?, string?];
-  if (!apiId || !stage || !prefix.startsWith('arn:')) return methodArn;
-  return `${prefix}/${apiId}/${stage}/*`;
+  const [apiArn, stage] = methodArn.split('/') as [string, string?];
+  if (!stage || !apiArn.startsWith('arn:')) return methodArn;
+  return `${apiArn}/${stage}/*`;
 };
 
 /** Every header value, so that a credential sent twice is seen (and refused) rather than picked. */
