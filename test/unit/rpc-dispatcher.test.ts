@@ -750,7 +750,7 @@ describe('the dispatcher never throws (property)', () => {
     ] as const) {
       expect(seenCodes.has(reached), String(reached)).toBe(true);
     }
-  });
+  }, 60_000);
 });
 
 describe('ProtoJSON serialization (results)', () => {
