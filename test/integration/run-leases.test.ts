@@ -1,0 +1,226 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDbRunLeases } from '../../shared/adapters/dynamodb/dynamodb-run-leases.ts';
+import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
+import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
+import { OpenAiProvider } from '../../shared/adapters/providers/openai-provider.ts';
+import { createTask } from '../../shared/app/create-task.ts';
+import { type ExecuteRunDeps, executeRun } from '../../shared/app/execute-run.ts';
+import { abandonedRunReason, abandonedRunText, reapExpiredRuns } from '../../shared/app/reap-runs.ts';
+import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { ToolLoopAgent } from '../../shared/app/tool-loop-agent.ts';
+import { parseConfig } from '../../shared/config/config.ts';
+import { VersionConflictError } from '../../shared/domain/errors.ts';
+import type { RunMessage } from '../../shared/domain/ports.ts';
+import { alice, userMessage } from '../support/core-fixture.ts';
+import { type FakeModelServer, openAiText, startFakeModelServer } from '../support/fake-model-servers.ts';
+import { createTestResources, type TestResources } from '../support/local-guard.ts';
+
+/**
+ * Leases and the reaper against DynamoDB Local (real conditional writes, the real sparse
+ * byLease index) with the OpenAI adapter on a local wire-format server that holds its answer
+ * until the test releases it — a run that is RUNNING for as long as the test needs.
+ */
+describe('run leases and the reaper against the emulators', () => {
+  let env: TestResources;
+  let tasks: DynamoDbTaskRepository;
+  let leases: DynamoDbRunLeases;
+  let codec: TaskContentCodec;
+  let model: FakeModelServer;
+  let release: () => void = () => {};
+  const config = parseConfig({
+    privacy: { level: 'metadata' },
+    providers: { llm: { type: 'openai', baseUrl: 'http://127.0.0.1:1/v1', model: 'gpt-test' } },
+    profiles: { default: { name: 'LLM', description: 'x', providers: ['llm'] } },
+  });
+
+  beforeAll(async () => {
+    env = await createTestResources('leases');
+    tasks = new DynamoDbTaskRepository(env.clients.doc, env.resources.tables.State.name);
+    leases = new DynamoDbRunLeases(env.clients.doc, env.resources.tables.State.name);
+    codec = new TaskContentCodec(
+      new KmsSealer({ kms: env.clients.kms, keyId: env.resources.key.keyId, installation: 'test' }),
+    );
+    model = await startFakeModelServer(() => openAiText('unused'));
+  });
+  afterAll(async () => {
+    release();
+    await model?.stop();
+    env?.destroy();
+  });
+
+  /** The next model answer waits until `release()`. */
+  const holdNextAnswer = () => {
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    model.script = () => ({ ...openAiText('The answer.'), hold: held });
+  };
+
+  const queued: RunMessage[] = [];
+  const baseDeps = (): ExecuteRunDeps & Parameters<typeof createTask>[0] => ({
+    tasks,
+    codec,
+    config,
+    clock: { now: () => new Date() },
+    ids: { newId: () => crypto.randomUUID() },
+    queue: { enqueue: async (message: RunMessage) => void queued.push(message) },
+    providerFor: () =>
+      new ToolLoopAgent(
+        new OpenAiProvider({
+          providerId: 'llm',
+          baseUrl: `${model.url}/v1`,
+          model: 'gpt-test',
+          timeoutMs: 60_000,
+        }),
+      ),
+  });
+
+  const sendOne = async (text: string) => {
+    const { taskId } = await createTask(baseDeps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage(text),
+    });
+    return { taskId, message: queued.shift()! };
+  };
+
+  const waitFor = async <T>(read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> => {
+    for (;;) {
+      const value = await read();
+      if (ok(value)) return value;
+      await new Promise((wake) => setTimeout(wake, 20));
+    }
+  };
+
+  it('a crashed executor (no renewals): the reaper settles run and task FAILED; the run never runs again (I-ONCE)', async () => {
+    holdNextAnswer();
+    const before = model.requests.length;
+    const { taskId, message } = await sendOne('crash during this');
+    // The executor that "crashes": it claimed the run and never renews its lease.
+    const crashed = executeRun({ ...baseDeps(), leaseMs: 60_000 }, message);
+    await model.received(before + 1);
+    const running = (await tasks.getRun(taskId, message.runId))!;
+    expect(running).toMatchObject({ status: 'RUNNING' });
+    expect(await leases.listExpired(running.leaseUntil! + 1, 100)).toContainEqual({
+      taskId,
+      runId: message.runId,
+    });
+
+    // Nothing is reaped before the lease ends.
+    const early = await reapExpiredRuns(
+      { ...baseDeps(), leases, clock: { now: () => new Date(running.leaseUntil! - 1) } },
+      100,
+    );
+    expect(early.found).toBe(0);
+
+    const reapedAt = new Date(running.leaseUntil! + 1_000);
+    const report = await reapExpiredRuns({ ...baseDeps(), leases, clock: { now: () => reapedAt } }, 100);
+    expect(report.reaped).toBeGreaterThanOrEqual(1);
+
+    const run = (await tasks.getRun(taskId, message.runId))!;
+    expect(run).toMatchObject({
+      status: 'FAILED',
+      version: running.version + 1,
+      endedAt: reapedAt.toISOString(),
+    });
+    expect(run.leaseUntil).toBeUndefined();
+    const task = (await tasks.getTask(taskId))!;
+    expect(task).toMatchObject({ state: 'TASK_STATE_FAILED', metadata: { reason: abandonedRunReason } });
+    const status = await codec.openStatusMessage(taskId, task.sealedStatusMessage);
+    expect(status?.parts).toEqual([{ text: abandonedRunText }]);
+    // Off the sparse index: a later reaper tick finds nothing of it.
+    expect(await leases.listExpired(Date.now() + 86_400_000, 100)).not.toContainEqual({
+      taskId,
+      runId: message.runId,
+    });
+
+    // The "crashed" executor wakes up: its completion loses the version check, nothing is stored.
+    release();
+    expect(await crashed).not.toBe('completed');
+    expect((await tasks.getTask(taskId))!).toMatchObject({
+      state: 'TASK_STATE_FAILED',
+      revision: task.revision,
+    });
+    // A redelivered queue message never calls the model again.
+    expect(await executeRun(baseDeps(), message)).toBe('duplicate');
+    expect(model.requests.length - before).toBe(1);
+  });
+
+  it('renewals keep a live run off the reaper without moving its version; a duplicate delivery never calls the model', async () => {
+    holdNextAnswer();
+    const before = model.requests.length;
+    const { taskId, message } = await sendOne('long work');
+    const live = executeRun({ ...baseDeps(), leases, leaseMs: 60_000, leaseRenewMs: 50 }, message);
+    await model.received(before + 1);
+    const claimed = (await tasks.getRun(taskId, message.runId))!;
+    expect(claimed.status).toBe('RUNNING');
+
+    // A duplicate SQS delivery while the run is RUNNING: no claim, no model call.
+    expect(await executeRun(baseDeps(), message)).toBe('duplicate');
+
+    const renewed = await waitFor(
+      () => tasks.getRun(taskId, message.runId),
+      (run) => (run?.leaseUntil ?? 0) > claimed.leaseUntil!,
+    );
+    expect(renewed!.version).toBe(claimed.version);
+
+    // The reaper at a time past the claim's lease but before the renewed one: nothing to reap.
+    const afterFirstLease = new Date(claimed.leaseUntil! + 1);
+    const report = await reapExpiredRuns(
+      { ...baseDeps(), leases, clock: { now: () => afterFirstLease } },
+      100,
+    );
+    expect(report.found).toBe(0);
+
+    // The reaper's fence: a reap that read the old lease loses against the renewal.
+    const fenced = tasks.commit({
+      writes: [
+        {
+          entity: 'run',
+          item: { ...claimed, status: 'FAILED', version: claimed.version + 1, leaseUntil: undefined },
+          expect: { version: claimed.version, leaseExpiredBefore: afterFirstLease.getTime() },
+        },
+      ],
+    });
+    await expect(fenced).rejects.toBeInstanceOf(VersionConflictError);
+
+    release();
+    expect(await live).toBe('completed');
+    const done = (await tasks.getRun(taskId, message.runId))!;
+    // The completing transaction expected the claimed version: renewals did not break I-LOCK.
+    expect(done).toMatchObject({ status: 'COMPLETED', version: claimed.version + 1 });
+    expect(done.leaseUntil).toBeUndefined();
+    expect((await tasks.getTask(taskId))!.state).toBe('TASK_STATE_COMPLETED');
+    expect(model.requests.length - before).toBe(1);
+  });
+
+  it('a lost lease aborts the model call: the run stays settled by the reaper and is not completed', async () => {
+    holdNextAnswer();
+    const before = model.requests.length;
+    const closedBefore = model.closedEarly();
+    const { taskId, message } = await sendOne('lose the lease');
+    const live = executeRun({ ...baseDeps(), leases, leaseMs: 60_000, leaseRenewMs: 50 }, message);
+    await model.received(before + 1);
+    const running = (await tasks.getRun(taskId, message.runId))!;
+    // Something else settled the run (the reaper of another region's clock, an operator): the
+    // next renewal finds it no longer RUNNING and aborts the in-flight request.
+    await tasks.commit({
+      writes: [
+        {
+          entity: 'run',
+          item: { ...running, status: 'FAILED', version: running.version + 1, leaseUntil: undefined },
+          expect: { version: running.version },
+        },
+      ],
+    });
+    expect(await live).not.toBe('completed');
+    // The held request was abandoned by the client: the answer finds its connection gone.
+    release();
+    await waitFor(
+      async () => model.closedEarly(),
+      (closed) => closed > closedBefore,
+    );
+    expect((await tasks.getRun(taskId, message.runId))!.status).toBe('FAILED');
+    expect(model.requests.length - before).toBe(1);
+  });
+});
