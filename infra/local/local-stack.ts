@@ -4,6 +4,7 @@ import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord } from 'aws-lambda';
+import { isJournalEventInsert } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { type Config, defaultConfig } from '../../shared/config/config.ts';
 import { startDynamoDbLocal } from './dynamodb-local.ts';
 import {
@@ -189,6 +190,62 @@ export const importHandlers = async (): Promise<LocalHandlers> => {
   };
 };
 
+const webhookModules = {
+  pusher: new URL('../../functions/pusher/handler.ts', import.meta.url),
+  deliverer: new URL('../../functions/deliverer/handler.ts', import.meta.url),
+} as const;
+
+export interface WebhookPollers {
+  /** Journal stream → pusher (inserted event items only, as the event-source filter in the cloud). */
+  readonly pusher: StreamPoller;
+  /** FIFO delivery queue → deliverer, one message per invocation (batch size 1, as deployed). */
+  readonly deliverer: SqsPoller;
+}
+
+/** The webhook path of decision 0009: journal stream → pusher → FIFO queue → deliverer. */
+const createWebhookPollers = async (
+  clients: LocalClients,
+  resources: LocalResources,
+  options: { readonly concurrency: number; readonly region: string; readonly log: LocalLog },
+): Promise<WebhookPollers> => {
+  const load = async (name: keyof typeof webhookModules): Promise<unknown> => {
+    const module: { handler?: unknown } = await import(webhookModules[name].href);
+    if (typeof module.handler !== 'function') {
+      throw new Error(`${webhookModules[name].pathname} does not export a handler function`);
+    }
+    return module.handler;
+  };
+  const journalStream = resources.tables.Journal.streamArn;
+  if (!journalStream) throw new Error('The journal table has no stream');
+  const [pusher, deliverer] = await Promise.all([load('pusher'), load('deliverer')]);
+  return {
+    pusher: createStreamPoller({
+      streams: clients.streams,
+      streamArn: journalStream,
+      handler: pusher as DynamoDbStreamLambdaHandler,
+      functionName: 'pusher',
+      startingPosition: resources.tables.Journal.created ? 'TRIM_HORIZON' : 'LATEST',
+      filter: isJournalEventInsert,
+      // Ordered fan-out: the handler stops at the first failure; halving adds nothing.
+      bisectBatchOnFunctionError: false,
+      maximumRetryAttempts: 10,
+      region: options.region,
+      log: options.log,
+    }),
+    deliverer: createSqsPoller({
+      sqs: clients.sqs,
+      queueUrl: resources.queues.DeliveryQueue.url,
+      queueArn: resources.queues.DeliveryQueue.arn,
+      handler: deliverer as SqsLambdaHandler,
+      functionName: 'deliverer',
+      batchSize: 1,
+      concurrency: options.concurrency,
+      region: options.region,
+      log: options.log,
+    }),
+  };
+};
+
 const reaperModule = new URL('../../functions/reaper/handler.ts', import.meta.url);
 
 /** The reaper handler on a timer, one tick at a time (decision 0011). Returns the stop step. */
@@ -226,6 +283,8 @@ export interface LocalStackOptions {
   readonly authorize?: Authorize;
   /** Concurrent run-queue pollers (default 4). */
   readonly executorConcurrency?: number;
+  /** Concurrent webhook deliveries (default 8; a delivery group is served by one at a time). */
+  readonly delivererConcurrency?: number;
   /** The reaper's schedule (EventBridge every minute in AWS) as a timer; 0 turns it off. @default 60_000 */
   readonly reaperIntervalMs?: number;
   readonly log?: LocalLog;
@@ -237,7 +296,10 @@ export interface LocalStack {
   readonly env: Readonly<Record<string, string>>;
   readonly endpoints: Endpoints;
   readonly resources: LocalResources;
-  readonly pollers: { readonly executor: SqsPoller; readonly projector: StreamPoller };
+  readonly pollers: {
+    readonly executor: SqsPoller;
+    readonly projector: StreamPoller;
+  } & Partial<WebhookPollers>;
   /** Milliseconds per start-up phase. */
   readonly timings: Readonly<Record<string, number>>;
   /** Projector batches sent to the on-failure destination (the ProjectorDlq). */
@@ -291,7 +353,9 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
 
     since = performance.now();
     const needed = ['rpc', 'executor', 'projector'] as const;
-    const handlers: LocalHandlers = needed.every((name) => options.handlers?.[name])
+    // Stand-in handlers (tests of the harness itself) come without the webhook path.
+    const standIns = needed.every((name) => options.handlers?.[name]);
+    const handlers: LocalHandlers = standIns
       ? (options.handlers as LocalHandlers)
       : { ...(await importHandlers()), ...options.handlers };
     timings.handlers = elapsed(since);
@@ -380,6 +444,18 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
     cleanups.push(() => projector.stop());
     cleanups.push(() => executor.stop());
     await Promise.all([executor.start(), projector.start()]);
+    const webhooks = standIns
+      ? undefined
+      : await createWebhookPollers(clients, resources, {
+          concurrency: options.delivererConcurrency ?? 8,
+          region,
+          log,
+        });
+    if (webhooks) {
+      cleanups.push(() => webhooks.pusher.stop());
+      cleanups.push(() => webhooks.deliverer.stop());
+      await Promise.all([webhooks.pusher.start(), webhooks.deliverer.start()]);
+    }
     timings.pollers = elapsed(since);
     const reaperEvery = options.reaperIntervalMs ?? 60_000;
     if (reaperEvery > 0) cleanups.push(await startReaperTimer(reaperEvery, log));
@@ -391,7 +467,7 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
       env,
       endpoints,
       resources,
-      pollers: { executor, projector },
+      pollers: { executor, projector, ...webhooks },
       timings,
       projectorFailures: () => projectorFailures,
       stop: () => {

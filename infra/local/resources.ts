@@ -60,6 +60,7 @@ export interface ResourceEnv {
   readonly JOURNAL_TABLE_NAME: string;
   readonly AUDIT_TABLE_NAME: string;
   readonly RUN_QUEUE_URL: string;
+  readonly DELIVERY_QUEUE_URL: string;
   readonly KMS_KEY_ID: string;
 }
 
@@ -107,6 +108,7 @@ export const createResources = async ({
       JOURNAL_TABLE_NAME: tables.Journal.name,
       AUDIT_TABLE_NAME: tables.Audit.name,
       RUN_QUEUE_URL: queues.RunQueue.url,
+      DELIVERY_QUEUE_URL: queues.DeliveryQueue.url,
       KMS_KEY_ID: key.keyId,
     },
   };

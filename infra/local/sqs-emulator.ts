@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequestHandler } from 'local-aws-sqs';
@@ -36,7 +37,7 @@ interface ReceiveOptions {
 const corrected = new WeakSet<EmulatedQueue>();
 
 const availableMessages = (queue: EmulatedQueue): number => {
-  const attributes = queue.getAttributes([
+  const attributes = rawAttributes(queue)([
     'ApproximateNumberOfMessages',
     'ApproximateNumberOfMessagesNotVisible',
   ]);
@@ -52,6 +53,190 @@ const sleep = (ms: number): Promise<void> =>
   new Promise((wake) => {
     setTimeout(wake, ms).unref();
   });
+
+// ---- FIFO semantics local-aws-sqs 2.0.2 lacks (checked by test/integration/sqs-emulator-fifo.test.ts)
+//
+// 1. Message groups: SQS hands out no message of a group while an earlier one of that group is in
+//    flight. The emulator ignores groups, so a consumer could process A2 while A1 is being retried.
+// 2. ChangeMessageVisibility must not count as a receive; the emulator increments
+//    ApproximateReceiveCount on it, which sends a message to the DLQ after half its attempts.
+// 3. Deduplication lasts 5 minutes from the send, also after the message was deleted; the emulator
+//    only deduplicates against messages still in the queue.
+//
+// The correction keeps at most one message per group inside the emulator's queue and holds the
+// group's later messages back until it is deleted (or moved to the DLQ): a consumer can never see
+// a group's messages out of order, whatever its concurrency. (SQS may hand out several messages
+// of one group in one batch; one at a time is the strict subset of that behaviour.)
+
+interface EmulatedRecord {
+  MessageId: string;
+  attributes: Record<string, string>;
+  [key: string]: unknown;
+}
+interface SendInput {
+  MessageBody?: string;
+  MessageGroupId?: string;
+  MessageDeduplicationId?: string;
+  DelaySeconds?: number | string;
+  MessageAttributes?: unknown;
+  MessageSystemAttributes?: Record<string, { StringValue?: string }>;
+  [key: string]: unknown;
+}
+interface FifoState {
+  /** The group's message now inside the emulator's queue, by group. */
+  readonly inside: Map<string, string>;
+  /** Messages held back, per group, in send order. */
+  readonly pending: Map<string, { record: EmulatedRecord; delay: number }[]>;
+  /** Every message this correction created, by id: its group and the record the emulator holds. */
+  readonly messages: Map<string, { group: string; record: EmulatedRecord }>;
+  readonly dedup: Map<string, { messageId: string; sequenceNumber: string; until: number }>;
+  release(messageId: string): void;
+}
+
+const DEDUP_WINDOW_MS = 5 * 60_000;
+const fifoStates = new WeakMap<EmulatedQueue, FifoState>();
+const originalGetAttributes = new WeakMap<EmulatedQueue, EmulatedQueue['getAttributes']>();
+let sequence = 0n;
+
+const rawAttributes = (queue: EmulatedQueue): EmulatedQueue['getAttributes'] =>
+  originalGetAttributes.get(queue) ?? queue.getAttributes.bind(queue);
+
+const pendingCount = (state: FifoState): number =>
+  [...state.pending.values()].reduce((sum, held) => sum + held.length, 0);
+
+const messageIdOfHandle = (handle: string): string | undefined => {
+  try {
+    const decoded = Buffer.from(handle, 'base64').toString('utf8');
+    const parsed = JSON.parse(decoded.slice(decoded.indexOf('{'))) as { MessageId?: unknown };
+    return typeof parsed.MessageId === 'string' ? parsed.MessageId : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+const enforceFifoSemantics = (queue: EmulatedQueue, queues: () => readonly EmulatedQueue[]): void => {
+  if (!queue.FifoQueue || fifoStates.has(queue)) return;
+  const createRecord = (
+    queue.constructor as unknown as {
+      createRecord(input: Record<string, unknown>): [EmulatedRecord, string | undefined];
+    }
+  ).createRecord;
+  const setRecord = queue.setRecord.bind(queue);
+  const newRecord = queue.newRecord.bind(queue);
+  const remove = queue.delete.bind(queue);
+  const changeVisibility = queue.changeVisibility.bind(queue);
+  const clearRecords = queue.clearRecords.bind(queue);
+  const getAttributes = queue.getAttributes.bind(queue);
+  const state: FifoState = {
+    inside: new Map(),
+    pending: new Map(),
+    messages: new Map(),
+    dedup: new Map(),
+    release(messageId) {
+      const message = state.messages.get(messageId);
+      if (!message) return;
+      state.messages.delete(messageId);
+      if (state.inside.get(message.group) !== messageId) return;
+      state.inside.delete(message.group);
+      const held = state.pending.get(message.group);
+      const next = held?.shift();
+      if (held?.length === 0) state.pending.delete(message.group);
+      if (next) {
+        state.inside.set(message.group, next.record.MessageId);
+        newRecord(next.record, next.delay);
+      }
+    },
+  };
+  fifoStates.set(queue, state);
+  originalGetAttributes.set(queue, getAttributes);
+
+  queue.setRecord = (input: SendInput, messageId?: string) => {
+    const group = input.MessageGroupId;
+    if (!group) return setRecord(input, messageId);
+    // A message the source queue moved here (DLQ redrive) has left the source queue.
+    const source = input.MessageSystemAttributes?.DeadLetterQueueSourceArn?.StringValue?.split(':').pop();
+    if (source && messageId) {
+      const sourceQueue = queues().find((candidate) => candidate.QueueName === source);
+      if (sourceQueue) fifoStates.get(sourceQueue)?.release(messageId);
+    }
+    const now = Date.now();
+    const dedupId =
+      input.MessageDeduplicationId ??
+      (queue.ContentBasedDeduplication
+        ? createHash('sha256')
+            .update(String(input.MessageBody ?? ''))
+            .digest('hex')
+        : undefined);
+    const dedupKey = queue.DeduplicationScope === 'messageGroup' ? `${group}\n${dedupId}` : `${dedupId}`;
+    for (const [key, entry] of state.dedup) if (entry.until <= now) state.dedup.delete(key);
+    const duplicate = dedupId === undefined ? undefined : state.dedup.get(dedupKey);
+    sequence += 1n;
+    const sequenceNumber = duplicate?.sequenceNumber ?? sequence.toString().padStart(20, '0');
+    const [record, md5OfSystemAttributes] = createRecord({
+      MessageId: duplicate?.messageId ?? messageId,
+      MessageBody: input.MessageBody,
+      MessageAttributes: input.MessageAttributes,
+      MessageGroupId: group,
+      MessageDeduplicationId: dedupId,
+      MessageSystemAttributes: input.MessageSystemAttributes,
+      SequenceNumber: sequenceNumber,
+    });
+    const answer = {
+      record,
+      ...(md5OfSystemAttributes ? { MD5OfMessageSystemAttributes: md5OfSystemAttributes } : {}),
+    };
+    if (duplicate) return answer;
+    if (dedupId !== undefined) {
+      state.dedup.set(dedupKey, {
+        messageId: record.MessageId,
+        sequenceNumber,
+        until: now + DEDUP_WINDOW_MS,
+      });
+    }
+    state.messages.set(record.MessageId, { group, record });
+    const delay = Number(input.DelaySeconds);
+    if (state.inside.has(group)) {
+      state.pending.set(group, [...(state.pending.get(group) ?? []), { record, delay }]);
+      return answer;
+    }
+    state.inside.set(group, record.MessageId);
+    const entry = newRecord(record, delay);
+    if (md5OfSystemAttributes) entry.MD5OfMessageSystemAttributes = md5OfSystemAttributes;
+    return entry;
+  };
+
+  queue.delete = (receiptHandle: string) => {
+    const deleted = remove(receiptHandle);
+    const messageId = messageIdOfHandle(receiptHandle);
+    if (messageId) state.release(messageId);
+    return deleted;
+  };
+
+  queue.changeVisibility = (receiptHandle: string, visibilityTimeout: string) => {
+    const record = state.messages.get(messageIdOfHandle(receiptHandle) ?? '')?.record;
+    const receives = record?.attributes.ApproximateReceiveCount;
+    const changed = changeVisibility(receiptHandle, visibilityTimeout);
+    if (record && receives !== undefined) record.attributes.ApproximateReceiveCount = receives;
+    return changed;
+  };
+
+  queue.clearRecords = () => {
+    clearRecords();
+    state.inside.clear();
+    state.pending.clear();
+    state.messages.clear();
+  };
+
+  queue.getAttributes = (names?: string[]) => {
+    const attributes = getAttributes(names);
+    if (attributes && 'ApproximateNumberOfMessages' in attributes) {
+      attributes.ApproximateNumberOfMessages = String(
+        Number(attributes.ApproximateNumberOfMessages) + pendingCount(state),
+      );
+    }
+    return attributes;
+  };
+};
 
 const answerLongPollsEarly = (queue: EmulatedQueue): void => {
   if (corrected.has(queue)) return;
@@ -81,7 +266,10 @@ export const startSqsEmulator = async (options: StartSqsEmulatorOptions = {}): P
     emulateQueueCreationLifecycle: false,
   });
   const server = createServer((req, res) => {
-    for (const queue of service.Queues) answerLongPollsEarly(queue);
+    for (const queue of service.Queues) {
+      enforceFifoSemantics(queue, () => service.Queues);
+      answerLongPollsEarly(queue);
+    }
     void requestHandler(req, res);
   });
   await new Promise<void>((resolveListen, reject) => {
