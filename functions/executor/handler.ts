@@ -9,6 +9,7 @@ import {
   createTaskRepository,
   createToolRegistry,
   systemClock,
+  webhookPolicyOf,
 } from '../../shared/adapters/composition.ts';
 import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
 import { executeRun } from '../../shared/app/execute-run.ts';
@@ -24,7 +25,7 @@ const deps = {
   config: env.config,
   providerFor: createProviderFor(env),
   leases: createRunLeases(env),
-  tools: createToolRegistry(),
+  tools: createToolRegistry(webhookPolicyOf(env)),
   audit: createAuditTrail(env),
   logger,
 };

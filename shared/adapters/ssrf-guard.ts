@@ -99,7 +99,7 @@ const errorCode = (error: unknown): string =>
       : 'error';
 
 /** A socket lookup that always answers with the vetted address (no second resolution). */
-const pinnedLookup = (pinned: ResolvedAddress): LookupFunction =>
+export const pinnedLookup = (pinned: ResolvedAddress): LookupFunction =>
   ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     if (options?.all) callback(null, [{ address: pinned.address, family: pinned.family }]);
     else callback(null, pinned.address, pinned.family);

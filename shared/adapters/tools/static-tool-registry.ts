@@ -1,5 +1,7 @@
 import type { Tool, ToolRegistry } from '../../domain/tools.ts';
+import type { WebhookPolicy } from '../../domain/webhook-address.ts';
 import { calculatorTool } from './calculator.ts';
+import { createHttpFetchTool } from './http-fetch.ts';
 
 /** The tools this build offers, by name. A profile enables some of them in its config. */
 export class StaticToolRegistry implements ToolRegistry {
@@ -19,7 +21,9 @@ export class StaticToolRegistry implements ToolRegistry {
   }
 }
 
-// TODO(http_fetch): add the fetch tool once shared/adapters/ssrf-guard.ts exists (same guard as webhooks).
-export const builtInTools: readonly Tool[] = [calculatorTool];
-
-export const createToolRegistry = (): StaticToolRegistry => new StaticToolRegistry(builtInTools);
+/**
+ * The tools of this build: the deterministic calculator and, given the installation's outbound
+ * policy (the webhooks' SSRF policy), `http_fetch`.
+ */
+export const createToolRegistry = (outbound?: WebhookPolicy): StaticToolRegistry =>
+  new StaticToolRegistry([calculatorTool, ...(outbound ? [createHttpFetchTool({ policy: outbound })] : [])]);
