@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { ESM_REQUIRE_BANNER, REPO_ROOT } from '../../infra/house-function.ts';
+import { defaultConfig } from '../../shared/config/config.ts';
 import { median } from './stats.ts';
 
 /**
@@ -47,6 +48,8 @@ const dummyEnv: Record<string, string> = {
   RUN_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/bench-RunQueue',
   KMS_KEY_ID: 'arn:aws:kms:us-east-1:000000000000:key/00000000-0000-0000-0000-000000000000',
   A2A_INSTALLATION: 'bench',
+  // The default profile, explicitly public: a deployed configuration must say how callers authenticate.
+  A2A_CONFIG: JSON.stringify({ ...defaultConfig, auth: { ...defaultConfig.auth, public: true } }),
   POWERTOOLS_LOG_LEVEL: 'ERROR',
 };
 
@@ -106,14 +109,16 @@ const measureInit = async (
       continue;
     }
     const missing = /Missing environment variable (\w+)/.exec(result.error ?? '')?.[1];
-    if (!missing) return { samples, error: result.error };
-    env[missing] = `bench-${missing.toLowerCase()}`;
+    if (!missing || env[missing] !== undefined) return { samples, error: result.error };
+    env[missing] = missing.endsWith('_URL')
+      ? `https://bench.invalid/${missing.toLowerCase()}`
+      : `bench-${missing.toLowerCase()}`;
   }
   return { samples };
 };
 
 export const measureColdStarts = async (
-  options: { spawns?: number; log?: (line: string) => void } = {},
+  options: { spawns?: number; log?: (line: string) => void; only?: readonly string[] } = {},
 ): Promise<ColdStartResult[]> => {
   const spawns = options.spawns ?? 10;
   const log = options.log ?? (() => {});
@@ -126,7 +131,8 @@ export const measureColdStarts = async (
   writeFileSync(runner, runnerSource);
   const results: ColdStartResult[] = [];
   try {
-    for (const { functionName, entry } of handlerEntries()) {
+    const entries = handlerEntries().filter(({ functionName }) => !options.only || options.only.includes(functionName));
+    for (const { functionName, entry } of entries) {
       const bundleFile = join(bundleRoot, functionName, 'index.mjs');
       const baselineFile = join(baselineRoot, functionName, 'index.mjs');
       try {
