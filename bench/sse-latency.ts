@@ -144,8 +144,14 @@ const readsPerMinute = async (revisionEveryMs: number | undefined): Promise<numb
   const view: JournalView = { ...event(1), createdAt: new Date(now).toISOString() };
   let reads = 0;
   const journal = {
-    getView: async () => (reads++, view),
-    listEvents: async (_taskId: string, after: number) => (reads++, events.filter((e) => e.revision > after)),
+    getView: async () => {
+      reads++;
+      return view;
+    },
+    listEvents: async (_taskId: string, after: number) => {
+      reads++;
+      return events.filter((e) => e.revision > after);
+    },
     putRevision: async () => 'written' as const,
   } as unknown as JournalRepository;
   let nextRevisionAt = revisionEveryMs === undefined ? Number.POSITIVE_INFINITY : now + revisionEveryMs;

@@ -18,13 +18,13 @@ interface MetadataSink {
   [metadataSink]?: (metadata: Record<string, unknown>) => void;
 }
 
-class LocalHttpResponseStream {
+const LocalHttpResponseStream = {
   /** Like the runtime's: records status and headers, then returns the same writable for the body. */
-  static from(writable: Writable, metadata: Record<string, unknown>): Writable {
+  from(writable: Writable, metadata: Record<string, unknown>): Writable {
     (writable as Writable & MetadataSink)[metadataSink]?.(metadata);
     return writable;
-  }
-}
+  },
+};
 
 /**
  * Installs the streaming API on `globalThis.awslambda` unless a real runtime provided it. Other
