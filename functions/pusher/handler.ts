@@ -5,7 +5,7 @@ import {
   createPushConfigRepository,
   systemClock,
 } from '../../shared/adapters/composition.ts';
-import { parseEventRecord, processStreamInOrder } from '../../shared/adapters/dynamodb/journal-stream.ts';
+import { parseEventRecord, processStreamByTask } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { fanOutEvent } from '../../shared/app/deliver-push.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
@@ -33,6 +33,6 @@ const fanOutRecord = async (record: DynamoDBRecord): Promise<void> => {
   }
 };
 
-/** In stream order; the event-source filter passes only inserted event items (`sk` begins with EVT#). */
+/** In stream order per task; the event-source filter passes only inserted event items (`sk` begins with EVT#). */
 export const handler = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> =>
-  processStreamInOrder(event.Records, fanOutRecord);
+  processStreamByTask(event.Records, fanOutRecord);

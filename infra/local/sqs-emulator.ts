@@ -49,11 +49,6 @@ const availableMessages = (queue: EmulatedQueue): number => {
   );
 };
 
-const sleep = (ms: number): Promise<void> =>
-  new Promise((wake) => {
-    setTimeout(wake, ms).unref();
-  });
-
 // ---- FIFO semantics local-aws-sqs 2.0.2 lacks (checked by test/integration/sqs-emulator-fifo.test.ts)
 //
 // 1. Message groups: SQS hands out no message of a group while an earlier one of that group is in
@@ -122,7 +117,6 @@ const enforceFifoSemantics = (queue: EmulatedQueue, queues: () => readonly Emula
     }
   ).createRecord;
   const setRecord = queue.setRecord.bind(queue);
-  const newRecord = queue.newRecord.bind(queue);
   const remove = queue.delete.bind(queue);
   const changeVisibility = queue.changeVisibility.bind(queue);
   const clearRecords = queue.clearRecords.bind(queue);
@@ -143,7 +137,7 @@ const enforceFifoSemantics = (queue: EmulatedQueue, queues: () => readonly Emula
       if (held?.length === 0) state.pending.delete(message.group);
       if (next) {
         state.inside.set(message.group, next.record.MessageId);
-        newRecord(next.record, next.delay);
+        queue.newRecord(next.record, next.delay);
       }
     },
   };
@@ -200,7 +194,7 @@ const enforceFifoSemantics = (queue: EmulatedQueue, queues: () => readonly Emula
       return answer;
     }
     state.inside.set(group, record.MessageId);
-    const entry = newRecord(record, delay);
+    const entry = queue.newRecord(record, delay);
     if (md5OfSystemAttributes) entry.MD5OfMessageSystemAttributes = md5OfSystemAttributes;
     return entry;
   };
@@ -238,21 +232,65 @@ const enforceFifoSemantics = (queue: EmulatedQueue, queues: () => readonly Emula
   };
 };
 
+/** Long polls waiting on a queue; woken when a message is added or its visibility changes. */
+const waiting = new WeakMap<EmulatedQueue, Set<() => void>>();
+
+const wakeWaiters = (queue: EmulatedQueue): void => {
+  for (const wake of [...(waiting.get(queue) ?? [])]) wake();
+};
+
+/** Sleeps until the queue changes or `ms` pass (timers inside the emulator — visibility timeouts, delays — are caught by the latter). */
+const waitForChange = (queue: EmulatedQueue, ms: number): Promise<void> =>
+  new Promise((resolveWait) => {
+    const waiters = waiting.get(queue) ?? new Set<() => void>();
+    waiting.set(queue, waiters);
+    const wake = (): void => {
+      clearTimeout(timer);
+      waiters.delete(wake);
+      resolveWait();
+    };
+    const timer = setTimeout(wake, ms);
+    timer.unref();
+    waiters.add(wake);
+  });
+
 const answerLongPollsEarly = (queue: EmulatedQueue): void => {
   if (corrected.has(queue)) return;
   corrected.add(queue);
   const receive = queue.receive.bind(queue);
+  const newRecord = queue.newRecord.bind(queue);
+  const changeVisibility = queue.changeVisibility.bind(queue);
+  queue.newRecord = (record: Record<string, unknown>, delay?: number) => {
+    const entry = newRecord(record, delay);
+    wakeWaiters(queue);
+    return entry;
+  };
+  queue.changeVisibility = (receiptHandle: string, visibilityTimeout: string) => {
+    const changed = changeVisibility(receiptHandle, visibilityTimeout);
+    wakeWaiters(queue);
+    return changed;
+  };
+  // Event-driven rather than a tight poll: many concurrent long polls on a 2-core machine would
+  // otherwise spend the CPU the handlers need.
   queue.receive = async (options: ReceiveOptions = {}) => {
     const wait = Number(options.WaitTimeSeconds ?? queue.ReceiveMessageWaitTimeSeconds ?? 0);
     const deadline = Date.now() + wait * 1000;
-    let available = availableMessages(queue);
-    while (available === 0 && Date.now() < deadline) {
-      await sleep(5);
-      available = availableMessages(queue);
-    }
-    if (available === 0) return [];
     const max = Number(options.MaxNumberOfMessages ?? 1);
-    return receive({ ...options, WaitTimeSeconds: 0, MaxNumberOfMessages: Math.min(max, available) });
+    for (;;) {
+      const available = availableMessages(queue);
+      if (available > 0) {
+        const received = await receive({
+          ...options,
+          WaitTimeSeconds: 0,
+          MaxNumberOfMessages: Math.min(max, available),
+        });
+        // Another long poll may have taken them first: keep waiting until the deadline.
+        if (received.length > 0 || Date.now() >= deadline) return received;
+      } else if (Date.now() >= deadline) {
+        return [];
+      }
+      await waitForChange(queue, Math.min(50, Math.max(1, deadline - Date.now())));
+    }
   };
 };
 

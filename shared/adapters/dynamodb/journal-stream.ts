@@ -18,24 +18,37 @@ export const isJournalEventInsert = (record: DynamoDBRecord): boolean =>
   record.eventName === 'INSERT' && (record.dynamodb?.Keys?.sk?.S ?? '').startsWith('EVT#');
 
 /**
- * Stream records one at a time, in order; the first failure stops the batch and is reported with
- * everything after it, so Lambda retries from there and no later revision overtakes an earlier
- * one (order per (task, webhook) starts here).
+ * Stream records of one task in order, different tasks concurrently (one shard carries many tasks;
+ * one at a time would make the pusher the bottleneck). A task stops at its first failure; the
+ * batch reports every record from the earliest failure on, so Lambda retries from there: that
+ * task's revisions go out again in order, and other tasks' records already sent are absorbed by
+ * the FIFO queue's deduplication (same (task, config, revision) id within 5 minutes).
  */
-export const processStreamInOrder = async (
+export const processStreamByTask = async (
   records: readonly DynamoDBRecord[],
   handle: (record: DynamoDBRecord) => Promise<void>,
 ): Promise<DynamoDBBatchResponse> => {
-  for (const [index, record] of records.entries()) {
-    try {
-      await handle(record);
-    } catch {
-      return {
-        batchItemFailures: records
-          .slice(index)
-          .map((rest) => ({ itemIdentifier: rest.dynamodb?.SequenceNumber ?? '' })),
-      };
-    }
-  }
-  return { batchItemFailures: [] };
+  const byTask = new Map<string, number[]>();
+  records.forEach((record, index) => {
+    const task = record.dynamodb?.Keys?.pk?.S ?? '';
+    byTask.set(task, [...(byTask.get(task) ?? []), index]);
+  });
+  let firstFailed = records.length;
+  await Promise.all(
+    [...byTask.values()].map(async (indexes) => {
+      for (const index of indexes) {
+        try {
+          await handle(records[index]!);
+        } catch {
+          firstFailed = Math.min(firstFailed, index);
+          return;
+        }
+      }
+    }),
+  );
+  return {
+    batchItemFailures: records
+      .slice(firstFailed)
+      .map((record) => ({ itemIdentifier: record.dynamodb?.SequenceNumber ?? '' })),
+  };
 };

@@ -1,0 +1,105 @@
+/**
+ * Commit → webhook latency on the local stack (docs/decisions/0009).
+ *
+ * `--tasks` SendMessage calls (`returnImmediately`, `--concurrency` at a time), each with an inline
+ * push config pointing at a node:http receiver on loopback. For every statusUpdate POST the commit
+ * time is the revision's `status.timestamp` (set by the committing writer just before its
+ * transaction) and the receive time is when the receiver has the body. The path measured:
+ * commit → state stream → projector → journal → journal stream → pusher → FIFO queue → deliverer → POST.
+ *
+ * Run: npx tsx bench/webhook-latency.ts [--tasks 200] [--concurrency 20] [--deliverers 8]
+ */
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { ensureDynamoDbLocalJar } from '../infra/local/dynamodb-local.ts';
+import { startLocalStack } from '../infra/local/local-stack.ts';
+import { defaultConfig } from '../shared/config/config.ts';
+import { startWebhookReceiver } from '../test/support/webhook-receiver.ts';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+const { values } = parseArgs({
+  options: {
+    tasks: { type: 'string', default: '200' },
+    concurrency: { type: 'string', default: '20' },
+    deliverers: { type: 'string', default: '8' },
+  },
+});
+const tasks = Number(values.tasks);
+const concurrency = Number(values.concurrency);
+
+const percentile = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+
+const summarize = (label: string, samples: number[]) => {
+  const sorted = [...samples].sort((a, b) => a - b);
+  console.log(
+    `${label}: n=${sorted.length} p50=${percentile(sorted, 50)} ms p95=${percentile(sorted, 95)} ms max=${sorted.at(-1)} ms`,
+  );
+};
+
+type StatusBody = { statusUpdate?: { taskId: string; status: { state: string; timestamp: string } } };
+
+await ensureDynamoDbLocalJar();
+const stack = await startLocalStack({
+  port: 0,
+  config: defaultConfig,
+  prefix: 'bench-webhook',
+  log: () => {},
+});
+const receiver = await startWebhookReceiver();
+try {
+  const began = performance.now();
+  let next = 0;
+  const taskIds = new Set<string>();
+  const worker = async () => {
+    while (next < tasks) {
+      next += 1;
+      const response = await fetch(`${stack.baseUrl}/agents/default`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: next,
+          method: 'SendMessage',
+          params: {
+            message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'latency' }] },
+            configuration: {
+              returnImmediately: true,
+              taskPushNotificationConfig: { url: `${receiver.url}/hook` },
+            },
+          },
+        }),
+      });
+      const body = (await response.json()) as { result?: { task?: { id: string } } };
+      if (body.result?.task) taskIds.add(body.result.task.id);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const done = () =>
+    new Set(
+      receiver.posts
+        .map((post) => (post.body as StatusBody).statusUpdate)
+        .filter((update) => update?.status.state === 'TASK_STATE_COMPLETED')
+        .map((update) => update?.taskId),
+    ).size;
+  await receiver.waitFor(() => done() >= taskIds.size, 300_000);
+  const elapsedS = (performance.now() - began) / 1000;
+
+  const all: number[] = [];
+  const completedOnly: number[] = [];
+  for (const post of receiver.posts) {
+    const update = (post.body as StatusBody).statusUpdate;
+    if (!update) continue;
+    const latency = post.at - Date.parse(update.status.timestamp);
+    all.push(latency);
+    if (update.status.state === 'TASK_STATE_COMPLETED') completedOnly.push(latency);
+  }
+  console.log(
+    `${taskIds.size} tasks, ${receiver.posts.length} POSTs in ${elapsedS.toFixed(1)} s (concurrency ${concurrency}, deliverers ${values.deliverers})`,
+  );
+  summarize('commit → webhook, every statusUpdate', all);
+  summarize('commit → webhook, COMPLETED', completedOnly);
+} finally {
+  await receiver.close();
+  await stack.stop();
+}
