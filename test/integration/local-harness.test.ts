@@ -142,6 +142,7 @@ describe('createResources', () => {
       JOURNAL_TABLE_NAME: `${local.prefix}-Journal`,
       AUDIT_TABLE_NAME: `${local.prefix}-Audit`,
       RUN_QUEUE_URL: local.resources.queues.RunQueue.url,
+      DELIVERY_QUEUE_URL: local.resources.queues.DeliveryQueue.url,
       KMS_KEY_ID: local.resources.key.keyId,
     });
   });
