@@ -4,6 +4,7 @@ import { TaskNotFoundError, UnsupportedOperationError } from '../domain/errors.t
 import type { JournalEvent, JournalView } from '../domain/projection.ts';
 import { type Owner, sameOwner } from '../domain/task.ts';
 import { type CreateTaskDeps, type CreateTaskInput, createTask } from './create-task.ts';
+import { openStreamResponses } from './journal-events.ts';
 import { getVisibleView, type ReadTaskDeps, toTask, waitForView } from './read-task.ts';
 import type { StreamComment, StreamItem } from './rpc/dispatcher.ts';
 
@@ -155,28 +156,11 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
  * of a revision re-attaches before it and receives the whole revision again (no half revision).
  */
 async function* eventItems(deps: StreamTaskDeps, event: JournalEvent): AsyncGenerator<StreamItem> {
-  const [artifacts, statusMessage] = await Promise.all([
-    event.sealedArtifacts === undefined ? [] : deps.codec.openArtifacts(event.taskId, event.sealedArtifacts),
-    deps.codec.openStatusMessage(event.taskId, event.sealedStatusMessage),
-  ]);
-  for (const artifact of artifacts) {
-    yield { artifactUpdate: { taskId: event.taskId, contextId: event.contextId, artifact, lastChunk: true } };
+  const responses = await openStreamResponses(deps.codec, event);
+  const last = responses.length - 1;
+  for (const [index, response] of responses.entries()) {
+    yield index === last ? { eventId: String(event.revision), response } : response;
   }
-  yield {
-    eventId: String(event.revision),
-    response: {
-      statusUpdate: {
-        taskId: event.taskId,
-        contextId: event.contextId,
-        status: {
-          state: event.state,
-          timestamp: event.statusTimestamp,
-          ...(statusMessage ? { message: statusMessage } : {}),
-        },
-        ...(event.metadata !== undefined ? { metadata: event.metadata } : {}),
-      },
-    },
-  };
 }
 
 const openSnapshot = async (
