@@ -1,7 +1,7 @@
 import type { Task, TaskState } from '../domain/a2a.ts';
 import { TaskNotFoundError } from '../domain/errors.ts';
 import type { Clock, JournalRepository, TaskRepository } from '../domain/ports.ts';
-import type { JournalView, StoredTask } from '../domain/projection.ts';
+import { type JournalView, type StoredTask, viewOf } from '../domain/projection.ts';
 import { historyAsOf, isExpired, type Owner, sameOwner } from '../domain/task.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
@@ -140,22 +140,5 @@ export const taskFromCommittedRow = async (
   if (row === undefined || !sameOwner(row.owner, caller) || isExpired(row.expiresAt, deps.clock.now())) {
     throw new TaskNotFoundError(taskId);
   }
-  return toTask(
-    deps,
-    {
-      taskId: row.taskId,
-      contextId: row.contextId,
-      owner: row.owner,
-      state: row.state,
-      revision: row.revision,
-      statusTimestamp: row.statusTimestamp,
-      createdAt: row.createdAt,
-      sealedStatusMessage: row.sealedStatusMessage,
-      sealedArtifacts: row.sealedArtifacts,
-      metadata: row.metadata,
-      expiresAt: row.expiresAt,
-    },
-    options,
-    row,
-  );
+  return toTask(deps, viewOf(row), options, row);
 };

@@ -1,7 +1,7 @@
 import type { Task, TaskState } from '../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../domain/a2a.ts';
 import { TaskNotFoundError, UnsupportedOperationError } from '../domain/errors.ts';
-import type { JournalEvent, JournalView } from '../domain/projection.ts';
+import { type JournalEvent, type JournalView, viewOf } from '../domain/projection.ts';
 import { type Owner, sameOwner } from '../domain/task.ts';
 import { type CreateTaskDeps, type CreateTaskInput, createTask } from './create-task.ts';
 import { openStreamResponses } from './journal-events.ts';
@@ -253,23 +253,9 @@ const openAt = async (
 const openFromCommittedRow = async (deps: StreamTaskDeps, input: StreamTaskInput): Promise<Opening> => {
   const row = await deps.tasks.getTask(input.taskId);
   if (row === undefined || !sameOwner(row.owner, input.caller)) throw new TaskNotFoundError(input.taskId);
-  const view: JournalView = {
-    taskId: row.taskId,
-    contextId: row.contextId,
-    owner: row.owner,
-    state: row.state,
-    revision: row.revision,
-    statusTimestamp: row.statusTimestamp,
-    createdAt: row.createdAt,
-    sealedStatusMessage: row.sealedStatusMessage,
-    sealedArtifacts: row.sealedArtifacts,
-    metadata: row.metadata,
-    expiresAt: row.expiresAt,
-  };
+  const view = viewOf(row);
   return {
-    task: await toTask({ ...deps, tasks: { ...deps.tasks, getTask: async () => row } }, view, {
-      historyLength: input.historyLength,
-    }),
+    task: await toTask(deps, view, { historyLength: input.historyLength }, row),
     revision: row.revision,
     expiresAt: row.expiresAt,
   };

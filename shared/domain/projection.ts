@@ -62,6 +62,21 @@ const sameBytes = (a: SealedBlob | undefined, b: SealedBlob | undefined): boolea
   return true;
 };
 
+/** The public view of a committed task row: everything but the history (I-HISTORY). */
+export const viewOf = (task: StoredTask): JournalView => ({
+  taskId: task.taskId,
+  contextId: task.contextId,
+  owner: task.owner,
+  state: task.state,
+  revision: task.revision,
+  statusTimestamp: task.statusTimestamp,
+  createdAt: task.createdAt,
+  sealedStatusMessage: task.sealedStatusMessage,
+  sealedArtifacts: task.sealedArtifacts,
+  metadata: task.metadata,
+  expiresAt: task.expiresAt,
+});
+
 /**
  * Projects one stream record. Returns nothing when the record carries no new revision
  * (a removal, or a write that did not advance the revision), so replays are harmless.
@@ -73,19 +88,7 @@ export const projectRevision = (
   if (newImage === undefined) return undefined;
   if (oldImage !== undefined && newImage.revision <= oldImage.revision) return undefined;
 
-  const view: JournalView = {
-    taskId: newImage.taskId,
-    contextId: newImage.contextId,
-    owner: newImage.owner,
-    state: newImage.state,
-    revision: newImage.revision,
-    statusTimestamp: newImage.statusTimestamp,
-    createdAt: newImage.createdAt,
-    sealedStatusMessage: newImage.sealedStatusMessage,
-    sealedArtifacts: newImage.sealedArtifacts,
-    metadata: newImage.metadata,
-    expiresAt: newImage.expiresAt,
-  };
+  const view = viewOf(newImage);
   const artifactsChanged =
     newImage.sealedArtifacts !== undefined && !sameBytes(oldImage?.sealedArtifacts, newImage.sealedArtifacts);
   const event: JournalEvent = {
