@@ -131,7 +131,9 @@ export const measureColdStarts = async (
   writeFileSync(runner, runnerSource);
   const results: ColdStartResult[] = [];
   try {
-    const entries = handlerEntries().filter(({ functionName }) => !options.only || options.only.includes(functionName));
+    const entries = handlerEntries().filter(
+      ({ functionName }) => !options.only || options.only.includes(functionName),
+    );
     for (const { functionName, entry } of entries) {
       const bundleFile = join(bundleRoot, functionName, 'index.mjs');
       const baselineFile = join(baselineRoot, functionName, 'index.mjs');
