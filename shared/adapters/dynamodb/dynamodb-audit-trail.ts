@@ -2,7 +2,6 @@ import {
   DeleteCommand,
   type DynamoDBDocumentClient,
   PutCommand,
-  QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
@@ -16,6 +15,7 @@ import {
 } from '../../domain/audit.ts';
 import type { Sealer } from '../../domain/ports.ts';
 import { isAtLeast, type PrivacyLevel } from '../../domain/privacy.ts';
+import { queryAll } from './query-all.ts';
 
 /**
  * The audit table (DESIGN.md §4): one item per run step, in the task's partition so the purge
@@ -154,22 +154,13 @@ export class DynamoDbAuditTrail implements AuditTrail {
   }
 
   private async queryItems(taskId: string, prefix: string): Promise<AuditItem[]> {
-    const items: AuditItem[] = [];
-    let exclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-          ExpressionAttributeValues: { ':pk': auditKeys.pk(taskId), ':prefix': prefix },
-          ConsistentRead: true,
-          ExclusiveStartKey: exclusiveStartKey,
-        }),
-      );
-      for (const raw of page.Items ?? []) items.push(auditItemSchema.parse(raw));
-      exclusiveStartKey = page.LastEvaluatedKey;
-    } while (exclusiveStartKey);
-    return items;
+    const items = await queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': auditKeys.pk(taskId), ':prefix': prefix },
+      ConsistentRead: true,
+    });
+    return items.map((raw) => auditItemSchema.parse(raw));
   }
 }
 

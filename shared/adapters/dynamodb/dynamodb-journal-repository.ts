@@ -19,6 +19,7 @@ import {
   toViewItem,
   viewItemSchema,
 } from './entities.ts';
+import { queryAll } from './query-all.ts';
 
 /** Where the view is expected before a revision is written: absent, or at a revision and expiry. */
 type ExpectedView = { readonly revision: number; readonly expiresAt: number } | undefined;
@@ -163,26 +164,17 @@ export class DynamoDbJournalRepository implements JournalRepository {
   }
 
   async listEvents(taskId: string, afterRevision: number): Promise<JournalEvent[]> {
-    const events: JournalEvent[] = [];
-    let exclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-          ExpressionAttributeValues: {
-            ':pk': keys.task(taskId).pk,
-            ':from': keys.event(taskId, afterRevision + 1).sk,
-            ':to': `${keys.eventPrefix}~`,
-          },
-          ConsistentRead: true,
-          ExclusiveStartKey: exclusiveStartKey,
-        }),
-      );
-      for (const item of page.Items ?? []) events.push(fromEventItem(eventItemSchema.parse(item)));
-      exclusiveStartKey = page.LastEvaluatedKey;
-    } while (exclusiveStartKey);
-    return events;
+    const items = await queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+      ExpressionAttributeValues: {
+        ':pk': keys.task(taskId).pk,
+        ':from': keys.event(taskId, afterRevision + 1).sk,
+        ':to': `${keys.eventPrefix}~`,
+      },
+      ConsistentRead: true,
+    });
+    return items.map((item) => fromEventItem(eventItemSchema.parse(item)));
   }
 
   async listViews(query: ViewQuery): Promise<ViewPage> {
