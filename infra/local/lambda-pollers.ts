@@ -446,6 +446,9 @@ interface ShardState {
   readonly parentShardId: string | undefined;
   readonly start: Position;
   status: 'waiting' | 'reading' | 'done';
+  /** Settles once the reader holds its first iterator: a LATEST start is fixed from then on. */
+  readonly positioned: Promise<void>;
+  readonly markPositioned: () => void;
 }
 
 const toLambdaValue = (value: StreamAttributeValue): LambdaAttributeValue => {
@@ -602,7 +605,11 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
       }
     };
 
-    await reposition(resume);
+    try {
+      await reposition(resume);
+    } finally {
+      shard.markPositioned();
+    }
     while (running && iterator) {
       let raw: StreamSdkRecord[];
       let next: string | undefined;
@@ -742,10 +749,16 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
           const position: Position = initial
             ? { type: options.startingPosition ?? 'LATEST' }
             : { type: 'TRIM_HORIZON' };
+          let markPositioned = (): void => {};
+          const positioned = new Promise<void>((resolve) => {
+            markPositioned = resolve;
+          });
           shards.set(shardId, {
             shardId,
             parentShardId: shard.ParentShardId,
             start: position,
+            positioned,
+            markPositioned,
             // At LATEST, a closed shard has nothing new to give.
             status: initial && position.type === 'LATEST' && closed ? 'done' : 'waiting',
           });
@@ -776,6 +789,10 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
       running = true;
       try {
         await refresh(true);
+        // Like an event source mapping that is enabled: what is written after start() is read,
+        // so a LATEST start must hold its iterators before start() returns.
+        const reading = [...shards.values()].filter((shard) => shard.status === 'reading');
+        await Promise.all(reading.map((shard) => shard.positioned));
       } catch (error) {
         running = false;
         throw error;
