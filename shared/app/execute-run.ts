@@ -157,7 +157,7 @@ const work = async (
       run = { ...fresh.run, attempts: run.attempts };
       current = fresh.task;
     }
-    const tightened = await tightenForAttempt(deps, run, current, providerId);
+    const tightened = await tightenForAttempt(deps, run, current, providerId, history);
     if (tightened.kind === 'ended') return tightened.result;
     run = tightened.run;
     current = tightened.task;
@@ -185,7 +185,7 @@ const work = async (
         outputTokens: attempt.outputTokens,
         content: auditContentOf(result.outcome),
       });
-      return settle(deps, { ...run, attempts: [...run.attempts, attempt] }, current, result.outcome);
+      return settle(deps, { ...run, attempts: [...run.attempts, attempt] }, current, result.outcome, history);
     } catch (error) {
       const attempt = attemptOf(providerId, 'failed', startedAt, deps.clock.now());
       run = { ...run, attempts: [...run.attempts, attempt] };
@@ -238,6 +238,8 @@ const tightenForAttempt = async (
   run: RunRecord,
   task: StoredTask,
   providerId: string,
+  /** The history this run opened at its start; only this run rewrites it while it works. */
+  history: readonly HistoryEntry[],
 ): Promise<
   { kind: 'ready'; run: RunRecord; task: StoredTask } | { kind: 'ended'; result: ExecuteRunResult }
 > => {
@@ -271,7 +273,6 @@ const tightenForAttempt = async (
     return { kind: 'ready', run: tightenedRun, task };
   }
   // Scrubbing rewrites the row in place; the revision stays, so nothing new is projected.
-  const history = await deps.codec.openHistory(task.taskId, task.sealedHistory);
   const sealed = await deps.codec.seal(task.taskId, { history: redactHistory(history) });
   const scrubbedTask: StoredTask = { ...task, sealedHistory: sealed.sealedHistory };
   await deps.tasks.commit({
@@ -353,10 +354,12 @@ const settle = async (
   run: RunRecord,
   task: StoredTask,
   outcome: AgentOutcome,
+  /** Opened once at the run's start: redaction is idempotent, so a scrubbed row needs no reopening. */
+  history: readonly HistoryEntry[],
 ): Promise<ExecuteRunResult> => {
   let currentRun = run;
   let currentTask = task;
-  let currentHistory = await deps.codec.openHistory(task.taskId, task.sealedHistory);
+  let currentHistory = history;
   for (let attempt = 1; ; attempt++) {
     const decision = answerOutcome(currentRun.answerCeiling);
     if (decision === 'not-retainable')
