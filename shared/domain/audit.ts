@@ -55,23 +55,10 @@ export interface ContentLengths {
   readonly characters: number;
 }
 
-/** What may be written for a step: metadata always, content only above `metadata`. */
-export interface AuditEntry {
-  readonly kind: AuditStepKind;
-  readonly taskId: string;
-  readonly runId: string;
-  readonly at: string;
+/** What may be written for a step: its metadata always, content only above `metadata`. */
+export interface AuditEntry extends Omit<AuditStep, 'content'> {
   /** The audit ceiling this entry was cut to. */
   readonly level: Exclude<PrivacyLevel, 'none'>;
-  readonly providerId?: string;
-  readonly outcome?: string;
-  readonly reason?: string;
-  readonly durationMs?: number;
-  readonly inputTokens?: number;
-  readonly outputTokens?: number;
-  readonly toolNames?: readonly string[];
-  readonly from?: Ceilings;
-  readonly to?: Ceilings;
   readonly messageLength?: ContentLengths;
   readonly artifactsLength?: ContentLengths;
   /** Present only at `redacted` (redacted) and `full`. */
