@@ -41,6 +41,12 @@ export interface HouseFunctionProps
   readonly logRetention?: RetentionDays;
 }
 
+/**
+ * Compile-time constants of deployed bundles: failpoints (shared/app/failpoints.ts) are compiled
+ * out, so no configuration or variable can switch fault injection on in a deployment.
+ */
+export const DEPLOYED_DEFINES = { A2A_FAILPOINTS: 'false' } as const;
+
 let esbuildChecked = false;
 
 /**
@@ -97,6 +103,7 @@ export class HouseFunction extends NodejsFunction {
         bundleAwsSDK: true,
         externalModules: [],
         tsconfig: join(REPO_ROOT, 'tsconfig.json'),
+        define: DEPLOYED_DEFINES,
         forceDockerBundling: false,
       },
     });

@@ -13,6 +13,7 @@ import {
 } from '../../shared/adapters/composition.ts';
 import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
 import { executeRun } from '../../shared/app/execute-run.ts';
+import { failpoint } from '../../shared/app/failpoints.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
 const env = readRuntimeEnv();
@@ -34,6 +35,7 @@ const deps = {
 const runRecord = async (record: SQSRecord): Promise<void> => {
   const message = runMessageSchema.parse(JSON.parse(record.body));
   const result = await executeRun(deps, message);
+  failpoint('executor.beforeDelete');
   logger.info('run handled', { taskId: message.taskId, runId: message.runId, result });
 };
 

@@ -3,6 +3,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { createJournalRepository } from '../../shared/adapters/composition.ts';
 import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
+import { failpoint } from '../../shared/app/failpoints.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
@@ -13,6 +14,7 @@ const journal = createJournalRepository(env);
 
 /** One stream record = one committed revision; failures bisect and retry from the committed images. */
 const projectStreamRecord = async (record: DynamoDBRecord): Promise<void> => {
+  failpoint('projector.midBatch');
   const result = await projectRecord(
     journal,
     parseTaskImage(record.dynamodb?.OldImage),

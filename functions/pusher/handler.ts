@@ -7,6 +7,7 @@ import {
 } from '../../shared/adapters/composition.ts';
 import { parseEventRecord, processStreamByTask } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { fanOutEvent } from '../../shared/app/deliver-push.ts';
+import { failpoint } from '../../shared/app/failpoints.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
 const env = readRuntimeEnv();
@@ -21,6 +22,7 @@ const deps = {
 const fanOutRecord = async (record: DynamoDBRecord): Promise<void> => {
   const event = parseEventRecord(record);
   try {
+    failpoint('pusher.midBatch');
     const queued = await fanOutEvent(deps, event);
     logger.debug('event fanned out', { taskId: event.taskId, revision: event.revision, queued });
   } catch (error) {

@@ -4,7 +4,10 @@ import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord } from 'aws-lambda';
+import { addSdkClientHook } from '../../shared/adapters/composition.ts';
 import { isJournalEventInsert } from '../../shared/adapters/dynamodb/journal-stream.ts';
+import { injectSdkFaults } from '../../shared/adapters/sdk-faults.ts';
+import { armFailpoints, disarmFailpoints } from '../../shared/app/failpoints.ts';
 import { type Config, defaultConfig } from '../../shared/config/config.ts';
 import { startDynamoDbLocal } from './dynamodb-local.ts';
 import {
@@ -287,6 +290,11 @@ export interface LocalStackOptions {
   readonly delivererConcurrency?: number;
   /** The reaper's schedule (EventBridge every minute in AWS) as a timer; 0 turns it off. @default 60_000 */
   readonly reaperIntervalMs?: number;
+  /**
+   * Failpoints to arm (`npm start -- --failpoints <spec>` or `A2A_FAILPOINTS`; the grammar is in
+   * shared/app/failpoints.ts, the points in docs/reliability.md). Default: none.
+   */
+  readonly failpoints?: string;
   readonly log?: LocalLog;
 }
 
@@ -350,6 +358,14 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
     delete process.env.AWS_SESSION_TOKEN;
     delete process.env.AWS_PROFILE;
     Object.assign(process.env, env);
+
+    if (options.failpoints) {
+      // Before the handler modules load: they create their SDK clients at import.
+      armFailpoints(options.failpoints);
+      cleanups.push(disarmFailpoints);
+      cleanups.push(addSdkClientHook(injectSdkFaults));
+      log('warn', 'local stack: failpoints armed', { spec: options.failpoints });
+    }
 
     since = performance.now();
     const needed = ['rpc', 'executor', 'projector'] as const;

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { parseFailpointSpec } from '../../shared/app/failpoints.ts';
 import { describeRefusal, validateProfiles } from '../../shared/app/validate-profiles.ts';
 import { type Config, ConfigError, defaultConfig, parseConfig } from '../../shared/config/config.ts';
 import {
@@ -12,7 +13,7 @@ import { type LocalStack, startLocalStack } from './local-stack.ts';
 
 /** `npm start -- [--port <n>] [--config <file.json>]`: the local-run contract of DESIGN §10. */
 
-const usage = `Usage: npm start -- [--port <n>] [--config <file.json>] [--host <address>]
+const usage = `Usage: npm start -- [--port <n>] [--config <file.json>] [--host <address>] [--failpoints <spec>]
 
 Runs a2a-serverless locally: DynamoDB Local, an SQS emulator and a KMS endpoint (or LocalStack
 when AWS_ENDPOINT_URL is set), with the same handlers as in Lambda behind an HTTP harness.
@@ -21,6 +22,8 @@ Options:
   -p, --port <n>         HTTP port (default 8787; 0 picks a free one)
   -c, --config <file>    configuration file (JSON, DESIGN.md §10); default: one echo profile
       --host <address>   address to listen on (default 127.0.0.1)
+      --failpoints <spec> inject faults (default: $A2A_FAILPOINTS, else none), e.g.
+                         '*=0.02,projector.midBatch=0.1,seed=7' (docs/reliability.md)
   -h, --help             show this help`;
 
 const fail = (message: string): never => {
@@ -28,14 +31,22 @@ const fail = (message: string): never => {
   process.exit(1);
 };
 
-const parseCommandLine = (): { port: number; host: string; configPath: string | undefined } => {
-  let values: { port?: string; config?: string; host?: string; help?: boolean };
+interface CommandLine {
+  readonly port: number;
+  readonly host: string;
+  readonly configPath: string | undefined;
+  readonly failpoints: string | undefined;
+}
+
+const parseCommandLine = (): CommandLine => {
+  let values: { port?: string; config?: string; host?: string; failpoints?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
       options: {
         port: { type: 'string', short: 'p' },
         config: { type: 'string', short: 'c' },
         host: { type: 'string' },
+        failpoints: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -52,7 +63,15 @@ const parseCommandLine = (): { port: number; host: string; configPath: string | 
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
     return fail(`--port must be an integer from 0 to 65535, not "${values.port}"`);
   }
-  return { port, host: values.host ?? '127.0.0.1', configPath: values.config };
+  const failpoints = values.failpoints ?? process.env.A2A_FAILPOINTS;
+  if (failpoints) {
+    try {
+      parseFailpointSpec(failpoints);
+    } catch (error) {
+      return fail((error as Error).message);
+    }
+  }
+  return { port, host: values.host ?? '127.0.0.1', configPath: values.config, failpoints };
 };
 
 const loadConfig = async (path: string | undefined): Promise<Config> => {
@@ -78,7 +97,7 @@ const loadConfig = async (path: string | undefined): Promise<Config> => {
 };
 
 const main = async (): Promise<void> => {
-  const { port, host, configPath } = parseCommandLine();
+  const { port, host, configPath, failpoints } = parseCommandLine();
   const config = await loadConfig(configPath);
   for (const verdict of validateProfiles(config).filter((profile) => !profile.publishable)) {
     console.warn(
@@ -121,7 +140,7 @@ const main = async (): Promise<void> => {
       : 'Starting DynamoDB Local, the SQS emulator and the KMS endpoint …',
   );
   try {
-    stack = await startLocalStack({ port, host, config });
+    stack = await startLocalStack({ port, host, config, ...(failpoints ? { failpoints } : {}) });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       return fail(`Port ${port} on ${host} is in use; choose another with --port (0 picks a free one)`);

@@ -14,6 +14,7 @@ import { resolveProfilePrivacy, retentionSeconds } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
 import { appendHistory, isExpired, type Owner, type RunRecord, sameOwner } from '../domain/task.ts';
 import type { WebhookPolicy } from '../domain/webhook-address.ts';
+import { failpoint } from './failpoints.ts';
 import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from './push-configs.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
@@ -120,6 +121,7 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
         ]
       : [];
   await deps.tasks.commit({ writes: [...plan.writes, ...pushWrites] });
+  failpoint('create.afterCommit');
   try {
     await deps.queue.enqueue({ taskId: plan.task.taskId, runId });
   } catch (error) {

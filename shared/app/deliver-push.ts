@@ -6,6 +6,7 @@ import type {
   WebhookSender,
 } from '../domain/ports.ts';
 import type { PushDelivery, StoredPushConfig } from '../domain/push.ts';
+import { failpoint } from './failpoints.ts';
 import { openStreamResponses } from './journal-events.ts';
 import type { PushConfigCodec } from './push-configs.ts';
 import { toProtoJson } from './rpc/proto-json.ts';
@@ -118,6 +119,7 @@ export const deliverPush = async (deps: DeliverDeps, delivery: PushDelivery): Pr
   ]);
   const headers = webhookHeaders(config, secrets);
   for (const response of responses) {
+    failpoint('deliverer.post');
     const result = await deps.sender.post({
       url: config.url,
       headers,

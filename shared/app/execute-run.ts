@@ -29,6 +29,7 @@ import {
   type RunStatus,
 } from '../domain/task.ts';
 import type { ToolRegistry } from '../domain/tools.ts';
+import { failpoint } from './failpoints.ts';
 import { recordAuditStep, recordTightening } from './record-audit.ts';
 import { keepLease, leaseUntilFrom } from './run-lease.ts';
 import { enabledToolsOf } from './run-tools.ts';
@@ -89,6 +90,7 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
 
   const claimed = await claim(deps, run, task);
   if (claimed === undefined) return 'duplicate';
+  failpoint('executor.afterClaim');
   const lease = keepLease(deps, claimed.run);
   try {
     return await work(deps, claimed.run, claimed.task, {
@@ -435,12 +437,14 @@ const commitFinal = async (
     leaseUntil: undefined,
     expiresAt: finalTask.expiresAt,
   };
+  failpoint('executor.beforeSettle');
   await deps.tasks.commit({
     writes: [
       { entity: 'run', item: settledRun, expect: { version: run.version } },
       { entity: 'task', item: finalTask, expect: { revision: task.revision } },
     ],
   });
+  failpoint('executor.insideSettle');
   await recordAuditStep(deps, settledRun, { kind: 'settle', outcome: content.result });
 };
 
