@@ -358,12 +358,16 @@ export const runAdmin = async (argv: readonly string[], io: AdminIo): Promise<nu
   }
 };
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  runAdmin(process.argv.slice(2), {
+/** The entry point of `npm run admin` and of `bin/a2a-admin.mjs` (`npx a2a-admin`). */
+export const main = (argv: readonly string[]): Promise<number> =>
+  runAdmin(argv, {
     out: (text) => process.stdout.write(`${text}\n`),
     err: (text) => process.stderr.write(`${text}\n`),
     env: process.env,
-  }).then((code) => {
+  });
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main(process.argv.slice(2)).then((code) => {
     process.exitCode = code;
   });
 }
