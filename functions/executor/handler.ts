@@ -11,6 +11,7 @@ import {
   systemClock,
   webhookPolicyOf,
 } from '../../shared/adapters/composition.ts';
+import { createFunctionMetrics, withMetrics } from '../../shared/adapters/metrics.ts';
 import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
 import { executeRun } from '../../shared/app/execute-run.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
@@ -18,6 +19,7 @@ import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
 const env = readRuntimeEnv();
 const logger = new Logger({ serviceName: 'a2a-executor' });
+const metrics = createFunctionMetrics(env, 'executor');
 const processor = new BatchProcessor(EventType.SQS);
 const deps = {
   tasks: createTaskRepository(env),
@@ -29,6 +31,7 @@ const deps = {
   tools: createToolRegistry(webhookPolicyOf(env)),
   audit: createAuditTrail(env),
   logger,
+  metrics,
 };
 
 /** One queue message = one run; a thrown record is reported as a partial failure and redelivered. */
@@ -39,5 +42,8 @@ const runRecord = async (record: SQSRecord): Promise<void> => {
   logger.info('run handled', { taskId: message.taskId, runId: message.runId, result });
 };
 
-export const handler = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> =>
-  processPartialResponse(event, runRecord, processor, { context });
+export const handler = withMetrics(
+  metrics,
+  async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> =>
+    processPartialResponse(event, runRecord, processor, { context }),
+);

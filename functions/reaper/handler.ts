@@ -7,11 +7,13 @@ import {
   createTaskRepository,
   systemClock,
 } from '../../shared/adapters/composition.ts';
+import { createFunctionMetrics, withMetrics } from '../../shared/adapters/metrics.ts';
 import { type ReapReport, reapExpiredRuns } from '../../shared/app/reap-runs.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
 const env = readRuntimeEnv();
 const logger = new Logger({ serviceName: 'a2a-reaper' });
+const metrics = createFunctionMetrics(env, 'reaper');
 const client = createDocumentClient();
 const deps = {
   tasks: createTaskRepository(env, client),
@@ -23,8 +25,9 @@ const deps = {
 };
 
 /** Every minute (EventBridge schedule): runs whose lease expired are settled FAILED, never run again. */
-export const handler = async (_event?: ScheduledEvent): Promise<ReapReport> => {
+export const handler = withMetrics(metrics, async (_event?: ScheduledEvent): Promise<ReapReport> => {
   const report = await reapExpiredRuns(deps);
   if (report.found > 0) logger.info('expired leases handled', { ...report });
+  if (report.reaped > 0) metrics.add('RunsReaped', report.reaped);
   return report;
-};
+});

@@ -12,6 +12,7 @@ import {
   uuidGenerator,
   webhookPolicyOf,
 } from '../../shared/adapters/composition.ts';
+import { createFunctionMetrics, withMetrics } from '../../shared/adapters/metrics.ts';
 import { createA2aMethods } from '../../shared/app/a2a-methods.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
@@ -20,6 +21,7 @@ import { createHttpApp } from './http-app.ts';
 
 const env = readRuntimeEnv();
 const logger = new Logger({ serviceName: 'a2a-rpc' });
+const metrics = createFunctionMetrics(env, 'rpc');
 const documents = createDocumentClient();
 const methods = createA2aMethods({
   tasks: createTaskRepository(env, documents),
@@ -30,6 +32,7 @@ const methods = createA2aMethods({
   ids: uuidGenerator,
   config: env.config,
   logger,
+  metrics,
   pushConfigs: createPushConfigRepository(env, documents),
   pushCodec: createPushConfigCodec(env),
   webhookPolicy: webhookPolicyOf(env),
@@ -40,6 +43,8 @@ const app = createHttpApp({
 });
 
 /** A streaming Lambda: one endpoint answers plain JSON-RPC and SSE alike. */
-export const handler = awslambda.streamifyResponse(async (event: APIGatewayProxyEvent, responseStream) => {
-  await writeResponse(responseStream, await app(toHttpRequest(event, env.localMode)));
-});
+export const handler = awslambda.streamifyResponse(
+  withMetrics(metrics, async (event: APIGatewayProxyEvent, responseStream: awslambda.HttpResponseStream) => {
+    await writeResponse(responseStream, await app(toHttpRequest(event, env.localMode)));
+  }),
+);

@@ -9,6 +9,7 @@ import {
   TaskNotFoundError,
   UnsupportedOperationError,
 } from '../domain/errors.ts';
+import type { Metrics } from '../domain/metrics.ts';
 import type { Clock, IdGenerator, PushConfigRepository, RunQueue, TaskRepository } from '../domain/ports.ts';
 import { resolveProfilePrivacy, retentionSeconds } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
@@ -26,6 +27,8 @@ export interface CreateTaskDeps {
   readonly ids: IdGenerator;
   readonly config: Config;
   readonly logger?: { warn(message: string, fields: Record<string, unknown>): void };
+  /** Counts refusals (decision 0020). */
+  readonly metrics?: Metrics;
   /** Push support (A2A.md §7): an inline config is stored in the transaction that creates the task. */
   readonly pushCodec?: PushConfigCodec;
   readonly pushConfigs?: PushConfigRepository;
@@ -72,7 +75,10 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
   const profile = deps.config.profiles[input.profileId];
   if (profile === undefined) throw new TaskNotFoundError(input.profileId);
   const privacy = resolveProfilePrivacy(deps.config, input.profileId);
-  if (privacy.refusal) throw new ResultNotRetainableError(input.profileId, privacy.refusal.setting);
+  if (privacy.refusal) {
+    deps.metrics?.add('Refusals');
+    throw new ResultNotRetainableError(input.profileId, privacy.refusal.setting);
+  }
 
   const inlinePush = input.configuration?.taskPushNotificationConfig;
   if (inlinePush !== undefined) {

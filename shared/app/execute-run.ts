@@ -8,6 +8,7 @@ import {
   SealingFailedError,
   VersionConflictError,
 } from '../domain/errors.ts';
+import type { Metrics } from '../domain/metrics.ts';
 import { type AgentSession, type AgentStep, newAgentSession } from '../domain/model.ts';
 import type {
   AgentOutcome,
@@ -52,6 +53,8 @@ export interface ExecuteRunDeps {
   /** The audit trail of run steps at the audit ceiling (decision 0010); absent = not recorded. */
   readonly audit?: AuditTrail;
   readonly logger?: { info(message: string, fields: Record<string, unknown>): void };
+  /** Counts tightenings (decision 0020). */
+  readonly metrics?: Metrics;
 }
 
 export type ExecuteRunResult =
@@ -249,6 +252,7 @@ const tightenForAttempt = async (
   const next = ceilingsForAttempt({ audit: run.auditCeiling, answer: run.answerCeiling }, providerLevel);
   if (next.audit === run.auditCeiling && next.answer === run.answerCeiling)
     return { kind: 'ready', run, task };
+  deps.metrics?.add('Tightenings');
   const tightenedRun: RunRecord = {
     ...run,
     auditCeiling: next.audit,
