@@ -76,7 +76,11 @@ export const createInstallation = (app: App, options: InstallationOptions = {}):
     throw new Error(`-c config: this configuration cannot be deployed:\n  ${authProblems.join('\n  ')}`);
   }
   const prefix = `a2a-${stage}`;
-  const env = { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION };
+  // The configuration's region wins over the CLI's; the account is always the CLI's.
+  const env = {
+    account: process.env.CDK_DEFAULT_ACCOUNT,
+    region: config.deployment.region ?? process.env.CDK_DEFAULT_REGION,
+  };
   const authorizerDefault = join(REPO_ROOT, 'functions/authorizer/handler.ts');
   // Exports/imports: the retained stateful stack cannot be deleted while the service uses it.
   if (app.node.tryGetContext(CROSS_STACK_REFERENCES) === undefined) {
@@ -86,6 +90,7 @@ export const createInstallation = (app: App, options: InstallationOptions = {}):
   const stateful = new StatefulStack(app, `${prefix}-stateful`, {
     env,
     prefix,
+    deletionProtection: config.deployment.deletionProtection,
     description: `a2a-serverless ${stage}: tables, content key and queues (retained)`,
   });
   const service = new ServiceStack(app, `${prefix}-service`, {
@@ -93,7 +98,7 @@ export const createInstallation = (app: App, options: InstallationOptions = {}):
     stateful,
     config,
     installation: prefix,
-    description: `a2a-serverless ${stage}: API and functions`,
+    description: `a2a-serverless ${stage}: API, functions, alarms and dashboard`,
     ...(options.entries ? { entries: options.entries } : {}),
     authorizerEntry: Object.hasOwn(options, 'authorizerEntry')
       ? options.authorizerEntry

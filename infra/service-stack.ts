@@ -17,11 +17,13 @@ import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Grant } from 'aws-cdk-lib/aws-iam';
 import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { queueDefinitions } from '../shared/adapters/dynamodb/tables.ts';
 import { type AuthSettings, deployedAuth } from '../shared/config/auth.ts';
 import type { Config } from '../shared/config/config.ts';
 import { HouseFunction, REPO_ROOT } from './house-function.ts';
+import { Monitoring } from './monitoring.ts';
 import type { StatefulResources } from './stateful-stack.ts';
 
 export type FunctionName = 'rpc' | 'executor' | 'projector' | 'reaper' | 'pusher' | 'deliverer';
@@ -66,7 +68,7 @@ export interface ServiceStackProps extends StackProps {
    * @default - no authorizer (synth warns)
    */
   readonly authorizerEntry?: string;
-  /** Upper bound of concurrent executor invocations (protects model quotas). @default 10 */
+  /** Upper bound of concurrent executor invocations (protects model quotas). @default config `deployment.executorMaxConcurrency` */
   readonly executorMaxConcurrency?: number;
 }
 
@@ -83,10 +85,14 @@ export class ServiceStack extends Stack {
   readonly deliverer: HouseFunction;
   readonly reaper: HouseFunction;
   readonly authorizer?: HouseFunction;
+  readonly monitoring: Monitoring;
 
   constructor(scope: Construct, id: string, props: ServiceStackProps) {
     super(scope, id, props);
     const { stateful } = props;
+    const { deployment } = props.config;
+    // The schema admits only the retentions CloudWatch Logs accepts, which are RetentionDays' values.
+    const logRetention = deployment.logRetentionDays as RetentionDays;
     const entries = { ...defaultEntries, ...props.entries };
     assertExecutorFitsRunQueue();
     assertDelivererFitsDeliveryQueue();
@@ -113,6 +119,7 @@ export class ServiceStack extends Stack {
       entry: entries.rpc,
       description: 'A2A JSON-RPC, SSE and agent cards',
       timeout: RPC_TIMEOUT,
+      logRetention,
       environment: environmentFor('rpc'),
     });
     stateful.stateTable.grantReadWriteData(this.rpc);
@@ -140,6 +147,7 @@ export class ServiceStack extends Stack {
         entry: props.authorizerEntry,
         description: 'Authenticates A2A callers (JWT or API key -> tenant and principal)',
         timeout: Duration.seconds(10),
+        logRetention,
         environment: {
           A2A_INSTALLATION: props.installation,
           A2A_CONFIG: environment.A2A_CONFIG!,
@@ -174,13 +182,14 @@ export class ServiceStack extends Stack {
       entry: entries.executor,
       description: 'Runs queued A2A task runs',
       timeout: EXECUTOR_TIMEOUT,
+      logRetention,
       environment: environmentFor('executor'),
     });
     this.executor.addEventSource(
       new SqsEventSource(stateful.runQueue, {
         batchSize: 5,
         reportBatchItemFailures: true,
-        maxConcurrency: props.executorMaxConcurrency ?? 10,
+        maxConcurrency: props.executorMaxConcurrency ?? deployment.executorMaxConcurrency,
       }),
     );
     stateful.stateTable.grantReadWriteData(this.executor);
@@ -194,6 +203,7 @@ export class ServiceStack extends Stack {
       entry: entries.projector,
       description: 'Projects committed task revisions into the journal',
       timeout: PROJECTOR_TIMEOUT,
+      logRetention,
       environment: environmentFor('projector'),
     });
     this.projector.addEventSource(
@@ -219,6 +229,7 @@ export class ServiceStack extends Stack {
       entry: entries.reaper,
       description: 'Settles runs whose executor lease expired',
       timeout: REAPER_TIMEOUT,
+      logRetention,
       environment: environmentFor('reaper'),
     });
     stateful.stateTable.grantReadWriteData(this.reaper);
@@ -241,6 +252,7 @@ export class ServiceStack extends Stack {
       entry: entries.pusher,
       description: 'Fans journal events out to the webhook delivery queue',
       timeout: PUSHER_TIMEOUT,
+      logRetention,
       environment: deliveryEnvironment('pusher'),
     });
     this.pusher.addEventSource(
@@ -272,6 +284,7 @@ export class ServiceStack extends Stack {
       entry: entries.deliverer,
       description: 'POSTs task events to push notification webhooks',
       timeout: DELIVERER_TIMEOUT,
+      logRetention,
       environment: deliveryEnvironment('deliverer'),
     });
     this.deliverer.addEventSource(
@@ -286,11 +299,29 @@ export class ServiceStack extends Stack {
       description: 'Agent card of the default profile',
       value: this.api.urlForPath('/.well-known/agent-card.json'),
     });
+
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      installation: props.installation,
+      settings: deployment.alarms,
+      functions: {
+        rpc: this.rpc,
+        executor: this.executor,
+        projector: this.projector,
+        reaper: this.reaper,
+        pusher: this.pusher,
+        deliverer: this.deliverer,
+        ...(this.authorizer ? { authorizer: this.authorizer } : {}),
+      },
+      streamConsumers: { projector: this.projector, pusher: this.pusher },
+      deadLetterQueues: stateful.deadLetterQueues,
+      runQueue: stateful.runQueue,
+      api: this.api,
+    });
   }
 
-  /** `A2A_CONFIG`: the parsed config as JSON, without secrets, within the env size cap. */
+  /** `A2A_CONFIG`: the parsed config as JSON, without secrets or deployment settings, within the env size cap. */
   private configEnvironment(config: Config): string {
-    const { auth, ...rest } = config;
+    const { auth, deployment: _deploymentOnly, ...rest } = config;
     if (Object.keys(auth.tokens).length > 0) {
       Annotations.of(this).addWarningV2(
         'a2a:auth-tokens-local-only',

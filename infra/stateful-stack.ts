@@ -43,6 +43,8 @@ export interface StatefulResources {
   readonly deliveryDlq: IQueue;
   /** The pusher's on-failure destination (journal stream batches it could not fan out). */
   readonly pusherDlq: IQueue;
+  /** Every dead-letter queue, by its declared id: each gets an alarm (decision 0020). */
+  readonly deadLetterQueues: Readonly<Record<string, IQueue>>;
 }
 
 export interface StatefulStackProps extends StackProps {
@@ -97,6 +99,7 @@ export class StatefulStack extends Stack implements StatefulResources {
   readonly deliveryQueue: Queue;
   readonly deliveryDlq: Queue;
   readonly pusherDlq: Queue;
+  readonly deadLetterQueues: Readonly<Record<string, Queue>>;
   /** Every queue of `queueDefinitions`, by its declared id. */
   readonly queues: Readonly<Record<QueueDefinition['id'], Queue>>;
 
@@ -184,11 +187,16 @@ export class StatefulStack extends Stack implements StatefulResources {
     this.deliveryDlq = queueById('DeliveryDlq');
     this.pusherDlq = queueById('PusherDlq');
     this.queues = Object.fromEntries(queues) as Record<QueueDefinition['id'], Queue>;
+    this.deadLetterQueues = Object.fromEntries(
+      queueDefinitions
+        .filter(isDeadLetterQueue)
+        .map((definition) => [definition.id, queueById(definition.id)]),
+    );
   }
 }
 
 /** A queue is a dead-letter queue when another queue redrives to it, or it is a stream consumer's on-failure destination. */
-const isDeadLetterQueue = (definition: QueueDefinition): boolean =>
+export const isDeadLetterQueue = (definition: QueueDefinition): boolean =>
   definition.id === 'ProjectorDlq' ||
   definition.id === 'PusherDlq' ||
   queueDefinitions.some((candidate) => candidate.deadLetter?.queueId === definition.id);

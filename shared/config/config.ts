@@ -77,6 +77,46 @@ export const profileConfigSchema = z.object({
     .optional(),
 });
 
+/** Log retentions CloudWatch Logs accepts, in days. */
+export const logRetentionDays = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+] as const;
+
+/**
+ * Read by the CDK app only (`cdk deploy -c config=…`, decision 0020), never by a function: it is
+ * left out of the configuration the functions get.
+ */
+export const deploymentConfigSchema = z.object({
+  /** Region of both stacks; absent: the CDK CLI's (AWS_REGION, the profile's region). */
+  region: z
+    .string()
+    .regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'an AWS region name such as eu-west-1')
+    .optional(),
+  /** How long CloudWatch Logs keeps each function's log group. */
+  logRetentionDays: z
+    .number()
+    .refine((days) => (logRetentionDays as readonly number[]).includes(days), {
+      message: `one of ${logRetentionDays.join(', ')}`,
+    })
+    .default(30),
+  /** DynamoDB deletion protection on the three tables (turn off before `cdk destroy` + manual delete). */
+  deletionProtection: z.boolean().default(true),
+  /** Upper bound of concurrent executor invocations: protects model quotas. */
+  executorMaxConcurrency: z.number().int().min(2).max(1000).default(10),
+  alarms: z
+    .object({
+      /** Subscribed to the alarm topic (SNS sends a confirmation mail first). */
+      email: z.email().optional(),
+      /** Errors / invocations per function over 5 minutes, in percent. */
+      errorRatePercent: z.number().positive().max(100).default(5),
+      /** Age of the oldest stream record the projector or the pusher has not processed yet. */
+      iteratorAgeSeconds: z.number().int().min(60).max(86_400).default(300),
+    })
+    .default({ errorRatePercent: 5, iteratorAgeSeconds: 300 }),
+});
+
+export type DeploymentConfig = z.infer<typeof deploymentConfigSchema>;
+
 export const configSchema = z.object({
   privacy: z
     .object({
@@ -111,6 +151,12 @@ export const configSchema = z.object({
     .min(1024)
     .max(6 * 1024 * 1024)
     .default(1024 * 1024),
+  deployment: deploymentConfigSchema.default({
+    logRetentionDays: 30,
+    deletionProtection: true,
+    executorMaxConcurrency: 10,
+    alarms: { errorRatePercent: 5, iteratorAgeSeconds: 300 },
+  }),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -2,8 +2,13 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { App, type Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createInstallation, type Installation, readStageContext } from '../../infra/app.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  createInstallation,
+  type Installation,
+  readConfigContext,
+  readStageContext,
+} from '../../infra/app.ts';
 import { ESM_REQUIRE_BANNER, REPO_ROOT } from '../../infra/house-function.ts';
 import {
   AUTHORIZER_CACHE_TTL_SECONDS,
@@ -16,14 +21,17 @@ import {
   RPC_TIMEOUT,
   ServiceStack,
 } from '../../infra/service-stack.ts';
-import { StatefulStack } from '../../infra/stateful-stack.ts';
+import { isDeadLetterQueue, StatefulStack } from '../../infra/stateful-stack.ts';
 import {
   auditTable,
   journalTable,
   queueDefinitions,
   stateTable,
 } from '../../shared/adapters/dynamodb/tables.ts';
+import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
+import { deploymentAuthProblems } from '../../shared/config/auth.ts';
 import { defaultConfig } from '../../shared/config/config.ts';
+import { type MetricName, metricCatalog } from '../../shared/domain/metrics.ts';
 
 /**
  * One synth for the whole file: NodejsFunction bundles with esbuild, and the built-in
@@ -672,6 +680,189 @@ describe('ServiceStack', () => {
   });
 });
 
+describe('Monitoring (decision 0020)', () => {
+  const alarmsOf = (template: Template) =>
+    Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[];
+  const topicRef = (template: Template) => {
+    const topics = Object.keys(template.findResources('AWS::SNS::Topic'));
+    expect(topics).toHaveLength(1);
+    return { Ref: topics[0] };
+  };
+  /** The dashboard body as text: its literal parts, with tokens shown as <token>. */
+  const dashboardText = (template: Template): string => {
+    const dashboards = Object.values(template.findResources('AWS::CloudWatch::Dashboard')) as Resource[];
+    expect(dashboards).toHaveLength(1);
+    const body = dashboards[0]?.Properties.DashboardBody as { 'Fn::Join': [string, unknown[]] };
+    return body['Fn::Join'][1].map((part) => (typeof part === 'string' ? part : '<token>')).join('');
+  };
+
+  it('alarms on the first message of every dead-letter queue the stateful stack declares', () => {
+    const dlqs = installation.stateful.deadLetterQueues;
+    expect(Object.keys(dlqs).sort()).toEqual(
+      queueDefinitions
+        .filter(isDeadLetterQueue)
+        .map((definition) => definition.id)
+        .sort(),
+    );
+    expect(Object.keys(dlqs)).toEqual(
+      expect.arrayContaining(['RunDlq', 'ProjectorDlq', 'DeliveryDlq', 'PusherDlq']),
+    );
+    for (const [name, queue] of Object.entries(dlqs)) {
+      const queueId = logicalIdOf(installation.stateful, queue);
+      service.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: `a2a-test-${name}-messages`,
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::ImportValue': Match.stringLikeRegexp(queueId) } }],
+        Statistic: 'Maximum',
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        EvaluationPeriods: 1,
+        TreatMissingData: 'notBreaching',
+      });
+    }
+  });
+
+  it('alarms on the stream iterator age of the projector and the pusher', () => {
+    for (const [name, fn] of [
+      ['projector', installation.service.projector],
+      ['pusher', installation.service.pusher],
+    ] as const) {
+      service.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: `a2a-test-${name}-iterator-age`,
+        Namespace: 'AWS/Lambda',
+        MetricName: 'IteratorAge',
+        Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalIdOf(installation.service, fn) } }],
+        Statistic: 'Maximum',
+        Threshold: 300_000,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      });
+    }
+  });
+
+  it('alarms on the error rate of every function, the authorizer included when there is one', () => {
+    for (const [template, stack] of [
+      [service, installation.service],
+      [withAuthorizer, undefined],
+    ] as const) {
+      const functionIds = Object.keys(template.findResources('AWS::Lambda::Function'));
+      const rateAlarms = alarmsOf(template).filter((alarm) =>
+        String(alarm.Properties.AlarmName).endsWith('-error-rate'),
+      );
+      expect(rateAlarms).toHaveLength(functionIds.length);
+      const covered = rateAlarms.map((alarm) => {
+        const metrics = alarm.Properties.Metrics as Array<{
+          Id: string;
+          Expression?: string;
+          MetricStat?: { Metric: { MetricName: string; Dimensions: Array<{ Value: { Ref: string } }> } };
+        }>;
+        expect(metrics.find((metric) => metric.Expression)?.Expression).toBe(
+          'IF(invocations > 0, 100 * errors / invocations, 0)',
+        );
+        expect(alarm.Properties).toMatchObject({ Threshold: 5, ComparisonOperator: 'GreaterThanThreshold' });
+        const refs = metrics.flatMap((metric) =>
+          metric.MetricStat
+            ? [
+                `${metric.Id}:${metric.MetricStat.Metric.MetricName}:${metric.MetricStat.Metric.Dimensions[0]?.Value.Ref}`,
+              ]
+            : [],
+        );
+        const functionId = refs[0]?.split(':')[2] ?? '';
+        expect(refs.sort()).toEqual([`errors:Errors:${functionId}`, `invocations:Invocations:${functionId}`]);
+        return functionId;
+      });
+      expect(covered.sort()).toEqual(functionIds.sort());
+      if (stack) expect(covered).toContain(logicalIdOf(stack, stack.executor));
+    }
+    expect(
+      alarmsOf(withAuthorizer).some(
+        (alarm) => alarm.Properties.AlarmName === 'a2a-test-authorizer-error-rate',
+      ),
+    ).toBe(true);
+  });
+
+  it('notifies one SNS topic on ALARM and OK from every alarm; no subscription unless configured', () => {
+    const topic = topicRef(service);
+    const alarms = alarmsOf(service);
+    expect(alarms).toHaveLength(
+      Object.keys(installation.stateful.deadLetterQueues).length + 2 + Object.keys(defaultEntries).length,
+    );
+    for (const alarm of alarms) {
+      expect(alarm.Properties.AlarmActions).toEqual([topic]);
+      expect(alarm.Properties.OKActions).toEqual([topic]);
+      expect(String(alarm.Properties.AlarmDescription)).toContain('docs/operations.md');
+    }
+    service.resourceCountIs('AWS::SNS::Subscription', 0);
+    service.hasOutput('AlarmTopicArn', { Value: topic });
+    service.hasOutput('DashboardName', { Value: 'a2a-test' });
+  });
+
+  it('draws a dashboard with every application metric under the dimensions the functions emit', () => {
+    service.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'a2a-test' });
+    const text = dashboardText(service);
+    // What each emitting function's adapter actually writes, read back from its EMF line.
+    const lines: string[] = [];
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    try {
+      for (const [name, { emittedBy }] of Object.entries(metricCatalog)) {
+        const metrics = createFunctionMetrics({ installation: 'a2a-test', localMode: false }, emittedBy, {});
+        metrics.add(name as MetricName);
+        metrics.flush();
+      }
+    } finally {
+      write.mockRestore();
+    }
+    type EmfLine = Record<string, unknown> & {
+      _aws: {
+        CloudWatchMetrics: Array<{
+          Namespace: string;
+          Dimensions: string[][];
+          Metrics: Array<{ Name: string }>;
+        }>;
+      };
+    };
+    const emitted = lines.map((line) => JSON.parse(line) as EmfLine);
+    expect(emitted).toHaveLength(Object.keys(metricCatalog).length);
+    // Every series the dashboard draws: [namespace, name, dimension, value, …, options?].
+    const widgets = (JSON.parse(text) as { widgets: Array<{ properties: { metrics?: unknown[][] } }> })
+      .widgets;
+    const drawn = widgets
+      .flatMap((widget) => widget.properties.metrics ?? [])
+      .map((series) => {
+        const plain = series.filter((part): part is string => typeof part === 'string');
+        const [namespace, name, ...pairs] = plain;
+        const dimensions = Object.fromEntries(
+          pairs.flatMap((key, index) => (index % 2 === 0 ? [[key, pairs[index + 1]]] : [])),
+        );
+        return { namespace, name, dimensions };
+      });
+    for (const line of emitted) {
+      const [directive] = line._aws.CloudWatchMetrics;
+      const name = directive?.Metrics[0]?.Name;
+      const dimensions = Object.fromEntries(
+        (directive?.Dimensions[0] ?? []).map((key) => [key, String(line[key])]),
+      );
+      expect(drawn, name).toContainEqual({ namespace: directive?.Namespace, name, dimensions });
+    }
+    for (const metric of ['IteratorAge', 'ApproximateNumberOfMessagesVisible', 'Errors', '5XXError']) {
+      expect(text).toContain(`"${metric}"`);
+    }
+    for (const name of Object.keys(installation.stateful.deadLetterQueues))
+      expect(text).toContain(`"label":"${name}"`);
+    expect(text).toContain('"type":"alarm"');
+  });
+
+  it('leaves the deployment settings out of the functions environment', () => {
+    for (const fn of Object.values(service.findResources('AWS::Lambda::Function')) as Resource[]) {
+      const variables = (fn.Properties.Environment as { Variables: Record<string, string> }).Variables;
+      if (variables.A2A_CONFIG) expect(JSON.parse(variables.A2A_CONFIG).deployment).toBeUndefined();
+    }
+  });
+});
+
 describe('createInstallation', () => {
   const configApp = (config: unknown): App => {
     const file = join(workDir, `config-${Math.random().toString(36).slice(2)}.json`);
@@ -730,6 +921,87 @@ describe('createInstallation', () => {
     expect(() => createInstallation(new App({ context: { stage: 'Bad_Stage' } }))).toThrow(
       /-c stage=Bad_Stage/,
     );
+  });
+
+  it('deploys from one config file: region, log retention, deletion protection, concurrency, alarms', () => {
+    const stub = join(workDir, 'stub-deployment.ts');
+    writeFileSync(stub, 'export const handler = async () => ({});\n');
+    const entries = Object.fromEntries(Object.keys(defaultEntries).map((name) => [name, stub]));
+    const configured = createInstallation(
+      configApp({
+        ...testConfig,
+        deployment: {
+          region: 'eu-central-1',
+          logRetentionDays: 90,
+          deletionProtection: false,
+          executorMaxConcurrency: 25,
+          alarms: { email: 'ops@example.com', errorRatePercent: 2, iteratorAgeSeconds: 120 },
+        },
+      }),
+      { entries, authorizerEntry: undefined },
+    );
+    expect(configured.stateful.region).toBe('eu-central-1');
+    expect(configured.service.region).toBe('eu-central-1');
+    const statefulTemplate = Template.fromStack(configured.stateful);
+    const serviceTemplate = Template.fromStack(configured.service);
+    statefulTemplate.allResourcesProperties('AWS::DynamoDB::GlobalTable', {
+      Replicas: [Match.objectLike({ DeletionProtectionEnabled: false })],
+    });
+    serviceTemplate.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 90 });
+    serviceTemplate.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: logicalIdOf(configured.service, configured.service.executor) },
+      ScalingConfig: { MaximumConcurrency: 25 },
+    });
+    serviceTemplate.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: 'ops@example.com',
+    });
+    serviceTemplate.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'a2a-dev-executor-error-rate',
+      Threshold: 2,
+    });
+    serviceTemplate.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'a2a-dev-projector-iterator-age',
+      Threshold: 120_000,
+    });
+    const json = JSON.stringify(serviceTemplate.toJSON().Resources);
+    const variables = Object.values(serviceTemplate.findResources('AWS::Lambda::Function')).map(
+      (fn) => (fn as Resource).Properties.Environment as { Variables: Record<string, string> },
+    );
+    for (const { Variables } of variables) expect(Variables.A2A_CONFIG).not.toContain('ops@example.com');
+    expect(json).toContain('ops@example.com');
+    // The defaults, as the installation built from testConfig (no deployment section) shows them.
+    expect(installation.config.deployment).toEqual({
+      logRetentionDays: 30,
+      deletionProtection: true,
+      executorMaxConcurrency: 10,
+      alarms: { errorRatePercent: 5, iteratorAgeSeconds: 300 },
+    });
+    stateful.allResourcesProperties('AWS::DynamoDB::GlobalTable', {
+      Replicas: [Match.objectLike({ DeletionProtectionEnabled: true })],
+    });
+  });
+
+  it('refuses a log retention CloudWatch does not offer and a malformed region or e-mail, naming the setting', () => {
+    for (const [deployment, setting] of [
+      [{ logRetentionDays: 31 }, /deployment\.logRetentionDays/],
+      [{ region: 'Europe' }, /deployment\.region/],
+      [{ alarms: { email: 'not-an-address' } }, /deployment\.alarms\.email/],
+      [{ executorMaxConcurrency: 1 }, /deployment\.executorMaxConcurrency/],
+    ] as const) {
+      expect(
+        () => createInstallation(configApp({ ...testConfig, deployment })),
+        JSON.stringify(deployment),
+      ).toThrow(setting);
+    }
+  });
+
+  it('synthesizes the example deployment configuration (examples/deploy-config.json, named in cdk.json)', () => {
+    const cdkJson = JSON.parse(readFileSync(join(REPO_ROOT, 'cdk.json'), 'utf8'));
+    expect(cdkJson.context.config).toBe('examples/deploy-config.json');
+    const example = readConfigContext(join(REPO_ROOT, cdkJson.context.config));
+    expect(example.deployment.logRetentionDays).toBeGreaterThan(0);
+    expect(deploymentAuthProblems(example.auth)).toEqual([]);
   });
 
   it('fails synth when the configuration would not fit in the Lambda environment', () => {
