@@ -17,6 +17,26 @@ export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const ESM_REQUIRE_BANNER =
   "import { createRequire as __houseCreateRequire } from 'node:module'; const require = __houseCreateRequire(import.meta.url);";
 
+/**
+ * Credential sources Lambda never reaches, left out of every bundle (decision 0018). Lambda puts
+ * the function's role credentials in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN
+ * and sets no AWS_PROFILE, so the SDK's default chain stops at its first link (the environment);
+ * it loads these only by dynamic `import()` when that link fails. Bundled, they and the STS/SSO
+ * clients they pull in were ~130 KB of every function. A static import of one of them would fail
+ * at load, which the cold-start bench (bundles loaded outside the repository) and
+ * test/unit/house-bundles.test.ts catch.
+ */
+export const UNREACHED_CREDENTIAL_PROVIDERS = [
+  '@aws-sdk/credential-provider-ini',
+  '@aws-sdk/credential-provider-sso',
+  '@aws-sdk/credential-provider-process',
+  '@aws-sdk/credential-provider-web-identity',
+  '@aws-sdk/credential-provider-http',
+  '@smithy/credential-provider-imds',
+  // The STS/SSO/sign-in clients of those providers and of Bedrock's SSO token refresh.
+  '@aws-sdk/nested-clients',
+] as const;
+
 export interface HouseFunctionProps
   extends Omit<
     NodejsFunctionProps,
@@ -101,7 +121,7 @@ export class HouseFunction extends NodejsFunction {
         sourceMap: true,
         sourcesContent: false,
         bundleAwsSDK: true,
-        externalModules: [],
+        externalModules: [...UNREACHED_CREDENTIAL_PROVIDERS],
         tsconfig: join(REPO_ROOT, 'tsconfig.json'),
         define: DEPLOYED_DEFINES,
         forceDockerBundling: false,

@@ -4,14 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import { ESM_REQUIRE_BANNER, REPO_ROOT } from '../../infra/house-function.ts';
+import { ESM_REQUIRE_BANNER, REPO_ROOT, UNREACHED_CREDENTIAL_PROVIDERS } from '../../infra/house-function.ts';
 import { defaultConfig } from '../../shared/config/config.ts';
 import { median } from './stats.ts';
 
 /**
  * Cold-start proxy per function (issue 8): the handler bundled exactly as `HouseFunction` has
  * CDK bundle it (ESM, minified, node22 target, `module,main` main fields, the require banner,
- * linked source maps without sources, AWS SDK bundled: nothing external), then the time to
+ * linked source maps without sources, AWS SDK bundled but for the credential sources Lambda
+ * never reaches, which are external: decision 0018), then the time to
  * import it in a fresh Node process, median of N spawns — against the same handler with the
  * project's own TypeScript compiled but every dependency loaded unbundled from node_modules.
  */
@@ -150,7 +151,7 @@ export const measureColdStarts = async (
           minify: true,
           sourcemap: 'linked',
           sourcesContent: false,
-          external: [],
+          external: [...UNREACHED_CREDENTIAL_PROVIDERS],
           tsconfig: join(REPO_ROOT, 'tsconfig.json'),
           logLevel: 'error',
         });

@@ -1,6 +1,6 @@
 import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { DeliveryQueue } from '../domain/ports.ts';
 import { deliveryDedupIdOf, deliveryGroupOf, type PushDelivery } from '../domain/push.ts';
 

@@ -1,5 +1,5 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { EnqueueFailedError } from '../domain/errors.ts';
 import type { RunMessage, RunQueue } from '../domain/ports.ts';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The `auth` section of the configuration (DESIGN.md §8, §10; docs/decisions/0007). Three ways

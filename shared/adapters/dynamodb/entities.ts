@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { taskStates } from '../../domain/a2a.ts';
 import type { JournalEvent, JournalView, StoredTask } from '../../domain/projection.ts';
 import type { StoredPushConfig } from '../../domain/push.ts';

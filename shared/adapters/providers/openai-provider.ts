@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { JsonObject } from '../../domain/a2a.ts';
 import { ProviderFailedError, ProviderUnavailableError } from '../../domain/errors.ts';
 import type {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { JsonValue } from '../../domain/a2a.ts';
 import { defineTool } from './define-tool.ts';
 

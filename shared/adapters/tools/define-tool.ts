@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { JsonObject, JsonValue } from '../../domain/a2a.ts';
 import { type Tool, type ToolContext, type ToolOutput, toolNamePattern } from '../../domain/tools.ts';
 

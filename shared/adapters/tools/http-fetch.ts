@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { JsonValue } from '../../domain/a2a.ts';
 import type { Tool } from '../../domain/tools.ts';
 import type { WebhookPolicy } from '../../domain/webhook-address.ts';
