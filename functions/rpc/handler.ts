@@ -15,6 +15,7 @@ import {
 import { createFunctionMetrics, withMetrics } from '../../shared/adapters/metrics.ts';
 import { createA2aMethods } from '../../shared/app/a2a-methods.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
+import { createV03Methods } from '../../shared/app/rpc/v03-methods.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { toHttpRequest, writeResponse } from './api-gateway.ts';
 import { createHttpApp } from './http-app.ts';
@@ -39,7 +40,11 @@ const methods = createA2aMethods({
 });
 const app = createHttpApp({
   config: env.config,
-  dispatcher: createDispatcher(methods, { errorDomain: env.config.errorDomain, logger }),
+  dispatcher: createDispatcher(methods, {
+    errorDomain: env.config.errorDomain,
+    logger,
+    v03Methods: createV03Methods(methods),
+  }),
 });
 
 /** A streaming Lambda: one endpoint answers plain JSON-RPC and SSE alike. */

@@ -46,6 +46,7 @@ export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
         profileId: ctx.profileId,
         message: params.message,
         configuration: params.configuration,
+        protocolVersion: ctx.a2aVersion,
       }),
     ),
   ),
@@ -84,7 +85,11 @@ export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
   ),
   CreateTaskPushNotificationConfig: defineMethod(
     a2aParamsSchemas.CreateTaskPushNotificationConfig,
-    async (params, ctx) => createPushConfig(pushDeps(deps), callerOf(ctx), params.taskId, params),
+    async (params, ctx) =>
+      createPushConfig(pushDeps(deps), callerOf(ctx), params.taskId, {
+        ...params,
+        protocolVersion: ctx.a2aVersion,
+      }),
   ),
   GetTaskPushNotificationConfig: defineMethod(a2aParamsSchemas.GetTaskPushNotificationConfig, (params, ctx) =>
     getPushConfig(pushDeps(deps), callerOf(ctx), params.taskId, params.id),

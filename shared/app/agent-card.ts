@@ -29,6 +29,44 @@ export interface AgentCard {
   readonly skills: { id: string; name: string; description: string; tags: string[]; examples?: string[] }[];
 }
 
+/**
+ * The v0.3 card fields, served alongside the v1.0 ones (A2A.md §9 "Serving v0.3 and v1.0 clients
+ * from one card", a2a-js `toCompatAgentCard(…, {embedV1Interfaces: true})`): a 0.3 client finds
+ * the same JSON-RPC endpoint in `url`, which answers v0.3 method names in v0.3 (decision 0015).
+ * v1.0 clients ignore them; `supportedInterfaces` stays v1.0 only, so the v1.0 TCK sees one
+ * interface. `securitySchemes` keeps its v1.0 shape (the two shapes cannot share the field).
+ */
+export interface V03CardFields {
+  readonly protocolVersion: string;
+  readonly url: string;
+  readonly preferredTransport: 'JSONRPC';
+  readonly additionalInterfaces: { url: string; transport: 'JSONRPC' }[];
+  readonly supportsAuthenticatedExtendedCard: boolean;
+  /** v0.3 security requirements: `[{scheme: [scopes]}]`, alternatives as in `securityRequirements`. */
+  readonly security?: Record<string, string[]>[];
+}
+
+/** The v0.3 protocol version the card announces (the v0.3 spec's own spelling, `Major.Minor.Patch`). */
+export const v03CardProtocolVersion = '0.3.0';
+
+export const v03CardFieldsOf = (card: AgentCard): V03CardFields => {
+  const url = card.supportedInterfaces[0]?.url ?? '';
+  return {
+    protocolVersion: v03CardProtocolVersion,
+    url,
+    preferredTransport: 'JSONRPC',
+    additionalInterfaces: [{ url, transport: 'JSONRPC' }],
+    supportsAuthenticatedExtendedCard: card.capabilities.extendedAgentCard,
+    ...(card.securityRequirements !== undefined
+      ? {
+          security: card.securityRequirements.map((requirement) =>
+            Object.fromEntries(Object.entries(requirement.schemes).map(([name, { list }]) => [name, list])),
+          ),
+        }
+      : {}),
+  };
+};
+
 /** The JSON-RPC endpoint of a profile: every profile at /agents/<id>; `default` is also served at the root. */
 export const rpcUrlOf = (baseUrl: string, profileId: string): string => `${baseUrl}/agents/${profileId}`;
 
@@ -76,12 +114,22 @@ export const declaresExtendedCard = (config: Config, profileId: string): boolean
   hasAuthScheme(config.auth) &&
   config.profiles[profileId]?.extendedCard !== undefined;
 
-/** Builds the public agent card of one profile (A2A.md §9). */
+/** Builds the public agent card of one profile (A2A.md §9), with the v0.3 fields alongside. */
 export const buildAgentCard = (
   config: Config,
   profileId: string,
   baseUrl: string,
   capabilities: ImplementedCapabilities = implementedCapabilities,
+): (AgentCard & V03CardFields) | undefined => {
+  const card = buildV1AgentCard(config, profileId, baseUrl, capabilities);
+  return card === undefined ? undefined : { ...card, ...v03CardFieldsOf(card) };
+};
+
+const buildV1AgentCard = (
+  config: Config,
+  profileId: string,
+  baseUrl: string,
+  capabilities: ImplementedCapabilities,
 ): AgentCard | undefined => {
   const profile = config.profiles[profileId];
   if (profile === undefined) return undefined;
@@ -114,7 +162,7 @@ export const buildExtendedAgentCard = (
   config: Config,
   profileId: string,
   baseUrl: string,
-): AgentCard | undefined => {
+): (AgentCard & V03CardFields) | undefined => {
   const card = buildAgentCard(config, profileId, baseUrl);
   const extended = config.profiles[profileId]?.extendedCard;
   if (card === undefined || extended === undefined || !card.capabilities.extendedAgentCard) return undefined;

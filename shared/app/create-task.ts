@@ -1,5 +1,5 @@
 import type { Config } from '../config/config.ts';
-import type { Message, Part, SendMessageConfiguration } from '../domain/a2a.ts';
+import type { Message, Part, ProtocolVersion, SendMessageConfiguration } from '../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../domain/a2a.ts';
 import {
   ContentTypeNotSupportedError,
@@ -40,6 +40,8 @@ export interface CreateTaskInput {
   readonly profileId: string;
   readonly message: Message;
   readonly configuration?: SendMessageConfiguration;
+  /** The version the request came in; an inline push config keeps it (its webhook body). */
+  readonly protocolVersion?: ProtocolVersion;
 }
 
 /** The committed revision a caller may wait for, and the task it belongs to. */
@@ -121,7 +123,10 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
           {
             entity: 'push' as const,
             // The config's own taskId "should be empty" on send (A2A.md §4): the new task's id wins.
-            item: await buildPushConfig({ ...deps, pushCodec: deps.pushCodec }, plan.task, inlinePush),
+            item: await buildPushConfig({ ...deps, pushCodec: deps.pushCodec }, plan.task, {
+              ...inlinePush,
+              protocolVersion: input.protocolVersion,
+            }),
             expect: 'any' as const,
           },
         ]

@@ -1,3 +1,4 @@
+import type { StreamResponse } from '../domain/a2a.ts';
 import type {
   Clock,
   DeliveryQueue,
@@ -10,6 +11,7 @@ import { failpoint } from './failpoints.ts';
 import { openStreamResponses } from './journal-events.ts';
 import type { PushConfigCodec } from './push-configs.ts';
 import { toProtoJson } from './rpc/proto-json.ts';
+import { toV03Event } from './rpc/v03-shapes.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 /**
@@ -88,12 +90,23 @@ export class WebhookDeliveryFailedError extends Error {
 
 export const a2aJsonMediaType = 'application/a2a+json';
 
-/** The headers of a webhook POST (A2A.md §7): the auth scheme and credentials, the notification token. */
+/**
+ * The body of one webhook POST in the config's protocol version (A2A.md §7): the v1.0
+ * StreamResponse, or — for a config created through v0.3 — the bare v0.3 event (`kind`, lowercase
+ * state, `final` at a terminal state), as `application/json`.
+ */
+export const webhookBody = (
+  config: Pick<StoredPushConfig, 'protocolVersion'>,
+  response: StreamResponse,
+): string =>
+  JSON.stringify(toProtoJson(config.protocolVersion === '0.3' ? toV03Event(response, 'terminal') : response));
+
+/** The headers of a webhook POST (A2A.md §7): media type, the auth scheme and credentials, the notification token. */
 export const webhookHeaders = (
-  config: Pick<StoredPushConfig, 'scheme'>,
+  config: Pick<StoredPushConfig, 'scheme' | 'protocolVersion'>,
   secrets: { readonly credentials?: string; readonly token?: string },
 ): Record<string, string> => ({
-  'content-type': a2aJsonMediaType,
+  'content-type': config.protocolVersion === '0.3' ? 'application/json' : a2aJsonMediaType,
   ...(config.scheme !== undefined && secrets.credentials !== undefined
     ? { authorization: `${config.scheme} ${secrets.credentials}` }
     : {}),
@@ -123,7 +136,7 @@ export const deliverPush = async (deps: DeliverDeps, delivery: PushDelivery): Pr
     const result = await deps.sender.post({
       url: config.url,
       headers,
-      body: JSON.stringify(toProtoJson(response)),
+      body: webhookBody(config, response),
     });
     if (result.kind === 'refused') return { kind: 'refused', reason: result.reason };
     if (result.kind === 'failed') throw new WebhookDeliveryFailedError(result.reason, result.status);

@@ -1,4 +1,4 @@
-import type { AuthenticationInfo, TaskPushNotificationConfig } from '../domain/a2a.ts';
+import type { AuthenticationInfo, ProtocolVersion, TaskPushNotificationConfig } from '../domain/a2a.ts';
 import {
   InvalidParamsError,
   PushNotificationNotSupportedError,
@@ -72,6 +72,8 @@ export interface PushConfigInput {
   readonly url: string;
   readonly token?: string;
   readonly authentication?: AuthenticationInfo;
+  /** The version of the request that created it; it picks the webhook body. Default 1.0. */
+  readonly protocolVersion?: ProtocolVersion;
 }
 
 /** Config ids become part of a DynamoDB key and of SQS FIFO group and deduplication ids (≤ 128 chars). */
@@ -143,6 +145,8 @@ export const buildPushConfig = async (
     scheme: input.authentication?.scheme,
     ...sealed,
     createdAt: deps.clock.now().toISOString(),
+    // Only v0.3 is recorded: a v1.0 config stays as it always was.
+    ...(input.protocolVersion === '0.3' ? { protocolVersion: input.protocolVersion } : {}),
     expiresAt: task.expiresAt,
   };
 };

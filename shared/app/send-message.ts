@@ -1,18 +1,12 @@
-import type { Message, SendMessageConfiguration, Task } from '../domain/a2a.ts';
+import type { Message, Task } from '../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../domain/a2a.ts';
 import type { JournalView } from '../domain/projection.ts';
-import type { Owner } from '../domain/task.ts';
-import { type CreateTaskDeps, createTask } from './create-task.ts';
+import { type CreateTaskDeps, type CreateTaskInput, createTask } from './create-task.ts';
 import { type ReadTaskDeps, taskFromCommittedRow, toTask, waitForView } from './read-task.ts';
 
 export type SendMessageDeps = CreateTaskDeps & ReadTaskDeps;
 
-export interface SendMessageInput {
-  readonly caller: Owner;
-  readonly profileId: string;
-  readonly message: Message;
-  readonly configuration?: SendMessageConfiguration;
-}
+export type SendMessageInput = CreateTaskInput;
 
 /** How long a non-blocking send waits for its own first revision to be projected (I-RYW). */
 const projectionWaitMs = 10_000;

@@ -1,5 +1,5 @@
-import type { Task, TaskState } from '../domain/a2a.ts';
-import { isInterrupted, isTerminal } from '../domain/a2a.ts';
+import type { StreamEnd, Task, TaskState } from '../domain/a2a.ts';
+import { endsStream, isTerminal } from '../domain/a2a.ts';
 import { TaskNotFoundError, UnsupportedOperationError } from '../domain/errors.ts';
 import { type JournalEvent, type JournalView, viewOf } from '../domain/projection.ts';
 import { type Owner, sameOwner } from '../domain/task.ts';
@@ -60,7 +60,7 @@ export interface StreamTaskInput {
    * SendStreamingMessage closes at a terminal or interrupted state; SubscribeToTask stays open
    * through INPUT_REQUIRED/AUTH_REQUIRED until a terminal state (TCK STREAM-SUB-002, A2A.md §17).
    */
-  readonly closeAt: 'terminal' | 'terminal-or-interrupted';
+  readonly closeAt: StreamEnd;
   readonly historyLength?: number;
 }
 
@@ -94,8 +94,7 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
   const sleep = deps.sleep ?? defaultSleep;
   const now = (): number => deps.clock.now().getTime();
   const startedAt = now();
-  const closes = (state: TaskState): boolean =>
-    isTerminal(state) || (input.closeAt === 'terminal-or-interrupted' && isInterrupted(state));
+  const closes = (state: TaskState): boolean => endsStream(state, input.closeAt);
 
   const opening = await openSnapshot(deps, input, timing);
   yield { eventId: String(opening.revision), response: { task: opening.task } };

@@ -1,3 +1,4 @@
+import type { ProtocolVersion } from './a2a.ts';
 import type { SealedBlob } from './projection.ts';
 
 /**
@@ -15,6 +16,11 @@ export interface StoredPushConfig {
   readonly sealedCredentials?: SealedBlob;
   readonly sealedToken?: SealedBlob;
   readonly createdAt: string;
+  /**
+   * The protocol version the config was created through; it picks the webhook body (A2A.md §7):
+   * a v1.0 StreamResponse, or the bare v0.3 event. Absent means 1.0.
+   */
+  readonly protocolVersion?: ProtocolVersion;
   /** The task's expiry (epoch seconds): the config goes with the task (I-PURGE). */
   readonly expiresAt: number;
 }

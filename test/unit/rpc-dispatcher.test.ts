@@ -493,7 +493,7 @@ describe('A2A-Version (A2A.md §9, §17)', () => {
     expect(seen).toEqual([]);
   });
 
-  it('a v0.3 method name without a header → -32009 until the compatibility layer exists', async () => {
+  it('a v0.3 method name without a header → -32009 when no v0.3 table is configured', async () => {
     for (const method of ['message/send', 'tasks/get', 'tasks/pushNotificationConfig/set']) {
       const { result } = await served({}, method);
       expect(errorOf(result)).toMatchObject({ code: -32009, data: [{ metadata: { version: '0.3' } }] });

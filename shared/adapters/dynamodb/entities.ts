@@ -152,6 +152,7 @@ export const pushConfigItemSchema = z.object({
   credentials: blob.optional(),
   token: blob.optional(),
   createdAt: z.string(),
+  protocolVersion: z.enum(['1.0', '0.3']).optional(),
   expiresAt: z.number(),
 });
 export type PushConfigItem = z.infer<typeof pushConfigItemSchema>;
@@ -326,6 +327,7 @@ export const toPushConfigItem = (config: StoredPushConfig): PushConfigItem =>
     credentials: config.sealedCredentials,
     token: config.sealedToken,
     createdAt: config.createdAt,
+    protocolVersion: config.protocolVersion,
     expiresAt: config.expiresAt,
   });
 
@@ -337,5 +339,6 @@ export const fromPushConfigItem = (item: PushConfigItem): StoredPushConfig => ({
   sealedCredentials: item.credentials,
   sealedToken: item.token,
   createdAt: item.createdAt,
+  ...(item.protocolVersion !== undefined ? { protocolVersion: item.protocolVersion } : {}),
   expiresAt: item.expiresAt,
 });

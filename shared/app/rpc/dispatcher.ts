@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
-import type { JsonValue, StreamResponse } from '../../domain/a2a.ts';
+import type { JsonValue, ProtocolVersion, StreamResponse } from '../../domain/a2a.ts';
 import type { FieldViolation } from '../../domain/errors.ts';
 import {
   ContentTypeNotSupportedError,
@@ -68,8 +68,8 @@ export interface RequestContext {
   /** The authenticated identity, or null when the installation runs unauthenticated. */
   readonly caller: Caller | null;
   readonly requestId: string;
-  /** The negotiated protocol version, `Major.Minor` (only "1.0" today). */
-  readonly a2aVersion: string;
+  /** The negotiated protocol version, `Major.Minor`: "1.0", or "0.3" for the v0.3 method table. */
+  readonly a2aVersion: ProtocolVersion;
   /** Extension URIs the client asked for in `A2A-Extensions`. */
   readonly extensions: readonly string[];
   readonly profileId: string;
@@ -90,7 +90,13 @@ export interface StreamComment {
   readonly comment: string;
 }
 
-export type StreamItem = StreamResponse | IdentifiedStreamResponse | StreamComment;
+/** An event already in another version's wire shape (the v0.3 layer's): sent as it is. */
+export interface WireStreamEvent {
+  readonly eventId?: string;
+  readonly wire: unknown;
+}
+
+export type StreamItem = StreamResponse | IdentifiedStreamResponse | StreamComment | WireStreamEvent;
 
 const streamBrand: unique symbol = Symbol('a2a-serverless.stream-result');
 
@@ -143,6 +149,11 @@ export interface DispatcherOptions {
   readonly logger: RpcLogger;
   /** Extension URIs the profile declares `required: true`; a request without one gets -32008. */
   readonly requiredExtensions?: readonly string[];
+  /**
+   * The v0.3 method table (`message/send`, …; rpc/v03-methods.ts), served to requests negotiated
+   * as 0.3. Without it such requests get -32009 (A2A.md §17).
+   */
+  readonly v03Methods?: MethodTable;
   readonly now?: () => Date;
 }
 
@@ -264,7 +275,10 @@ export const createDispatcher = <S extends Record<string, z.ZodType>>(
 ): Dispatcher => {
   const now = options.now ?? (() => new Date());
   const requiredExtensions = options.requiredExtensions ?? [];
-  const table: Readonly<Record<string, MethodSpec>> = methods;
+  const tables: Readonly<Record<ProtocolVersion, Readonly<Record<string, MethodSpec>> | undefined>> = {
+    '1.0': methods,
+    '0.3': options.v03Methods,
+  };
 
   const logInternal = (error: unknown, attributes: LogAttributes | { readonly phase: string }): void => {
     if (!isInternalError(error)) return;
@@ -287,6 +301,9 @@ export const createDispatcher = <S extends Record<string, z.ZodType>>(
 
   const toSseEvent = (id: JsonRpcId, item: StreamItem): SseEvent => {
     if ('comment' in item) return { comment: item.comment };
+    if ('wire' in item) {
+      return { eventId: item.eventId, message: { jsonrpc: '2.0', id, result: toProtoJson(item.wire) } };
+    }
     if ('response' in item) {
       return { eventId: item.eventId, message: { jsonrpc: '2.0', id, result: toProtoJson(item.response) } };
     }
@@ -355,14 +372,17 @@ export const createDispatcher = <S extends Record<string, z.ZodType>>(
   ): Promise<DispatchResult> => {
     const requested = headerValue(headers, 'a2a-version') || headerValue(request.query, 'a2a-version');
     const version = resolveProtocolVersion(requested, envelope.method);
-    if (version === '0.3') {
-      // Seam: the v0.3 compatibility layer takes over here once it exists (A2A.md §16.14, §17).
-      throw new VersionNotSupportedError(truncate(requested?.trim() || '0.3'));
-    }
+    // v0.3 requests go to the v0.3 table (A2A.md §16.14, §17), when this installation has one.
+    const table = tables[version];
+    if (table === undefined) throw new VersionNotSupportedError(truncate(requested?.trim() || version));
     if (!Object.hasOwn(table, envelope.method)) throw new JsonRpcProtocolError('METHOD_NOT_FOUND');
     const spec = table[envelope.method] as MethodSpec;
 
-    const extensions = parseExtensionsHeader(headerValue(headers, 'a2a-extensions'));
+    // v0.3 clients spell the extensions header `X-A2A-Extensions` (A2A.md §1).
+    const extensions = parseExtensionsHeader(
+      headerValue(headers, 'a2a-extensions') ??
+        (version === '0.3' ? headerValue(headers, 'x-a2a-extensions') : undefined),
+    );
     const missing = requiredExtensions.find((uri) => !extensions.includes(uri));
     if (missing !== undefined) throw new ExtensionSupportRequiredError(missing);
 

@@ -65,12 +65,12 @@ const normalize = (value: unknown, depth: number): unknown => {
 // ---------------------------------------------------------------------------------------------
 
 /** An optional string where `""` is the proto3 default, i.e. unset. */
-const optionalString = z
+export const optionalString = z
   .string()
   .optional()
   .transform((value) => (value === '' ? undefined : value));
 
-const requiredId = z.string().min(1, 'Must be a non-empty string');
+export const requiredId = z.string().min(1, 'Must be a non-empty string');
 
 const decimalInteger = /^-?\d+$/;
 
@@ -80,7 +80,7 @@ const int32 = z.preprocess(
   z.number().int().min(-2_147_483_648).max(2_147_483_647),
 );
 
-const historyLength = int32.pipe(z.number().min(0, 'Must be 0 or more'));
+export const historyLength = int32.pipe(z.number().min(0, 'Must be 0 or more'));
 const pageSize = int32.pipe(
   z.number().min(1, 'Must be between 1 and 100').max(100, 'Must be between 1 and 100'),
 );
@@ -88,7 +88,7 @@ const pageSize = int32.pipe(
 const isJsonObject = (value: unknown): value is JsonObject =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const jsonObject = z.custom<JsonObject>(isJsonObject, 'Must be a JSON object');
+export const jsonObject = z.custom<JsonObject>(isJsonObject, 'Must be a JSON object');
 
 /** The request body came from JSON.parse, so any value present is JSON; it is not walked again. */
 const jsonValue = z.custom<JsonValue>();
@@ -214,7 +214,7 @@ const authenticationSchema: z.ZodType<AuthenticationInfo> = z.object({
 });
 
 /** The push config fields shared by CreateTaskPushNotificationConfig and the inline SendMessage one. */
-const pushConfigFields = {
+export const pushConfigFields = {
   tenant: optionalString,
   id: optionalString,
   url: httpUrl,
