@@ -67,8 +67,9 @@ describe('agent card', () => {
         const value = card!.capabilities[flag];
         expect(value === undefined || typeof value === 'boolean').toBe(true);
       }
-      // v0.3-only fields are gone in v1.0.
-      expect(card).not.toHaveProperty('url');
+      // v0.3 fields ride alongside for 0.3 clients (decision 0015); they name the v1.0 interface's
+      // endpoint, and the v1.0 fields stay authoritative (v03.test.ts checks them from 0.3's side).
+      expect(card!.url).toBe(card!.supportedInterfaces[0]?.url);
       expect(card!.capabilities).not.toHaveProperty('stateTransitionHistory');
     }
   });
