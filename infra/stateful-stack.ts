@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import {
   AttributeType,
   type GlobalSecondaryIndexPropsV2,
@@ -192,6 +192,15 @@ export class StatefulStack extends Stack implements StatefulResources {
         .filter(isDeadLetterQueue)
         .map((definition) => [definition.id, queueById(definition.id)]),
     );
+
+    // What an operator needs by name: the admin command's tables, the DLQs to redrive (docs/operations.md).
+    for (const table of [this.stateTable, this.journalTable, this.auditTable]) {
+      new CfnOutput(this, `${table.node.id}TableName`, { value: table.tableName });
+    }
+    new CfnOutput(this, 'ContentKeyArn', { value: this.contentKey.keyArn });
+    for (const [queueId, queue] of Object.entries(this.deadLetterQueues)) {
+      new CfnOutput(this, `${queueId}Arn`, { value: queue.queueArn });
+    }
   }
 }
 

@@ -205,6 +205,22 @@ describe('StatefulStack', () => {
     stateful.hasResourceProperties('AWS::KMS::Alias', { AliasName: 'alias/a2a-test-content' });
   });
 
+  it('prints the table names, the content key and every DLQ ARN an operator needs', () => {
+    for (const definition of [stateTable, journalTable, auditTable]) {
+      stateful.hasOutput(`${definition.id}TableName`, {
+        Value: { Ref: Match.stringLikeRegexp(`^${definition.id}`) },
+      });
+    }
+    stateful.hasOutput('ContentKeyArn', {
+      Value: { 'Fn::GetAtt': [logicalIdOf(installation.stateful, installation.stateful.contentKey), 'Arn'] },
+    });
+    for (const [queueId, queue] of Object.entries(installation.stateful.deadLetterQueues)) {
+      stateful.hasOutput(`${queueId}Arn`, {
+        Value: { 'Fn::GetAtt': [logicalIdOf(installation.stateful, queue), 'Arn'] },
+      });
+    }
+  });
+
   it('declares every queue with SSE, TLS only, its visibility timeout and DLQ redrive', () => {
     stateful.resourceCountIs('AWS::SQS::Queue', queueDefinitions.length);
     const queues = installation.stateful.queues;
