@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Message, StreamEnd, Task, TaskPushNotificationConfig } from '../../domain/a2a.ts';
 import {
   ExtendedAgentCardNotConfiguredError,
