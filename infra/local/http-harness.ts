@@ -142,6 +142,20 @@ const decodePath = (path: string): string => {
   }
 };
 
+/**
+ * The request target as a URL. An origin-form target is a path, whatever it looks like:
+ * resolving `//agents/x` against a base would read `agents` as a host (and `//` would throw).
+ * Undefined for a target that is no URL at all (`*`).
+ */
+export const requestUrl = (target: string | undefined): URL | undefined => {
+  const raw = target ?? '/';
+  try {
+    return new URL(raw.startsWith('/') ? `http://harness.invalid${raw}` : raw);
+  } catch {
+    return undefined;
+  }
+};
+
 export interface ToProxyEventInput {
   readonly req: IncomingMessage;
   readonly body: Buffer;
@@ -158,24 +172,25 @@ export const toProxyEvent = ({
   stage,
   requestId,
 }: ToProxyEventInput): APIGatewayProxyEvent => {
-  const url = new URL(req.url ?? '/', 'http://harness.invalid');
+  const url = requestUrl(req.url) ?? new URL('http://harness.invalid/');
   const path = decodePath(url.pathname);
-  const headers: Record<string, string> = {};
-  const multiValueHeaders: Record<string, string[]> = {};
-  // rawHeaders keeps the client's spelling, as API Gateway does.
+  // rawHeaders keeps the client's spelling, as API Gateway does. Maps, not object literals: a
+  // header or parameter named `toString` or `__proto__` is a name like any other.
+  const headers = new Map<string, string>();
+  const multiValueHeaders = new Map<string, string[]>();
   for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
     const name = req.rawHeaders[i]!;
     const value = req.rawHeaders[i + 1]!;
-    headers[name] = value;
-    multiValueHeaders[name] = [...(multiValueHeaders[name] ?? []), value];
+    headers.set(name, value);
+    multiValueHeaders.set(name, [...(multiValueHeaders.get(name) ?? []), value]);
   }
-  const query: Record<string, string> = {};
-  const multiValueQuery: Record<string, string[]> = {};
+  const query = new Map<string, string>();
+  const multiValueQuery = new Map<string, string[]>();
   for (const [name, value] of url.searchParams) {
-    query[name] = value;
-    multiValueQuery[name] = [...(multiValueQuery[name] ?? []), value];
+    query.set(name, value);
+    multiValueQuery.set(name, [...(multiValueQuery.get(name) ?? []), value]);
   }
-  const hasQuery = Object.keys(query).length > 0;
+  const hasQuery = query.size > 0;
   const isRoot = path === '/';
   const text = body.length > 0 && isTextBody(req.headers['content-type'], body);
   const now = new Date();
@@ -184,10 +199,11 @@ export const toProxyEvent = ({
     resource: isRoot ? '/' : '/{proxy+}',
     path,
     httpMethod: req.method ?? 'GET',
-    headers,
-    multiValueHeaders,
-    queryStringParameters: hasQuery ? query : null,
-    multiValueQueryStringParameters: hasQuery ? multiValueQuery : null,
+    // fromEntries defines own properties, so even `__proto__` stays an ordinary key.
+    headers: Object.fromEntries(headers),
+    multiValueHeaders: Object.fromEntries(multiValueHeaders),
+    queryStringParameters: hasQuery ? Object.fromEntries(query) : null,
+    multiValueQueryStringParameters: hasQuery ? Object.fromEntries(multiValueQuery) : null,
     pathParameters: isRoot ? null : { proxy: path.slice(1) },
     stageVariables: null,
     body: body.length === 0 ? null : text ? body.toString('utf8') : body.toString('base64'),
@@ -321,7 +337,13 @@ export const startHttpHarness = async (options: HttpHarnessOptions): Promise<Htt
       sendJson(res, 413, { message: 'Request Entity Too Large' }, { Connection: 'close' });
       return;
     }
-    const path = decodePath(new URL(req.url ?? '/', 'http://harness.invalid').pathname);
+    const url = requestUrl(req.url);
+    if (url === undefined) {
+      req.resume();
+      sendJson(res, 400, { message: 'Bad Request' });
+      return;
+    }
+    const path = decodePath(url.pathname);
     let identity: Identity | 'unauthorized';
     try {
       identity = await options.authorize(req.headers, { method: req.method ?? 'GET', path });

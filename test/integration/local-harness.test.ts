@@ -547,6 +547,52 @@ describe('HTTP harness', () => {
     ).toEqual(['one']);
   });
 
+  it('passes headers and query parameters named like Object.prototype members as ordinary names', async () => {
+    // Found by test/conformance/edge-fuzz.test.ts: a `toString` header was a 500 from the harness.
+    events = [];
+    const response = await fetch(
+      `${harness.url}/agents/default?toString=q&constructor=c&__proto__=p&hasOwnProperty=h`,
+      {
+        method: 'POST',
+        headers: {
+          Authorization: 'Bearer token-alice',
+          toString: 'a',
+          constructor: 'b',
+          valueOf: 'd',
+        },
+        body: '{}',
+      },
+    );
+    expect(response.status).toBe(201);
+    const event = events[0]!;
+    const lower = (map: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(map).map(([name, value]) => [name.toLowerCase(), value]));
+    const headers = lower(event.headers);
+    expect(headers).toMatchObject({ tostring: 'a', constructor: 'b', valueof: 'd' });
+    expect(lower(event.multiValueHeaders)).toMatchObject({ tostring: ['a'], valueof: ['d'] });
+    expect(Object.hasOwn(event.queryStringParameters ?? {}, '__proto__')).toBe(true);
+    expect(event.queryStringParameters).toMatchObject({
+      toString: 'q',
+      constructor: 'c',
+      hasOwnProperty: 'h',
+    });
+    expect(event.multiValueQueryStringParameters).toMatchObject({ toString: ['q'], constructor: ['c'] });
+  });
+
+  it('reads a target starting with // as a path, not as a host (it was a 500 for `//`)', async () => {
+    // Found by test/conformance/edge-fuzz.test.ts.
+    events = [];
+    for (const target of ['//', '//agents/default', '///x']) {
+      const response = await fetch(`${harness.url}${target}`, {
+        method: 'POST',
+        headers: { Authorization: 'Bearer token-alice' },
+        body: '{}',
+      });
+      expect(response.status, target).toBe(201);
+    }
+    expect(events.map((event) => event.path)).toEqual(['//', '//agents/default', '///x']);
+  });
+
   it('passes binary bodies base64-encoded both ways', async () => {
     events = [];
     const response = await fetch(`${harness.url}/binary`, {
