@@ -11,6 +11,8 @@ import {
   type ListTasksParams,
   listTaskPushNotificationConfigsParamsSchema,
   listTasksParamsSchema,
+  maxIdLength,
+  maxJsonDepth,
   normalizeParamKeys,
   parseParams,
   type SendMessageParams,
@@ -464,6 +466,79 @@ describe('other methods', () => {
     expect(
       parseParams(createTaskPushNotificationConfigParamsSchema, { taskId: 't', url: 'http://localhost:9/h' }),
     ).toEqual(expect.objectContaining({ taskId: 't', url: 'http://localhost:9/h' }));
+  });
+
+  it('refuses ids longer than maxIdLength wherever an id becomes a DynamoDB key part', () => {
+    // Found by test/conformance/edge-fuzz.test.ts: a 2 KB task id reached DynamoDB and came back
+    // as -32603 (the key exceeds DynamoDB's limit) instead of a -32602 naming the field.
+    const long = '𝔘'.repeat(maxIdLength / 2 + 1);
+    const fits = 'é'.repeat(maxIdLength);
+    const push = { taskId: 't', url: 'http://localhost:9/h' };
+    const cases: [z.ZodType, Record<string, unknown>, string][] = [
+      [getTaskParamsSchema, { id: long }, 'id'],
+      [cancelTaskParamsSchema, { id: long }, 'id'],
+      [subscribeToTaskParamsSchema, { id: long }, 'id'],
+      [createTaskPushNotificationConfigParamsSchema, { ...push, taskId: long }, 'taskId'],
+      [createTaskPushNotificationConfigParamsSchema, { ...push, id: long }, 'id'],
+      [a2aParamsSchemas.GetTaskPushNotificationConfig, { taskId: 't', id: long }, 'id'],
+      [a2aParamsSchemas.DeleteTaskPushNotificationConfig, { taskId: long, id: 'c' }, 'taskId'],
+      [listTaskPushNotificationConfigsParamsSchema, { taskId: long }, 'taskId'],
+      [sendMessageParamsSchema, { message: userMessage({ taskId: long }) }, 'message.taskId'],
+      [sendMessageParamsSchema, { message: userMessage({ contextId: long }) }, 'message.contextId'],
+      [sendMessageParamsSchema, { message: userMessage({ messageId: long }) }, 'message.messageId'],
+    ];
+    for (const [schema, params, field] of cases) {
+      expect(violationsOf(schema, params), field).toEqual([
+        { field, description: `Must be at most ${maxIdLength} characters` },
+      ]);
+      const within = JSON.parse(JSON.stringify(params).replaceAll(long, fits)) as Record<string, unknown>;
+      expect(() => parseParams(schema, within), field).not.toThrow();
+    }
+    // 256 UTF-16 code units are at most 768 UTF-8 bytes: `PUSH#<id>` stays under 1,024.
+    expect(Buffer.byteLength(`PUSH#${'\uffff'.repeat(maxIdLength)}`)).toBeLessThanOrEqual(1024);
+  });
+
+  it('refuses free-form JSON nested deeper than maxJsonDepth, without overflowing the stack itself', () => {
+    // Found by test/conformance/edge-fuzz.test.ts: a data part 30,000 arrays deep parsed fine and
+    // then overflowed JSON.stringify while being sealed (-32603 instead of -32602).
+    const nest = (levels: number, asObject: boolean): unknown => {
+      let value: unknown = 'leaf';
+      for (let level = 0; level < levels; level++) value = asObject ? { n: value } : [value];
+      return value;
+    };
+    const description = `Must not nest more than ${maxJsonDepth} levels deep`;
+    for (const asObject of [false, true]) {
+      const fits = nest(maxJsonDepth, asObject);
+      const deep = nest(maxJsonDepth + 1, asObject);
+      const deepest = nest(50_000, asObject);
+      expect(() =>
+        parseParams(sendMessageParamsSchema, { message: userMessage({ parts: [{ data: fits }] }) }),
+      ).not.toThrow();
+      for (const data of [deep, deepest]) {
+        expect(
+          violationsOf(sendMessageParamsSchema, { message: userMessage({ parts: [{ data }] }) }),
+        ).toEqual([{ field: 'message.parts[0].data', description }]);
+      }
+      // Metadata objects: the object itself is the first level.
+      expect(() =>
+        parseParams(sendMessageParamsSchema, {
+          message: userMessage({ metadata: { m: nest(maxJsonDepth - 1, asObject) } }),
+        }),
+      ).not.toThrow();
+      for (const [params, field] of [
+        [{ message: userMessage({ metadata: { m: deepest } }) }, 'message.metadata'],
+        [{ message: userMessage(), metadata: { m: deep } }, 'metadata'],
+        [
+          { message: userMessage({ parts: [{ text: 't', metadata: { m: deep } }] }) },
+          'message.parts[0].metadata',
+        ],
+      ] as const) {
+        expect(violationsOf(sendMessageParamsSchema, params)).toEqual([{ field, description }]);
+      }
+      expect(violationsOf(cancelTaskParamsSchema, { id: 't', metadata: { m: deepest } })).toEqual([
+        { field: 'metadata', description },
+      ]);
+    }
   });
 
   it('GetExtendedAgentCard accepts absent or empty params and a tenant', () => {

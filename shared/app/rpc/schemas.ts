@@ -70,7 +70,22 @@ export const optionalString = z
   .optional()
   .transform((value) => (value === '' ? undefined : value));
 
-export const requiredId = z.string().min(1, 'Must be a non-empty string');
+/**
+ * Ids become DynamoDB key parts (`TASK#<taskId>` partition keys, at most 2,048 bytes;
+ * `PUSH#<configId>` sort keys, at most 1,024), so an id longer than any this server issues is
+ * refused here as -32602 rather than by DynamoDB as an internal error. 256 UTF-16 code units
+ * are at most 768 UTF-8 bytes.
+ */
+export const maxIdLength = 256;
+// UTF-16 code units, not zod's `max` (which counts code points: 256 of them may be 1,024 bytes).
+const boundedId = z
+  .string()
+  .refine((value) => value.length <= maxIdLength, `Must be at most ${maxIdLength} characters`);
+
+export const requiredId = boundedId.refine((value) => value !== '', 'Must be a non-empty string');
+
+/** An optional id (`""` is unset, as for every proto3 string). */
+export const optionalId = boundedId.optional().transform((value) => (value === '' ? undefined : value));
 
 const decimalInteger = /^-?\d+$/;
 
@@ -88,10 +103,28 @@ const pageSize = int32.pipe(
 const isJsonObject = (value: unknown): value is JsonObject =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-export const jsonObject = z.custom<JsonObject>(isJsonObject, 'Must be a JSON object');
+/**
+ * Free-form JSON (metadata, Part data) may nest this many arrays/objects deep. Nothing sensible
+ * nests deeper, and content is sealed through a recursive JSON.stringify that overflows the
+ * stack some thousands of levels down: refused here as -32602, not later as -32603.
+ */
+export const maxJsonDepth = 64;
+const tooDeep = `Must not nest more than ${maxJsonDepth} levels deep`;
 
-/** The request body came from JSON.parse, so any value present is JSON; it is not walked again. */
-const jsonValue = z.custom<JsonValue>();
+/** Walks at most `levels` containers down, so its own recursion is bounded too. */
+const nestsWithin = (value: unknown, levels: number): boolean => {
+  if (typeof value !== 'object' || value === null) return true;
+  if (levels === 0) return false;
+  const items = Array.isArray(value) ? value : Object.values(value);
+  return items.every((item) => nestsWithin(item, levels - 1));
+};
+
+export const jsonObject = z
+  .custom<JsonObject>(isJsonObject, 'Must be a JSON object')
+  .refine((value) => nestsWithin(value, maxJsonDepth), tooDeep);
+
+/** The request body came from JSON.parse, so any value present is JSON; only its depth is checked. */
+const jsonValue = z.custom<JsonValue>().refine((value) => nestsWithin(value, maxJsonDepth), tooDeep);
 
 /** Standard or URL-safe base64, with or without padding (ProtoJSON `bytes`). */
 const base64Pattern = /^[A-Za-z0-9+/_-]*={0,2}$/;
@@ -201,8 +234,8 @@ export const messageSchema: z.ZodType<Message> = z.object({
   messageId: requiredId,
   role: roleSchema,
   parts: z.array(partSchema).min(1, 'At least one part is required'),
-  contextId: optionalString,
-  taskId: optionalString,
+  contextId: optionalId,
+  taskId: optionalId,
   metadata: jsonObject.optional(),
   extensions: z.array(z.string()).optional(),
   referenceTaskIds: z.array(z.string()).optional(),
@@ -216,7 +249,7 @@ const authenticationSchema: z.ZodType<AuthenticationInfo> = z.object({
 /** The push config fields shared by CreateTaskPushNotificationConfig and the inline SendMessage one. */
 export const pushConfigFields = {
   tenant: optionalString,
-  id: optionalString,
+  id: optionalId,
   url: httpUrl,
   token: optionalString,
   authentication: authenticationSchema.optional(),
@@ -224,7 +257,7 @@ export const pushConfigFields = {
 
 const sendMessageConfigurationSchema: z.ZodType<SendMessageConfiguration> = z.object({
   acceptedOutputModes: z.array(z.string()).optional(),
-  taskPushNotificationConfig: z.object({ ...pushConfigFields, taskId: optionalString }).optional(),
+  taskPushNotificationConfig: z.object({ ...pushConfigFields, taskId: optionalId }).optional(),
   historyLength: historyLength.optional(),
   returnImmediately: z.boolean().optional(),
 });

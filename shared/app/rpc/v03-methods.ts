@@ -18,7 +18,7 @@ import {
   a2aParamsSchemas,
   historyLength,
   jsonObject,
-  optionalString,
+  optionalId,
   pushConfigFields,
   requiredId,
 } from './schemas.ts';
@@ -69,7 +69,7 @@ export const v03ParamsSchemas = {
   'tasks/resubscribe': z.object({ id: requiredId }),
   'tasks/pushNotificationConfig/set': setPushConfigSchema,
   /** `pushNotificationConfigId` is optional in v0.3: without it, the task's (first) config. */
-  'tasks/pushNotificationConfig/get': z.object({ id: requiredId, pushNotificationConfigId: optionalString }),
+  'tasks/pushNotificationConfig/get': z.object({ id: requiredId, pushNotificationConfigId: optionalId }),
   'tasks/pushNotificationConfig/list': z.object({ id: requiredId }),
   'tasks/pushNotificationConfig/delete': pushConfigRefSchema,
   'agent/getAuthenticatedExtendedCard': z.object({}),
