@@ -3,6 +3,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { a2aErrorDomain, jsonRpcErrorTable } from '../../shared/app/rpc/errors-table.ts';
+import { v03ParamsSchemas } from '../../shared/app/rpc/v03-methods.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import {
   type ConformanceStack,
@@ -389,8 +390,7 @@ const rpcBody = fc.oneof(
             method: fc.oneof(
               anyString,
               fc.constantFrom(
-                'message/send',
-                'tasks/get',
+                ...Object.keys(v03ParamsSchemas),
                 'sendMessage',
                 'SendMessage ',
                 'constructor',
@@ -730,8 +730,28 @@ const expectedOf = (request: FuzzRequest): Expected => {
   }
   const requested = headerOf(request, 'a2a-version') || url.searchParams.get('A2A-Version') || undefined;
   const wanted = requested?.trim() ?? '';
-  const v10 = wanted === '' ? !body.method.includes('/') : /^1\.0(\.\d+)?$/.test(wanted);
-  if (!v10) return rpcError(-32009, id);
+  const version =
+    wanted === ''
+      ? body.method.includes('/')
+        ? '0.3'
+        : '1.0'
+      : /^1\.0(\.\d+)?$/.test(wanted)
+        ? '1.0'
+        : /^0\.3(\.\d+)?$/.test(wanted)
+          ? '0.3'
+          : undefined;
+  if (version === undefined) return rpcError(-32009, id);
+  if (version === '0.3') {
+    // The v0.3 compatibility table (decision 0015): its own names, the same error table.
+    if (!Object.hasOwn(v03ParamsSchemas, body.method)) return rpcError(-32601, id);
+    return {
+      kind: 'rpc',
+      codes: [-32602, -32001, -32002, -32003, -32004, -32005, -32007],
+      success: true,
+      id,
+      stream: body.method === 'message/stream' || body.method === 'tasks/resubscribe',
+    };
+  }
   if (!(methods as readonly string[]).includes(body.method)) return rpcError(-32601, id);
   const method = body.method as Method;
   if (request.brokenParams) return rpcError(-32602, id);
@@ -1019,6 +1039,11 @@ describe(`the JSON-RPC edge under ${totalRequests} generated requests`, () => {
         'GetTask',
         { id: 'x' },
         { headers: { ...headers, toString: '', constructor: 'x', __defineGetter__: 'y' } },
+      ),
+      call(
+        'tasks/pushNotificationConfig/get',
+        { id: 'fixture-task', pushNotificationConfigId: 'c'.repeat(1_100) },
+        { headers: { ...headers, 'A2A-Version': '0.3' } },
       ),
       call('GetTask', { id: 'x' }, { path: '//' }),
       call('GetTask', { id: 'x' }, { path: '//agents/default' }),
