@@ -43,7 +43,7 @@ const settingPaths = (schema: unknown, prefix = '', out: string[] = []): string[
   return out;
 };
 
-const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The table row documenting a setting (its first cell is the setting in backticks). */
 const rowOf = (doc: string, setting: string): string | undefined =>
@@ -70,7 +70,7 @@ describe('docs/configuration.md', () => {
         const setting = path.split(/\.|\[\]\.?/).at(-1) ?? path;
         expect(configuration, path).toContain(`\`${setting}\``);
       } else {
-        expect(configuration, path).toMatch(new RegExp(`\`${escape(path)}[\`.]`));
+        expect(configuration, path).toMatch(new RegExp(`\`${escapeRegExp(path)}[\`.]`));
       }
     }
   });
