@@ -115,7 +115,13 @@ const commitCancel = async (
         cancelRequested: true,
         version: run.version + 1,
         expiresAt: Math.max(run.expiresAt, expiresAt),
-        ...(idle && { status: 'CANCELED' as const, endedAt: now.toISOString(), leaseUntil: undefined }),
+        ...(idle && {
+          status: 'CANCELED' as const,
+          endedAt: now.toISOString(),
+          leaseUntil: undefined,
+          // A run waiting for an approval never resumes: its sealed transcript goes (decision 0013).
+          sealedSuspension: undefined,
+        }),
       },
       expect: { version: run.version },
     });

@@ -4,6 +4,7 @@ import { isTerminal } from '../domain/a2a.ts';
 import type { AuditContent, AuditTrail } from '../domain/audit.ts';
 import {
   AgentStoppedError,
+  ApprovalRequiredError,
   ProviderUnavailableError,
   SealingFailedError,
   VersionConflictError,
@@ -34,6 +35,7 @@ import { failpoint } from './failpoints.ts';
 import { recordAuditStep, recordTightening } from './record-audit.ts';
 import { keepLease, leaseUntilFrom } from './run-lease.ts';
 import { enabledToolsOf } from './run-tools.ts';
+import { resumptionOf, suspendRun } from './suspend-run.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 export interface ExecuteRunDeps {
@@ -59,6 +61,7 @@ export interface ExecuteRunDeps {
 
 export type ExecuteRunResult =
   | 'completed'
+  | 'awaiting-approval'
   | 'input-required'
   | 'rejected'
   | 'failed'
@@ -96,9 +99,17 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
   failpoint('executor.afterClaim');
   const lease = keepLease(deps, claimed.run);
   try {
+    // A run decided by an operator continues from its sealed state (I-APPROVAL, decision 0013).
+    const resumption = run.sealedSuspension === undefined ? undefined : await resumptionOf(deps, run);
+    if (resumption?.kind === 'refused')
+      return await fail(deps, claimed.run, claimed.task, texts.providerFailed, resumption.reason);
+    if (resumption)
+      await recordAuditStep(deps, claimed.run, { kind: 'resume', outcome: run.approval?.verdict });
     return await work(deps, claimed.run, claimed.task, {
       signal: lease.signal,
-      session: newAgentSession(),
+      session: resumption?.session ?? newAgentSession(),
+      firstProvider: resumption?.providerIndex ?? 0,
+      historyRevision: resumption?.historyRevision ?? claimed.task.revision,
     });
   } finally {
     lease.stop();
@@ -116,12 +127,16 @@ const claim = async (
     status: 'RUNNING',
     version: run.version + 1,
     leaseUntil: leaseUntilFrom(deps, now),
+    // A resumed run holds its opened state in memory; the sealed copy is not kept past the wait.
+    sealedSuspension: undefined,
   };
   const workingTask: StoredTask = {
     ...task,
     state: 'TASK_STATE_WORKING',
     revision: task.revision + 1,
     statusTimestamp: now.toISOString(),
+    // The "waiting for an approval" message ends with the wait.
+    ...(run.sealedSuspension !== undefined && { sealedStatusMessage: undefined }),
   };
   try {
     await deps.tasks.commit({
@@ -141,21 +156,29 @@ const work = async (
   deps: ExecuteRunDeps,
   startRun: RunRecord,
   task: StoredTask,
-  runtime: { readonly signal: AbortSignal; readonly session: AgentSession },
+  runtime: {
+    readonly signal: AbortSignal;
+    readonly session: AgentSession;
+    /** The provider of the chain to start with: a resumed run continues on the one that suspended. */
+    readonly firstProvider: number;
+    /** The task revision whose history the run answers (kept across a suspension). */
+    readonly historyRevision: number;
+  },
 ): Promise<ExecuteRunResult> => {
   const profile = deps.config.profiles[startRun.profileId];
   if (profile === undefined) return fail(deps, startRun, task, texts.providerFailed, 'PROFILE_MISSING');
   const history = await deps.codec.openHistory(task.taskId, task.sealedHistory);
   await recordAuditStep(deps, startRun, {
     kind: 'claim',
-    content: { message: historyAsOf(history, task.revision).at(-1) },
+    content: { message: historyAsOf(history, runtime.historyRevision).at(-1) },
   });
   // One level of fallback: the primary and at most one further provider.
   const chain = profile.providers.slice(0, 2);
   let run = startRun;
   let current = task;
   for (const [index, providerId] of chain.entries()) {
-    if (index > 0) {
+    if (index < runtime.firstProvider) continue;
+    if (index > runtime.firstProvider) {
       // Between attempts is where a cancel is noticed (cooperative; the flag is on the run row).
       const fresh = await reread(deps, run, current);
       if (fresh.kind === 'ended') return fresh.result;
@@ -173,7 +196,7 @@ const work = async (
         taskId: task.taskId,
         contextId: task.contextId,
         instructions: profile.instructions,
-        history: historyAsOf(history, task.revision),
+        history: historyAsOf(history, runtime.historyRevision),
         signal: runtime.signal,
         tools: enabledToolsOf(profile, deps.tools),
         maxToolRounds: profile.maxToolRounds,
@@ -192,6 +215,16 @@ const work = async (
       });
       return settle(deps, { ...run, attempts: [...run.attempts, attempt] }, current, result.outcome, history);
     } catch (error) {
+      if (error instanceof ApprovalRequiredError) {
+        const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), error.tokens);
+        return suspend(deps, { ...run, attempts: [...run.attempts, attempt] }, current, {
+          history,
+          session: runtime.session,
+          pending: error.pending,
+          providerIndex: index,
+          historyRevision: runtime.historyRevision,
+        });
+      }
       const attempt = attemptOf(providerId, 'failed', startedAt, deps.clock.now());
       run = { ...run, attempts: [...run.attempts, attempt] };
       await recordAuditStep(deps, run, {
@@ -201,12 +234,37 @@ const work = async (
         durationMs: attempt.durationMs,
         reason: error instanceof ProviderUnavailableError ? 'PROVIDER_UNAVAILABLE' : 'PROVIDER_ERROR',
       });
+      if (runtime.signal.aborted) {
+        // The lease keeper aborted the call: the run was canceled, or settled by someone else.
+        const fresh = await reread(deps, run, current);
+        if (fresh.kind === 'ended') return fresh.result;
+      }
       if (error instanceof AgentStoppedError) return fail(deps, run, current, error.publicText, error.reason);
       const canFallBack = error instanceof ProviderUnavailableError && index < chain.length - 1;
       if (!canFallBack) return fail(deps, run, current, texts.providerFailed, 'PROVIDER_FAILED');
     }
   }
   return fail(deps, run, current, texts.providerFailed, 'PROVIDER_FAILED');
+};
+
+/** Suspends the run for an approval; a cancel that won the race ends it instead. */
+const suspend = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  input: Omit<Parameters<typeof suspendRun>[1], 'run' | 'task'>,
+): Promise<ExecuteRunResult> => {
+  try {
+    await suspendRun(deps, { ...input, run, task });
+    return 'awaiting-approval';
+  } catch (error) {
+    if (error instanceof SealingFailedError)
+      return fail(deps, run, task, texts.notStorable, 'SEALING_FAILED');
+    if (!(error instanceof VersionConflictError)) throw error;
+    const fresh = await reread(deps, run, task);
+    if (fresh.kind === 'ended') return fresh.result;
+    throw error;
+  }
 };
 
 /** What an attempt produced, for the audit trail (cut to the audit ceiling before it is written). */

@@ -28,8 +28,16 @@ export class RunLeaseLostError extends Error {
   }
 }
 
+/** Why a run's work was aborted: a cancel was requested while it worked (decision 0013). */
+export class RunCanceledError extends Error {
+  override readonly name = 'RunCanceledError';
+  constructor() {
+    super('The task was canceled while the run worked');
+  }
+}
+
 export interface LeaseKeeper {
-  /** Aborted when the lease is lost: provider calls and tools stop, nothing is settled twice. */
+  /** Aborted when the lease is lost or a cancel is noticed: provider calls and tools stop. */
   readonly signal: AbortSignal;
   stop(): void;
 }
@@ -56,6 +64,12 @@ export const keepLease = (deps: LeaseDeps, run: RunRecord): LeaseKeeper => {
         clearInterval(timer);
         deps.logger?.info('run lease lost', { taskId: run.taskId, runId: run.runId });
         controller.abort(new RunLeaseLostError());
+      }
+      if (outcome === 'canceled') {
+        // The in-flight model or tool call stops; the executor settles the run CANCELED.
+        clearInterval(timer);
+        deps.logger?.info('run cancel noticed', { taskId: run.taskId, runId: run.runId });
+        controller.abort(new RunCanceledError());
       }
     } catch (error) {
       // The next tick tries again; the lease outlasts two missed renewals.

@@ -1,4 +1,5 @@
 import type { Artifact, Message } from '../domain/a2a.ts';
+import type { SuspendedRun } from '../domain/approvals.ts';
 import { SealingFailedError } from '../domain/errors.ts';
 import type { Sealer } from '../domain/ports.ts';
 import type { SealedBlob } from '../domain/projection.ts';
@@ -15,6 +16,9 @@ export const contentFields = {
   history: 'history',
 } as const;
 export type ContentField = keyof typeof contentFields;
+
+type SuspensionField = `suspension:${string}`;
+const suspensionField = (runId: string): SuspensionField => `suspension:${runId}`;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -40,9 +44,18 @@ export class TaskContentCodec {
     return { sealedStatusMessage, sealedArtifacts, sealedHistory };
   }
 
+  /** A suspended run's state (decision 0013), bound to its task and run: it opens nowhere else. */
+  async sealSuspension(taskId: string, runId: string, state: SuspendedRun): Promise<SealedBlob> {
+    return (await this.sealField(taskId, suspensionField(runId), state)) as SealedBlob;
+  }
+
+  async openSuspension(taskId: string, runId: string, blob: SealedBlob): Promise<SuspendedRun> {
+    return (await this.openField<SuspendedRun>(taskId, suspensionField(runId), blob)) as SuspendedRun;
+  }
+
   private async sealField(
     taskId: string,
-    field: ContentField,
+    field: ContentField | SuspensionField,
     value: unknown,
   ): Promise<SealedBlob | undefined> {
     if (value === undefined) return undefined;
@@ -69,7 +82,7 @@ export class TaskContentCodec {
 
   private async openField<T>(
     taskId: string,
-    field: ContentField,
+    field: ContentField | SuspensionField,
     blob: SealedBlob | undefined,
   ): Promise<T | undefined> {
     if (blob === undefined) return undefined;

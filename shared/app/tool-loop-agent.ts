@@ -1,7 +1,10 @@
 import type { Artifact } from '../domain/a2a.ts';
-import { AgentStoppedError } from '../domain/errors.ts';
+import { deniedCallText } from '../domain/approvals.ts';
+import { AgentStoppedError, ApprovalRequiredError } from '../domain/errors.ts';
 import {
+  type AgentSession,
   type ChatModel,
+  type DecidedToolTurn,
   type ModelTurn,
   newAgentSession,
   type ToolCall,
@@ -35,6 +38,8 @@ export class ToolLoopAgent implements AgentProvider {
     const history = transcriptOf(request.history);
     let inputTokens = 0;
     let outputTokens = 0;
+    // A resumed run settles its decided turn first: the model is not asked again for it (I-APPROVAL).
+    if (session.decided !== undefined) await this.settleDecided(request, enabled, session, session.decided);
     for (;;) {
       request.signal?.throwIfAborted();
       const started = performance.now();
@@ -64,12 +69,12 @@ export class ToolLoopAgent implements AgentProvider {
           `The agent needed more than ${maxRounds} tool rounds and was stopped before it answered.`,
         );
       }
-      // Checked before any call of the turn runs, so a gated tool never runs half a turn.
+      // Checked before any call of the turn runs, so a gated tool never runs half a turn: the
+      // executor seals the session and this turn, and the run waits for an operator.
       if (turn.toolCalls.some((call) => enabled.get(call.name)?.requiresApproval)) {
-        // TODO(approvals): suspend the run here (sealed transcript + pending calls) instead.
-        throw new AgentStoppedError(
-          'APPROVAL_NOT_SUPPORTED',
-          'The agent asked for a tool that needs an approval, and approvals are not available yet.',
+        throw new ApprovalRequiredError(
+          { text: turn.text, toolCalls: turn.toolCalls },
+          { inputTokens, outputTokens },
         );
       }
       const results: ToolResult[] = [];
@@ -83,6 +88,30 @@ export class ToolLoopAgent implements AgentProvider {
       );
       session.rounds += 1;
     }
+  }
+
+  /** Approved: every call of the turn runs. Denied: gated calls get the denial, the others run. */
+  private async settleDecided(
+    request: AgentRequest,
+    enabled: ReadonlyMap<string, EnabledTool>,
+    session: AgentSession,
+    decided: DecidedToolTurn,
+  ): Promise<void> {
+    const results: ToolResult[] = [];
+    for (const call of decided.turn.toolCalls) {
+      const entry = enabled.get(call.name);
+      results.push(
+        decided.verdict === 'denied' && entry?.requiresApproval
+          ? errorResult(call, decided.reason ? `${deniedCallText} Reason: ${decided.reason}` : deniedCallText)
+          : await this.invoke(request, entry, call),
+      );
+    }
+    session.steps.push(
+      { role: 'assistant', text: decided.turn.text, toolCalls: decided.turn.toolCalls },
+      { role: 'tool', results },
+    );
+    session.rounds += 1;
+    session.decided = undefined;
   }
 
   private async invoke(

@@ -17,7 +17,7 @@ import { redactArtifacts, redactMessage } from './redaction.ts';
  * Audit rows never reach the journal or a remote caller; the admin command shows metadata only.
  */
 
-export const auditStepKinds = ['claim', 'attempt', 'tighten', 'settle'] as const;
+export const auditStepKinds = ['claim', 'attempt', 'tighten', 'settle', 'suspend', 'resume'] as const;
 export type AuditStepKind = (typeof auditStepKinds)[number];
 
 /** Plaintext content a step may carry above `metadata`: the message it answers or produced, artifacts. */

@@ -1,3 +1,5 @@
+import type { PendingToolTurn } from './model.ts';
+
 /**
  * Semantic errors of the domain. Each has a stable `code` (what went wrong, in domain words);
  * the JSON-RPC edge maps codes to wire codes in one table. Wire codes never appear here.
@@ -160,7 +162,7 @@ export class ProviderFailedError extends Error {
   }
 }
 
-export type AgentStopReason = 'TOOL_ROUNDS_EXCEEDED' | 'APPROVAL_NOT_SUPPORTED' | 'TOOL_UNAVAILABLE';
+export type AgentStopReason = 'TOOL_ROUNDS_EXCEEDED' | 'TOOL_UNAVAILABLE';
 
 /**
  * The tool loop ended the run before an answer, for a reason the task may show: a public,
@@ -173,5 +175,20 @@ export class AgentStoppedError extends Error {
     readonly publicText: string,
   ) {
     super(publicText);
+  }
+}
+
+/**
+ * The tool loop stopped before a turn whose calls need an operator's approval (I-APPROVAL): no
+ * call of that turn ran. The session holds the finished steps; the executor seals both and
+ * suspends the run. Not a failure and never a fallback.
+ */
+export class ApprovalRequiredError extends Error {
+  override readonly name = 'ApprovalRequiredError';
+  constructor(
+    readonly pending: PendingToolTurn,
+    readonly tokens: { readonly inputTokens: number; readonly outputTokens: number },
+  ) {
+    super('The agent waits for an approval');
   }
 }

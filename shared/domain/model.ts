@@ -86,6 +86,27 @@ export interface AgentSession {
   readonly steps: TranscriptEntry[];
   /** Tool rounds used so far, across attempts (the round cap counts them all). */
   rounds: number;
+  /**
+   * A resumed run's turn that waited for an approval, with the operator's decision (I-APPROVAL):
+   * the loop settles it first — approved calls run, denied ones are answered with the denial —
+   * and only then calls the model again. Cleared once its results are in `steps`.
+   */
+  decided?: DecidedToolTurn;
+}
+
+/** A model turn whose tool calls wait for an operator (a tool with `requiresApproval`). */
+export interface PendingToolTurn {
+  readonly text: string;
+  readonly toolCalls: readonly ToolCall[];
+}
+
+export type ApprovalVerdict = 'approved' | 'denied';
+
+export interface DecidedToolTurn {
+  readonly turn: PendingToolTurn;
+  readonly verdict: ApprovalVerdict;
+  /** The operator's reason for a denial, told to the model with it. */
+  readonly reason?: string;
 }
 
 export const newAgentSession = (): AgentSession => ({ steps: [], rounds: 0 });

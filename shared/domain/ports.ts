@@ -1,4 +1,5 @@
 import type { Artifact, Message, TaskState } from './a2a.ts';
+import type { ApprovalDecision, ApprovalRecord } from './approvals.ts';
 import type { AgentSession, AgentStep } from './model.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
 import type { PushDelivery, StoredPushConfig } from './push.ts';
@@ -58,6 +59,15 @@ export type PlannedWrite =
       readonly item: RunRecord;
       /** `leaseExpiredBefore`: also require the stored lease to end before it (the reaper's fence). */
       readonly expect: 'absent' | { readonly version: number; readonly leaseExpiredBefore?: number };
+    }
+  | {
+      /**
+       * An approval record (decision 0013). A decision is conditioned on the record still being
+       * PENDING for the same digest, so two decisions never both win.
+       */
+      readonly entity: 'approval';
+      readonly item: ApprovalRecord;
+      readonly expect: 'absent' | { readonly decision: ApprovalDecision; readonly digest: string };
     }
   | {
       /** A push config; a config id given again replaces the earlier one (as a2a-js does). */
@@ -171,8 +181,11 @@ export interface RunRef {
  * completing transaction's expected version stays valid (I-LOCK).
  */
 export interface RunLeases {
-  /** Extends a RUNNING run's lease; 'lost' when the run is no longer RUNNING (settled or reaped). */
-  renew(run: RunRef, leaseUntil: number): Promise<'renewed' | 'lost'>;
+  /**
+   * Extends a RUNNING run's lease; 'lost' when the run is no longer RUNNING (settled or reaped),
+   * 'canceled' when it is RUNNING with a cancel request (its executor should stop now).
+   */
+  renew(run: RunRef, leaseUntil: number): Promise<'renewed' | 'lost' | 'canceled'>;
   /** RUNNING runs whose lease ended before `now` (epoch ms), from the lease index — never a scan. */
   listExpired(now: number, limit: number): Promise<RunRef[]>;
 }

@@ -1,5 +1,7 @@
 import type { Artifact, JsonObject, Message, TaskState } from './a2a.ts';
 import { isTerminal } from './a2a.ts';
+import type { RunApproval } from './approvals.ts';
+import type { SealedBlob } from './projection.ts';
 
 /**
  * Tasks and runs as the state table holds them (DESIGN.md §1, §4). Content fields (status
@@ -83,6 +85,10 @@ export interface RunRecord {
   readonly createdAt: string;
   readonly endedAt?: string;
   readonly expiresAt: number;
+  /** While AWAITING_APPROVAL and until the resumed run settles: the sealed `SuspendedRun`. */
+  readonly sealedSuspension?: SealedBlob;
+  /** The approval the run waits for, or its decision once made (metadata only). */
+  readonly approval?: RunApproval;
 }
 
 const runTransitions: Readonly<Record<RunStatus, readonly RunStatus[]>> = {

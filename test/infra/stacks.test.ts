@@ -183,7 +183,7 @@ describe('StatefulStack', () => {
     ]);
   });
 
-  it('gives the state table the sparse byLease index the reaper queries (keys only)', () => {
+  it('gives the state table the sparse byLease (reaper) and byPendingApproval (admin) indexes', () => {
     expect(tableResource('State').Properties.GlobalSecondaryIndexes).toEqual([
       {
         IndexName: 'byLease',
@@ -192,6 +192,14 @@ describe('StatefulStack', () => {
           { AttributeName: 'leaseUntil', KeyType: 'RANGE' },
         ],
         Projection: { ProjectionType: 'KEYS_ONLY' },
+      },
+      {
+        IndexName: 'byPendingApproval',
+        KeySchema: [
+          { AttributeName: 'pendingKey', KeyType: 'HASH' },
+          { AttributeName: 'requestedAt', KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'ALL' },
       },
     ]);
   });

@@ -214,12 +214,12 @@ describe('run leases and the reaper against the emulators', () => {
       ],
     });
     expect(await live).not.toBe('completed');
-    // The held request was abandoned by the client: the answer finds its connection gone.
-    release();
+    // The held request was abandoned by the client before its answer was released.
     await waitFor(
       async () => model.closedEarly(),
       (closed) => closed > closedBefore,
     );
+    release();
     expect((await tasks.getRun(taskId, message.runId))!.status).toBe('FAILED');
     expect(model.requests.length - before).toBe(1);
   });

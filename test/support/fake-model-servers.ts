@@ -72,15 +72,15 @@ export const startFakeModelServer = async (
         waiter.wake();
       }
       let gone = false;
+      // Counted when the client goes, not when the held answer is released: a test can wait for it.
       response.on('close', () => {
-        if (!response.writableEnded) gone = true;
+        if (response.writableEnded) return;
+        gone = true;
+        closedEarly++;
       });
       const reply = await state.script(received, index);
       if (reply.hold) await reply.hold;
-      if (gone || response.destroyed) {
-        closedEarly++;
-        return;
-      }
+      if (gone || response.destroyed) return;
       response.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
 
       response.end(reply.body === undefined ? '' : JSON.stringify(reply.body));

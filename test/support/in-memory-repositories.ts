@@ -1,3 +1,4 @@
+import type { ApprovalRecord } from '../../shared/domain/approvals.ts';
 import { VersionConflictError } from '../../shared/domain/errors.ts';
 import type {
   JournalRepository,
@@ -20,6 +21,7 @@ export class InMemoryTaskRepository implements TaskRepository {
   readonly runs = new Map<string, RunRecord>();
   /** Push configs committed with a task (inline SendMessage config), by `taskId#configId`. */
   readonly pushConfigs = new Map<string, StoredPushConfig>();
+  readonly approvals = new Map<string, ApprovalRecord>();
   commits = 0;
   /** Runs before each commit is applied; lets a test interleave a concurrent writer. */
   beforeCommit: ((plan: WritePlan) => Promise<void> | void) | undefined;
@@ -41,11 +43,19 @@ export class InMemoryTaskRepository implements TaskRepository {
         const ok =
           write.expect === 'absent' ? current === undefined : current?.version === write.expect.version;
         if (!ok) throw new VersionConflictError('run version mismatch');
+      } else if (write.entity === 'approval') {
+        const current = this.approvals.get(write.item.approvalId);
+        const ok =
+          write.expect === 'absent'
+            ? current === undefined
+            : current?.decision === write.expect.decision && current.digest === write.expect.digest;
+        if (!ok) throw new VersionConflictError('approval no longer pending');
       }
     }
     for (const write of plan.writes) {
       if (write.entity === 'task') this.tasks.set(write.item.taskId, write.item);
       else if (write.entity === 'run') this.runs.set(write.item.runId, write.item);
+      else if (write.entity === 'approval') this.approvals.set(write.item.approvalId, write.item);
       else this.pushConfigs.set(`${write.item.taskId}#${write.item.configId}`, write.item);
     }
     this.commits++;

@@ -7,7 +7,7 @@ import { executeRun } from '../../shared/app/execute-run.ts';
 import { ToolLoopAgent } from '../../shared/app/tool-loop-agent.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import {
-  AgentStoppedError,
+  ApprovalRequiredError,
   ProviderFailedError,
   ProviderUnavailableError,
 } from '../../shared/domain/errors.ts';
@@ -169,13 +169,72 @@ describe('ToolLoopAgent', () => {
     expect(model.seen).toHaveLength(3);
   });
 
-  it('refuses an approval-gated tool before any call of the turn runs (approvals come later)', async () => {
+  it('stops before any call of a turn with an approval-gated tool, handing back the pending turn', async () => {
     const tool = countingTool(calculatorTool);
-    const model = new FakeModel('m', [callTool('calculator', { operation: 'add', a: 1, b: 1 })]);
-    const run = new ToolLoopAgent(model).run(request({ tools: [{ tool, requiresApproval: true }] }));
-    await expect(run).rejects.toBeInstanceOf(AgentStoppedError);
-    await expect(run).rejects.toMatchObject({ reason: 'APPROVAL_NOT_SUPPORTED' });
-    expect(tool.calls).toBe(0);
+    const free = countingTool({ ...calculatorTool, name: 'free_calc' });
+    const model = new FakeModel('m', [
+      {
+        ...callTool('free_calc', { operation: 'add', a: 1, b: 1 }),
+        toolCalls: [
+          { id: 'c-free', name: 'free_calc', arguments: { operation: 'add', a: 1, b: 1 } },
+          { id: 'c-gated', name: 'calculator', arguments: { operation: 'add', a: 2, b: 2 } },
+        ],
+      },
+    ]);
+    const session = newAgentSession();
+    const run = new ToolLoopAgent(model).run(
+      request({
+        session,
+        tools: [
+          { tool, requiresApproval: true },
+          { tool: free, requiresApproval: false },
+        ],
+      }),
+    );
+    await expect(run).rejects.toBeInstanceOf(ApprovalRequiredError);
+    await expect(run).rejects.toMatchObject({
+      pending: { toolCalls: [{ id: 'c-free' }, { id: 'c-gated' }] },
+      tokens: { inputTokens: 5, outputTokens: 1 },
+    });
+    // Not half a turn: neither call ran, and the session holds no part of the pending turn.
+    expect(tool.calls + free.calls).toBe(0);
+    expect(session).toMatchObject({ steps: [], rounds: 0 });
+  });
+
+  it('resumes a decided turn without asking the model for it: approved calls run, denied gated ones read the denial', async () => {
+    for (const verdict of ['approved', 'denied'] as const) {
+      const tool = countingTool(calculatorTool);
+      const free = countingTool({ ...calculatorTool, name: 'free_calc' });
+      const model = new FakeModel('m', [answer('done')]);
+      const turn = {
+        text: '',
+        toolCalls: [
+          { id: 'c-free', name: 'free_calc', arguments: { operation: 'add', a: 1, b: 1 } },
+          { id: 'c-gated', name: 'calculator', arguments: { operation: 'add', a: 2, b: 2 } },
+        ],
+      };
+      const session = { ...newAgentSession(), decided: { turn, verdict, reason: 'no' } };
+      const { outcome } = await new ToolLoopAgent(model).run(
+        request({
+          session,
+          tools: [
+            { tool, requiresApproval: true },
+            { tool: free, requiresApproval: false },
+          ],
+        }),
+      );
+      expect(outcome).toMatchObject({ kind: 'completed' });
+      expect(model.seen).toHaveLength(1);
+      expect(free.calls).toBe(1);
+      expect(tool.calls).toBe(verdict === 'approved' ? 1 : 0);
+      const results = model.seen[0]!.transcript.at(-1);
+      if (results?.role !== 'tool') throw new Error('the last transcript entry should hold the tool results');
+      const gated = results.results[1]!;
+      expect(gated.isError).toBe(verdict === 'denied');
+      if (verdict === 'denied') expect(gated.content).toContain('denied');
+      expect(session.decided).toBeUndefined();
+      expect(session.rounds).toBe(1);
+    }
   });
 
   it('hands the session to the fallback: finished tool calls are not made again', async () => {
@@ -334,18 +393,20 @@ describe('executeRun with tools', () => {
     return { result, task: core.tasks.tasks.get(taskId)!, core, taskId };
   };
 
-  it('fails the run clearly when the model asks for an approval-gated tool (APPROVAL_NOT_SUPPORTED)', async () => {
+  it('suspends the run when the model asks for an approval-gated tool (decision 0013)', async () => {
     const { result, task, core, taskId } = await runWith(
       config([{ name: 'calculator', requiresApproval: true }]),
       new FakeModel('llm', [callTool('calculator', { operation: 'add', a: 1, b: 2 })]),
     );
-    expect(result).toBe('failed');
-    expect(task).toMatchObject({
-      state: 'TASK_STATE_FAILED',
-      metadata: { reason: 'APPROVAL_NOT_SUPPORTED' },
-    });
+    expect(result).toBe('awaiting-approval');
+    expect(task.state).toBe('TASK_STATE_WORKING');
+    const run = [...core.tasks.runs.values()].find((entry) => entry.taskId === taskId)!;
+    expect(run.status).toBe('AWAITING_APPROVAL');
+    expect([...core.tasks.approvals.values()]).toEqual([
+      expect.objectContaining({ taskId, runId: run.runId, decision: 'PENDING', toolNames: ['calculator'] }),
+    ]);
     const status = await core.codec.openStatusMessage(taskId, task.sealedStatusMessage);
-    expect(status?.parts).toEqual([{ text: expect.stringContaining('needs an approval') }]);
+    expect(status?.parts).toEqual([{ text: expect.stringContaining('waiting for an operator') }]);
   });
 
   it('fails with TOOL_ROUNDS_EXCEEDED at the profile’s cap, and with TOOL_UNAVAILABLE for a tool this build lacks', async () => {

@@ -17,29 +17,36 @@ export class DynamoDbRunLeases implements RunLeases {
     private readonly tableName: string,
   ) {}
 
-  async renew(run: RunRef, leaseUntil: number): Promise<'renewed' | 'lost'> {
+  async renew(run: RunRef, leaseUntil: number): Promise<'renewed' | 'lost' | 'canceled'> {
     try {
       await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.run(run.taskId, run.runId),
           UpdateExpression: 'SET #leaseUntil = :leaseUntil, #leaseShard = :leaseShard',
-          ConditionExpression: '#status = :running',
+          // A cancel request also stops the renewal: that is how a run in a long call learns of it.
+          ConditionExpression: '#status = :running AND #cancelRequested = :false',
           ExpressionAttributeNames: {
             '#leaseUntil': 'leaseUntil',
             '#leaseShard': 'leaseShard',
             '#status': 'status',
+            '#cancelRequested': 'cancelRequested',
           },
           ExpressionAttributeValues: {
             ':leaseUntil': leaseUntil,
             ':leaseShard': keys.leaseShard(run.runId),
             ':running': 'RUNNING',
+            ':false': false,
           },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return 'renewed';
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return 'lost';
+      if (error instanceof ConditionalCheckFailedException) {
+        const old = error.Item;
+        return old?.status?.S === 'RUNNING' && old.cancelRequested?.BOOL === true ? 'canceled' : 'lost';
+      }
       throw error;
     }
   }

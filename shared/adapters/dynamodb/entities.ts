@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { taskStates } from '../../domain/a2a.ts';
+import { type ApprovalRecord, approvalDecisions } from '../../domain/approvals.ts';
 import type { JournalEvent, JournalView, StoredTask } from '../../domain/projection.ts';
 import type { StoredPushConfig } from '../../domain/push.ts';
 import { type RunRecord, runStatuses } from '../../domain/task.ts';
@@ -35,6 +36,11 @@ export const keys = {
    * shards spread the index's writes; the reaper queries each.
    */
   leaseShard: (runId: string) => `LEASE#${shardOf(runId, leaseShards)}`,
+  /** Approval records live in their task's partition, so the purge takes them with it (decision 0013). */
+  approval: (taskId: string, approvalId: string) => ({ pk: taskPk(taskId), sk: `APPROVAL#${approvalId}` }),
+  approvalPrefix: 'APPROVAL#',
+  /** Partition of the sparse pending-approvals index: only PENDING records carry it. */
+  pendingApprovals: 'APPROVALS#PENDING',
   /** Push configs live in the task's partition of the state table (the projector's filter passes only sk = TASK). */
   push: (taskId: string, configId: string) => ({ pk: taskPk(taskId), sk: `PUSH#${configId}` }),
   pushPrefix: 'PUSH#',
@@ -102,6 +108,16 @@ export const runItemSchema = z.object({
   createdAt: z.string(),
   endedAt: z.string().optional(),
   expiresAt: z.number(),
+  /** The sealed suspended state (decision 0013), bound to (task, `suspension:<runId>`). */
+  suspension: blob.optional(),
+  approval: z
+    .object({
+      approvalId: z.string(),
+      digest: z.string(),
+      verdict: z.enum(['approved', 'denied']).optional(),
+      reason: z.string().optional(),
+    })
+    .optional(),
 });
 export type RunItem = z.infer<typeof runItemSchema>;
 
@@ -214,6 +230,8 @@ export const toRunItem = (run: RunRecord): RunItem =>
     createdAt: run.createdAt,
     endedAt: run.endedAt,
     expiresAt: run.expiresAt,
+    suspension: run.sealedSuspension,
+    approval: run.approval && withoutUndefined({ ...run.approval }),
   });
 
 export const fromRunItem = (item: RunItem): RunRecord => ({
@@ -229,6 +247,58 @@ export const fromRunItem = (item: RunItem): RunRecord => ({
   cancelRequested: item.cancelRequested,
   createdAt: item.createdAt,
   endedAt: item.endedAt,
+  expiresAt: item.expiresAt,
+  ...(item.suspension !== undefined && { sealedSuspension: item.suspension }),
+  ...(item.approval !== undefined && { approval: item.approval }),
+});
+
+export const approvalItemSchema = z.object({
+  pk: z.string(),
+  sk: z.string().startsWith('APPROVAL#'),
+  approvalId: z.string(),
+  taskId: z.string(),
+  runId: z.string(),
+  digest: z.string(),
+  toolNames: z.array(z.string()),
+  requestedAt: z.string(),
+  decision: z.enum(approvalDecisions),
+  decidedBy: z.string().optional(),
+  decidedAt: z.string().optional(),
+  reason: z.string().optional(),
+  expiresAt: z.number(),
+  /** Key of the sparse pending index: set exactly while the decision is PENDING. */
+  pendingKey: z.string().optional(),
+});
+export type ApprovalItem = z.infer<typeof approvalItemSchema>;
+
+export const toApprovalItem = (approval: ApprovalRecord): ApprovalItem =>
+  withoutUndefined({
+    ...keys.approval(approval.taskId, approval.approvalId),
+    approvalId: approval.approvalId,
+    taskId: approval.taskId,
+    runId: approval.runId,
+    digest: approval.digest,
+    toolNames: [...approval.toolNames],
+    requestedAt: approval.requestedAt,
+    decision: approval.decision,
+    decidedBy: approval.decidedBy,
+    decidedAt: approval.decidedAt,
+    reason: approval.reason,
+    expiresAt: approval.expiresAt,
+    pendingKey: approval.decision === 'PENDING' ? keys.pendingApprovals : undefined,
+  });
+
+export const fromApprovalItem = (item: ApprovalItem): ApprovalRecord => ({
+  approvalId: item.approvalId,
+  taskId: item.taskId,
+  runId: item.runId,
+  digest: item.digest,
+  toolNames: item.toolNames,
+  requestedAt: item.requestedAt,
+  decision: item.decision,
+  ...(item.decidedBy !== undefined && { decidedBy: item.decidedBy }),
+  ...(item.decidedAt !== undefined && { decidedAt: item.decidedAt }),
+  ...(item.reason !== undefined && { reason: item.reason }),
   expiresAt: item.expiresAt,
 });
 

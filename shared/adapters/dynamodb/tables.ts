@@ -47,6 +47,14 @@ export const stateTable: TableDefinition = {
       sortKey: { name: 'leaseUntil', type: 'N' },
       projection: 'KEYS_ONLY',
     },
+    {
+      // Sparse: only PENDING approval records carry pendingKey, so `approvals list` is one query.
+      // One partition is enough: every item in it waits for a human (decision 0013).
+      indexName: 'byPendingApproval',
+      partitionKey: { name: 'pendingKey', type: 'S' },
+      sortKey: { name: 'requestedAt', type: 'S' },
+      projection: 'ALL',
+    },
   ],
 };
 

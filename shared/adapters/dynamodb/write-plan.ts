@@ -1,6 +1,6 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { PlannedWrite, WritePlan } from '../../domain/ports.ts';
-import { toPushConfigItem, toRunItem, toTaskItem } from './entities.ts';
+import { toApprovalItem, toPushConfigItem, toRunItem, toTaskItem } from './entities.ts';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
@@ -9,6 +9,23 @@ const toTransactItem = (write: PlannedWrite, tableName: string): TransactItem =>
   if (write.entity === 'push') {
     // Stored with the task's own transaction (inline config on SendMessage); a repeated id replaces.
     return { Put: { TableName: tableName, Item: toPushConfigItem(write.item) } };
+  }
+  if (write.entity === 'approval') {
+    const item = toApprovalItem(write.item);
+    if (write.expect === 'absent') {
+      return { Put: { TableName: tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' } };
+    }
+    // A decision wins only over the pending record it was made for (same calls, no earlier decision).
+    return {
+      Put: {
+        TableName: tableName,
+        Item: item,
+        ConditionExpression: '#decision = :decision AND #digest = :digest',
+        ExpressionAttributeNames: { '#decision': 'decision', '#digest': 'digest' },
+        ExpressionAttributeValues: { ':decision': write.expect.decision, ':digest': write.expect.digest },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    };
   }
   if (write.entity === 'task') {
     const item = toTaskItem(write.item);
