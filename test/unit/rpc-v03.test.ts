@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { buildAgentCard, buildExtendedAgentCard } from '../../shared/app/agent-card.ts';
 import {
   type A2aMethodTable,
   createDispatcher,
@@ -23,6 +24,7 @@ import {
   toV03State,
   toV03Task,
 } from '../../shared/app/rpc/v03-shapes.ts';
+import { parseConfig } from '../../shared/config/config.ts';
 import {
   type JsonValue,
   type Message,
@@ -222,8 +224,8 @@ describe('v0.3 → v1.0 requests', () => {
           const wire = JSON.parse(JSON.stringify(toProtoJson(toV03SendResult({ message }))));
           const back = parseParams(messageSchema, fromV03Message(wire));
           // Compared as JSON: the wire has no -0, which fc.jsonValue may generate.
-        const json = (value: unknown) => JSON.parse(JSON.stringify(toProtoJson(value)));
-        expect(json(back)).toEqual(json(message));
+          const json = (value: unknown) => JSON.parse(JSON.stringify(toProtoJson(value)));
+          expect(json(back)).toEqual(json(message));
         },
       ),
     );
@@ -578,5 +580,75 @@ describe('v0.3 method table', () => {
       {},
     );
     expect(bodyOf(result).error?.code).toBe(-32009);
+  });
+});
+
+describe('v0.3 card fields', () => {
+  const config = (auth: unknown) =>
+    parseConfig({
+      auth,
+      providers: { local: { type: 'scripted' } },
+      profiles: {
+        default: {
+          name: 'Echo',
+          description: 'Echoes',
+          providers: ['local'],
+          privacyLevel: 'full',
+          extendedCard: { skills: [{ id: 'x', name: 'X', description: 'Extra', tags: ['x'] }] },
+        },
+      },
+    });
+  const baseUrl = 'https://agents.example.com/v1';
+
+  it('sit beside the v1.0 fields and name the v1.0 interface', () => {
+    const card = buildAgentCard(config({}), 'default', baseUrl)!;
+    expect(card.supportedInterfaces).toEqual([
+      { url: `${baseUrl}/agents/default`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    ]);
+    expect(card).toMatchObject({
+      url: `${baseUrl}/agents/default`,
+      preferredTransport: 'JSONRPC',
+      protocolVersion: '0.3.0',
+      additionalInterfaces: [{ url: `${baseUrl}/agents/default`, transport: 'JSONRPC' }],
+      supportsAuthenticatedExtendedCard: false,
+    });
+    expect(card).not.toHaveProperty('security');
+  });
+
+  it('v0.3 `security` mirrors securityRequirements; the extended card flag follows capabilities', () => {
+    const tokens = { 'a-static-token-of-enough-length': { tenant: 't', principal: 'p' } };
+    const card = buildAgentCard(config({ tokens }), 'default', baseUrl)!;
+    expect(card.securityRequirements).toEqual([{ schemes: { bearer: { list: [] } } }]);
+    expect(card.security).toEqual([{ bearer: [] }]);
+    expect(card.supportsAuthenticatedExtendedCard).toBe(card.capabilities.extendedAgentCard);
+    expect(card.supportsAuthenticatedExtendedCard).toBe(true);
+    // agent/getAuthenticatedExtendedCard answers the extended card, v0.3 fields included.
+    expect(buildExtendedAgentCard(config({ tokens }), 'default', baseUrl)).toMatchObject({
+      url: card.url,
+      supportsAuthenticatedExtendedCard: true,
+    });
+  });
+
+  it('agent/getAuthenticatedExtendedCard passes a declared card through', async () => {
+    const extended = buildExtendedAgentCard(
+      config({ tokens: { 'a-static-token-of-enough-length': { tenant: 't', principal: 'p' } } }),
+      'default',
+      baseUrl,
+    );
+    const seen: Seen[] = [];
+    const v1 = fakeV1(seen, { GetExtendedAgentCard: () => extended });
+    const dispatcher = createDispatcher(v1, {
+      errorDomain: 'e.test',
+      logger: { error: () => {} },
+      v03Methods: createV03Methods(v1),
+    });
+    const result = await dispatcher.dispatch(
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'agent/getAuthenticatedExtendedCard' }),
+      {},
+    );
+    expect(bodyOf(result).result).toMatchObject({
+      url: `${baseUrl}/agents/default`,
+      skills: expect.any(Array),
+    });
   });
 });
