@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import {
   createServer,
   type IncomingHttpHeaders,
@@ -7,6 +8,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { extname, join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { AuthSettings } from '../../shared/config/auth.ts';
 import { consoleLog, createLambdaContext, type LocalLog, reportInvocation } from './lambda-pollers.ts';
@@ -80,6 +82,18 @@ export interface HttpHarnessOptions {
   readonly timeoutMs?: number;
   readonly region?: string;
   readonly log?: LocalLog;
+  /**
+   * Static files served as they are, before the authorizer (public, like the optional static
+   * page of a deployment): `GET <prefix><name>` answers `<directory>/<name>`, `<prefix>` answers
+   * `index.html`. Only plain file names of the directory itself (decision 0016: the journal viewer).
+   */
+  readonly staticFiles?: StaticFiles;
+}
+
+export interface StaticFiles {
+  /** URL path prefix with both slashes, e.g. `/viewer/`. */
+  readonly prefix: string;
+  readonly directory: string;
 }
 
 export interface HttpHarness {
@@ -320,6 +334,55 @@ const writeStream = async (res: ServerResponse, body: AsyncIterable<string | Uin
   if (!closed) res.end();
 };
 
+const staticTypes: Readonly<Record<string, string>> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+};
+
+/** Answers a request under `files.prefix`; false when the path is not under it. */
+const serveStatic = async (
+  files: StaticFiles,
+  path: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<boolean> => {
+  if (path === files.prefix.replace(/\/$/, '')) {
+    req.resume();
+    res.writeHead(308, { Location: files.prefix, 'Content-Length': 0 });
+    res.end();
+    return true;
+  }
+  if (!path.startsWith(files.prefix)) return false;
+  req.resume();
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    sendJson(res, 405, { message: 'Method Not Allowed' }, { Allow: 'GET, HEAD' });
+    return true;
+  }
+  const name = path.slice(files.prefix.length) || 'index.html';
+  const type = staticTypes[extname(name)];
+  let body: Buffer | undefined;
+  if (/^[\w-][\w.-]*$/.test(name) && type !== undefined) {
+    body = await readFile(join(files.directory, name)).catch(() => undefined);
+  }
+  if (body === undefined) {
+    sendJson(res, 404, { message: 'Not Found' });
+    return true;
+  }
+  res.writeHead(200, {
+    'Content-Type': type!,
+    'Content-Length': body.length,
+    'Cache-Control': 'no-cache',
+    'X-Content-Type-Options': 'nosniff',
+    'Content-Security-Policy':
+      "default-src 'self'; connect-src 'self' http: https:; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+  });
+  res.end(req.method === 'HEAD' ? undefined : body);
+  return true;
+};
+
 export const startHttpHarness = async (options: HttpHarnessOptions): Promise<HttpHarness> => {
   const functionName = options.functionName ?? 'rpc';
   const stage = options.stage ?? 'local';
@@ -344,6 +407,7 @@ export const startHttpHarness = async (options: HttpHarnessOptions): Promise<Htt
       return;
     }
     const path = decodePath(url.pathname);
+    if (options.staticFiles && (await serveStatic(options.staticFiles, path, req, res))) return;
     let identity: Identity | 'unauthorized';
     try {
       identity = await options.authorize(req.headers, { method: req.method ?? 'GET', path });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { KMSClient } from '@aws-sdk/client-kms';
@@ -271,6 +272,9 @@ const startReaperTimer = async (intervalMs: number, log: LocalLog): Promise<() =
   return () => clearInterval(timer);
 };
 
+/** The journal viewer's page and script (decision 0016), served at `/viewer/`. */
+export const viewerDirectory = fileURLToPath(new URL('../viewer/', import.meta.url));
+
 export interface LocalStackOptions {
   /** HTTP port; 0 (the default) picks a free one. */
   readonly port?: number;
@@ -451,6 +455,7 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
       functionName: 'rpc',
       region,
       log,
+      staticFiles: { prefix: '/viewer/', directory: viewerDirectory },
     });
     cleanups.push(() => harness.stop());
     timings.http = elapsed(since);

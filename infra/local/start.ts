@@ -149,6 +149,7 @@ const main = async (): Promise<void> => {
   }
   console.log(`a2a-serverless listening on ${stack.baseUrl}`);
   console.log(`Agent card: ${stack.baseUrl}/.well-known/agent-card.json`);
+  console.log(`Journal viewer: ${stack.baseUrl}/viewer/   Client: npx a2a --url ${stack.baseUrl} send hello`);
   console.log(
     `Admin: npx tsx infra/admin/cli.ts runs show <taskId> --endpoint ${stack.endpoints.dynamodb} --prefix ${stack.resources.prefix}`,
   );

@@ -1,0 +1,179 @@
+import { mkdir, readFile, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
+import { parseConfig } from '../../shared/config/config.ts';
+import { providedEndpoints } from '../support/local-guard.ts';
+
+/**
+ * The journal viewer (decision 0016) in headless Chromium (the system's, through playwright-core)
+ * against the local stack: served at /viewer/, it lists the caller's tasks and shows a task's
+ * revision timeline, updated live from the SSE stream while another client moves the task on.
+ * The screenshot lands in the git-ignored test-output/ and is checked for size and dimensions.
+ */
+
+const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const screenshotPath = resolve(import.meta.dirname, '../../test-output/viewer.png');
+const aliceToken = 'viewer-token-alice';
+
+const config = parseConfig({
+  auth: {
+    tokens: {
+      [aliceToken]: { tenant: 't1', principal: 'alice' },
+      'viewer-token-bob': { tenant: 't1', principal: 'bob' },
+    },
+  },
+  providers: {
+    local: { type: 'scripted', behavior: 'echo' },
+    tck: { type: 'scripted', behavior: 'tck' },
+  },
+  profiles: {
+    default: { name: 'Echo agent', description: 'Echoes.', providers: ['local'], privacyLevel: 'full' },
+    tck: {
+      name: 'TCK',
+      description: 'TCK scenarios by messageId prefix.',
+      providers: ['tck'],
+      privacyLevel: 'full',
+    },
+  },
+});
+
+let stack: LocalStack;
+let browser: Browser;
+let page: Page;
+
+const rpc = async (method: string, params: unknown, token = aliceToken) => {
+  const response = await fetch(`${stack.baseUrl}/agents/tck`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${token}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const answer = (await response.json()) as { result?: Record<string, unknown>; error?: unknown };
+  if (!answer.result) throw new Error(`${method} failed: ${JSON.stringify(answer.error)}`);
+  // SendMessage answers { task } (v1.0 SendMessageResponse); the others the object itself.
+  return (answer.result.task ?? answer.result) as { id: string; status: { state: string } };
+};
+
+const message = (prefix: string, text: string, taskId?: string) => ({
+  message: {
+    messageId: `${prefix}-${crypto.randomUUID()}`,
+    role: 'ROLE_USER',
+    parts: [{ text }],
+    ...(taskId ? { taskId } : {}),
+  },
+});
+
+/** Waits (generously: the machine may be loaded) until the element's text matches. */
+const waitForText = (selector: string, text: string | RegExp) =>
+  page.locator(selector, { hasText: text }).waitFor({ timeout: 60_000 });
+
+/** PNG width and height from the IHDR chunk. */
+const pngSize = (png: Buffer) => ({ width: png.readUInt32BE(16), height: png.readUInt32BE(20) });
+
+beforeAll(async () => {
+  stack = await startLocalStack({
+    port: 0,
+    config,
+    endpoints: providedEndpoints(),
+    prefix: 'e2e-viewer',
+    log: () => {},
+  });
+  browser = await chromium.launch({ executablePath: chromiumPath, headless: true });
+  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+});
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+describe('the viewer’s static files', () => {
+  it('are served at /viewer/ without a token, with their types; nothing outside the folder is', async () => {
+    const index = await fetch(`${stack.baseUrl}/viewer/`);
+    expect(index.status).toBe(200);
+    expect(index.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await index.text()).toContain('<script type="module" src="viewer.js">');
+    const script = await fetch(`${stack.baseUrl}/viewer/viewer.js`);
+    expect(script.headers.get('content-type')).toMatch(/^text\/javascript/);
+    const bare = await fetch(`${stack.baseUrl}/viewer`, { redirect: 'manual' });
+    expect(bare.status).toBe(308);
+    expect(bare.headers.get('location')).toBe('/viewer/');
+    for (const path of [
+      '/viewer/%2e%2e%2fpackage.json',
+      '/viewer/..%2fhttp-harness.ts',
+      '/viewer/missing.js',
+    ]) {
+      expect((await fetch(`${stack.baseUrl}${path}`)).status).toBe(404);
+    }
+    // The API itself still wants a token.
+    expect((await fetch(`${stack.baseUrl}/agents/tck`, { method: 'POST', body: '{}' })).status).toBe(401);
+  });
+});
+
+describe('the journal viewer in headless Chromium', () => {
+  it('lists the caller’s tasks and shows a task’s timeline, updating live until it settles', async () => {
+    const failures: string[] = [];
+    page.on('pageerror', (error) => failures.push(error.message));
+
+    const open = await rpc('SendMessage', message('tck-input-required', 'please wait'));
+    expect(open.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
+    await rpc('CreateTaskPushNotificationConfig', {
+      taskId: open.id,
+      id: 'viewer-hook',
+      url: 'http://127.0.0.1:9/hook',
+    });
+    const bobs = await rpc('SendMessage', message('tck-complete-task', 'bob'), 'viewer-token-bob');
+
+    await page.goto(`${stack.baseUrl}/viewer/`);
+    await page.fill('#agent-url', `${stack.baseUrl}/agents/tck`);
+    await page.fill('#token', aliceToken);
+    await page.click('#connect');
+    const row = page.locator(`#tasks tr[data-task-id="${open.id}"]`);
+    await row.waitFor({ timeout: 30_000 });
+    expect(await page.locator(`#tasks tr[data-task-id="${bobs.id}"]`).count()).toBe(0);
+    expect(await row.textContent()).toContain('INPUT_REQUIRED');
+
+    await row.click();
+    const timeline = page.locator('#timeline');
+    await waitForText('#timeline', 'INPUT_REQUIRED');
+    await waitForText('#live', /^● live$/);
+    expect(await timeline.locator('li').allTextContents()).toEqual([
+      expect.stringMatching(/^r1task.*SUBMITTED/),
+      expect.stringMatching(/^r2status.*WORKING/),
+      expect.stringMatching(/^r3status.*INPUT_REQUIRED/),
+    ]);
+    await waitForText('#push', 'viewer-hook');
+
+    // Another client completes the task: the open stream brings the new revisions in.
+    await rpc('SendMessage', message('tck-complete-task', 'go on', open.id));
+    await waitForText('#timeline', 'COMPLETED');
+    await waitForText('#live', /^settled$/);
+    const items = await timeline.locator('li').allTextContents();
+    expect(items.at(-1)).toMatch(/status.*COMPLETED.*agent: Hello from TCK/);
+    expect(items.some((item) => /WORKING/.test(item) && /^r[4-9]/.test(item))).toBe(true);
+    expect(await page.locator('#task-facts').textContent()).toContain('COMPLETED');
+    expect(failures).toEqual([]);
+
+    await mkdir(resolve(screenshotPath, '..'), { recursive: true });
+    await page.screenshot({ path: screenshotPath, fullPage: false });
+    const png = await readFile(screenshotPath);
+    expect(png.subarray(1, 4).toString('latin1')).toBe('PNG');
+    expect(pngSize(png)).toEqual({ width: 1280, height: 800 });
+    // A blank 1280×800 page compresses to a few KB; text, badges and tables do not.
+    expect((await stat(screenshotPath)).size).toBeGreaterThan(20_000);
+  });
+
+  it('a settled task shows its whole revision timeline from the journal', async () => {
+    const done = await rpc('SendMessage', message('tck-artifact-text', 'make an artifact'));
+    expect(done.status.state).toBe('TASK_STATE_COMPLETED');
+    await page.click('#refresh');
+    const row = page.locator(`#tasks tr[data-task-id="${done.id}"]`);
+    await row.waitFor({ timeout: 30_000 });
+    await row.click();
+    await waitForText('#live', /^settled$/);
+    const items = await page.locator('#timeline li').allTextContents();
+    expect(items[0]).toMatch(/^r1task.*SUBMITTED/);
+    expect(items.at(-1)).toMatch(/COMPLETED/);
+    expect(await page.locator('#artifacts').textContent()).toContain('Generated text content');
+  });
+});
