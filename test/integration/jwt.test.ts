@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import { exportJWK, exportSPKI, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ApiGatewayLambdaHandler,
@@ -241,5 +241,129 @@ describe('API keys and public cards next to JWTs', () => {
       'anonymous',
       'anonymous',
     ]);
+  });
+});
+
+type SigningKey = Parameters<typeof crypto.subtle.sign>[1];
+
+/** A compact JWS with any protected header, ES256-signed by hand (jose refuses to sign some of these). */
+const forge = async (
+  header: Record<string, unknown>,
+  claims: Record<string, unknown> | string,
+  key: SigningKey = signing.privateKey as SigningKey,
+): Promise<string> => {
+  const payload =
+    typeof claims === 'string'
+      ? Buffer.from(claims).toString('base64url')
+      : base64url({
+          iss: issuer,
+          aud: audience,
+          sub: 'mallory',
+          tenant: 'acme',
+          exp: now() + 300,
+          ...claims,
+        });
+  const input = `${base64url(header)}.${payload}`;
+  const signature = await crypto.subtle.sign(
+    { name: 'ECDSA', hash: 'SHA-256' },
+    key,
+    new TextEncoder().encode(input),
+  );
+  return `${input}.${Buffer.from(signature).toString('base64url')}`;
+};
+
+describe('forged JWTs (issue 7): each a 401, never a 500, and the handler is never called', () => {
+  it('refuses header tricks, key confusion and odd claims under a valid signature', async () => {
+    const attacker = await generateKeyPair('ES256', { extractable: true });
+    const attackerJwk = { ...(await exportJWK(attacker.publicKey)), kid: 'ec-1' };
+    let attackerFetches = 0;
+    const attackerServer = createServer((_req, res) => {
+      attackerFetches += 1;
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ keys: [attackerJwk] }));
+    });
+    await new Promise<void>((listening) => attackerServer.listen(0, '127.0.0.1', listening));
+    const attackerJku = `http://127.0.0.1:${(attackerServer.address() as AddressInfo).port}/jwks.json`;
+    const rsaPem = await exportSPKI(rsa.publicKey);
+    const ecJwk = JSON.stringify(published[0]);
+    const hs256 = async (secret: string, kid: string) =>
+      new SignJWT({ iss: issuer, aud: audience, sub: 'mallory', tenant: 'acme', exp: now() + 300 })
+        .setProtectedHeader({ alg: 'HS256', kid })
+        .sign(new TextEncoder().encode(secret));
+    try {
+      const bad: Record<string, string> = {
+        // HS256 keyed with the installation's own public keys (RS/ES → HS confusion), signed for real.
+        'HS256 keyed with the RSA public key PEM': await hs256(rsaPem, 'rsa-1'),
+        'HS256 keyed with the EC public JWK': await hs256(ecJwk, 'ec-1'),
+        // The token brings its own key: an embedded JWK, or a key set URL of the attacker's.
+        'embedded jwk header': await forge(
+          { alg: 'ES256', kid: 'ec-1', jwk: attackerJwk },
+          {},
+          attacker.privateKey as SigningKey,
+        ),
+        'jku header to the attacker’s key set': await forge(
+          { alg: 'ES256', kid: 'ec-1', jku: attackerJku },
+          {},
+          attacker.privateKey as SigningKey,
+        ),
+        'x5u header': await forge(
+          { alg: 'ES256', kid: 'ec-1', x5u: attackerJku },
+          {},
+          attacker.privateKey as SigningKey,
+        ),
+        // Key ids that name another key, no key, or an Object.prototype member.
+        'kid of the RSA key on an ES256 token': await forge({ alg: 'ES256', kid: 'rsa-1' }, {}),
+        'RS256 header on the EC key': await forge({ alg: 'RS256', kid: 'ec-1' }, {}),
+        'kid __proto__': await forge(
+          { alg: 'ES256', kid: '__proto__' },
+          {},
+          attacker.privateKey as SigningKey,
+        ),
+        'kid constructor': await forge(
+          { alg: 'ES256', kid: 'constructor' },
+          {},
+          attacker.privateKey as SigningKey,
+        ),
+        'kid a number': await forge({ alg: 'ES256', kid: 1 }, {}, attacker.privateKey as SigningKey),
+        // Headers the verifier must not skip over.
+        'alg a number': await forge({ alg: 5, kid: 'ec-1' }, {}),
+        'alg None': await forge({ alg: 'None', kid: 'ec-1' }, {}),
+        'alg ES256 with none-style empty signature': `${(await forge({ alg: 'ES256', kid: 'ec-1' }, {})).split('.').slice(0, 2).join('.')}.`,
+        'crit naming an unknown extension': await forge(
+          { alg: 'ES256', kid: 'ec-1', crit: ['x-evil'], 'x-evil': 1 },
+          {},
+        ),
+        'crit naming a registered header': await forge({ alg: 'ES256', kid: 'ec-1', crit: ['exp'] }, {}),
+        'b64 false': await forge({ alg: 'ES256', kid: 'ec-1', b64: false, crit: ['b64'] }, {}),
+        // Claims of the wrong shape under a valid signature.
+        'payload not an object': await forge({ alg: 'ES256', kid: 'ec-1' }, '[1,2]'),
+        'payload not JSON': await forge({ alg: 'ES256', kid: 'ec-1' }, 'not json'),
+        'exp as a string': await forge({ alg: 'ES256', kid: 'ec-1' }, { exp: String(now() + 300) }),
+        'nbf in the future': await forge({ alg: 'ES256', kid: 'ec-1' }, { nbf: now() + 3_600 }),
+        'iss with a trailing slash': await forge({ alg: 'ES256', kid: 'ec-1' }, { iss: `${issuer}/` }),
+        'aud as an object': await forge({ alg: 'ES256', kid: 'ec-1' }, { aud: { 0: audience } }),
+        'sub not a string': await forge({ alg: 'ES256', kid: 'ec-1' }, { sub: 42 }),
+        'tenant an object': await forge({ alg: 'ES256', kid: 'ec-1' }, { tenant: { id: 'acme' } }),
+        'two dots only': '..',
+        'header not JSON': `${Buffer.from('{"alg":').toString('base64url')}.e30.AAAA`,
+      };
+      events = [];
+      const failures: string[] = [];
+      for (const [name, token] of Object.entries(bad)) {
+        const response = await post(bearer(token));
+        if (response.status !== 401) failures.push(`${name}: HTTP ${response.status}`);
+        await response.arrayBuffer();
+      }
+      expect(failures).toEqual([]);
+      expect(events).toHaveLength(0);
+      expect(attackerFetches).toBe(0);
+      // The positive control: the same forge with the installation's key is accepted.
+      const control = await post(
+        bearer(await forge({ alg: 'ES256', kid: 'ec-1', typ: 'JWT' }, { sub: 'alice' })),
+      );
+      expect(control.status).toBe(200);
+      expect(await control.json()).toMatchObject({ tenant: 'acme', principal: 'alice' });
+    } finally {
+      await new Promise<void>((closed) => attackerServer.close(() => closed()));
+    }
   });
 });
