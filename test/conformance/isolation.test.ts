@@ -252,6 +252,84 @@ describe.each([
   });
 });
 
+describe.each([
+  ['bob', 'another tenant'],
+  ['carol', 'another principal of the same tenant'],
+] as const)('I-OWNER over the v0.3 compatibility methods and page tokens: %s (%s)', (intruder, _relation) => {
+  /** A v0.3 call as v0.3 clients make it: no A2A-Version, v0.3 method names and shapes. */
+  const v03 = (who: Who, method: string, params: unknown) =>
+    sut.rpc(method, params, { headers: { ...as(who).headers, 'A2A-Version': '' } });
+  const v03Message = (taskId: string) => ({
+    kind: 'message',
+    messageId: `tck-complete-task-${randomUUID()}`,
+    role: 'user',
+    parts: [{ kind: 'text', text: 'hi' }],
+    taskId,
+  });
+
+  it('every v0.3 method that names alice’s task → -32001, exactly as for a task that does not exist', async () => {
+    const cases: [string, (id: string) => JsonObject][] = [
+      ['tasks/get', (id) => ({ id })],
+      ['tasks/cancel', (id) => ({ id })],
+      ['tasks/resubscribe', (id) => ({ id })],
+      ['message/send', (id) => ({ message: v03Message(id) })],
+      ['message/stream', (id) => ({ message: v03Message(id) })],
+      [
+        'tasks/pushNotificationConfig/set',
+        (id) => ({ taskId: id, pushNotificationConfig: { url: pushUrl } }),
+      ],
+      ['tasks/pushNotificationConfig/get', (id) => ({ id, pushNotificationConfigId: pushConfigId })],
+      ['tasks/pushNotificationConfig/get', (id) => ({ id })],
+      ['tasks/pushNotificationConfig/list', (id) => ({ id })],
+      ['tasks/pushNotificationConfig/delete', (id) => ({ id, pushNotificationConfigId: pushConfigId })],
+    ];
+    for (const [method, params] of cases) {
+      for (const id of [completed.id, waiting.id]) {
+        const reply = await v03(intruder, method, params(id));
+        expect(reply.error?.code, `${method} ${id === completed.id ? 'completed' : 'waiting'}`).toBe(-32001);
+        await expectNotFound(reply, () => v03(intruder, method, params(randomUUID())));
+      }
+    }
+  });
+
+  it('alice’s ListTasks page token shows the intruder only the intruder’s own tasks', async () => {
+    // Two tasks of alice's own, so her first page of one has a next page.
+    const page = await call('alice', 'ListTasks', { pageSize: 1 });
+    const token = page.result.nextPageToken as string;
+    expect(token).not.toBe('');
+    const own = taskOf(await call(intruder, 'SendMessage', { message: userMessage('tck-complete-task') }));
+    const replayed = await call(intruder, 'ListTasks', { pageSize: 100, pageToken: token });
+    expect(replayed.error).toBeUndefined();
+    const ids = (replayed.result.tasks as { id: string }[]).map((task) => task.id);
+    expect(ids).not.toContain(completed.id);
+    expect(ids).not.toContain(waiting.id);
+    // A forged token naming alice's task as the position changes nothing either.
+    const forged = Buffer.from(
+      JSON.stringify({ v: 1, t: '9999-12-31T23:59:59.999Z', id: completed.id }),
+    ).toString('base64url');
+    const fromForged = await call(intruder, 'ListTasks', { pageSize: 100, pageToken: forged });
+    const forgedIds = (fromForged.result.tasks as { id: string }[]).map((task) => task.id);
+    expect(forgedIds).toContain(own.id);
+    expect(forgedIds).not.toContain(completed.id);
+    expect(forgedIds).not.toContain(waiting.id);
+  });
+
+  it('alice’s push config id under the intruder’s own task → -32001, and alice’s config is untouched', async () => {
+    const own = taskOf(await call(intruder, 'SendMessage', { message: userMessage('tck-complete-task') }));
+    for (const method of ['GetTaskPushNotificationConfig', 'DeleteTaskPushNotificationConfig']) {
+      const reply = await call(intruder, method, { taskId: own.id, id: pushConfigId });
+      if (method === 'DeleteTaskPushNotificationConfig' && reply.error === undefined) continue; // idempotent delete of nothing
+      expect(reply.error?.code, method).toBe(-32001);
+    }
+    const still = await call('alice', 'GetTaskPushNotificationConfig', {
+      taskId: completed.id,
+      id: pushConfigId,
+    });
+    expect(still.error).toBeUndefined();
+    expect(still.result.url).toBe(pushUrl);
+  });
+});
+
 describe('after every intrusion attempt', () => {
   it('alice still has both tasks as she left them, and her push config', async () => {
     const open = await call('alice', 'GetTask', { id: waiting.id, historyLength: 100 });
