@@ -60,6 +60,10 @@ export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
         caller: callerOf(ctx),
         profileId: ctx.profileId,
         message: params.message,
+        // The inline push config (and the rest of the configuration) applies to a streaming
+        // send exactly as to SendMessage (decision 0009).
+        configuration: params.configuration,
+        protocolVersion: ctx.a2aVersion,
         historyLength: params.configuration?.historyLength,
       }),
     );

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { StreamResponse } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
-import { type ConformanceStack, type JsonObject, startConformanceStack } from './support.ts';
+import { type ConformanceStack, type JsonObject, startConformanceStack, userMessage } from './support.ts';
 
 /**
  * Push notification configs and webhook delivery (A2A.md §7, §13.4 PUSH-*), against the local
@@ -206,6 +206,37 @@ describe('webhook delivery', () => {
     const lastInput = states.lastIndexOf('TASK_STATE_INPUT_REQUIRED');
     expect(lastInput).toBeGreaterThanOrEqual(0);
     expect(states.indexOf('TASK_STATE_COMPLETED')).toBeGreaterThan(lastInput);
+  });
+
+  it('an inline config on SendStreamingMessage is stored and delivered like one on SendMessage', async () => {
+    const path = `/stream-inline-${randomUUID()}`;
+    const response = await fetch(sut.agentUrl(), {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendStreamingMessage',
+        params: {
+          message: userMessage('tck-complete-task'),
+          configuration: {
+            taskPushNotificationConfig: { url: `${receiver.url}${path}`, token: 'inline-stream' },
+          },
+        },
+      }),
+    });
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const firstData = (await response.text()).split('\n').find((line) => line.startsWith('data:'));
+    const taskId = (JSON.parse(firstData?.slice(5) ?? '{}') as { result?: { task?: { id?: string } } }).result
+      ?.task?.id;
+    expect(taskId).toEqual(expect.any(String));
+    const configs = await sut.rpc('ListTaskPushNotificationConfigs', { taskId });
+    expect((configs.result.configs as JsonObject[]).map((config) => config.url)).toEqual([
+      `${receiver.url}${path}`,
+    ]);
+    await receiver.waitFor((posts) => posts.some((post) => post.path === path), 15_000);
+    const post = receiver.posts.find((candidate) => candidate.path === path);
+    expect(post?.headers['x-a2a-notification-token']).toBe('inline-stream');
   });
 
   it('sends the notification token header when a token is set, and nothing for a deleted config', async () => {
