@@ -1,12 +1,17 @@
 import { readFile } from 'node:fs/promises';
+import { userInfo } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDbApprovals } from '../../shared/adapters/dynamodb/dynamodb-approvals.ts';
 import { DynamoDbAuditTrail } from '../../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
 import { DynamoDbRunCatalog } from '../../shared/adapters/dynamodb/dynamodb-run-catalog.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
+import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
+import { decideApproval, listPendingApprovals } from '../../shared/app/decide-approval.ts';
 import { inspectRuns, type RunInspection } from '../../shared/app/inspect-runs.ts';
 import { type PurgeReport, purgeExpired } from '../../shared/app/purge-expired.ts';
 import {
@@ -15,7 +20,9 @@ import {
   validateProfiles,
 } from '../../shared/app/validate-profiles.ts';
 import { ConfigError, parseConfig } from '../../shared/config/config.ts';
+import { type ApprovalRecord, ApprovalRefusedError } from '../../shared/domain/approvals.ts';
 import { TaskNotFoundError } from '../../shared/domain/errors.ts';
+import type { ApprovalVerdict } from '../../shared/domain/model.ts';
 import type { Sealer } from '../../shared/domain/ports.ts';
 
 /**
@@ -26,6 +33,7 @@ import type { Sealer } from '../../shared/domain/ports.ts';
  *   npx tsx infra/admin/cli.ts profiles validate <config.json>
  *   npx tsx infra/admin/cli.ts purge [--now <iso>]
  *   npx tsx infra/admin/cli.ts runs show <taskId>
+ *   npx tsx infra/admin/cli.ts approvals list | approve <id> | deny <id>
  */
 
 export const usage = `Usage: npx tsx infra/admin/cli.ts <command> [options]
@@ -35,8 +43,14 @@ Commands:
                                    (RESULT_NOT_RETAINABLE), naming the setting that causes it
   purge [--now <iso>]              delete every expired item of every table now; counts per table
   runs show <taskId>               a task's state, runs and audit steps — metadata only, never content
+  approvals list                   runs waiting for an operator: id, task, run, tools, digest (no arguments)
+  approvals approve <id>           approve the pending tool calls and resume the run
+      [--digest <hex>]             only if these are still the calls the digest names
+  approvals deny <id>              deny them; the model is told and continues
+      [--reason <text>] [--digest <hex>]
+      [--by <name>]                who decides (default: the OS user)
 
-Table access (purge, runs):
+Table access (purge, runs, approvals):
   --prefix <p>            tables <p>-State, <p>-Journal, <p>-Audit (npm start uses a2a-local)
   --state-table <name>    default $STATE_TABLE_NAME
   --journal-table <name>  default $JOURNAL_TABLE_NAME
@@ -44,11 +58,15 @@ Table access (purge, runs):
   --endpoint <url>        DynamoDB endpoint (default $AWS_ENDPOINT_URL_DYNAMODB, $AWS_ENDPOINT_URL, else AWS)
   --region <region>       default $AWS_REGION, else us-east-1
 
+Run queue (approve, deny):
+  --queue-url <url>       default $RUN_QUEUE_URL, else the queue <prefix>-RunQueue
+  --sqs-endpoint <url>    SQS endpoint (default $AWS_ENDPOINT_URL_SQS, $AWS_ENDPOINT_URL, else AWS)
+
 Output:
   --json                  machine-readable JSON on stdout
   -h, --help              this help
 
-Exit codes: 0 done; 1 refused profiles, task not found or a failure; 2 bad usage.`;
+Exit codes: 0 done; 1 refused profiles, task not found, a refused decision or a failure; 2 bad usage.`;
 
 export interface AdminIo {
   readonly out: (text: string) => void;
@@ -69,6 +87,11 @@ interface Options {
   readonly auditTable?: string;
   readonly endpoint?: string;
   readonly region?: string;
+  readonly digest?: string;
+  readonly reason?: string;
+  readonly by?: string;
+  readonly queueUrl?: string;
+  readonly sqsEndpoint?: string;
   readonly help: boolean;
 }
 
@@ -85,6 +108,11 @@ const parseCommandLine = (argv: readonly string[]): { positionals: string[]; opt
         'audit-table': { type: 'string' },
         endpoint: { type: 'string' },
         region: { type: 'string' },
+        digest: { type: 'string' },
+        reason: { type: 'string' },
+        by: { type: 'string' },
+        'queue-url': { type: 'string' },
+        'sqs-endpoint': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -102,6 +130,11 @@ const parseCommandLine = (argv: readonly string[]): { positionals: string[]; opt
         auditTable: values['audit-table'],
         endpoint: values.endpoint,
         region: values.region,
+        digest: values.digest,
+        reason: values.reason,
+        by: values.by,
+        queueUrl: values['queue-url'],
+        sqsEndpoint: values['sqs-endpoint'],
       },
     };
   } catch (error) {
@@ -143,19 +176,23 @@ const isLoopback = (url: string): boolean => {
   }
 };
 
-const documentClient = (options: Options, env: NodeJS.ProcessEnv): DynamoDBDocumentClient => {
-  const endpoint = options.endpoint ?? env.AWS_ENDPOINT_URL_DYNAMODB ?? env.AWS_ENDPOINT_URL;
-  const region = options.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
-  // DynamoDB Local takes any credentials; a laptop without an AWS profile should still reach it.
-  const localCredentials =
-    endpoint !== undefined && isLoopback(endpoint) && !env.AWS_ACCESS_KEY_ID
-      ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
-      : {};
-  return DynamoDBDocumentClient.from(
-    new DynamoDBClient({ region, ...(endpoint ? { endpoint } : {}), ...localCredentials }),
+/** Region, endpoint and (for a loopback emulator, which takes any) dummy credentials of a client. */
+const clientConfig = (endpoint: string | undefined, options: Options, env: NodeJS.ProcessEnv) => ({
+  region: options.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
+  ...(endpoint ? { endpoint } : {}),
+  // A laptop without an AWS profile should still reach the local emulators.
+  ...(endpoint !== undefined && isLoopback(endpoint) && !env.AWS_ACCESS_KEY_ID
+    ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
+    : {}),
+});
+
+const documentClient = (options: Options, env: NodeJS.ProcessEnv): DynamoDBDocumentClient =>
+  DynamoDBDocumentClient.from(
+    new DynamoDBClient(
+      clientConfig(options.endpoint ?? env.AWS_ENDPOINT_URL_DYNAMODB ?? env.AWS_ENDPOINT_URL, options, env),
+    ),
     { marshallOptions: { removeUndefinedValues: true } },
   );
-};
 
 /** Inspection never opens content: a sealer that refuses keeps that true by construction. */
 const noSealer: Sealer = {
@@ -324,6 +361,114 @@ const runsShowCommand = async (
   }
 };
 
+// ---- approvals (decision 0013)
+
+const approvalRows = (approvals: readonly ApprovalRecord[]): string[] => {
+  const header = ['ID', 'TASK', 'RUN', 'TOOLS', 'REQUESTED', 'DIGEST'];
+  const rows = approvals.map((approval) => [
+    approval.approvalId,
+    approval.taskId,
+    approval.runId,
+    approval.toolNames.join(','),
+    approval.requestedAt,
+    approval.digest,
+  ]);
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => row[column]?.length ?? 0)),
+  );
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)];
+};
+
+const approvalsListCommand = async (options: Options, io: AdminIo): Promise<number> => {
+  const tables = tablesOf(options, io.env);
+  const client = documentClient(options, io.env);
+  try {
+    const pending = await listPendingApprovals({
+      tasks: new DynamoDbTaskRepository(client, tables.state),
+      approvals: new DynamoDbApprovals(client, tables.state),
+      clock: { now: () => new Date() },
+    });
+    if (options.json) io.out(JSON.stringify({ approvals: pending }, null, 2));
+    else if (pending.length === 0) io.out('No approvals pending.');
+    else for (const line of approvalRows(pending)) io.out(line);
+    return 0;
+  } finally {
+    client.destroy();
+  }
+};
+
+/** The run queue: --queue-url, $RUN_QUEUE_URL, or the `<prefix>-RunQueue` of an installation. */
+const runQueueOf = async (options: Options, env: NodeJS.ProcessEnv) => {
+  const sqs = new SQSClient(
+    clientConfig(options.sqsEndpoint ?? env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL, options, env),
+  );
+  let url = options.queueUrl ?? env.RUN_QUEUE_URL;
+  if (url === undefined && options.prefix !== undefined) {
+    ({ QueueUrl: url } = await sqs.send(new GetQueueUrlCommand({ QueueName: `${options.prefix}-RunQueue` })));
+  }
+  if (!url) throw new UsageError('No run queue: pass --queue-url, --prefix or set RUN_QUEUE_URL');
+  return { queue: new SqsRunQueue(sqs, url), sqs };
+};
+
+const decideCommand = async (
+  verdict: ApprovalVerdict,
+  approvalId: string | undefined,
+  options: Options,
+  io: AdminIo,
+): Promise<number> => {
+  if (approvalId === undefined)
+    throw new UsageError(`approvals ${verdict === 'approved' ? 'approve' : 'deny'} needs an approval id`);
+  if (options.reason !== undefined && verdict === 'approved') throw new UsageError('--reason goes with deny');
+  if (options.digest !== undefined && !/^[0-9a-f]{64}$/.test(options.digest))
+    throw new UsageError('--digest must be the 64 hex digits `approvals list` shows');
+  const tables = tablesOf(options, io.env);
+  const client = documentClient(options, io.env);
+  const { queue, sqs } = await runQueueOf(options, io.env);
+  try {
+    const decided = await decideApproval(
+      {
+        tasks: new DynamoDbTaskRepository(client, tables.state),
+        approvals: new DynamoDbApprovals(client, tables.state),
+        queue,
+        clock: { now: () => new Date() },
+      },
+      {
+        approvalId,
+        verdict,
+        decidedBy: options.by ?? userInfo().username,
+        ...(options.digest !== undefined && { digest: options.digest }),
+        ...(options.reason !== undefined && { reason: options.reason }),
+      },
+    );
+    if (options.json) io.out(JSON.stringify({ approval: decided }, null, 2));
+    else
+      io.out(
+        `${decided.decision} ${decided.approvalId} by ${decided.decidedBy} at ${decided.decidedAt}; run ${decided.runId} queued to resume.`,
+      );
+    return 0;
+  } catch (error) {
+    if (!(error instanceof ApprovalRefusedError)) throw error;
+    if (options.json)
+      io.out(
+        JSON.stringify(
+          { error: error.refusal, approvalId: error.approvalId, message: error.message },
+          null,
+          2,
+        ),
+      );
+    else io.err(`Refused (${error.refusal}): ${error.message}`);
+    return 1;
+  } finally {
+    client.destroy();
+    sqs.destroy();
+  }
+};
+
 /** Runs one admin command; returns the exit code. Never throws for bad input. */
 export const runAdmin = async (argv: readonly string[], io: AdminIo): Promise<number> => {
   try {
@@ -344,6 +489,13 @@ export const runAdmin = async (argv: readonly string[], io: AdminIo): Promise<nu
         return await purgeCommand(options, io);
       case 'runs show':
         return await runsShowCommand(argument, options, io);
+      case 'approvals list':
+        if (argument !== undefined) throw new UsageError('Unexpected argument for approvals list');
+        return await approvalsListCommand(options, io);
+      case 'approvals approve':
+        return await decideCommand('approved', argument, options, io);
+      case 'approvals deny':
+        return await decideCommand('denied', argument, options, io);
       default:
         throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
     }

@@ -153,6 +153,9 @@ const main = async (): Promise<void> => {
   console.log(
     `Admin: npx tsx infra/admin/cli.ts runs show <taskId> --endpoint ${stack.endpoints.dynamodb} --prefix ${stack.resources.prefix}`,
   );
+  console.log(
+    `Approvals: npm run admin -- approvals list|approve <id>|deny <id> --endpoint ${stack.endpoints.dynamodb} --prefix ${stack.resources.prefix} --queue-url ${stack.resources.queues.RunQueue.url} --sqs-endpoint ${stack.endpoints.sqs}`,
+  );
   console.log(`Started in ${stack.timings.total} ms ${JSON.stringify(stack.timings)}`);
 };
 

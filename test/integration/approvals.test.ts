@@ -1,11 +1,14 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdmin } from '../../infra/admin/cli.ts';
 import { DynamoDbApprovals } from '../../shared/adapters/dynamodb/dynamodb-approvals.ts';
 import { DynamoDbRunLeases } from '../../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { OpenAiProvider } from '../../shared/adapters/providers/openai-provider.ts';
+import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
 import { createToolRegistry } from '../../shared/adapters/tools/static-tool-registry.ts';
 import { cancelTask } from '../../shared/app/cancel-task.ts';
 import { createTask } from '../../shared/app/create-task.ts';
@@ -388,6 +391,99 @@ describe('approvals against the emulators', () => {
     } finally {
       model.script = gatedCalculator;
     }
+  });
+
+  describe('the admin command (approvals list | approve | deny) on the emulators, real run queue', () => {
+    const admin = async (...args: string[]) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await runAdmin(
+        [
+          ...args,
+          '--endpoint',
+          env.endpoints.dynamodb,
+          '--state-table',
+          env.resources.tables.State.name,
+          '--journal-table',
+          env.resources.tables.Journal.name,
+          '--audit-table',
+          env.resources.tables.Audit.name,
+          '--queue-url',
+          env.resources.queues.RunQueue.url,
+          '--sqs-endpoint',
+          env.endpoints.sqs,
+        ],
+        {
+          out: (text) => void out.push(text),
+          err: (text) => void err.push(text),
+          // No credentials: against loopback emulators the command brings its own dummy ones.
+          env: { AWS_REGION: 'us-east-1' },
+        },
+      );
+      return { code, stdout: out.join('\n'), stderr: err.join('\n') };
+    };
+
+    /** The wake-up the command sent, from the real queue. */
+    const receiveRunMessage = async (): Promise<RunMessage> => {
+      for (;;) {
+        const { Messages = [] } = await env.clients.sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: env.resources.queues.RunQueue.url, WaitTimeSeconds: 1 }),
+        );
+        const [received] = Messages;
+        if (received?.Body) return runMessageSchema.parse(JSON.parse(received.Body));
+      }
+    };
+
+    it('lists the pending approval, refuses a wrong digest, approves with the right one, refuses a second decision', async () => {
+      const { taskId, message, approval, before } = await suspendOne('Multiply 6 by 7.');
+      const listed = await admin('approvals', 'list', '--json');
+      expect(listed).toMatchObject({ code: 0, stderr: '' });
+      expect(JSON.parse(listed.stdout).approvals).toContainEqual(
+        expect.objectContaining({
+          approvalId: approval.approvalId,
+          digest: approval.digest,
+          toolNames: ['calculator'],
+        }),
+      );
+      const table = await admin('approvals', 'list');
+      expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+TASK\s+RUN\s+TOOLS\s+REQUESTED\s+DIGEST$/);
+      expect(table.stdout).toContain(`${approval.approvalId}  ${taskId}`);
+      // Metadata only: no argument of the pending call in either form.
+      expect(listed.stdout + table.stdout).not.toMatch(/multiply/);
+
+      const wrong = await admin('approvals', 'approve', approval.approvalId, '--digest', 'f'.repeat(64));
+      expect(wrong).toMatchObject({ code: 1, stderr: expect.stringContaining('DIGEST_MISMATCH') });
+      const approved = await admin(
+        'approvals',
+        'approve',
+        approval.approvalId,
+        '--digest',
+        approval.digest,
+        '--by',
+        'ops-ann',
+      );
+      expect(approved.code).toBe(0);
+      expect(approved.stdout).toContain(`APPROVED ${approval.approvalId} by ops-ann`);
+      const again = await admin('approvals', 'deny', approval.approvalId, '--json');
+      expect(again.code).toBe(1);
+      expect(JSON.parse(again.stdout)).toMatchObject({ error: 'ALREADY_DECIDED' });
+
+      expect(await receiveRunMessage()).toEqual(message);
+      expect(await executeRun(deps(), message)).toBe('completed');
+      expect((await answerOf(taskId)).text).toEqual(['The product is 42.']);
+      expect(model.requests.length - before).toBe(2);
+      expect((await admin('approvals', 'list', '--json')).stdout).not.toContain(approval.approvalId);
+    });
+
+    it('deny with a reason: the answer reflects it; bad usage exits 2', async () => {
+      const { taskId, approval } = await suspendOne('Multiply 6 by 7.');
+      expect((await admin('approvals', 'approve', approval.approvalId, '--reason', 'x')).code).toBe(2);
+      expect((await admin('approvals', 'approve')).code).toBe(2);
+      const denied = await admin('approvals', 'deny', approval.approvalId, '--reason', 'budget frozen');
+      expect(denied).toMatchObject({ code: 0, stderr: '' });
+      expect(await executeRun(deps(), await receiveRunMessage())).toBe('completed');
+      expect((await answerOf(taskId)).text[0]).toContain('budget frozen');
+    });
   });
 });
 
