@@ -11,8 +11,8 @@ import { createRequestHandler } from 'local-aws-sqs';
  * while it waits, a message whose visibility timeout runs out is added to the same answer a
  * second time. SQS answers as soon as messages are available. `answerLongPollsEarly` restores
  * that: it waits (in process) until messages are available, then asks the emulator for at most
- * that many with no wait, which it answers at once. Without it every run would sit up to the
- * poller's wait time (1 s) in the queue.
+ * that many with no wait, which it answers at its first internal tick (10 ms). Without it every
+ * run would sit up to the poller's wait time (1 s) in the queue.
  */
 export interface SqsEmulator {
   readonly endpoint: string;
@@ -262,7 +262,12 @@ const answerLongPollsEarly = (queue: EmulatedQueue): void => {
   const changeVisibility = queue.changeVisibility.bind(queue);
   queue.newRecord = (record: Record<string, unknown>, delay?: number) => {
     const entry = newRecord(record, delay);
-    wakeWaiters(queue);
+    // The emulator counts a new message as delayed until its own delay timer fires (a 0 ms
+    // timer when there is no delay), so waking now would find nothing: wake when it becomes
+    // receivable. This timer is set after the emulator's, so it fires after it.
+    const delaySeconds = Number(delay);
+    const delayMs = (Number.isNaN(delaySeconds) ? Number(queue.DelaySeconds) : delaySeconds) * 1000;
+    setTimeout(() => wakeWaiters(queue), delayMs).unref();
     return entry;
   };
   queue.changeVisibility = (receiptHandle: string, visibilityTimeout: string) => {

@@ -92,8 +92,16 @@ export interface WaitOptions {
 }
 
 /**
+ * How the journal is polled while a caller waits on its own write. A projection usually lands
+ * within a few hundred milliseconds of the commit (one stream hop), so the wait polls every
+ * `activePollMs` for the first `activeWindowMs`, then doubles the delay up to `maxPollMs` for
+ * long runs. Polls read eventually consistent (half a read unit): a view is written only after
+ * its commit, so a stale read only means one more poll (decision 0017).
+ */
+export const journalWaitTiming = { activePollMs: 25, activeWindowMs: 1_000, maxPollMs: 200 } as const;
+
+/**
  * Waits on the journal for a view at or past `minRevision` (and, if asked, in a wanted state).
- * Polls adaptively: fast at first, when a projection usually lands, then backing off to 100 ms.
  * Returns the newest visible view at or past `minRevision` when the time is up, or undefined
  * when the projection never reached it (the projector is behind or down).
  */
@@ -104,24 +112,30 @@ export const waitForView = async (
   options: WaitOptions,
 ): Promise<JournalView | undefined> => {
   const sleep = deps.sleep ?? defaultSleep;
-  const deadline = deps.clock.now().getTime() + options.timeoutMs;
-  let delay = 5;
+  const startedAt = deps.clock.now().getTime();
+  const deadline = startedAt + options.timeoutMs;
+  let delay: number = journalWaitTiming.activePollMs;
   let latest: JournalView | undefined;
   for (;;) {
-    const view = await deps.journal.getView(taskId);
+    const view = await deps.journal.getView(taskId, { consistent: false });
     if (
       view !== undefined &&
       sameOwner(view.owner, caller) &&
       !isExpired(view.expiresAt, deps.clock.now()) &&
-      view.revision >= options.minRevision
+      view.revision >= options.minRevision &&
+      // An eventually consistent read may go back a revision: keep the newest seen.
+      view.revision >= (latest?.revision ?? 0)
     ) {
       latest = view;
       if (options.until === undefined || options.until(view.state)) return view;
     }
-    const remaining = deadline - deps.clock.now().getTime();
+    const now = deps.clock.now().getTime();
+    const remaining = deadline - now;
     if (remaining <= 0) return latest;
     await sleep(Math.min(delay, remaining));
-    delay = Math.min(delay * 2, 100);
+    if (now - startedAt >= journalWaitTiming.activeWindowMs) {
+      delay = Math.min(delay * 2, journalWaitTiming.maxPollMs);
+    }
   }
 };
 

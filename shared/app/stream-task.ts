@@ -36,7 +36,7 @@ export const defaultStreamTiming: StreamTiming = {
   firstPollMs: 20,
   maxPollMs: 1_000,
   activeWindowMs: 3_000,
-  activeMaxPollMs: 100,
+  activeMaxPollMs: 40,
   heartbeatMs: 15_000,
   maxDurationMs: 14 * 60_000,
   projectionWaitMs: 10_000,

@@ -91,7 +91,11 @@ export interface TaskRepository {
 export interface JournalRepository {
   /** Idempotent per revision: a revision written twice leaves one event and the newest view. */
   putRevision(projection: Projection): Promise<'written' | 'duplicate'>;
-  getView(taskId: string): Promise<JournalView | undefined>;
+  /**
+   * The task's view; strongly consistent unless `consistent: false` (half the read units, and
+   * may be stale: still a committed view, since views are written only after commit).
+   */
+  getView(taskId: string, options?: { readonly consistent?: boolean }): Promise<JournalView | undefined>;
   listEvents(taskId: string, afterRevision: number): Promise<JournalEvent[]>;
   /** One owner's views, newest status timestamp first, from the owner index (never a scan). */
   listViews(query: ViewQuery): Promise<ViewPage>;

@@ -156,9 +156,13 @@ export class DynamoDbJournalRepository implements JournalRepository {
     }
   }
 
-  async getView(taskId: string): Promise<JournalView | undefined> {
+  async getView(taskId: string, options?: { consistent?: boolean }): Promise<JournalView | undefined> {
     const { Item } = await this.client.send(
-      new GetCommand({ TableName: this.tableName, Key: keys.view(taskId), ConsistentRead: true }),
+      new GetCommand({
+        TableName: this.tableName,
+        Key: keys.view(taskId),
+        ConsistentRead: options?.consistent ?? true,
+      }),
     );
     return Item ? fromViewItem(viewItemSchema.parse(Item)) : undefined;
   }
