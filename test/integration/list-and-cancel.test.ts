@@ -1,9 +1,11 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   counterMoves,
   DynamoDbJournalRepository,
 } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
+import { toEventItem } from '../../shared/adapters/dynamodb/entities.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
 import { cancelTask } from '../../shared/app/cancel-task.ts';
@@ -140,6 +142,31 @@ describe('ListTasks and CancelTask against the emulators', () => {
       revision: 1,
       expiresAt: revisions[0]!.expiresAt,
     });
+  });
+
+  it('completes a projection cut off between its event and its view (decision 0019)', async () => {
+    const frank = { tenant: 't-count', principal: `frank-${Date.now()}` };
+    const now = new Date();
+    const ts = (second: number) => `2026-11-30T12:00:${String(second).padStart(2, '0')}.000Z`;
+    const first = image(frank, 'f1', 1, { state: 'TASK_STATE_SUBMITTED', statusTimestamp: ts(1) });
+    // Same expiry: the second revision's counters stay in their bucket (a plain conditional put).
+    const second = image(frank, 'f1', 2, { statusTimestamp: ts(2), expiresAt: first.expiresAt });
+    expect(counterMoves(first.expiresAt, second.expiresAt)).toEqual([]);
+    expect(await projectRecord(journal, undefined, first)).toBe('written');
+    // A projector that wrote revision 2's event and stopped before its view.
+    await env.clients.doc.send(
+      new PutCommand({
+        TableName: env.resources.tables.Journal.name,
+        Item: toEventItem(projectRevision(first, second)!.event),
+      }),
+    );
+    expect((await journal.getView('f1'))?.revision).toBe(1);
+    // The stream's retry finds the event there and still moves the view.
+    expect(await projectRecord(journal, first, second)).toBe('written');
+    expect((await journal.getView('f1'))?.revision).toBe(2);
+    expect(await projectRecord(journal, first, second)).toBe('duplicate');
+    expect((await journal.listEvents('f1', 0)).map((event) => event.revision)).toEqual([1, 2]);
+    expect(await journal.countViews({ owner: frank, now })).toBe(1);
   });
 
   it('never lets a canceled task become COMPLETED, and a COMPLETED task always has its result', async () => {

@@ -1,4 +1,4 @@
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   type DynamoDBDocumentClient,
   GetCommand,
@@ -25,7 +25,7 @@ import { queryAll } from './query-all.ts';
 type ExpectedView = { readonly revision: number; readonly expiresAt: number } | undefined;
 
 const byOwnerIndex = 'byOwner';
-/** Attempts at the view + counter transaction before the projector's own retry takes over. */
+/** Attempts at the view write before the projector's own retry takes over. */
 const maxPutAttempts = 3;
 
 /** The UTC day and hour a view expires in: its counter bucket (decision 0006). */
@@ -33,6 +33,10 @@ export const expiryBucket = (expiresAt: number): { day: string; hour: number } =
   const iso = new Date(expiresAt * 1000).toISOString();
   return { day: iso.slice(0, 10), hour: Number(iso.slice(11, 13)) };
 };
+
+/** A failed condition on a plain write or anywhere in a transaction (retried after a fresh read). */
+const isConditionFailure = (error: unknown): boolean =>
+  error instanceof ConditionalCheckFailedException || error instanceof TransactionCanceledException;
 
 const hourAttribute = (hour: number): string => `h${String(hour).padStart(2, '0')}`;
 
@@ -74,54 +78,62 @@ export class DynamoDbJournalRepository implements JournalRepository {
   ) {}
 
   /**
-   * Event + view + the owner's counters in one transaction, conditioned on the view being where
-   * the old image says it was. When it is not (a late, replayed or gapped record), the view is
-   * read and the write decided again: a newer view keeps its place and only the event is filled
-   * in; an older or absent one is moved with counters computed from what is really stored.
+   * The event first, then the view (decision 0019). The event put is idempotent (only if absent),
+   * so it needs no transaction; a view at a revision always has its event. The view is written
+   * conditioned on being where the old image says it was: a plain conditional put when the
+   * owner's counters stay in their bucket (the usual case after the first revision), else one
+   * transaction with the counter moves. When the condition fails (a late, replayed or gapped
+   * record), the view is read and the write decided again: a newer view keeps its place; an older
+   * or absent one is moved with counters computed from what is really stored.
    */
   async putRevision(projection: Projection): Promise<'written' | 'duplicate'> {
-    const eventPut = {
-      TableName: this.tableName,
-      Item: toEventItem(projection.event),
-      ConditionExpression: 'attribute_not_exists(pk)',
-    };
+    const eventWritten = await this.putEvent(projection);
     let expected: ExpectedView = projection.previous;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.client.send(
-          new TransactWriteCommand({
-            TransactItems: [{ Put: eventPut }, ...this.viewWrites(projection.view, expected)],
-          }),
-        );
+        await this.writeView(projection.view, expected);
         return 'written';
       } catch (error) {
-        if (!(error instanceof TransactionCanceledException)) throw error;
+        if (!isConditionFailure(error)) throw error;
         const current = await this.getView(projection.view.taskId);
-        // A replayed or late record: the view is already newer. Still make sure its event exists,
-        // so a revision replayed from the DLQ fills its gap without moving the view backwards.
+        // A replayed or late record: the view is already at or past it (its event is filled in).
         if (current !== undefined && current.revision >= projection.view.revision) {
-          return this.putEventOnly(eventPut);
+          return eventWritten ? 'written' : 'duplicate';
         }
-        if (error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') return 'duplicate';
         if (attempt >= maxPutAttempts) throw error;
         expected = current && { revision: current.revision, expiresAt: current.expiresAt };
       }
     }
   }
 
-  private viewWrites(view: JournalView, expected: ExpectedView) {
+  /** True when the event was written now, false when it was there already. */
+  private async putEvent(projection: Projection): Promise<boolean> {
+    try {
+      await this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: toEventItem(projection.event),
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  private async writeView(view: JournalView, expected: ExpectedView): Promise<void> {
     const viewPut = {
-      Put: {
-        TableName: this.tableName,
-        Item: toViewItem(view),
-        ...(expected === undefined
-          ? { ConditionExpression: 'attribute_not_exists(pk)' }
-          : {
-              ConditionExpression: '#revision = :expected',
-              ExpressionAttributeNames: { '#revision': 'revision' },
-              ExpressionAttributeValues: { ':expected': expected.revision },
-            }),
-      },
+      TableName: this.tableName,
+      Item: toViewItem(view),
+      ...(expected === undefined
+        ? { ConditionExpression: 'attribute_not_exists(pk)' }
+        : {
+            ConditionExpression: '#revision = :expected',
+            ExpressionAttributeNames: { '#revision': 'revision' },
+            ExpressionAttributeValues: { ':expected': expected.revision },
+          }),
     };
     const counterUpdates = counterMoves(expected?.expiresAt, view.expiresAt).map(({ day, deltas }) => {
       const names: Record<string, string> = { '#expiresAt': 'expiresAt' };
@@ -141,19 +153,12 @@ export class DynamoDbJournalRepository implements JournalRepository {
         },
       };
     });
-    return [viewPut, ...counterUpdates];
-  }
-
-  private async putEventOnly(
-    eventPut: ConstructorParameters<typeof PutCommand>[0],
-  ): Promise<'written' | 'duplicate'> {
-    try {
-      await this.client.send(new PutCommand(eventPut));
-      return 'written';
-    } catch (error) {
-      if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return 'duplicate';
-      throw error;
-    }
+    // The counters move with the view or not at all (ADD is not idempotent): only then a transaction.
+    if (counterUpdates.length === 0) await this.client.send(new PutCommand(viewPut));
+    else
+      await this.client.send(
+        new TransactWriteCommand({ TransactItems: [{ Put: viewPut }, ...counterUpdates] }),
+      );
   }
 
   async getView(taskId: string, options?: { consistent?: boolean }): Promise<JournalView | undefined> {
