@@ -321,6 +321,7 @@ const formatInspection = (inspection: RunInspection): string[] => {
           : '',
         row.messageLength ? `message ${row.messageLength.characters} chars` : '',
         row.artifactsLength ? `artifacts ${row.artifactsLength.characters} chars` : '',
+        row.toolLength ? `tool call ${row.toolLength.characters} chars` : '',
         row.toolNames?.length ? `tools ${row.toolNames.join(',')}` : '',
         row.hasContent ? 'content sealed' : '',
       ];

@@ -32,7 +32,7 @@ import {
 } from '../domain/task.ts';
 import type { ToolRegistry } from '../domain/tools.ts';
 import { failpoint } from './failpoints.ts';
-import { recordAuditStep, recordTightening } from './record-audit.ts';
+import { recordAgentStep, recordAuditStep, recordTightening } from './record-audit.ts';
 import { keepLease, leaseUntilFrom } from './run-lease.ts';
 import { enabledToolsOf } from './run-tools.ts';
 import { resumptionOf, suspendRun } from './suspend-run.ts';
@@ -50,7 +50,10 @@ export interface ExecuteRunDeps {
   readonly leaseRenewMs?: number;
   /** The tools profiles may enable (decision 0011). */
   readonly tools?: ToolRegistry;
-  /** Audit seam: every model turn and tool call, arguments and results included; never journaled. */
+  /**
+   * Observer of every model turn and tool call, arguments and results included; never journaled.
+   * The audit trail records them itself (`recordAgentStep`, at the audit ceiling).
+   */
   readonly onAgentStep?: (run: RunRecord, step: AgentStep) => Promise<void> | void;
   /** The audit trail of run steps at the audit ceiling (decision 0010); absent = not recorded. */
   readonly audit?: AuditTrail;
@@ -201,7 +204,10 @@ const work = async (
         tools: enabledToolsOf(profile, deps.tools),
         maxToolRounds: profile.maxToolRounds,
         session: runtime.session,
-        onStep: deps.onAgentStep && ((step) => deps.onAgentStep?.(run, step)),
+        onStep: async (step) => {
+          await recordAgentStep(deps, run, step);
+          await deps.onAgentStep?.(run, step);
+        },
       });
       const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), result);
       await recordAuditStep(deps, run, {
@@ -217,6 +223,15 @@ const work = async (
     } catch (error) {
       if (error instanceof ApprovalRequiredError) {
         const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), error.tokens);
+        await recordAuditStep(deps, run, {
+          kind: 'attempt',
+          providerId,
+          outcome: attempt.outcome,
+          reason: 'AWAITING_APPROVAL',
+          durationMs: attempt.durationMs,
+          inputTokens: attempt.inputTokens,
+          outputTokens: attempt.outputTokens,
+        });
         return suspend(deps, { ...run, attempts: [...run.attempts, attempt] }, current, {
           history,
           session: runtime.session,

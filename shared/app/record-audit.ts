@@ -1,5 +1,6 @@
 import type { Config } from '../config/config.ts';
 import { type AuditEntry, type AuditStep, type AuditTrail, auditEntryAt } from '../domain/audit.ts';
+import type { AgentStep } from '../domain/model.ts';
 import type { Clock } from '../domain/ports.ts';
 import { isAtLeast, retentionSeconds } from '../domain/privacy.ts';
 import type { RunRecord } from '../domain/task.ts';
@@ -94,3 +95,35 @@ export const recordTightening = async (
   }
   await recordAuditStep(deps, run, step);
 };
+
+/**
+ * A model turn or a tool call of the tool loop (the `onStep` seam, decisions 0011 and 0013):
+ * tool arguments and results go to the audit trail at the run's audit ceiling — content only at
+ * `redacted` (redacted) and `full` — and nowhere else.
+ */
+export const recordAgentStep = (deps: RecordAuditDeps, run: RunRecord, step: AgentStep): Promise<void> =>
+  step.kind === 'model-turn'
+    ? recordAuditStep(deps, run, {
+        kind: 'model-turn',
+        providerId: step.providerId,
+        outcome: step.stopReason,
+        durationMs: step.durationMs,
+        inputTokens: step.inputTokens,
+        outputTokens: step.outputTokens,
+        toolNames: step.toolCalls,
+      })
+    : recordAuditStep(deps, run, {
+        kind: 'tool-call',
+        providerId: step.providerId,
+        outcome: step.result.isError ? 'error' : 'ok',
+        durationMs: step.durationMs,
+        toolNames: [step.call.name],
+        content: {
+          toolCall: {
+            name: step.call.name,
+            arguments: step.call.arguments,
+            result: step.result.content,
+            isError: step.result.isError,
+          },
+        },
+      });

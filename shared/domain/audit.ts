@@ -1,6 +1,6 @@
-import type { Artifact, Message, Part } from './a2a.ts';
+import type { Artifact, JsonObject, Message, Part } from './a2a.ts';
 import type { Ceilings, PrivacyLevel } from './privacy.ts';
-import { redactArtifacts, redactMessage } from './redaction.ts';
+import { redactArtifacts, redactJson, redactMessage, redactText } from './redaction.ts';
 
 /**
  * The audit trail of a run (DESIGN.md §4, I-LEAVE): its steps, cut to the run's **audit ceiling**
@@ -17,13 +17,32 @@ import { redactArtifacts, redactMessage } from './redaction.ts';
  * Audit rows never reach the journal or a remote caller; the admin command shows metadata only.
  */
 
-export const auditStepKinds = ['claim', 'attempt', 'tighten', 'settle', 'suspend', 'resume'] as const;
+export const auditStepKinds = [
+  'claim',
+  'attempt',
+  'tighten',
+  'settle',
+  'suspend',
+  'resume',
+  'model-turn',
+  'tool-call',
+] as const;
 export type AuditStepKind = (typeof auditStepKinds)[number];
 
 /** Plaintext content a step may carry above `metadata`: the message it answers or produced, artifacts. */
 export interface AuditContent {
   readonly message?: Message;
   readonly artifacts?: readonly Artifact[];
+  /** A tool call's arguments and result (decision 0013): here and to the model, never the journal. */
+  readonly toolCall?: AuditToolCall;
+}
+
+export interface AuditToolCall {
+  readonly name: string;
+  readonly arguments: JsonObject;
+  /** The result as the model read it (JSON text). */
+  readonly result: string;
+  readonly isError: boolean;
 }
 
 /** A step as the executor sees it, before the ceiling decides what of it may be kept. */
@@ -61,6 +80,8 @@ export interface AuditEntry extends Omit<AuditStep, 'content'> {
   readonly level: Exclude<PrivacyLevel, 'none'>;
   readonly messageLength?: ContentLengths;
   readonly artifactsLength?: ContentLengths;
+  /** A tool call: 2 parts (arguments as JSON, result), their characters. */
+  readonly toolLength?: ContentLengths;
   /** Present only at `redacted` (redacted) and `full`. */
   readonly content?: AuditContent;
   /** Epoch seconds (I-PURGE). */
@@ -84,9 +105,19 @@ const sumLengths = (lengths: readonly ContentLengths[]): ContentLengths => ({
 /** Content kept at a level above `metadata`; redaction fails closed inside redactMessage/redactArtifacts. */
 export const auditContentAt = (level: 'redacted' | 'full', content: AuditContent): AuditContent => {
   if (level === 'full') return content;
+  const { toolCall } = content;
   return {
     ...(content.message ? { message: redactMessage(content.message) } : {}),
     ...(content.artifacts ? { artifacts: redactArtifacts([...content.artifacts]) } : {}),
+    ...(toolCall
+      ? {
+          toolCall: {
+            ...toolCall,
+            arguments: redactJson(toolCall.arguments) as JsonObject,
+            result: redactText(toolCall.result),
+          },
+        }
+      : {}),
   };
 };
 
@@ -121,9 +152,18 @@ export const auditEntryAt = (
     ...(content?.artifacts
       ? { artifactsLength: sumLengths(content.artifacts.map((artifact) => lengthOfParts(artifact.parts))) }
       : {}),
+    ...(content?.toolCall
+      ? {
+          toolLength: {
+            parts: 2,
+            characters: JSON.stringify(content.toolCall.arguments).length + content.toolCall.result.length,
+          },
+        }
+      : {}),
   };
   if (ceiling === 'metadata' || content === undefined) return entry;
-  if (content.message === undefined && content.artifacts === undefined) return entry;
+  if (content.message === undefined && content.artifacts === undefined && content.toolCall === undefined)
+    return entry;
   return { ...entry, content: auditContentAt(ceiling, content) };
 };
 

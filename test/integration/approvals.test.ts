@@ -1,9 +1,14 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdmin } from '../../infra/admin/cli.ts';
 import { DynamoDbApprovals } from '../../shared/adapters/dynamodb/dynamodb-approvals.ts';
+import {
+  auditContentField,
+  DynamoDbAuditTrail,
+} from '../../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbRunLeases } from '../../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
@@ -45,6 +50,8 @@ describe('approvals against the emulators', () => {
   let approvals: DynamoDbApprovals;
   let leases: DynamoDbRunLeases;
   let codec: TaskContentCodec;
+  let sealer: KmsSealer;
+  let audit: DynamoDbAuditTrail;
   let model: FakeModelServer;
   let slowSite: Server;
   let slowUrl = '';
@@ -57,7 +64,8 @@ describe('approvals against the emulators', () => {
   const report: Array<{ scenario: string; modelCalls: number }> = [];
 
   const config = parseConfig({
-    privacy: { level: 'metadata', retention: { approval: 1 } },
+    // `full`: the audit trail keeps tool arguments and results (sealed), which the test checks.
+    privacy: { level: 'full', retention: { approval: 1 } },
     providers: { llm: { type: 'openai', baseUrl: 'http://127.0.0.1:1/v1', model: 'gpt-test' } },
     profiles: {
       default: {
@@ -91,9 +99,9 @@ describe('approvals against the emulators', () => {
     tasks = new DynamoDbTaskRepository(env.clients.doc, table);
     approvals = new DynamoDbApprovals(env.clients.doc, table);
     leases = new DynamoDbRunLeases(env.clients.doc, table);
-    codec = new TaskContentCodec(
-      new KmsSealer({ kms: env.clients.kms, keyId: env.resources.key.keyId, installation: 'test' }),
-    );
+    sealer = new KmsSealer({ kms: env.clients.kms, keyId: env.resources.key.keyId, installation: 'test' });
+    codec = new TaskContentCodec(sealer);
+    audit = new DynamoDbAuditTrail(env.clients.doc, env.resources.tables.Audit.name, sealer);
     model = await startFakeModelServer(gatedCalculator);
     const held = new Promise<void>((resolve) => {
       releaseSlowSite = resolve;
@@ -135,6 +143,7 @@ describe('approvals against the emulators', () => {
         await projectRecord(journal, undefined, await tasks.getTask(taskId));
     },
     tools: createToolRegistry(webhookPolicyFor(true, true)),
+    audit,
     onAgentStep: (_run, step) => void steps.push(step),
     providerFor: () =>
       new ToolLoopAgent(
@@ -234,6 +243,52 @@ describe('approvals against the emulators', () => {
     expect(run.sealedSuspension).toBeUndefined();
     expect((await approvals.get(approval.approvalId))!.decision).toBe('APPROVED');
     report.push({ scenario: 'approve', modelCalls: model.requests.length - before });
+
+    // The audit trail has every step; the tool call's arguments and result only there, sealed.
+    const rows = await audit.listForTask(taskId);
+    expect(rows.map((row) => row.kind)).toEqual([
+      'claim',
+      'model-turn',
+      'attempt',
+      'suspend',
+      'resume',
+      'claim',
+      'tool-call',
+      'model-turn',
+      'attempt',
+      'settle',
+    ]);
+    expect(rows.find((row) => row.kind === 'tool-call')).toMatchObject({
+      toolNames: ['calculator'],
+      outcome: 'ok',
+      level: 'full',
+      hasContent: true,
+    });
+    const { Items = [] } = await env.clients.doc.send(
+      new QueryCommand({
+        TableName: env.resources.tables.Audit.name,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `TASK#${taskId}` },
+      }),
+    );
+    const toolRow = Items.find((item) => item.kind === 'tool-call')!;
+    expect(JSON.stringify(toolRow)).not.toContain('multiply');
+    const opened = JSON.parse(
+      new TextDecoder().decode(
+        await sealer.open(toolRow.content, { taskId, field: auditContentField(toolRow.sk) }),
+      ),
+    );
+    expect(opened.toolCall).toEqual({
+      name: 'calculator',
+      arguments: { operation: 'multiply', a: 6, b: 7 },
+      result: JSON.stringify({ result: 42 }),
+      isError: false,
+    });
+    // …and never in the task row the journal is projected from (I-LEAVE).
+    const row = (await tasks.getTask(taskId))!;
+    const history = await codec.openHistory(taskId, row.sealedHistory);
+    const status = await codec.openStatusMessage(taskId, row.sealedStatusMessage);
+    expect(JSON.stringify({ history, status, metadata: row.metadata })).not.toMatch(/multiply|call_gated_1/);
   });
 
   it('deny → the tool never runs, the model reads the denial and the answer says so', async () => {

@@ -33,6 +33,32 @@ const stepWith = (text: string, extra: Partial<AuditStep> = {}): AuditStep => ({
 });
 
 describe('auditEntryAt: what an audit row may keep at each ceiling (I-LEAVE, DESIGN.md §4)', () => {
+  it('a tool call: names and lengths at metadata, redacted arguments and result at redacted, as called at full', () => {
+    const toolCall = {
+      name: 'http_fetch',
+      arguments: { url: `https://example.org/?to=${email}`, note: marker },
+      result: JSON.stringify({ status: 200, body: `${marker} ${apiKey}` }),
+      isError: false,
+    };
+    const step = stepWith('', { kind: 'tool-call', toolNames: ['http_fetch'], content: { toolCall } });
+    const metadata = auditEntryAt('metadata', step, 100)!;
+    expect(metadata).toMatchObject({
+      kind: 'tool-call',
+      toolNames: ['http_fetch'],
+      toolLength: {
+        parts: 2,
+        characters: JSON.stringify(toolCall.arguments).length + toolCall.result.length,
+      },
+    });
+    expect(metadata.content).toBeUndefined();
+    expect(JSON.stringify(metadata)).not.toMatch(new RegExp(`${marker}|example\\.org|sk-proj`));
+    const redacted = auditEntryAt('redacted', step, 100)!;
+    expect(redacted.content?.toolCall?.arguments.note).toBe(marker);
+    expect(JSON.stringify(redacted.content)).not.toContain(email);
+    expect(JSON.stringify(redacted.content)).not.toContain(apiKey);
+    expect(auditEntryAt('full', step, 100)!.content?.toolCall).toEqual(toolCall);
+  });
+
   it('keeps nothing at none, metadata only at metadata, redacted content at redacted, content at full', () => {
     const text = `${marker} mail ${email} key ${apiKey}`;
     const step = stepWith(text);

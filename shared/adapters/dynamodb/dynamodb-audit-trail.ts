@@ -52,6 +52,7 @@ export const auditItemSchema = z.object({
   to: ceilings.optional(),
   messageLength: lengths.optional(),
   artifactsLength: lengths.optional(),
+  toolLength: lengths.optional(),
   /** Sealed JSON of the content; only at `redacted`/`full`. */
   content: z.custom<Uint8Array>((value) => value instanceof Uint8Array).optional(),
   expiresAt: z.number(),
