@@ -8,22 +8,27 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbApprovals } from '../../shared/adapters/dynamodb/dynamodb-approvals.ts';
 import { DynamoDbAuditTrail } from '../../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
+import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
+import { DynamoDbProfileStore } from '../../shared/adapters/dynamodb/dynamodb-profile-store.ts';
 import { DynamoDbRunCatalog } from '../../shared/adapters/dynamodb/dynamodb-run-catalog.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
 import { decideApproval, listPendingApprovals } from '../../shared/app/decide-approval.ts';
 import { inspectRuns, type RunInspection } from '../../shared/app/inspect-runs.ts';
 import { type PurgeReport, purgeExpired } from '../../shared/app/purge-expired.ts';
+import { saveProfile } from '../../shared/app/save-profile.ts';
 import {
   describeRefusal,
   type ProfileVerdict,
   validateProfiles,
 } from '../../shared/app/validate-profiles.ts';
-import { ConfigError, parseConfig } from '../../shared/config/config.ts';
+import { ConfigError, defaultConfig, parseConfig } from '../../shared/config/config.ts';
+import { type TaskState, taskStates } from '../../shared/domain/a2a.ts';
 import { type ApprovalRecord, ApprovalRefusedError } from '../../shared/domain/approvals.ts';
 import { TaskNotFoundError } from '../../shared/domain/errors.ts';
 import type { ApprovalVerdict } from '../../shared/domain/model.ts';
 import type { Sealer } from '../../shared/domain/ports.ts';
+import { table } from '../text-table.ts';
 
 /**
  * The operator's admin command (DESIGN.md §3 "admin"), first version: validate profiles, purge
@@ -36,7 +41,7 @@ import type { Sealer } from '../../shared/domain/ports.ts';
  *   npx tsx infra/admin/cli.ts approvals list | approve <id> | deny <id>
  */
 
-export const usage = `Usage: npx tsx infra/admin/cli.ts <command> [options]
+export const usage = `Usage: npx a2a-admin <command> [options]     (also: npm run admin -- <command> [options])
 
 Commands:
   profiles validate <config.json>  check every profile; refuse those that cannot keep a result
@@ -49,8 +54,16 @@ Commands:
   approvals deny <id>              deny them; the model is told and continues
       [--reason <text>] [--digest <hex>]
       [--by <name>]                who decides (default: the OS user)
+  profiles put <id> <profile.json> [--config <config.json>]
+                                   save one profile (a "profiles" entry of the configuration format)
+                                   if it is valid and publishable in that configuration (default: the
+                                   built-in one); a refused profile is not saved
+  profiles get <id>                a saved profile, as saved
+  profiles list                    the saved profiles: name, providers, privacy level, updated
+  tasks list --owner <tenant>/<principal> [--state <state>] [--limit <n>]
+                                   a caller's tasks, newest first — metadata only, never content
 
-Table access (purge, runs, approvals):
+Table access (purge, runs, approvals, profiles put/get/list, tasks):
   --prefix <p>            tables <p>-State, <p>-Journal, <p>-Audit (npm start uses a2a-local)
   --state-table <name>    default $STATE_TABLE_NAME
   --journal-table <name>  default $JOURNAL_TABLE_NAME
@@ -92,6 +105,10 @@ interface Options {
   readonly by?: string;
   readonly queueUrl?: string;
   readonly sqsEndpoint?: string;
+  readonly config?: string;
+  readonly owner?: string;
+  readonly state?: string;
+  readonly limit?: string;
   readonly help: boolean;
 }
 
@@ -113,6 +130,10 @@ const parseCommandLine = (argv: readonly string[]): { positionals: string[]; opt
         by: { type: 'string' },
         'queue-url': { type: 'string' },
         'sqs-endpoint': { type: 'string' },
+        config: { type: 'string' },
+        owner: { type: 'string' },
+        state: { type: 'string' },
+        limit: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -135,6 +156,10 @@ const parseCommandLine = (argv: readonly string[]): { positionals: string[]; opt
         by: values.by,
         queueUrl: values['queue-url'],
         sqsEndpoint: values['sqs-endpoint'],
+        config: values.config,
+        owner: values.owner,
+        state: values.state,
+        limit: values.limit,
       },
     };
   } catch (error) {
@@ -374,15 +399,7 @@ const approvalRows = (approvals: readonly ApprovalRecord[]): string[] => {
     approval.requestedAt,
     approval.digest,
   ]);
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => row[column]?.length ?? 0)),
-  );
-  const line = (cells: readonly string[]) =>
-    cells
-      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-      .join('  ')
-      .trimEnd();
-  return [line(header), ...rows.map(line)];
+  return table(header, rows);
 };
 
 const approvalsListCommand = async (options: Options, io: AdminIo): Promise<number> => {
@@ -470,6 +487,179 @@ const decideCommand = async (
   }
 };
 
+// ---- profiles put/get/list and tasks list (decision 0016)
+
+const profileStore = (options: Options, io: AdminIo) => {
+  const client = documentClient(options, io.env);
+  return { client, profiles: new DynamoDbProfileStore(client, tablesOf(options, io.env).state) };
+};
+
+const readJson = async (path: string): Promise<unknown> => {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`Cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`${path} is not valid JSON: ${(error as Error).message}`);
+  }
+};
+
+const profilesPutCommand = async (
+  profileId: string | undefined,
+  [path]: readonly (string | undefined)[],
+  options: Options,
+  io: AdminIo,
+): Promise<number> => {
+  if (profileId === undefined || path === undefined) {
+    throw new UsageError('profiles put needs a profile id and a profile file');
+  }
+  const { client, profiles } = profileStore(options, io);
+  try {
+    const config = options.config === undefined ? defaultConfig : await readConfig(options.config);
+    const result = await saveProfile(
+      { profiles, clock: { now: () => new Date() } },
+      config,
+      profileId,
+      await readJson(path),
+    );
+    if (options.json) {
+      io.out(JSON.stringify(result, null, 2));
+    } else if (result.saved) {
+      io.out(`saved    ${formatVerdict(result.verdict).replace(/^ok\s+/, '')}`);
+    } else {
+      io.out(`${formatVerdict(result.verdict)}\nNot saved: fix the named setting first.`);
+    }
+    return result.saved ? 0 : 1;
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    if (options.json) io.out(JSON.stringify({ saved: false, error: error.message }, null, 2));
+    else io.err(`${error.message}\nNot saved.`);
+    return 1;
+  } finally {
+    client.destroy();
+  }
+};
+
+const profilesGetCommand = async (profileId: string | undefined, options: Options, io: AdminIo) => {
+  if (profileId === undefined) throw new UsageError('profiles get needs a profile id');
+  const { client, profiles } = profileStore(options, io);
+  try {
+    const stored = await profiles.get(profileId);
+    if (stored === undefined) {
+      if (options.json) io.out(JSON.stringify({ error: 'PROFILE_NOT_FOUND', profileId }, null, 2));
+      else io.err(`No saved profile "${profileId}".`);
+      return 1;
+    }
+    // The saved entry itself, so `profiles get x > x.json` round-trips through `profiles put`.
+    io.out(JSON.stringify(options.json ? stored : stored.profile, null, 2));
+    return 0;
+  } finally {
+    client.destroy();
+  }
+};
+
+const profilesListCommand = async (extra: string | undefined, options: Options, io: AdminIo) => {
+  if (extra !== undefined) throw new UsageError('profiles list takes no arguments');
+  const { client, profiles } = profileStore(options, io);
+  try {
+    const stored = await profiles.list();
+    if (options.json) {
+      io.out(JSON.stringify({ profiles: stored }, null, 2));
+      return 0;
+    }
+    const text = (value: unknown): string => (typeof value === 'string' ? value : '-');
+    for (const line of table(
+      ['PROFILE', 'NAME', 'PROVIDERS', 'PRIVACY', 'UPDATED'],
+      stored.map(({ profileId, profile, updatedAt }) => [
+        profileId,
+        text(profile.name),
+        Array.isArray(profile.providers) ? profile.providers.join(',') : '-',
+        text(profile.privacyLevel),
+        updatedAt,
+      ]),
+    )) {
+      io.out(line);
+    }
+    io.out(`${stored.length} saved profile(s).`);
+    return 0;
+  } finally {
+    client.destroy();
+  }
+};
+
+const ownerOf = (owner: string | undefined): { tenant: string; principal: string } => {
+  const match = owner === undefined ? null : /^([^/]+)\/(.+)$/.exec(owner);
+  if (!match) throw new UsageError('tasks list needs --owner <tenant>/<principal> (e.g. local/local)');
+  return { tenant: match[1]!, principal: match[2]! };
+};
+
+const tasksListCommand = async (extra: string | undefined, options: Options, io: AdminIo) => {
+  if (extra !== undefined) throw new UsageError('tasks list takes no arguments');
+  const owner = ownerOf(options.owner);
+  const limit = options.limit === undefined ? 20 : Number(options.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit must be 1…1000');
+  const state =
+    options.state === undefined
+      ? undefined
+      : (`TASK_STATE_${options.state
+          .toUpperCase()
+          .replace(/^TASK_STATE_/, '')
+          .replace(/-/g, '_')}` as TaskState);
+  if (state !== undefined && !(taskStates as readonly string[]).includes(state)) {
+    throw new UsageError(
+      `--state must be one of ${taskStates.map((name) => name.replace('TASK_STATE_', '')).join(', ')}`,
+    );
+  }
+  const tables = tablesOf(options, io.env);
+  const client = documentClient(options, io.env);
+  try {
+    // The journal's owner index: one query, never a scan. Only metadata leaves it: sealed blobs stay sealed.
+    const page = await new DynamoDbJournalRepository(client, tables.journal).listViews({
+      owner,
+      ...(state !== undefined ? { state } : {}),
+      now: new Date(),
+      limit,
+    });
+    const tasks = page.views.map((view) => ({
+      taskId: view.taskId,
+      state: view.state,
+      revision: view.revision,
+      statusTimestamp: view.statusTimestamp,
+      createdAt: view.createdAt,
+      contextId: view.contextId,
+      expiresAt: new Date(view.expiresAt * 1000).toISOString(),
+      ...(view.metadata !== undefined ? { metadata: view.metadata } : {}),
+    }));
+    if (options.json) {
+      io.out(JSON.stringify({ owner, tasks, more: page.more }, null, 2));
+      return 0;
+    }
+    for (const line of table(
+      ['TASK', 'STATE', 'REV', 'UPDATED', 'CREATED', 'EXPIRES'],
+      tasks.map((task) => [
+        task.taskId,
+        task.state.replace('TASK_STATE_', ''),
+        String(task.revision),
+        task.statusTimestamp,
+        task.createdAt,
+        task.expiresAt,
+      ]),
+    )) {
+      io.out(line);
+    }
+    io.out(
+      `${tasks.length} task(s) of ${owner.tenant}/${owner.principal}${page.more ? ' (more: raise --limit)' : ''}.`,
+    );
+    return 0;
+  } finally {
+    client.destroy();
+  }
+};
+
 /** Runs one admin command; returns the exit code. Never throws for bad input. */
 export const runAdmin = async (argv: readonly string[], io: AdminIo): Promise<number> => {
   try {
@@ -480,7 +670,8 @@ export const runAdmin = async (argv: readonly string[], io: AdminIo): Promise<nu
     }
     const [group, action, argument, ...rest] = positionals;
     const command = group === 'purge' ? 'purge' : `${group} ${action ?? ''}`.trim();
-    const extra = group === 'purge' ? [action, argument, ...rest] : rest;
+    const extra =
+      group === 'purge' ? [action, argument, ...rest] : command === 'profiles put' ? rest.slice(1) : rest;
     if (extra.some((value) => value !== undefined))
       throw new UsageError(`Unexpected argument for ${command}`);
     switch (command) {
@@ -497,6 +688,14 @@ export const runAdmin = async (argv: readonly string[], io: AdminIo): Promise<nu
         return await decideCommand('approved', argument, options, io);
       case 'approvals deny':
         return await decideCommand('denied', argument, options, io);
+      case 'profiles put':
+        return await profilesPutCommand(argument, rest, options, io);
+      case 'profiles get':
+        return await profilesGetCommand(argument, options, io);
+      case 'profiles list':
+        return await profilesListCommand(argument, options, io);
+      case 'tasks list':
+        return await tasksListCommand(argument, options, io);
       default:
         throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
     }

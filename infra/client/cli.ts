@@ -25,6 +25,7 @@ import {
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
 import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { table } from '../text-table.ts';
 
 /**
  * `npx a2a …` — a command-line A2A v1.0 client over the official `@a2a-js/sdk` client
@@ -232,17 +233,6 @@ export const formatEvent = (event: Json): string => {
     return `${clock()}  message   ${roleName(message.role)}: ${partsText(message.parts)}`;
   }
   return `${clock()}  ${JSON.stringify(event)}`;
-};
-
-const table = (header: readonly string[], rows: readonly (readonly string[])[]): string[] => {
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
-  );
-  const line = (cells: readonly string[]) =>
-    cells
-      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
-      .join('  ');
-  return [line(header), ...rows.map(line)];
 };
 
 type PushJson = {

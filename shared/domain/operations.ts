@@ -36,3 +36,21 @@ export interface ExpiredItemStore {
   /** Deletes the item; false when it was already gone. */
   delete(key: ItemKey): Promise<boolean>;
 }
+
+/**
+ * Profiles an operator saved with the admin command (DESIGN.md §3, §10): each is one entry of a
+ * configuration's `profiles`, in that shape, kept in the state table.
+ */
+export interface StoredProfile {
+  readonly profileId: string;
+  /** The entry as it was saved (the `profiles.<id>` shape of the configuration). */
+  readonly profile: Readonly<Record<string, unknown>>;
+  readonly updatedAt: string;
+}
+
+export interface ProfileStore {
+  put(profile: StoredProfile): Promise<void>;
+  get(profileId: string): Promise<StoredProfile | undefined>;
+  /** Every saved profile, by id. */
+  list(): Promise<StoredProfile[]>;
+}

@@ -44,6 +44,9 @@ export const keys = {
   /** Push configs live in the task's partition of the state table (the projector's filter passes only sk = TASK). */
   push: (taskId: string, configId: string) => ({ pk: taskPk(taskId), sk: `PUSH#${configId}` }),
   pushPrefix: 'PUSH#',
+  /** Profiles saved by the admin command: one small partition, so listing them is one query. */
+  profile: (profileId: string) => ({ pk: 'PROFILES' as const, sk: `PROFILE#${profileId}` }),
+  profilePrefix: 'PROFILE#',
   ownerKey: (tenant: string, principal: string) => `OWNER#${tenant}#${principal}`,
   ownerSort: (statusTimestamp: string, taskId: string) => `${statusTimestamp}#${taskId}`,
 } as const;
@@ -120,6 +123,16 @@ export const runItemSchema = z.object({
     .optional(),
 });
 export type RunItem = z.infer<typeof runItemSchema>;
+
+/** A saved profile (no TTL: it lives until it is replaced). */
+export const profileItemSchema = z.object({
+  pk: z.literal('PROFILES'),
+  sk: z.string().startsWith('PROFILE#'),
+  profileId: z.string(),
+  profile: jsonObject,
+  updatedAt: z.string(),
+});
+export type ProfileItem = z.infer<typeof profileItemSchema>;
 
 export const viewItemSchema = z.object({
   pk: z.string(),

@@ -1,0 +1,38 @@
+import { type Config, parseConfig } from '../config/config.ts';
+import type { ProfileStore, StoredProfile } from '../domain/operations.ts';
+import type { Clock } from '../domain/ports.ts';
+import { type ProfileVerdict, validateProfiles } from './validate-profiles.ts';
+
+/**
+ * `profiles put` (DESIGN.md §3 "admin", §10): a profile is saved only if it is valid in the
+ * installation's configuration (its shape, its providers exist) and publishable (I-REFUSE).
+ * A refused profile is not saved; the verdict names the setting that refuses it.
+ */
+
+export type SaveProfileResult =
+  | { readonly saved: true; readonly stored: StoredProfile; readonly verdict: ProfileVerdict }
+  | { readonly saved: false; readonly verdict: ProfileVerdict };
+
+/** Throws ConfigError (with the setting's path) when the entry is not a valid profile of `config`. */
+export const saveProfile = async (
+  deps: { readonly profiles: ProfileStore; readonly clock: Clock },
+  config: Config,
+  profileId: string,
+  entry: unknown,
+): Promise<SaveProfileResult> => {
+  // The parsed configuration is valid input again; re-parsing it with the entry checks the entry
+  // in context (unknown providers, the global level) and reports problems as profiles.<id>.<setting>.
+  const merged = parseConfig({
+    ...JSON.parse(JSON.stringify(config)),
+    profiles: { ...config.profiles, [profileId]: entry },
+  });
+  const verdict = validateProfiles(merged).find((candidate) => candidate.profileId === profileId)!;
+  if (!verdict.publishable) return { saved: false, verdict };
+  const stored: StoredProfile = {
+    profileId,
+    profile: entry as Record<string, unknown>,
+    updatedAt: deps.clock.now().toISOString(),
+  };
+  await deps.profiles.put(stored);
+  return { saved: true, stored, verdict };
+};
