@@ -3,5 +3,10 @@
 import { register } from 'tsx/esm/api';
 
 register();
+// `a2a list | head` closes the pipe early: that is not an error.
+process.stdout.on('error', (error) => {
+  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw error;
+});
 const { main } = await import('../infra/client/cli.ts');
 process.exitCode = await main(process.argv.slice(2));

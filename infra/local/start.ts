@@ -151,7 +151,7 @@ const main = async (): Promise<void> => {
   console.log(`Agent card: ${stack.baseUrl}/.well-known/agent-card.json`);
   console.log(`Journal viewer: ${stack.baseUrl}/viewer/   Client: npx a2a --url ${stack.baseUrl} send hello`);
   console.log(
-    `Admin: npx tsx infra/admin/cli.ts runs show <taskId> --endpoint ${stack.endpoints.dynamodb} --prefix ${stack.resources.prefix}`,
+    `Admin: npx a2a-admin tasks list --owner <tenant>/<principal> --endpoint ${stack.endpoints.dynamodb} --prefix ${stack.resources.prefix}`,
   );
   console.log(
     `Approvals: npm run admin -- approvals list|approve <id>|deny <id> --endpoint ${stack.endpoints.dynamodb} --prefix ${stack.resources.prefix} --queue-url ${stack.resources.queues.RunQueue.url} --sqs-endpoint ${stack.endpoints.sqs}`,
