@@ -89,8 +89,9 @@ describe('createResources', () => {
       } else {
         expect(Table?.StreamSpecification?.StreamEnabled ?? false).toBe(false);
       }
-      expect((Table?.GlobalSecondaryIndexes ?? []).map((index) => index.IndexName)).toEqual(
-        definition.globalSecondaryIndexes.map((index) => index.indexName),
+      // DynamoDB does not promise an order for the indexes it describes.
+      expect((Table?.GlobalSecondaryIndexes ?? []).map((index) => index.IndexName).sort()).toEqual(
+        definition.globalSecondaryIndexes.map((index) => index.indexName).sort(),
       );
       const { TimeToLiveDescription } = await local.clients.dynamodb.send(
         new DescribeTimeToLiveCommand({ TableName: name }),
