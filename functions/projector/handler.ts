@@ -1,7 +1,7 @@
-import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { createJournalRepository } from '../../shared/adapters/composition.ts';
+import { processStreamByTask } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { createFunctionMetrics, recordProjection, withMetrics } from '../../shared/adapters/metrics.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
@@ -11,10 +11,9 @@ import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 const env = readRuntimeEnv();
 const logger = new Logger({ serviceName: 'a2a-projector' });
 const metrics = createFunctionMetrics(env, 'projector');
-const processor = new BatchProcessor(EventType.DynamoDBStreams);
 const journal = createJournalRepository(env);
 
-/** One stream record = one committed revision; failures bisect and retry from the committed images. */
+/** One stream record = one committed revision; a failure is retried from the committed images. */
 const projectStreamRecord = async (record: DynamoDBRecord): Promise<void> => {
   failpoint('projector.midBatch');
   const images = {
@@ -27,8 +26,13 @@ const projectStreamRecord = async (record: DynamoDBRecord): Promise<void> => {
   logger.debug('record projected', { taskId: task?.taskId, revision: task?.revision, result });
 };
 
+/**
+ * A task's records in stream order, stopping at its first failure (decision 0014): a later revision
+ * projected before an earlier one that failed would reach the journal stream first, and the
+ * webhooks fed from it would get the task's revisions out of order.
+ */
 export const handler = withMetrics(
   metrics,
-  async (event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse> =>
-    processPartialResponse(event, projectStreamRecord, processor, { context }),
+  async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> =>
+    processStreamByTask(event.Records, projectStreamRecord),
 );
