@@ -28,6 +28,7 @@ const deps = {
   config: env.config,
   providerFor: createProviderFor(env),
   leases: createRunLeases(env),
+  ...(env.runLeaseMs ? { leaseMs: env.runLeaseMs } : {}),
   tools: createToolRegistry(webhookPolicyOf(env)),
   audit: createAuditTrail(env),
   logger,

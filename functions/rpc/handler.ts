@@ -37,6 +37,7 @@ const methods = createA2aMethods({
   pushConfigs: createPushConfigRepository(env, documents),
   pushCodec: createPushConfigCodec(env),
   webhookPolicy: webhookPolicyOf(env),
+  ...(env.runStartDeadlineMs ? { runStartDeadlineMs: env.runStartDeadlineMs } : {}),
 });
 const app = createHttpApp({
   config: env.config,

@@ -210,7 +210,12 @@ export interface WebhookPollers {
 const createWebhookPollers = async (
   clients: LocalClients,
   resources: LocalResources,
-  options: { readonly concurrency: number; readonly region: string; readonly log: LocalLog },
+  options: {
+    readonly concurrency: number;
+    readonly region: string;
+    readonly log: LocalLog;
+    readonly streamStart: 'LATEST' | 'TRIM_HORIZON';
+  },
 ): Promise<WebhookPollers> => {
   const load = async (name: keyof typeof webhookModules): Promise<unknown> => {
     const module: { handler?: unknown } = await import(webhookModules[name].href);
@@ -228,7 +233,7 @@ const createWebhookPollers = async (
       streamArn: journalStream,
       handler: pusher as DynamoDbStreamLambdaHandler,
       functionName: 'pusher',
-      startingPosition: resources.tables.Journal.created ? 'TRIM_HORIZON' : 'LATEST',
+      startingPosition: resources.tables.Journal.created ? 'TRIM_HORIZON' : options.streamStart,
       filter: isJournalEventInsert,
       // Ordered fan-out: the handler stops at the first failure; halving adds nothing.
       bisectBatchOnFunctionError: false,
@@ -299,6 +304,15 @@ export interface LocalStackOptions {
    * shared/app/failpoints.ts, the points in docs/reliability.md). Default: none.
    */
   readonly failpoints?: string;
+  /** Run leases (default 90 s) and queued runs' start deadline (default 30 min), for fault tests. */
+  readonly runLeaseMs?: number;
+  readonly runStartDeadlineMs?: number;
+  /**
+   * Where the stream pollers start on tables that already exist (default LATEST). A restart after
+   * a crash passes TRIM_HORIZON: Lambda's event source mapping would resume from its checkpoint,
+   * and replaying from the oldest record is the at-least-once superset of that.
+   */
+  readonly existingStreamStart?: 'LATEST' | 'TRIM_HORIZON';
   readonly log?: LocalLog;
 }
 
@@ -358,7 +372,11 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
     const resources = await createResources({ prefix: options.prefix ?? 'a2a-local', clients });
     timings.resources = elapsed(since);
 
-    const env = handlerEnv(endpoints, resources, config, region);
+    const env = {
+      ...handlerEnv(endpoints, resources, config, region),
+      ...(options.runLeaseMs ? { RUN_LEASE_MS: String(options.runLeaseMs) } : {}),
+      ...(options.runStartDeadlineMs ? { RUN_START_DEADLINE_MS: String(options.runStartDeadlineMs) } : {}),
+    };
     delete process.env.AWS_SESSION_TOKEN;
     delete process.env.AWS_PROFILE;
     Object.assign(process.env, env);
@@ -440,7 +458,9 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
       handler: handlers.projector,
       functionName: 'projector',
       // A table created just now has nothing older to skip; an existing one (LocalStack) does.
-      startingPosition: resources.tables.State.created ? 'TRIM_HORIZON' : 'LATEST',
+      startingPosition: resources.tables.State.created
+        ? 'TRIM_HORIZON'
+        : (options.existingStreamStart ?? 'LATEST'),
       filter: isTaskItemRecord,
       onFailure: sendToProjectorDlq,
       region,
@@ -471,6 +491,7 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
           concurrency: options.delivererConcurrency ?? 8,
           region,
           log,
+          streamStart: options.existingStreamStart ?? 'LATEST',
         });
     if (webhooks) {
       cleanups.push(() => webhooks.pusher.stop());

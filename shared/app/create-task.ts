@@ -33,7 +33,12 @@ export interface CreateTaskDeps {
   readonly pushCodec?: PushConfigCodec;
   readonly pushConfigs?: PushConfigRepository;
   readonly webhookPolicy?: WebhookPolicy;
+  /** How long a queued run may wait for an executor before the reaper settles it FAILED. */
+  readonly runStartDeadlineMs?: number;
 }
+
+/** A run not claimed within this is taken as never queued (decision 0014); far above any queue wait. */
+export const defaultRunStartDeadlineMs = 30 * 60_000;
 
 export interface CreateTaskInput {
   readonly caller: Owner;
@@ -111,6 +116,9 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
     cancelRequested: false,
     createdAt: now.toISOString(),
     expiresAt,
+    // The start deadline, as a lease: a crash between the commit and the enqueue leaves a run no
+    // message will claim; the reaper settles it FAILED once this is over (the claim replaces it).
+    leaseUntil: now.getTime() + (deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs),
   };
 
   const plan = input.message.taskId
@@ -265,7 +273,13 @@ const settleUnqueued = async (
       { entity: 'task', item: failed, expect: { revision: task.revision } },
       {
         entity: 'run',
-        item: { ...run, status: 'FAILED', version: run.version + 1, endedAt: now.toISOString() },
+        item: {
+          ...run,
+          status: 'FAILED',
+          version: run.version + 1,
+          endedAt: now.toISOString(),
+          leaseUntil: undefined,
+        },
         expect: { version: run.version },
       },
     ],

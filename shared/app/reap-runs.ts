@@ -19,6 +19,9 @@ export interface ReapRunsDeps {
 
 export const abandonedRunText = 'The agent stopped unexpectedly; the task was not completed.';
 export const abandonedRunReason = 'RUN_LEASE_EXPIRED';
+/** A QUEUED run past its start deadline: its queue message was lost (a crash between commit and enqueue). */
+export const unstartedRunText = 'The task could not be started; please try again.';
+export const unstartedRunReason = 'RUN_NOT_STARTED';
 
 export interface ReapReport {
   /** Expired leases the index returned. */
@@ -33,7 +36,9 @@ export interface ReapReport {
  * The reaper (decision 0011): settles RUNNING runs whose lease expired — their executor crashed
  * or timed out — FAILED, with their task FAILED and a fixed status message, in one transaction
  * fenced on the run version and on the lease still being over. It never executes a run again
- * (I-ONCE): a redelivered message finds the run settled, and no tool is ever retried.
+ * (I-ONCE): a redelivered message finds the run settled, and no tool is ever retried. A QUEUED
+ * run carries a start deadline as its lease (decision 0014): past it, its message is taken as lost
+ * and the run is settled the same way, so a crash between commit and enqueue ends FAILED too.
  */
 export const reapExpiredRuns = async (deps: ReapRunsDeps, limit = 100): Promise<ReapReport> => {
   const now = deps.clock.now();
@@ -48,7 +53,7 @@ export const reapExpiredRuns = async (deps: ReapRunsDeps, limit = 100): Promise<
 const reapRun = async (deps: ReapRunsDeps, ref: RunRef, now: Date): Promise<boolean> => {
   // The index is eventually consistent: the run row decides.
   const run = await deps.tasks.getRun(ref.taskId, ref.runId);
-  if (run === undefined || run.status !== 'RUNNING') return false;
+  if (run === undefined || (run.status !== 'RUNNING' && run.status !== 'QUEUED')) return false;
   if (run.leaseUntil === undefined || run.leaseUntil >= now.getTime()) return false;
   const task = await deps.tasks.getTask(ref.taskId);
   const expiresAt = Math.max(
@@ -100,7 +105,7 @@ const failedTask = async (
     role: 'ROLE_AGENT',
     taskId: task.taskId,
     contextId: task.contextId,
-    parts: [{ text: abandonedRunText }],
+    parts: [{ text: run.status === 'QUEUED' ? unstartedRunText : abandonedRunText }],
   };
   const sealed = await deps.codec.seal(task.taskId, { statusMessage });
   const keepsNothing = answerOutcome(run.answerCeiling) === 'not-retainable';
@@ -114,7 +119,10 @@ const failedTask = async (
       sealedStatusMessage: sealed.sealedStatusMessage,
       sealedArtifacts: keepsNothing ? undefined : task.sealedArtifacts,
       sealedHistory: keepsNothing ? undefined : task.sealedHistory,
-      metadata: { ...task.metadata, reason: abandonedRunReason },
+      metadata: {
+        ...task.metadata,
+        reason: run.status === 'QUEUED' ? unstartedRunReason : abandonedRunReason,
+      },
       expiresAt: Math.max(task.expiresAt, expiresAt),
     },
     expect: { revision: task.revision },

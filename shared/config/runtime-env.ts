@@ -16,6 +16,9 @@ export interface RuntimeEnv {
   readonly installation: string;
   readonly localMode: boolean;
   readonly config: Config;
+  /** Run leases and start deadlines (ms), shortened by the local stack's fault tests; unset in AWS. */
+  readonly runLeaseMs?: number;
+  readonly runStartDeadlineMs?: number;
 }
 
 const required = (env: NodeJS.ProcessEnv, name: string): string => {
@@ -36,4 +39,18 @@ export const readRuntimeEnv = (env: NodeJS.ProcessEnv = process.env): RuntimeEnv
   installation: required(env, 'A2A_INSTALLATION'),
   localMode: env.A2A_LOCAL_MODE === 'true',
   config: env.A2A_CONFIG ? parseConfig(JSON.parse(env.A2A_CONFIG)) : defaultConfig,
+  ...optionalMs(env, 'RUN_LEASE_MS', 'runLeaseMs'),
+  ...optionalMs(env, 'RUN_START_DEADLINE_MS', 'runStartDeadlineMs'),
 });
+
+const optionalMs = <K extends 'runLeaseMs' | 'runStartDeadlineMs'>(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  key: K,
+): Partial<Record<K, number>> => {
+  const value = env[name];
+  if (value === undefined || value === '') return {};
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms <= 0) throw new Error(`${name} must be a positive integer, not "${value}"`);
+  return { [key]: ms } as Partial<Record<K, number>>;
+};

@@ -5,7 +5,13 @@ import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { OpenAiProvider } from '../../shared/adapters/providers/openai-provider.ts';
 import { createTask } from '../../shared/app/create-task.ts';
 import { type ExecuteRunDeps, executeRun } from '../../shared/app/execute-run.ts';
-import { abandonedRunReason, abandonedRunText, reapExpiredRuns } from '../../shared/app/reap-runs.ts';
+import {
+  abandonedRunReason,
+  abandonedRunText,
+  reapExpiredRuns,
+  unstartedRunReason,
+  unstartedRunText,
+} from '../../shared/app/reap-runs.ts';
 import { TaskContentCodec } from '../../shared/app/task-content.ts';
 import { ToolLoopAgent } from '../../shared/app/tool-loop-agent.ts';
 import { parseConfig } from '../../shared/config/config.ts';
@@ -144,6 +150,47 @@ describe('run leases and the reaper against the emulators', () => {
     // A redelivered queue message never calls the model again.
     expect(await executeRun(baseDeps(), message)).toBe('duplicate');
     expect(model.requests.length - before).toBe(1);
+  });
+
+  it('a run whose message was lost (crash between commit and enqueue) is settled FAILED after its start deadline', async () => {
+    const createdAt = new Date();
+    // The queue "loses" the message, as a crash right after the commit would.
+    const { taskId } = await createTask(
+      {
+        ...baseDeps(),
+        clock: { now: () => createdAt },
+        queue: { enqueue: async () => {} },
+        runStartDeadlineMs: 5_000,
+      },
+      { caller: alice, profileId: 'default', message: userMessage('never queued') },
+    );
+    const task = (await tasks.getTask(taskId))!;
+    const runId = task.currentRunId;
+    expect(await tasks.getRun(taskId, runId)).toMatchObject({
+      status: 'QUEUED',
+      leaseUntil: createdAt.getTime() + 5_000,
+    });
+    const early = await reapExpiredRuns(
+      { ...baseDeps(), leases, clock: { now: () => new Date(createdAt.getTime() + 4_000) } },
+      100,
+    );
+    expect(early.found).toBe(0);
+    const reapedAt = new Date(createdAt.getTime() + 6_000);
+    expect(
+      (await reapExpiredRuns({ ...baseDeps(), leases, clock: { now: () => reapedAt } }, 100)).reaped,
+    ).toBe(1);
+    const run = (await tasks.getRun(taskId, runId))!;
+    expect(run).toMatchObject({ status: 'FAILED', endedAt: reapedAt.toISOString() });
+    expect(run.leaseUntil).toBeUndefined();
+    const failed = (await tasks.getTask(taskId))!;
+    expect(failed).toMatchObject({ state: 'TASK_STATE_FAILED', metadata: { reason: unstartedRunReason } });
+    expect((await codec.openStatusMessage(taskId, failed.sealedStatusMessage))?.parts).toEqual([
+      { text: unstartedRunText },
+    ]);
+    // A message that turns up late finds the run settled and calls no model.
+    const before = model.requests.length;
+    expect(await executeRun(baseDeps(), { taskId, runId })).toBe('duplicate');
+    expect(model.requests.length).toBe(before);
   });
 
   it('renewals keep a live run off the reaper without moving its version; a duplicate delivery never calls the model', async () => {
