@@ -132,7 +132,6 @@ export const deliverPush = async (deps: DeliverDeps, delivery: PushDelivery): Pr
   ]);
   const headers = webhookHeaders(config, secrets);
   for (const response of responses) {
-    failpoint('deliverer.post');
     const result = await deps.sender.post({
       url: config.url,
       headers,
@@ -140,6 +139,7 @@ export const deliverPush = async (deps: DeliverDeps, delivery: PushDelivery): Pr
     });
     if (result.kind === 'refused') return { kind: 'refused', reason: result.reason };
     if (result.kind === 'failed') throw new WebhookDeliveryFailedError(result.reason, result.status);
+    failpoint('deliverer.post');
   }
   return { kind: 'delivered', posts: responses.length };
 };

@@ -29,7 +29,7 @@ export const failpointNames = [
   'projector.midBatch',
   /** A pusher record fails in the middle of its batch (the stream retries from it). */
   'pusher.midBatch',
-  /** A webhook delivery fails before one of its POSTs (earlier POSTs of the revision were sent). */
+  /** A webhook delivery fails after one of its POSTs was received (the answer lost): a duplicate. */
   'deliverer.post',
   /** Any KMS call (GenerateDataKey, Decrypt …) fails with KMSInternalException. */
   'kms.error',

@@ -1,0 +1,462 @@
+import { randomUUID } from 'node:crypto';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { addSdkClientHook, type SdkClient } from '../../shared/adapters/composition.ts';
+import { parseConfig } from '../../shared/config/config.ts';
+import { rpc, type SseFrame } from '../conformance/sse.ts';
+import type { ReceivedPost } from './webhook-receiver.ts';
+
+/**
+ * The fault proofs' driver and judge (docs/reliability.md): drives a mix of tasks through the local
+ * stack while three channels watch — an SSE stream per task, a GetTask poller and a webhook — and
+ * checks what they saw against the revisions the writers really committed, recorded at the SDK.
+ */
+
+/** Profiles the proofs drive: the TCK's scripted scenarios, and a provider that always fails. */
+export const faultProofConfig = parseConfig({
+  privacy: { level: 'metadata' },
+  providers: {
+    tck: { type: 'scripted', behavior: 'tck' },
+    broken: { type: 'scripted', behavior: 'fail' },
+    echo: { type: 'scripted', behavior: 'echo' },
+    slow: { type: 'scripted', behavior: 'slow' },
+  },
+  profiles: {
+    default: { name: 'TCK', description: 'TCK scenarios', providers: ['tck'], privacyLevel: 'full' },
+    failing: {
+      name: 'Failing',
+      description: 'Its provider always fails',
+      providers: ['broken'],
+      privacyLevel: 'full',
+    },
+    echo: {
+      name: 'Echo',
+      description: 'Echoes the text it is sent',
+      providers: ['echo'],
+      privacyLevel: 'full',
+    },
+    slow: {
+      name: 'Slow',
+      description: 'Echoes after two seconds',
+      providers: ['slow'],
+      privacyLevel: 'full',
+    },
+  },
+  webhooks: { retryBaseSeconds: 1 },
+});
+
+export type TaskKind = 'complete' | 'artifact' | 'multiTurn' | 'canceled' | 'failed' | 'rejected';
+
+/** The mix: every kind, multi-turn and cancel through INPUT_REQUIRED. */
+export const kindFor = (index: number): TaskKind =>
+  (['artifact', 'multiTurn', 'complete', 'canceled', 'artifact', 'failed', 'multiTurn', 'rejected'] as const)[
+    index % 8
+  ]!;
+
+const firstMessageOf: Record<TaskKind, string> = {
+  complete: 'tck-complete-task',
+  artifact: 'tck-artifact-text',
+  multiTurn: 'tck-input-required',
+  canceled: 'tck-input-required',
+  failed: 'tck-complete-task',
+  rejected: 'tck-reject-task',
+};
+
+export const terminalStates = new Set([
+  'TASK_STATE_COMPLETED',
+  'TASK_STATE_FAILED',
+  'TASK_STATE_CANCELED',
+  'TASK_STATE_REJECTED',
+]);
+
+/** One state a channel showed; `revision` when the channel names it (SSE `id:`). */
+export interface Sighting {
+  readonly state: string;
+  readonly timestamp: string;
+  readonly revision?: number;
+}
+
+export interface Committed {
+  readonly revision: number;
+  readonly state: string;
+  readonly timestamp: string;
+}
+
+/**
+ * Every task revision written to the state table, as the SDK acknowledged it: the ground truth the
+ * channels are judged by (independent of the stream, the projector and the journal). Register
+ * before the handler modules load; returns the record and the step that removes the hook.
+ */
+export const recordCommits = (): { commits: Map<string, Committed[]>; stop: () => void } => {
+  const commits = new Map<string, Committed[]>();
+  const keep = (tableName: unknown, raw: unknown): void => {
+    if (typeof tableName !== 'string' || !tableName.endsWith('-State') || raw === undefined) return;
+    const record = raw as Record<string, unknown>;
+    const item = (typeof record.sk === 'object' ? unmarshall(record as never) : record) as Record<
+      string,
+      unknown
+    >;
+    if (item.sk !== 'TASK' || typeof item.taskId !== 'string') return;
+    const list = commits.get(item.taskId) ?? [];
+    const revision = Number(item.revision);
+    // A scrub rewrites a revision in place: the first write of a revision is its commit.
+    if (!list.some((entry) => entry.revision === revision)) {
+      list.push({ revision, state: String(item.state), timestamp: String(item.statusTimestamp) });
+    }
+    commits.set(item.taskId, list);
+  };
+  const stop = addSdkClientHook((client: SdkClient) => {
+    if (client.constructor.name !== 'DynamoDBClient') return;
+    // biome-ignore lint/suspicious/noExplicitAny: one middleware over the SDK's per-command types.
+    (client.middlewareStack as any).add(
+      // biome-ignore lint/suspicious/noExplicitAny: as above.
+      (next: any) => async (args: any) => {
+        const result = await next(args);
+        const input = args.input as {
+          TableName?: string;
+          Item?: unknown;
+          TransactItems?: { Put?: { TableName?: string; Item?: unknown } }[];
+        };
+        keep(input.TableName, input.Item);
+        for (const write of input.TransactItems ?? []) keep(write.Put?.TableName, write.Put?.Item);
+        return result;
+      },
+      { step: 'initialize', name: 'recordCommits', priority: 'low', override: true },
+    );
+  });
+  return { commits, stop };
+};
+
+export interface TaskTrace {
+  readonly index: number;
+  readonly kind: TaskKind;
+  taskId?: string;
+  /** Each SSE stream the task had, in order: what it showed. */
+  readonly streams: Sighting[][];
+  /** Errors the client got (injected faults reach clients too). */
+  readonly errors: string[];
+}
+
+export interface DriveOptions {
+  readonly baseUrl: string;
+  readonly webhookUrl: string;
+  readonly tasks: number;
+  readonly concurrency: number;
+  /** Give up on a stream that shows nothing for this long (it is then retried by re-subscribing). */
+  readonly streamIdleMs?: number;
+}
+
+const sightingOf = (frame: SseFrame): Sighting | undefined => {
+  const result = frame.data?.result as
+    | {
+        task?: { status?: { state?: string; timestamp?: string } };
+        statusUpdate?: { status?: { state?: string; timestamp?: string } };
+      }
+    | undefined;
+  const status = result?.task?.status ?? result?.statusUpdate?.status;
+  if (status?.state === undefined) return undefined;
+  return {
+    state: status.state,
+    timestamp: status.timestamp ?? '',
+    ...(frame.id !== undefined ? { revision: Number(frame.id) } : {}),
+  };
+};
+
+const taskIdOf = (frame: SseFrame): string | undefined =>
+  ((frame.data?.result as { task?: { id?: string } } | undefined)?.task?.id as string | undefined) ??
+  undefined;
+
+/** Reads one SSE answer to its end into `sightings`; returns the task id its first event named. */
+const readStream = async (
+  answer: Awaited<ReturnType<typeof rpc>>,
+  sightings: Sighting[],
+  trace: TaskTrace,
+): Promise<string | undefined> => {
+  if (answer.kind === 'json') {
+    trace.errors.push(`json ${answer.body.error?.code ?? answer.status}`);
+    return undefined;
+  }
+  let taskId: string | undefined;
+  try {
+    for await (const frame of answer.frames) {
+      if (frame.data?.error) trace.errors.push(`sse ${frame.data.error.code}`);
+      taskId ??= taskIdOf(frame);
+      const seen = sightingOf(frame);
+      if (seen) sightings.push(seen);
+    }
+  } catch (error) {
+    trace.errors.push(`stream ${(error as Error).name}`);
+  }
+  return taskId;
+};
+
+/** `rpc`, with a connection that failed before any answer (a reset keep-alive socket) tried again. */
+const call = async (trace: TaskTrace, ...args: Parameters<typeof rpc>): ReturnType<typeof rpc> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await rpc(...args);
+    } catch (error) {
+      trace.errors.push(`${args[1]} ${(error as Error).message}`);
+      if (attempt >= 5) throw error;
+      await new Promise((wake) => setTimeout(wake, 200 * attempt));
+    }
+  }
+};
+
+const lastState = (trace: TaskTrace): string | undefined => trace.streams.flat().at(-1)?.state;
+
+/** Drives one task: create by SendStreamingMessage, then (INPUT_REQUIRED) subscribe and answer or cancel. */
+const driveTask = async (
+  options: DriveOptions,
+  trace: TaskTrace,
+  onTaskId: (id: string, url: string) => void,
+) => {
+  const profile = trace.kind === 'failed' ? 'failing' : 'default';
+  const url = `${options.baseUrl}/agents/${profile}`;
+  const created: Sighting[] = [];
+  trace.streams.push(created);
+  const taskId = await readStream(
+    await call(trace, url, 'SendStreamingMessage', {
+      message: {
+        messageId: `${firstMessageOf[trace.kind]}-${randomUUID()}`,
+        role: 'ROLE_USER',
+        parts: [{ text: `task ${trace.index}` }],
+      },
+      configuration: { taskPushNotificationConfig: { url: `${options.webhookUrl}/hook/${trace.index}` } },
+    }),
+    created,
+    trace,
+  );
+  if (taskId === undefined) return;
+  trace.taskId = taskId;
+  onTaskId(taskId, url);
+  let answered = false;
+  // Re-subscribe until the task is terminal: a stream cut by a fault resumes where it was.
+  for (let round = 0; round < 20 && !terminalStates.has(lastState(trace) ?? ''); round++) {
+    const sightings: Sighting[] = [];
+    trace.streams.push(sightings);
+    const lastRevision = trace.streams.flat().findLast((seen) => seen.revision !== undefined)?.revision;
+    const answer = await call(
+      trace,
+      url,
+      'SubscribeToTask',
+      { id: taskId },
+      lastRevision !== undefined ? { 'Last-Event-ID': String(lastRevision) } : {},
+    );
+    if (answer.kind === 'json') {
+      trace.errors.push(`subscribe ${answer.body.error?.code}`);
+      await new Promise((wake) => setTimeout(wake, 200));
+      continue;
+    }
+    const frames = answer.frames[Symbol.asyncIterator]();
+    const first = await frames.next().catch(() => ({ done: true, value: undefined }));
+    const seen = first.done ? undefined : sightingOf(first.value as SseFrame);
+    if (seen) sightings.push(seen);
+    if (seen?.state === 'TASK_STATE_INPUT_REQUIRED' && !answered) {
+      answered = true;
+      // Another request ends the interruption; the subscriber must see its result.
+      const reply =
+        trace.kind === 'canceled'
+          ? await call(trace, url, 'CancelTask', { id: taskId })
+          : await call(trace, url, 'SendMessage', {
+              message: {
+                messageId: `tck-artifact-text-${randomUUID()}`,
+                role: 'ROLE_USER',
+                taskId,
+                parts: [{ text: 'more' }],
+              },
+              configuration: { returnImmediately: true },
+            });
+      if (reply.kind === 'json' && reply.body.error) trace.errors.push(`follow-up ${reply.body.error.code}`);
+    }
+    await readStream({ ...answer, frames: iteratorAsGenerator(frames) }, sightings, trace);
+  }
+};
+
+async function* iteratorAsGenerator(frames: AsyncIterator<SseFrame>): AsyncGenerator<SseFrame> {
+  for (;;) {
+    const next = await frames.next();
+    if (next.done) return;
+    yield next.value;
+  }
+}
+
+export interface DriveResult {
+  readonly traces: TaskTrace[];
+  /** GetTask answers per task id, in the order the poller got them. */
+  readonly polls: Map<string, Sighting[]>;
+  readonly pollErrors: number;
+}
+
+/** Runs `tasks` tasks on `concurrency` clients while a GetTask poller watches each known task to its end. */
+export const driveTasks = async (options: DriveOptions): Promise<DriveResult> => {
+  const traces: TaskTrace[] = Array.from({ length: options.tasks }, (_, index) => ({
+    index,
+    kind: kindFor(index),
+    streams: [],
+    errors: [],
+  }));
+  const polls = new Map<string, Sighting[]>();
+  const watching = new Map<string, string>();
+  let pollErrors = 0;
+  let driving = true;
+  const poller = (async () => {
+    while (driving || watching.size > 0) {
+      for (const [taskId, url] of [...watching]) {
+        const answer = await rpc(url, 'GetTask', { id: taskId }).catch(() => undefined);
+        const task = answer?.kind === 'json' ? (answer.body.result as Record<string, unknown>) : undefined;
+        const status = task?.status as { state?: string; timestamp?: string } | undefined;
+        if (status?.state === undefined) {
+          pollErrors++;
+          continue;
+        }
+        const list = polls.get(taskId) ?? [];
+        list.push({ state: status.state, timestamp: status.timestamp ?? '' });
+        polls.set(taskId, list);
+        if (terminalStates.has(status.state)) watching.delete(taskId);
+      }
+      await new Promise((wake) => setTimeout(wake, 250));
+    }
+  })();
+  let next = 0;
+  const client = async (): Promise<void> => {
+    while (next < traces.length) {
+      const trace = traces[next++]!;
+      await driveTask(options, trace, (id, url) => watching.set(id, url)).catch((error: unknown) => {
+        trace.errors.push(`gave up: ${(error as Error).message}`);
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency }, client));
+  driving = false;
+  const pollerDeadline = Date.now() + 120_000;
+  const stopAt = setInterval(() => {
+    if (Date.now() > pollerDeadline) watching.clear();
+  }, 1_000);
+  await poller;
+  clearInterval(stopAt);
+  return { traces, polls, pollErrors };
+};
+
+type StatusBody = { statusUpdate?: { taskId: string; status: { state: string; timestamp: string } } };
+
+/** The webhook's status updates per task, in arrival order (every POST, duplicates included). */
+export const webhookSightings = (posts: readonly ReceivedPost[]): Map<string, Sighting[]> => {
+  const byTask = new Map<string, Sighting[]>();
+  for (const post of posts) {
+    const update = (post.body as StatusBody).statusUpdate;
+    if (update === undefined) continue;
+    const list = byTask.get(update.taskId) ?? [];
+    list.push({ state: update.status.state, timestamp: update.status.timestamp });
+    byTask.set(update.taskId, list);
+  }
+  return byTask;
+};
+
+export interface Verdict {
+  readonly tasks: number;
+  readonly revisions: number;
+  readonly sightings: { readonly sse: number; readonly poll: number; readonly webhook: number };
+  readonly webhookDuplicates: number;
+  readonly violations: string[];
+}
+
+/**
+ * Judges every channel against the commits: each sighting is a committed revision (same state and
+ * timestamp, and the same revision when the channel names one), each channel's revisions never go
+ * back, the webhook got every revision, and every channel ends at the task's last revision.
+ */
+export const judgeChannels = (input: {
+  readonly commits: ReadonlyMap<string, readonly Committed[]>;
+  readonly traces: readonly TaskTrace[];
+  readonly polls: ReadonlyMap<string, readonly Sighting[]>;
+  readonly webhook: ReadonlyMap<string, readonly Sighting[]>;
+  /** Tasks whose every channel must end at the last commit (all, unless some were cut off on purpose). */
+  readonly requireComplete?: (taskId: string) => boolean;
+}): Verdict => {
+  const violations: string[] = [];
+  const counts = { sse: 0, poll: 0, webhook: 0 };
+  let webhookDuplicates = 0;
+  let revisions = 0;
+  const judge = (
+    channel: 'sse' | 'poll' | 'webhook',
+    taskId: string,
+    sightings: readonly Sighting[],
+    committed: readonly Committed[],
+    strict: boolean,
+  ): number[] => {
+    const seen: number[] = [];
+    for (const sighting of sightings) {
+      counts[channel]++;
+      const match = committed.find(
+        (commit) =>
+          commit.state === sighting.state &&
+          commit.timestamp === sighting.timestamp &&
+          (sighting.revision === undefined || commit.revision === sighting.revision),
+      );
+      if (match === undefined) {
+        violations.push(`${channel} ${taskId}: ${JSON.stringify(sighting)} was never committed`);
+        continue;
+      }
+      const previous = seen.at(-1);
+      if (previous !== undefined && (match.revision < previous || (strict && match.revision === previous))) {
+        violations.push(`${channel} ${taskId}: revision ${match.revision} after ${previous}`);
+      }
+      seen.push(match.revision);
+    }
+    return seen;
+  };
+  for (const [taskId, committed] of input.commits) {
+    const ordered = [...committed].sort((a, b) => a.revision - b.revision);
+    revisions += ordered.length;
+    ordered.forEach((commit, index) => {
+      if (commit.revision !== index + 1)
+        violations.push(`commits ${taskId}: revision ${commit.revision} at ${index + 1}`);
+    });
+    const last = ordered.at(-1)!;
+    const complete = input.requireComplete?.(taskId) ?? true;
+    const ends = (channel: string, revisionsSeen: readonly number[]) => {
+      if (complete && revisionsSeen.at(-1) !== last.revision) {
+        violations.push(
+          `${channel} ${taskId}: ended at ${revisionsSeen.at(-1)}, last commit ${last.revision}`,
+        );
+      }
+    };
+    const trace = input.traces.find((candidate) => candidate.taskId === taskId);
+    if (trace) {
+      // Within one stream strictly increasing; a later stream may start at the revision the last ended on.
+      const all: number[] = [];
+      for (const stream of trace.streams) {
+        const seen = judge('sse', taskId, stream, ordered, true);
+        if (seen.length > 0 && all.length > 0 && seen[0]! < all.at(-1)!) {
+          violations.push(`sse ${taskId}: a stream restarted at ${seen[0]} after ${all.at(-1)}`);
+        }
+        all.push(...seen);
+      }
+      ends('sse', all);
+      ends('poll', judge('poll', taskId, input.polls.get(taskId) ?? [], ordered, false));
+    }
+    const hook = judge('webhook', taskId, input.webhook.get(taskId) ?? [], ordered, false);
+    webhookDuplicates += hook.length - new Set(hook).size;
+    if (complete) {
+      const missing = ordered
+        .filter((commit) => !hook.includes(commit.revision))
+        .map((commit) => commit.revision);
+      if (missing.length > 0)
+        violations.push(`webhook ${taskId}: revisions ${missing.join(',')} never arrived`);
+    }
+    ends('webhook', hook);
+  }
+  return { tasks: input.commits.size, revisions, sightings: counts, webhookDuplicates, violations };
+};
+
+/** True once the webhook has each task's last committed revision. */
+export const webhookCaughtUp = (
+  commits: ReadonlyMap<string, readonly Committed[]>,
+  posts: readonly ReceivedPost[],
+): boolean => {
+  const seen = webhookSightings(posts);
+  return [...commits].every(([taskId, committed]) => {
+    const last = committed.reduce((a, b) => (b.revision > a.revision ? b : a));
+    return (seen.get(taskId) ?? []).some((s) => s.state === last.state && s.timestamp === last.timestamp);
+  });
+};

@@ -1,0 +1,92 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { type Endpoints, type LocalStack, localCredentials } from '../../infra/local/local-stack.ts';
+import type { QueueDefinition } from '../../shared/adapters/dynamodb/tables.ts';
+
+/** Messages on each named queue (visible + in flight + delayed), read from the emulator. */
+export const queueDepths = async (
+  stack: Pick<LocalStack, 'endpoints' | 'resources'>,
+  queues: readonly QueueDefinition['id'][],
+): Promise<Record<string, number>> => {
+  const sqs = new SQSClient({
+    region: 'us-east-1',
+    endpoint: stack.endpoints.sqs,
+    credentials: localCredentials,
+  });
+  try {
+    const depths = await Promise.all(
+      queues.map(async (id) => {
+        const { Attributes = {} } = await sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: stack.resources.queues[id].url,
+            AttributeNames: [
+              'ApproximateNumberOfMessages',
+              'ApproximateNumberOfMessagesNotVisible',
+              'ApproximateNumberOfMessagesDelayed',
+            ],
+          }),
+        );
+        const total =
+          Number(Attributes.ApproximateNumberOfMessages ?? 0) +
+          Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0) +
+          Number(Attributes.ApproximateNumberOfMessagesDelayed ?? 0);
+        return [id, total] as const;
+      }),
+    );
+    return Object.fromEntries(depths);
+  } finally {
+    sqs.destroy();
+  }
+};
+
+export interface TaskRow {
+  readonly state: string;
+  readonly revision: number;
+  readonly currentRunId: string;
+  readonly reason?: string;
+  /** The sealed status message and artifacts are stored (a COMPLETED task's result, I-RESULT). */
+  readonly hasResult: boolean;
+}
+
+export interface RunRow {
+  readonly status: string;
+  readonly taskId: string;
+}
+
+/** Every task and run row of an installation's state table, read straight from DynamoDB. */
+export const readTaskRows = async (
+  endpoints: Endpoints,
+  prefix: string,
+): Promise<{ tasks: Map<string, TaskRow>; runs: Map<string, RunRow> }> => {
+  const client = DynamoDBDocumentClient.from(
+    new DynamoDBClient({ region: 'us-east-1', endpoint: endpoints.dynamodb, credentials: localCredentials }),
+  );
+  const tasks = new Map<string, TaskRow>();
+  const runs = new Map<string, RunRow>();
+  try {
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await client.send(
+        new ScanCommand({ TableName: `${prefix}-State`, ExclusiveStartKey: start }),
+      );
+      for (const item of page.Items ?? []) {
+        if (item.sk === 'TASK') {
+          tasks.set(String(item.taskId), {
+            state: String(item.state),
+            revision: Number(item.revision),
+            currentRunId: String(item.currentRunId),
+            ...(item.metadata?.reason ? { reason: String(item.metadata.reason) } : {}),
+            hasResult: item.statusMessage !== undefined && item.artifacts !== undefined,
+          });
+        } else if (String(item.sk).startsWith('RUN#')) {
+          runs.set(String(item.runId), { status: String(item.status), taskId: String(item.taskId) });
+        }
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+  } finally {
+    client.destroy();
+  }
+  return { tasks, runs };
+};
