@@ -176,8 +176,19 @@ const readStream = async (
     return undefined;
   }
   let taskId: string | undefined;
+  // A stream that shows nothing but heartbeats for this long is dropped (and re-subscribed).
+  let idle: NodeJS.Timeout | undefined;
+  const watch = () => {
+    clearTimeout(idle);
+    idle = setTimeout(() => {
+      trace.errors.push('stream idle');
+      answer.close();
+    }, idleMs);
+  };
+  watch();
   try {
     for await (const frame of answer.frames) {
+      if (frame.data !== undefined) watch();
       if (frame.data?.error) trace.errors.push(`sse ${frame.data.error.code}`);
       taskId ??= taskIdOf(frame);
       const seen = sightingOf(frame);
@@ -185,9 +196,13 @@ const readStream = async (
     }
   } catch (error) {
     trace.errors.push(`stream ${(error as Error).name}`);
+  } finally {
+    clearTimeout(idle);
   }
   return taskId;
 };
+
+const idleMs = 45_000;
 
 /** `rpc`, with a connection that failed before any answer (a reset keep-alive socket) tried again. */
 const call = async (trace: TaskTrace, ...args: Parameters<typeof rpc>): ReturnType<typeof rpc> => {
@@ -231,7 +246,12 @@ const driveTask = async (
   onTaskId(taskId, url);
   let answered = false;
   // Re-subscribe until the task is terminal: a stream cut by a fault resumes where it was.
-  for (let round = 0; round < 20 && !terminalStates.has(lastState(trace) ?? ''); round++) {
+  const idleRounds = () => trace.errors.filter((error) => error === 'stream idle').length;
+  for (
+    let round = 0;
+    round < 20 && idleRounds() < 3 && !terminalStates.has(lastState(trace) ?? '');
+    round++
+  ) {
     const sightings: Sighting[] = [];
     trace.streams.push(sightings);
     const lastRevision = trace.streams.flat().findLast((seen) => seen.revision !== undefined)?.revision;
