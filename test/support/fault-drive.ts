@@ -227,20 +227,26 @@ const driveTask = async (
 ) => {
   const profile = trace.kind === 'failed' ? 'failing' : 'default';
   const url = `${options.baseUrl}/agents/${profile}`;
-  const created: Sighting[] = [];
-  trace.streams.push(created);
-  const taskId = await readStream(
-    await call(trace, url, 'SendStreamingMessage', {
-      message: {
-        messageId: `${firstMessageOf[trace.kind]}-${randomUUID()}`,
-        role: 'ROLE_USER',
-        parts: [{ text: `task ${trace.index}` }],
-      },
-      configuration: { taskPushNotificationConfig: { url: `${options.webhookUrl}/hook/${trace.index}` } },
-    }),
-    created,
-    trace,
-  );
+  let taskId: string | undefined;
+  // An internal error before the first event (an injected fault) is answered by sending again;
+  // the task it may have left behind is judged by its webhook like any other.
+  for (let attempt = 1; taskId === undefined && attempt <= 3; attempt++) {
+    const created: Sighting[] = [];
+    trace.streams.push(created);
+    taskId = await readStream(
+      await call(trace, url, 'SendStreamingMessage', {
+        message: {
+          messageId: `${firstMessageOf[trace.kind]}-${randomUUID()}`,
+          role: 'ROLE_USER',
+          parts: [{ text: `task ${trace.index}` }],
+        },
+        configuration: { taskPushNotificationConfig: { url: `${options.webhookUrl}/hook/${trace.index}` } },
+      }),
+      created,
+      trace,
+    );
+    if (taskId === undefined) trace.streams.pop();
+  }
   if (taskId === undefined) return;
   trace.taskId = taskId;
   onTaskId(taskId, url);
@@ -273,20 +279,26 @@ const driveTask = async (
     if (seen) sightings.push(seen);
     if (seen?.state === 'TASK_STATE_INPUT_REQUIRED' && !answered) {
       answered = true;
-      // Another request ends the interruption; the subscriber must see its result.
-      const reply =
-        trace.kind === 'canceled'
-          ? await call(trace, url, 'CancelTask', { id: taskId })
-          : await call(trace, url, 'SendMessage', {
-              message: {
-                messageId: `tck-artifact-text-${randomUUID()}`,
-                role: 'ROLE_USER',
-                taskId,
-                parts: [{ text: 'more' }],
-              },
-              configuration: { returnImmediately: true },
-            });
-      if (reply.kind === 'json' && reply.body.error) trace.errors.push(`follow-up ${reply.body.error.code}`);
+      // Another request ends the interruption; the subscriber must see its result. An internal
+      // error (an injected fault) is answered by asking again.
+      for (let attempt = 1; attempt <= 5; attempt++) {
+        const reply =
+          trace.kind === 'canceled'
+            ? await call(trace, url, 'CancelTask', { id: taskId })
+            : await call(trace, url, 'SendMessage', {
+                message: {
+                  messageId: `tck-artifact-text-${randomUUID()}`,
+                  role: 'ROLE_USER',
+                  taskId,
+                  parts: [{ text: 'more' }],
+                },
+                configuration: { returnImmediately: true },
+              });
+        const error = reply.kind === 'json' ? reply.body.error : undefined;
+        if (error) trace.errors.push(`follow-up ${error.code}`);
+        if (error?.code !== -32603) break;
+        await new Promise((wake) => setTimeout(wake, 300 * attempt));
+      }
     }
     await readStream({ ...answer, frames: iteratorAsGenerator(frames) }, sightings, trace);
   }
