@@ -48,6 +48,8 @@ export interface ExecuteRunDeps {
   /** Renews the run lease while it works (decision 0011); absent = only the claim's lease. */
   readonly leases?: RunLeases;
   readonly leaseRenewMs?: number;
+  /** How often a working run looks for a cancel between renewals (decision 0013). */
+  readonly cancelWatchMs?: number;
   /** The tools profiles may enable (decision 0011). */
   readonly tools?: ToolRegistry;
   /**

@@ -17,6 +17,8 @@ export interface LeaseDeps {
   readonly leaseMs?: number;
   /** @default leaseMs / 3: two renewals may fail before the lease runs out. */
   readonly leaseRenewMs?: number;
+  /** How often a working run looks for a cancel between renewals (one cheap read). @default 5_000 */
+  readonly cancelWatchMs?: number;
   readonly logger?: { info(message: string, fields: Record<string, unknown>): void };
 }
 
@@ -51,38 +53,48 @@ export const keepLease = (deps: LeaseDeps, run: RunRecord): LeaseKeeper => {
   const leases = deps.leases;
   if (leases === undefined) return { signal: controller.signal, stop: () => {} };
   const every = deps.leaseRenewMs ?? Math.floor((deps.leaseMs ?? defaultLeaseMs) / 3);
-  let renewing = false;
-  const renew = async (): Promise<void> => {
-    if (renewing) return;
-    renewing = true;
-    try {
-      const outcome = await leases.renew(
-        { taskId: run.taskId, runId: run.runId },
-        leaseUntilFrom(deps, deps.clock.now()),
-      );
-      if (outcome === 'lost') {
-        clearInterval(timer);
-        deps.logger?.info('run lease lost', { taskId: run.taskId, runId: run.runId });
-        controller.abort(new RunLeaseLostError());
-      }
-      if (outcome === 'canceled') {
-        // The in-flight model or tool call stops; the executor settles the run CANCELED.
-        clearInterval(timer);
-        deps.logger?.info('run cancel noticed', { taskId: run.taskId, runId: run.runId });
-        controller.abort(new RunCanceledError());
-      }
-    } catch (error) {
-      // The next tick tries again; the lease outlasts two missed renewals.
-      deps.logger?.info('run lease renewal failed', {
-        taskId: run.taskId,
-        runId: run.runId,
-        error: error instanceof Error ? error.name : 'unknown',
-      });
-    } finally {
-      renewing = false;
+  const ref = { taskId: run.taskId, runId: run.runId };
+  const stop = (): void => {
+    clearInterval(renewTimer);
+    clearInterval(watchTimer);
+  };
+  const end = (outcome: 'renewed' | 'running' | 'lost' | 'canceled'): void => {
+    if (outcome === 'lost') {
+      stop();
+      deps.logger?.info('run lease lost', ref);
+      controller.abort(new RunLeaseLostError());
+    }
+    if (outcome === 'canceled') {
+      // The in-flight model or tool call stops; the executor settles the run CANCELED.
+      stop();
+      deps.logger?.info('run cancel noticed', ref);
+      controller.abort(new RunCanceledError());
     }
   };
-  const timer = setInterval(() => void renew(), every);
-  timer.unref?.();
-  return { signal: controller.signal, stop: () => clearInterval(timer) };
+  /** One call at a time per kind; a failure is logged and the next tick tries again. */
+  const ticker = (name: string, call: () => Promise<'renewed' | 'running' | 'lost' | 'canceled'>) => {
+    let busy = false;
+    return async (): Promise<void> => {
+      if (busy || controller.signal.aborted) return;
+      busy = true;
+      try {
+        end(await call());
+      } catch (error) {
+        // The lease outlasts two missed renewals; a missed watch only delays noticing a cancel.
+        deps.logger?.info(`run lease ${name} failed`, {
+          ...ref,
+          error: error instanceof Error ? error.name : 'unknown',
+        });
+      } finally {
+        busy = false;
+      }
+    };
+  };
+  const renew = ticker('renewal', () => leases.renew(ref, leaseUntilFrom(deps, deps.clock.now())));
+  const watch = ticker('watch', () => leases.watch(ref));
+  const renewTimer = setInterval(() => void renew(), every);
+  const watchTimer = setInterval(() => void watch(), deps.cancelWatchMs ?? 5_000);
+  renewTimer.unref?.();
+  watchTimer.unref?.();
+  return { signal: controller.signal, stop };
 };

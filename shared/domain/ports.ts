@@ -190,6 +190,11 @@ export interface RunLeases {
    * 'canceled' when it is RUNNING with a cancel request (its executor should stop now).
    */
   renew(run: RunRef, leaseUntil: number): Promise<'renewed' | 'lost' | 'canceled'>;
+  /**
+   * A cheap read between renewals (decision 0013): has the run been canceled or settled? Lets a
+   * run in a long model or tool call stop within seconds of a CancelTask, not at the next renewal.
+   */
+  watch(run: RunRef): Promise<'running' | 'lost' | 'canceled'>;
   /** RUNNING runs whose lease ended before `now` (epoch ms), from the lease index — never a scan. */
   listExpired(now: number, limit: number): Promise<RunRef[]>;
 }

@@ -423,7 +423,12 @@ describe('approvals against the emulators', () => {
       });
       projectedTasks.add(taskId);
       const message = queued.shift()!;
-      const live = executeRun({ ...deps(), leases, leaseMs: 60_000, leaseRenewMs: 50 }, message);
+      // Renewals far apart: it is the cancel watch (one read every 50 ms here, 5 s by default)
+      // that notices the cancel while the tool is in flight.
+      const live = executeRun(
+        { ...deps(), leases, leaseMs: 60_000, leaseRenewMs: 60_000, cancelWatchMs: 50 },
+        message,
+      );
       // The tool is in flight once the site has its request.
       const requestsBefore = slowSiteRequests;
       await waitFor(

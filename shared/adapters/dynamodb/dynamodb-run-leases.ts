@@ -1,5 +1,5 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { RunLeases, RunRef } from '../../domain/ports.ts';
 import { keys, leaseShards } from './entities.ts';
 
@@ -49,6 +49,20 @@ export class DynamoDbRunLeases implements RunLeases {
       }
       throw error;
     }
+  }
+
+  async watch(run: RunRef): Promise<'running' | 'lost' | 'canceled'> {
+    // Eventually consistent (half the read cost): a cancel is seen one watch later at worst.
+    const { Item } = await this.client.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: keys.run(run.taskId, run.runId),
+        ProjectionExpression: '#status, #cancelRequested',
+        ExpressionAttributeNames: { '#status': 'status', '#cancelRequested': 'cancelRequested' },
+      }),
+    );
+    if (Item?.status !== 'RUNNING') return 'lost';
+    return Item.cancelRequested === true ? 'canceled' : 'running';
   }
 
   async listExpired(now: number, limit: number): Promise<RunRef[]> {
