@@ -658,6 +658,55 @@ describe('ServiceStack', () => {
     expect(auditActionsOf(projector)).toEqual([]);
   });
 
+  it('gives the admin command no path from the public API (issue 7): no route, no function, no rights', () => {
+    // Every API resource is a public one; each method integrates the rpc function (test above).
+    const parts = Object.values(service.findResources('AWS::ApiGateway::Resource')).map(
+      (resource) => (resource as Resource).Properties.PathPart as string,
+    );
+    expect(parts.length).toBeGreaterThan(0);
+    for (const part of parts) expect(part).not.toMatch(/admin|purge|runs|profiles|approv|inspect/i);
+    // No deployed function is the admin command (it runs on an operator's machine, infra/admin/cli.ts).
+    for (const template of [service, withAuthorizer]) {
+      for (const id of Object.keys(template.findResources('AWS::Lambda::Function'))) {
+        expect(id).not.toMatch(/admin|purge|inspect/i);
+      }
+    }
+    // What the admin command needs, the rpc function may not do: delete journal or audit items
+    // (purge), read audit rows (runs show).
+    const { rpc } = installation.service;
+    const functionResource = service.toJSON().Resources[logicalIdOf(installation.service, rpc)] as Resource;
+    const roleId = (functionResource.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    const actionsOn = (table: RegExp): string[] => {
+      const actions: string[] = [];
+      for (const policy of Object.values(service.findResources('AWS::IAM::Policy')) as Resource[]) {
+        if (!(policy.Properties.Roles as Array<{ Ref: string }>).some((ref) => ref.Ref === roleId)) continue;
+        const document = policy.Properties.PolicyDocument as {
+          Statement: Array<{ Action: string | string[]; Resource: unknown }>;
+        };
+        for (const statement of document.Statement) {
+          if (table.test(JSON.stringify(statement.Resource))) actions.push(...[statement.Action].flat());
+        }
+      }
+      return actions;
+    };
+    expect(actionsOn(/Audit/)).toEqual([]);
+    const journal = actionsOn(/Journal/);
+    expect(journal).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query']));
+    for (const write of [
+      'dynamodb:DeleteItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:BatchWriteItem',
+    ]) {
+      expect(journal).not.toContain(write);
+    }
+    expect(
+      actionsOfFunction(service, installation.service, rpc).some(
+        (action) => /\*$/.test(action) && !action.startsWith('kms:'),
+      ),
+    ).toBe(false);
+  });
+
   it('lets the executor invoke exactly the configured Bedrock models', () => {
     const executorRole = (
       service.toJSON().Resources[logicalIdOf(installation.service, installation.service.executor)] as Resource
