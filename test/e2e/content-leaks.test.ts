@@ -72,10 +72,12 @@ beforeAll(async () => {
     auth: { tokens: { [token]: caller } },
     providers: {
       local: { type: 'scripted', behavior: 'echo' },
+      tck: { type: 'scripted', behavior: 'tck' },
       model: { type: 'openai', baseUrl: `${model.url}/v1`, model: 'gpt-test' },
     },
     profiles: {
       echo: { name: 'Echo', description: 'Echoes', providers: ['local'] },
+      waits: { name: 'Waits', description: 'Asks for more input', providers: ['tck'] },
       tools: {
         name: 'Tools',
         description: 'Calls a tool',
@@ -203,21 +205,27 @@ describe('a marker planted in every kind of content', () => {
     expect(JSON.stringify(model.requests.map((request) => request.body))).toContain(marker);
 
     // A task canceled with the marker in its metadata, and a refused request carrying it.
+    // A task that waits for input (so it is still open for a push config and a cancel).
     const open = taskOf(
-      await rpc('echo', 'SendMessage', {
-        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: marker }] },
-        configuration: { returnImmediately: true },
+      await rpc('waits', 'SendMessage', {
+        message: {
+          messageId: `tck-input-required-${randomUUID()}`,
+          role: 'ROLE_USER',
+          parts: [{ text: marker }],
+        },
       }),
     );
+    expect(stateOf(open)).toBe('TASK_STATE_INPUT_REQUIRED');
     planted.taskIds.push(open.id);
-    const created = await rpc('echo', 'CreateTaskPushNotificationConfig', {
+    const created = await rpc('waits', 'CreateTaskPushNotificationConfig', {
       taskId: open.id,
       url: hook,
       token: `created-${marker}`,
       authentication: { scheme: 'Bearer', credentials: `created-cred-${marker}` },
     });
     expect(created.error).toBeUndefined();
-    await rpc('echo', 'CancelTask', { id: open.id, metadata: { why: marker } });
+    const canceled = await rpc('waits', 'CancelTask', { id: open.id, metadata: { why: marker } });
+    expect(stateOf(canceled.result as Json)).toBe('TASK_STATE_CANCELED');
     const refused = await rpc('echo', 'SendMessage', {
       message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: marker, data: marker }] },
     });
