@@ -1,0 +1,175 @@
+import { type Endpoints, startLocalStack } from '../../infra/local/local-stack.ts';
+import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
+import { disarmFailpoints, failpointCounts } from '../../shared/app/failpoints.ts';
+import { abandonedRunReason, unstartedRunReason } from '../../shared/app/reap-runs.ts';
+import {
+  driveTasks,
+  faultProofConfig,
+  judgeChannels,
+  recordCommits,
+  terminalStates,
+  webhookCaughtUp,
+  webhookSightings,
+} from './fault-drive.ts';
+import { queueDepths, readTaskRows } from './fault-stack.ts';
+import { startWebhookReceiver } from './webhook-receiver.ts';
+
+/**
+ * The soak with faults (issue #7.2, docs/reliability.md): many tasks on many clients while every
+ * failpoint fires at random; then the checks. `npm run soak` runs the full size
+ * (test/soak/run.ts), `test/e2e/soak.test.ts` a small one.
+ */
+
+export interface SoakOptions {
+  readonly tasks: number;
+  readonly concurrency: number;
+  readonly failpoints: string;
+  /** Emulators already running (tests); default: started and stopped here. */
+  readonly endpoints?: Endpoints;
+  readonly prefix: string;
+  /** How long the drain after the drive may take (reaper, retries, webhook catch-up). */
+  readonly drainMs?: number;
+}
+
+/** Why a task may end FAILED under faults: its script, a lost executor, a lost message, a KMS fault. */
+const expectedFailures = new Set([
+  'PROVIDER_FAILED',
+  abandonedRunReason,
+  unstartedRunReason,
+  'SEALING_FAILED',
+  'ENQUEUE_FAILED',
+]);
+
+export interface SoakReport {
+  readonly figures: Record<string, unknown>;
+  readonly problems: string[];
+}
+
+const sleep = (ms: number) => new Promise((wake) => setTimeout(wake, ms));
+
+export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
+  const began = performance.now();
+  const recorder = recordCommits();
+  const receiver = await startWebhookReceiver();
+  const stack = await startLocalStack({
+    config: faultProofConfig,
+    ...(options.endpoints ? { endpoints: options.endpoints } : {}),
+    prefix: options.prefix,
+    failpoints: options.failpoints,
+    // Short, so the drain does not wait for the deployed 90 s lease and 30 min start deadline.
+    runLeaseMs: 4_000,
+    runStartDeadlineMs: 20_000,
+    reaperIntervalMs: 1_000,
+    delivererConcurrency: 16,
+    log: () => {},
+  });
+  ScriptedProvider.callsByRun.clear();
+  try {
+    const startedMs = performance.now() - began;
+    const driven = await driveTasks({
+      baseUrl: stack.baseUrl,
+      webhookUrl: receiver.url,
+      tasks: options.tasks,
+      concurrency: options.concurrency,
+    });
+    const drivenMs = performance.now() - began - startedMs;
+    // The faults stop here; what they broke must now heal by itself (reaper, retries, redelivery).
+    const faults = failpointCounts();
+    disarmFailpoints();
+    const deadline = Date.now() + (options.drainMs ?? 120_000);
+    let rows = await readTaskRows(stack.endpoints, options.prefix);
+    const settled = () => [...rows.tasks.values()].every((row) => terminalStates.has(row.state));
+    while (!settled() && Date.now() < deadline) {
+      await sleep(1_000);
+      rows = await readTaskRows(stack.endpoints, options.prefix);
+    }
+    await receiver
+      .waitFor((posts) => webhookCaughtUp(recorder.commits, posts), Math.max(1_000, deadline - Date.now()))
+      .catch(() => {});
+    const drainedMs = performance.now() - began - startedMs - drivenMs;
+
+    const problems: string[] = [];
+    const outcomes: Record<string, number> = {};
+    for (const [taskId, row] of rows.tasks) {
+      const key = row.state === 'TASK_STATE_FAILED' ? `FAILED ${row.reason}` : row.state;
+      outcomes[key] = (outcomes[key] ?? 0) + 1;
+      if (!terminalStates.has(row.state)) problems.push(`task ${taskId} ended ${row.state}`);
+      if (row.state === 'TASK_STATE_FAILED' && !expectedFailures.has(row.reason ?? '')) {
+        problems.push(`task ${taskId} FAILED for ${row.reason}`);
+      }
+      if (row.state === 'TASK_STATE_COMPLETED') {
+        if (!row.hasResult) problems.push(`task ${taskId} COMPLETED without its stored result`);
+        if (rows.runs.get(row.currentRunId)?.status !== 'COMPLETED') {
+          problems.push(`task ${taskId} COMPLETED, its run ${rows.runs.get(row.currentRunId)?.status}`);
+        }
+        if (ScriptedProvider.callsByRun.get(row.currentRunId) !== 1) {
+          problems.push(`task ${taskId} COMPLETED without exactly one provider call`);
+        }
+      }
+    }
+    let runsCalledTwice = 0;
+    for (const [runId, calls] of ScriptedProvider.callsByRun) {
+      if (calls > 1) {
+        runsCalledTwice++;
+        problems.push(`run ${runId} called its provider ${calls}×`);
+      }
+    }
+    const verdict = judgeChannels({
+      commits: recorder.commits,
+      traces: driven.traces,
+      polls: driven.polls,
+      webhook: webhookSightings(receiver.posts),
+    });
+    problems.push(...verdict.violations);
+    // Retries are bounded far above the injected rates: nothing may be parked in a DLQ. (The run
+    // queue still holds the messages whose executor failed: they come back after its 6-minute
+    // visibility timeout and then find their run settled.)
+    const dlqs = await queueDepths(stack, ['RunDlq', 'ProjectorDlq', 'PusherDlq', 'DeliveryDlq']);
+    for (const [queue, depth] of Object.entries(dlqs))
+      if (depth > 0) problems.push(`${queue} holds ${depth}`);
+    const runQueue = await queueDepths(stack, ['RunQueue']);
+
+    return {
+      problems,
+      figures: {
+        tasks: rows.tasks.size,
+        requested: options.tasks,
+        concurrency: options.concurrency,
+        failpoints: options.failpoints,
+        outcomes,
+        revisions: verdict.revisions,
+        faults,
+        faultsTotal: Object.values(faults).reduce((sum, count) => sum + count.faults, 0),
+        retries: {
+          projectorStream: stack.pollers.projector.stats().retries,
+          pusherStream: stack.pollers.pusher?.stats().retries,
+          executorMessagesLeft: stack.pollers.executor.stats().failed,
+          deliveriesRetried: stack.pollers.deliverer?.stats().failed,
+        },
+        providerCalls: [...ScriptedProvider.callsByRun.values()].reduce((sum, calls) => sum + calls, 0),
+        runsCalledTwice,
+        channels: {
+          ...verdict.sightings,
+          webhookPosts: receiver.posts.length,
+          webhookDuplicateStatusUpdates: verdict.webhookDuplicates,
+          clientErrors: driven.traces.reduce((sum, trace) => sum + trace.errors.length, 0),
+          clientsWithoutTask: driven.traces.filter((trace) => trace.taskId === undefined).length,
+          pollErrors: driven.pollErrors,
+        },
+        dlqs,
+        runQueueLeft: runQueue.RunQueue,
+        durationsMs: {
+          start: Math.round(startedMs),
+          drive: Math.round(drivenMs),
+          drain: Math.round(drainedMs),
+          total: Math.round(performance.now() - began),
+        },
+      },
+    };
+  } finally {
+    disarmFailpoints();
+    await stack.stop();
+    await receiver.close();
+    recorder.stop();
+  }
+};
