@@ -18,6 +18,8 @@ const adminOnly = [
   /^shared\/app\/inspect-runs\.ts$/,
   /^shared\/adapters\/dynamodb\/dynamodb-expired-items\.ts$/,
   /^shared\/adapters\/dynamodb\/dynamodb-run-catalog\.ts$/,
+  /^shared\/app\/save-profile\.ts$/,
+  /^shared\/adapters\/dynamodb\/dynamodb-profile-store\.ts$/,
 ];
 
 const inputsOf = async (entry: string): Promise<string[]> => {
