@@ -58,6 +58,7 @@ Options:
   --url <url>        the server: a base URL whose /.well-known/agent-card.json is the card
                      (e.g. http://127.0.0.1:8787 or …/agents/<profile>), or the card's own URL
                      (ends in .json). Default $A2A_URL, else http://127.0.0.1:8787
+                     A server whose card is only v0.3-shaped is spoken to in A2A v0.3.
   --token <token>    bearer token sent as Authorization: Bearer (default $A2A_TOKEN)
   --json             machine-readable output: v1.0 JSON; streams print one JSON object per line
   -h, --help         this help
@@ -145,12 +146,19 @@ const withBearer =
     return fetch(input, { ...init, headers });
   };
 
+const legacyCompat = { enabled: true };
+
 const connect = async (values: Values, env: NodeJS.ProcessEnv): Promise<Client> => {
   const fetchImpl = withBearer(values.token ?? env.A2A_TOKEN);
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+      // legacyCompat: a card that is only v0.3-shaped selects the SDK's v0.3 transport; a card with
+      // v1.0 `supportedInterfaces` (this server's, which also carries the v0.3 fields) stays on v1.0.
+      transports: [
+        new JsonRpcTransportFactory({ fetchImpl, legacyCompat }),
+        new RestTransportFactory({ fetchImpl, legacyCompat }),
+      ],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat }),
     }),
   );
   return factory.createFromUrl(cardUrlOf(values.url ?? env.A2A_URL ?? defaultUrl), '');

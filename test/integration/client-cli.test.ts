@@ -1,4 +1,6 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClient } from '../../infra/client/cli.ts';
@@ -275,6 +277,49 @@ describe('a2a get, list, cancel, subscribe, push', () => {
     expect(byProfile.stdout).toContain(`interface JSONRPC 1.0 ${stack.baseUrl}/agents/tck`);
     const byCard = await a2a(['--url', `${stack.baseUrl}/agents/tck/.well-known/agent-card.json`, 'card']);
     expect(byCard.stdout).toMatch(/^TCK/);
+  });
+});
+
+describe('a server that speaks only A2A v0.3', () => {
+  it('is reached through the SDK’s v0.3 transport when its card is v0.3-shaped', async () => {
+    // A v0.3-only card (no supportedInterfaces) naming this server's endpoint, which also answers
+    // v0.3 method names (decision 0015): the CLI must pick the v0.3 wire format by itself.
+    const card = {
+      name: 'v0.3 agent',
+      description: 'Only v0.3 fields.',
+      version: '1.0.0',
+      protocolVersion: '0.3.0',
+      url: `${stack.baseUrl}/agents/default`,
+      preferredTransport: 'JSONRPC',
+      capabilities: { streaming: true },
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['text/plain'],
+      skills: [],
+    };
+    const cardServer = createServer((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify(card));
+    });
+    await new Promise<void>((done) => cardServer.listen(0, '127.0.0.1', done));
+    const { port } = cardServer.address() as AddressInfo;
+    try {
+      const run = await a2a([
+        '--url',
+        `http://127.0.0.1:${port}/card.json`,
+        '--token',
+        'cli-token-alice',
+        'send',
+        '--json',
+        'over v0.3',
+      ]);
+      expect(run.code).toBe(0);
+      expect(json(run)).toMatchObject({
+        status: { state: 'TASK_STATE_COMPLETED' },
+        artifacts: [{ parts: [{ text: 'over v0.3' }] }],
+      });
+    } finally {
+      cardServer.close();
+    }
   });
 });
 
