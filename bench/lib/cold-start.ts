@@ -4,7 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import { ESM_REQUIRE_BANNER, REPO_ROOT, UNREACHED_CREDENTIAL_PROVIDERS } from '../../infra/house-function.ts';
+import {
+  DEPLOYED_DEFINES,
+  ESM_REQUIRE_BANNER,
+  REPO_ROOT,
+  UNREACHED_CREDENTIAL_PROVIDERS,
+} from '../../infra/house-function.ts';
 import { defaultConfig } from '../../shared/config/config.ts';
 import { median } from './stats.ts';
 
@@ -152,6 +157,7 @@ export const measureColdStarts = async (
           sourcemap: 'linked',
           sourcesContent: false,
           external: [...UNREACHED_CREDENTIAL_PROVIDERS],
+          define: DEPLOYED_DEFINES,
           tsconfig: join(REPO_ROOT, 'tsconfig.json'),
           logLevel: 'error',
         });

@@ -1,6 +1,5 @@
-import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import {
   createAuditTrail,
   createContentCodec,
@@ -12,6 +11,7 @@ import {
   webhookPolicyOf,
 } from '../../shared/adapters/composition.ts';
 import { createFunctionMetrics, withMetrics } from '../../shared/adapters/metrics.ts';
+import { processPartialBatch } from '../../shared/adapters/partial-batch.ts';
 import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
 import { executeRun } from '../../shared/app/execute-run.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
@@ -20,7 +20,6 @@ import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 const env = readRuntimeEnv();
 const logger = new Logger({ serviceName: 'a2a-executor' });
 const metrics = createFunctionMetrics(env, 'executor');
-const processor = new BatchProcessor(EventType.SQS);
 const deps = {
   tasks: createTaskRepository(env),
   codec: createContentCodec(env),
@@ -45,6 +44,6 @@ const runRecord = async (record: SQSRecord): Promise<void> => {
 
 export const handler = withMetrics(
   metrics,
-  async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> =>
-    processPartialResponse(event, runRecord, processor, { context }),
+  async (event: SQSEvent): Promise<SQSBatchResponse> =>
+    processPartialBatch(event.Records, runRecord, (record) => record.messageId),
 );

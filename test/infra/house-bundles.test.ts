@@ -2,7 +2,12 @@ import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { handlerEntries } from '../../bench/lib/cold-start.ts';
-import { ESM_REQUIRE_BANNER, REPO_ROOT, UNREACHED_CREDENTIAL_PROVIDERS } from '../../infra/house-function.ts';
+import {
+  DEPLOYED_DEFINES,
+  ESM_REQUIRE_BANNER,
+  REPO_ROOT,
+  UNREACHED_CREDENTIAL_PROVIDERS,
+} from '../../infra/house-function.ts';
 
 /**
  * Decision 0018: every function bundles what it loads, and nothing Lambda never loads. The
@@ -22,11 +27,15 @@ const metafileOf = async (entry: string): Promise<Metafile> => {
     minify: true,
     metafile: true,
     external: [...UNREACHED_CREDENTIAL_PROVIDERS],
+    define: DEPLOYED_DEFINES,
     tsconfig: join(REPO_ROOT, 'tsconfig.json'),
     logLevel: 'error',
   });
   return result.metafile;
 };
+
+/** Issue 8: every function's bundle ≤ 512 KB (KiB, as the bench reports it). */
+const MAX_BUNDLE_BYTES = 512 * 1024;
 
 const isUnreached = (path: string): boolean =>
   UNREACHED_CREDENTIAL_PROVIDERS.some((name) => path === name || path.startsWith(`${name}/`));
@@ -57,6 +66,8 @@ describe('function bundles (decision 0018)', () => {
         )
         .map(([input]) => input);
       expect(bundledLocales.filter((input) => !input.endsWith('/en.js'))).toEqual([]);
+      // Issue 8's target: every function's bundle is at most 512 KB (decision 0022).
+      expect(output?.bytes).toBeLessThanOrEqual(MAX_BUNDLE_BYTES);
     },
   );
 });

@@ -1,0 +1,39 @@
+/**
+ * Lambda's ReportBatchItemFailures for an unordered batch (decision 0022): every record is handled
+ * in parallel; the ones that throw are reported by their identifier and redelivered. When every
+ * record of a non-empty batch fails the whole invocation throws instead, so the event source
+ * applies its retry policy to the batch (Powertools' `processPartialResponse` semantics, which
+ * this replaces).
+ */
+export class FullBatchFailureError extends Error {
+  constructor(readonly recordErrors: unknown[]) {
+    super('All records failed processing. See individual errors below.');
+    this.name = 'FullBatchFailureError';
+  }
+}
+
+export const processPartialBatch = async <R>(
+  records: readonly R[],
+  handle: (record: R) => Promise<void>,
+  idOf: (record: R) => string | undefined,
+): Promise<{ batchItemFailures: { itemIdentifier: string }[] }> => {
+  const errors: unknown[] = [];
+  const failed: R[] = [];
+  await Promise.all(
+    records.map(async (record) => {
+      try {
+        await handle(record);
+      } catch (error) {
+        errors.push(error);
+        failed.push(record);
+      }
+    }),
+  );
+  if (failed.length > 0 && failed.length === records.length) throw new FullBatchFailureError(errors);
+  return {
+    batchItemFailures: failed.flatMap((record) => {
+      const itemIdentifier = idOf(record);
+      return itemIdentifier ? [{ itemIdentifier }] : [];
+    }),
+  };
+};
