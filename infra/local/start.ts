@@ -96,6 +96,29 @@ const loadConfig = async (path: string | undefined): Promise<Config> => {
   }
 };
 
+/**
+ * Shorter leases, start deadline and reaper interval for a faulted run (docs/reliability.md), so
+ * what the faults break settles in seconds: RUN_LEASE_MS, RUN_START_DEADLINE_MS, A2A_REAPER_INTERVAL_MS.
+ */
+const faultTimings = (): { runLeaseMs?: number; runStartDeadlineMs?: number; reaperIntervalMs?: number } => {
+  const ms = (name: string): number | undefined => {
+    const value = process.env[name];
+    if (value === undefined || value === '') return undefined;
+    const parsed = Number(value);
+    return Number.isInteger(parsed) && parsed > 0 ? parsed : fail(`${name} must be a positive integer of ms`);
+  };
+  const [runLeaseMs, runStartDeadlineMs, reaperIntervalMs] = [
+    ms('RUN_LEASE_MS'),
+    ms('RUN_START_DEADLINE_MS'),
+    ms('A2A_REAPER_INTERVAL_MS'),
+  ];
+  return {
+    ...(runLeaseMs ? { runLeaseMs } : {}),
+    ...(runStartDeadlineMs ? { runStartDeadlineMs } : {}),
+    ...(reaperIntervalMs ? { reaperIntervalMs } : {}),
+  };
+};
+
 const main = async (): Promise<void> => {
   const { port, host, configPath, failpoints } = parseCommandLine();
   const config = await loadConfig(configPath);
@@ -140,7 +163,13 @@ const main = async (): Promise<void> => {
       : 'Starting DynamoDB Local, the SQS emulator and the KMS endpoint …',
   );
   try {
-    stack = await startLocalStack({ port, host, config, ...(failpoints ? { failpoints } : {}) });
+    stack = await startLocalStack({
+      port,
+      host,
+      config,
+      ...(failpoints ? { failpoints } : {}),
+      ...faultTimings(),
+    });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
       return fail(`Port ${port} on ${host} is in use; choose another with --port (0 picks a free one)`);
