@@ -109,6 +109,16 @@ const renderTasks = (tasks) => {
   $('tasks-note').textContent = tasks.length === 0 ? 'No tasks yet: send a message above.' : '';
 };
 
+/** The list's row of a task follows its stream, between two ListTasks refreshes. */
+const updateRow = (task) => {
+  const row = [...$('tasks').querySelectorAll('tr')].find(
+    (candidate) => candidate.dataset.taskId === task.id,
+  );
+  if (!row) return;
+  row.cells[1]?.replaceChildren(stateBadge(task.status?.state));
+  if (row.cells[2]) row.cells[2].textContent = task.status?.timestamp ?? '';
+};
+
 const loadTasks = async () => {
   if (!state.endpoint) return;
   try {
@@ -287,6 +297,7 @@ const follow = async (taskId, controller) => {
       );
       current = { ...(current ?? { id: taskId }), status };
       renderFacts(current);
+      updateRow(current);
     } else if (event.message) {
       addTimeline(
         revision,

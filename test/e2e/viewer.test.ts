@@ -152,6 +152,7 @@ describe('the journal viewer in headless Chromium', () => {
     expect(items.at(-1)).toMatch(/status.*COMPLETED.*agent: Hello from TCK/);
     expect(items.some((item) => /WORKING/.test(item) && /^r[4-9]/.test(item))).toBe(true);
     expect(await page.locator('#task-facts').textContent()).toContain('COMPLETED');
+    await waitForText(`#tasks tr[data-task-id="${open.id}"]`, 'COMPLETED');
     expect(failures).toEqual([]);
 
     await mkdir(resolve(screenshotPath, '..'), { recursive: true });
