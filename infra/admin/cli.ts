@@ -57,7 +57,8 @@ Commands:
   profiles put <id> <profile.json> [--config <config.json>]
                                    save one profile (a "profiles" entry of the configuration format)
                                    if it is valid and publishable in that configuration (default: the
-                                   built-in one); a refused profile is not saved
+                                   built-in one); a refused profile is not saved. Not served yet:
+                                   the functions publish the deployment config's profiles (0016)
   profiles get <id>                a saved profile, as saved
   profiles list                    the saved profiles: name, providers, privacy level, updated
   tasks list --owner <tenant>/<principal> [--state <state>] [--limit <n>]
