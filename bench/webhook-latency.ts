@@ -7,7 +7,7 @@
  * transaction) and the receive time is when the receiver has the body. The path measured:
  * commit → state stream → projector → journal → journal stream → pusher → FIFO queue → deliverer → POST.
  *
- * Run: npx tsx bench/webhook-latency.ts [--tasks 200] [--concurrency 20] [--deliverers 8]
+ * Run: npx tsx bench/webhook-latency.ts [--tasks 200] [--concurrency 20] [--deliverers 64]
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -21,7 +21,7 @@ const { values } = parseArgs({
   options: {
     tasks: { type: 'string', default: '200' },
     concurrency: { type: 'string', default: '20' },
-    deliverers: { type: 'string', default: '8' },
+    deliverers: { type: 'string', default: '64' },
   },
 });
 const tasks = Number(values.tasks);
@@ -44,6 +44,7 @@ const stack = await startLocalStack({
   port: 0,
   config: defaultConfig,
   prefix: 'bench-webhook',
+  delivererConcurrency: Number(values.deliverers),
   log: () => {},
 });
 const receiver = await startWebhookReceiver();

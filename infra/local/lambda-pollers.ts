@@ -213,6 +213,14 @@ export interface SqsPollerOptions {
   readonly waitTimeSeconds?: number;
   /** Concurrent pollers, each with its own invocation in flight (default 4). */
   readonly concurrency?: number;
+  /**
+   * Scale-out ceiling (default `concurrency`). Lambda adds SQS pollers while messages keep coming
+   * (for a FIFO queue, up to one invocation per active message group): every receive that finds
+   * messages starts one more poller while fewer than this many run, and such an extra poller stops
+   * at its first empty receive. Group order is the queue's to keep (the emulator holds a group's
+   * next message until the previous one is deleted), not the pollers'.
+   */
+  readonly maxConcurrency?: number;
   readonly timeoutMs?: number;
   readonly region?: string;
   readonly log?: LocalLog;
@@ -237,13 +245,15 @@ export const createSqsPoller = (options: SqsPollerOptions): SqsPoller => {
   const batchSize = Math.min(10, Math.max(1, options.batchSize ?? 10));
   const waitTimeSeconds = Math.min(20, Math.max(0, options.waitTimeSeconds ?? 1));
   const concurrency = Math.max(1, options.concurrency ?? 4);
+  const maxConcurrency = Math.max(concurrency, options.maxConcurrency ?? concurrency);
   const region = options.region ?? 'us-east-1';
   const log = options.log ?? consoleLog;
   const sleeper = new Sleeper();
   const stats = { invocations: 0, received: 0, deleted: 0, failed: 0, errors: 0 };
   let queueArn = options.queueArn;
   let running = false;
-  let loops: Promise<void>[] = [];
+  /** The pollers running, each removed when it ends. */
+  const loops = new Set<Promise<void>>();
 
   const toRecord = (message: Message): SQSRecord => {
     const attributes = message.Attributes ?? {};
@@ -324,7 +334,13 @@ export const createSqsPoller = (options: SqsPollerOptions): SqsPoller => {
     }
   };
 
-  const pollLoop = async (): Promise<void> => {
+  /** `extra`: started by a busy receive; it stops at its first empty one (Lambda scaling in). */
+  const startPoller = (extra: boolean): void => {
+    const loop: Promise<void> = pollLoop(extra).finally(() => loops.delete(loop));
+    loops.add(loop);
+  };
+
+  const pollLoop = async (extra: boolean): Promise<void> => {
     while (running) {
       let messages: Message[] | undefined;
       try {
@@ -347,7 +363,11 @@ export const createSqsPoller = (options: SqsPollerOptions): SqsPoller => {
       }
       // Messages already received are processed even when stopping: they would otherwise stay
       // invisible for the whole visibility timeout.
-      if (!messages || messages.length === 0) continue;
+      if (!messages || messages.length === 0) {
+        if (extra) return;
+        continue;
+      }
+      if (running && loops.size < maxConcurrency) startPoller(true);
       try {
         await processBatch(messages);
       } catch (error) {
@@ -366,13 +386,13 @@ export const createSqsPoller = (options: SqsPollerOptions): SqsPoller => {
         queueArn = Attributes?.QueueArn ?? '';
       }
       running = true;
-      loops = Array.from({ length: concurrency }, () => pollLoop());
+      for (let i = 0; i < concurrency; i++) startPoller(false);
     },
     async stop() {
       running = false;
       sleeper.wakeAll();
-      await Promise.all(loops);
-      loops = [];
+      // Extra pollers may still be added while the first ones settle their batches.
+      while (loops.size > 0) await Promise.all([...loops]);
     },
     stats: () => ({ ...stats }),
   };

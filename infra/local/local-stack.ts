@@ -194,6 +194,9 @@ export const importHandlers = async (): Promise<LocalHandlers> => {
   };
 };
 
+/** The local deliverer's scale-out ceiling: Lambda's is the number of active message groups. */
+const DELIVERER_MAX_CONCURRENCY = 64;
+
 const webhookModules = {
   pusher: new URL('../../functions/pusher/handler.ts', import.meta.url),
   deliverer: new URL('../../functions/deliverer/handler.ts', import.meta.url),
@@ -248,7 +251,10 @@ const createWebhookPollers = async (
       handler: deliverer as SqsLambdaHandler,
       functionName: 'deliverer',
       batchSize: 1,
-      concurrency: options.concurrency,
+      // Lambda on a FIFO queue scales out per active message group (decision 0023): two standing
+      // pollers, more while deliveries keep coming, up to the ceiling.
+      concurrency: Math.min(2, options.concurrency),
+      maxConcurrency: options.concurrency,
       region: options.region,
       log: options.log,
     }),
@@ -295,7 +301,10 @@ export interface LocalStackOptions {
   readonly authorize?: Authorize;
   /** Concurrent run-queue pollers (default 4). */
   readonly executorConcurrency?: number;
-  /** Concurrent webhook deliveries (default 8; a delivery group is served by one at a time). */
+  /**
+   * Ceiling of concurrent webhook deliveries (default 64; a delivery group is served by one at a
+   * time). The deliverer scales out to it while deliveries keep coming, as Lambda does per group.
+   */
   readonly delivererConcurrency?: number;
   /** The reaper's schedule (EventBridge every minute in AWS) as a timer; 0 turns it off. @default 60_000 */
   readonly reaperIntervalMs?: number;
@@ -488,7 +497,7 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
     const webhooks = standIns
       ? undefined
       : await createWebhookPollers(clients, resources, {
-          concurrency: options.delivererConcurrency ?? 8,
+          concurrency: options.delivererConcurrency ?? DELIVERER_MAX_CONCURRENCY,
           region,
           log,
           streamStart: options.existingStreamStart ?? 'LATEST',

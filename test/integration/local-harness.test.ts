@@ -260,6 +260,66 @@ describe('SQS poller', () => {
     }
     expect(poller.stats()).toMatchObject({ invocations: 2, errors: 1, deleted: 1 });
   });
+  it('scales out while messages keep coming, never running two of a FIFO group at once (decision 0023)', async () => {
+    const { QueueUrl } = await local.clients.sqs.send(
+      new CreateQueueCommand({
+        QueueName: `${local.prefix}-scale.fifo`,
+        Attributes: { FifoQueue: 'true', ContentBasedDeduplication: 'true', VisibilityTimeout: '30' },
+      }),
+    );
+    const groups = 8;
+    const perGroup = 3;
+    const seen = new Map<string, number[]>();
+    const inFlightGroups = new Set<string>();
+    let inFlight = 0;
+    let peak = 0;
+    let overlaps = 0;
+    const poller = createSqsPoller({
+      sqs: local.clients.sqs,
+      queueUrl: QueueUrl!,
+      handler: async (event: SQSEvent): Promise<SQSBatchResponse> => {
+        for (const record of event.Records) {
+          const [group = '', index = ''] = record.body.split(':');
+          if (inFlightGroups.has(group)) overlaps += 1;
+          inFlightGroups.add(group);
+          inFlight += 1;
+          peak = Math.max(peak, inFlight);
+          await new Promise((wake) => setTimeout(wake, 150));
+          seen.set(group, [...(seen.get(group) ?? []), Number(index)]);
+          inFlight -= 1;
+          inFlightGroups.delete(group);
+        }
+        return { batchItemFailures: [] };
+      },
+      functionName: 'deliverer',
+      batchSize: 1,
+      concurrency: 1,
+      maxConcurrency: groups,
+      log: quiet,
+    });
+    for (let index = 0; index < perGroup; index++) {
+      for (let group = 0; group < groups; group++) {
+        await local.clients.sqs.send(
+          new SendMessageCommand({
+            QueueUrl: QueueUrl!,
+            MessageBody: `g${group}:${index}`,
+            MessageGroupId: `g${group}`,
+          }),
+        );
+      }
+    }
+    await poller.start();
+    try {
+      await waitFor(() => poller.stats().deleted === groups * perGroup);
+    } finally {
+      await poller.stop();
+    }
+    // One standing poller would have run one at a time; the extra ones stay under the ceiling.
+    expect(peak).toBeGreaterThan(1);
+    expect(peak).toBeLessThanOrEqual(groups);
+    expect(overlaps).toBe(0);
+    for (let group = 0; group < groups; group++) expect(seen.get(`g${group}`)).toEqual([0, 1, 2]);
+  });
 });
 
 describe('DynamoDB stream poller', () => {
