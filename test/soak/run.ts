@@ -26,7 +26,14 @@ const report = await runSoak({
 });
 console.log(JSON.stringify(report.figures, null, 2));
 if (report.problems.length > 0) {
-  console.error(`${report.problems.length} problems:\n${report.problems.slice(0, 50).join('\n')}`);
+  const kinds = new Map<string, number>();
+  for (const problem of report.problems) {
+    const kind = problem.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>').replace(/\d+/g, 'N');
+    kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+  }
+  console.error(`${report.problems.length} problems, by kind:`);
+  for (const [kind, count] of kinds) console.error(`  ${count} × ${kind}`);
+  console.error(report.problems.slice(0, 50).join('\n'));
   process.exit(1);
 }
 console.log('soak: no problems');

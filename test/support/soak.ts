@@ -90,10 +90,16 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
 
     const problems: string[] = [];
     const outcomes: Record<string, number> = {};
+    // A create whose answer was an error (a fault after its commit) leaves a task no client knows;
+    // the client sent again. Such an orphan of a multi-turn script rightly waits in INPUT_REQUIRED.
+    const held = new Set(driven.traces.map((trace) => trace.taskId));
     for (const [taskId, row] of rows.tasks) {
+      const orphanWaiting = row.state === 'TASK_STATE_INPUT_REQUIRED' && !held.has(taskId);
       const key = row.state === 'TASK_STATE_FAILED' ? `FAILED ${row.reason}` : row.state;
-      outcomes[key] = (outcomes[key] ?? 0) + 1;
-      if (!terminalStates.has(row.state)) problems.push(`task ${taskId} ended ${row.state}`);
+      const outcome = orphanWaiting ? 'INPUT_REQUIRED (orphan, no client)' : key;
+      outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+      if (!terminalStates.has(row.state) && !orphanWaiting)
+        problems.push(`task ${taskId} ended ${row.state}`);
       if (row.state === 'TASK_STATE_FAILED' && !expectedFailures.has(row.reason ?? '')) {
         problems.push(`task ${taskId} FAILED for ${row.reason}`);
       }
