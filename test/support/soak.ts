@@ -77,8 +77,17 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
     const faults = failpointCounts();
     disarmFailpoints();
     const deadline = Date.now() + (options.drainMs ?? 120_000);
+    // A create whose answer was an error (a fault after its commit) leaves a task no client knows;
+    // the client sent again. Such an orphan of a multi-turn script rightly waits in INPUT_REQUIRED,
+    // so the drain does not wait for it (it used to sit out the whole deadline).
+    const held = new Set(driven.traces.map((trace) => trace.taskId));
+    const isOrphanWaiting = (taskId: string, state: string) =>
+      state === 'TASK_STATE_INPUT_REQUIRED' && !held.has(taskId);
     let rows = await readTaskRows(stack.endpoints, options.prefix);
-    const settled = () => [...rows.tasks.values()].every((row) => terminalStates.has(row.state));
+    const settled = () =>
+      [...rows.tasks].every(
+        ([taskId, row]) => terminalStates.has(row.state) || isOrphanWaiting(taskId, row.state),
+      );
     while (!settled() && Date.now() < deadline) {
       await sleep(1_000);
       rows = await readTaskRows(stack.endpoints, options.prefix);
@@ -90,11 +99,8 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
 
     const problems: string[] = [];
     const outcomes: Record<string, number> = {};
-    // A create whose answer was an error (a fault after its commit) leaves a task no client knows;
-    // the client sent again. Such an orphan of a multi-turn script rightly waits in INPUT_REQUIRED.
-    const held = new Set(driven.traces.map((trace) => trace.taskId));
     for (const [taskId, row] of rows.tasks) {
-      const orphanWaiting = row.state === 'TASK_STATE_INPUT_REQUIRED' && !held.has(taskId);
+      const orphanWaiting = isOrphanWaiting(taskId, row.state);
       const key = row.state === 'TASK_STATE_FAILED' ? `FAILED ${row.reason}` : row.state;
       const outcome = orphanWaiting ? 'INPUT_REQUIRED (orphan, no client)' : key;
       outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
