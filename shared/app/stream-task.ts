@@ -181,9 +181,11 @@ const openSnapshot = async (
 
   const view = await getVisibleView(deps, input.caller, input.taskId);
   const resumeAfter = parseLastEventId(input.start.lastEventId);
-  if (resumeAfter !== undefined && resumeAfter < view.revision) {
+  if (resumeAfter !== undefined && resumeAfter !== view.revision) {
     // A re-attach: the task as the client last saw it, then every revision it missed — also when
-    // the task has ended meanwhile (the stream then closes after the terminal event).
+    // the task has ended meanwhile (the stream then closes after the terminal event). The view may
+    // also lag the event the client saw (the projector writes the event first): the task is then
+    // rebuilt from that event too, never shown at an older revision (I-ORDER).
     const resumed = await openAt(deps, view, resumeAfter, options);
     if (resumed !== undefined) return resumed;
   }

@@ -343,6 +343,28 @@ describe('streamTask: SubscribeToTask', () => {
     ]);
   });
 
+  it('never goes back when the view lags the event the client re-attaches after (I-ORDER)', async () => {
+    const s = setup();
+    const taskId = await inputRequiredTask(s);
+    await s.create('tck-artifact-text', { taskId });
+    await s.project();
+    const lagging = s.core.journal.views.get(taskId);
+    await s.core.runNext();
+    await s.project();
+    // The events of WORKING(5) and COMPLETED(6) are in the journal, the view is still at 4.
+    if (lagging === undefined) throw new Error('expected a view');
+    s.core.journal.views.set(taskId, lagging);
+    const items = await collect(
+      s.stream({ taskId, start: { kind: 'subscribe', lastEventId: '5' } }),
+      s.nowMs,
+    );
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:WORKING#5',
+      'artifact:Generated text content',
+      'status:COMPLETED#6',
+    ]);
+  });
+
   it('reads Last-Event-ID as a revision, and ignores anything else', () => {
     expect(parseLastEventId('7')).toBe(7);
     expect(parseLastEventId(' 12 ')).toBe(12);
