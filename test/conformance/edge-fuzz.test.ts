@@ -6,6 +6,8 @@ import { a2aErrorDomain, jsonRpcErrorTable } from '../../shared/app/rpc/errors-t
 import { v03ParamsSchemas } from '../../shared/app/rpc/v03-methods.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import {
+  type A2aMethod,
+  a2aMethods,
   type ConformanceStack,
   conformanceConfig,
   type JsonObject,
@@ -50,23 +52,8 @@ const appBodyCap = fuzzConfig.maxRequestBytes;
 /** infra/local/http-harness.ts `maxBodyBytesDefault`: API Gateway's own limit, answered 413. */
 const gatewayBodyCap = 1024 * 1024;
 
-const methods = [
-  'SendMessage',
-  'SendStreamingMessage',
-  'GetTask',
-  'ListTasks',
-  'CancelTask',
-  'SubscribeToTask',
-  'CreateTaskPushNotificationConfig',
-  'GetTaskPushNotificationConfig',
-  'ListTaskPushNotificationConfigs',
-  'DeleteTaskPushNotificationConfig',
-  'GetExtendedAgentCard',
-] as const;
-type Method = (typeof methods)[number];
-
 /** Every A2A error code a well-formed call of each method may answer (A2A.md §8). */
-const a2aCodesOf: Readonly<Record<Method, readonly number[]>> = {
+const a2aCodesOf: Readonly<Record<A2aMethod, readonly number[]>> = {
   SendMessage: [-32001, -32004, -32005],
   SendStreamingMessage: [-32001, -32004, -32005],
   GetTask: [-32001],
@@ -210,7 +197,7 @@ const message = fc.record(
 );
 
 /** Well-formed params of each method (values may still name tasks that do not exist). */
-const validParams: Readonly<Record<Method, fc.Arbitrary<JsonObject>>> = {
+const validParams: Readonly<Record<A2aMethod, fc.Arbitrary<JsonObject>>> = {
   SendMessage: fc.record({
     message,
     configuration: fc.record({ returnImmediately: fc.constant(true), historyLength: fc.nat(5) }),
@@ -253,7 +240,7 @@ const notAString = fc.oneof(
   fc.integer(),
   deepValue,
 );
-const breakers: Readonly<Record<Method, fc.Arbitrary<(params: JsonObject) => unknown>>> = (() => {
+const breakers: Readonly<Record<A2aMethod, fc.Arbitrary<(params: JsonObject) => unknown>>> = (() => {
   const set = (field: string, value: fc.Arbitrary<unknown>) =>
     value.map((broken) => (params: JsonObject) => ({ ...params, [field]: broken }));
   const drop = (field: string) =>
@@ -316,7 +303,7 @@ const breakers: Readonly<Record<Method, fc.Arbitrary<(params: JsonObject) => unk
   };
 })();
 
-const methodName = fc.constantFrom(...methods);
+const methodName = fc.constantFrom(...a2aMethods);
 
 const resolveFixtures = (value: unknown): unknown => {
   if (value === 'fixture-task') return fixture.taskId;
@@ -752,8 +739,8 @@ const expectedOf = (request: FuzzRequest): Expected => {
       stream: body.method === 'message/stream' || body.method === 'tasks/resubscribe',
     };
   }
-  if (!(methods as readonly string[]).includes(body.method)) return rpcError(-32601, id);
-  const method = body.method as Method;
+  if (!(a2aMethods as readonly string[]).includes(body.method)) return rpcError(-32601, id);
+  const method = body.method as A2aMethod;
   if (request.brokenParams) return rpcError(-32602, id);
   return {
     kind: 'rpc',

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  a2aMethods,
   type ConformanceStack,
   errorInfoOf,
   type RpcReply,
@@ -23,20 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await sut?.stop();
 });
-
-const a2aMethods = [
-  'SendMessage',
-  'SendStreamingMessage',
-  'GetTask',
-  'ListTasks',
-  'CancelTask',
-  'SubscribeToTask',
-  'CreateTaskPushNotificationConfig',
-  'GetTaskPushNotificationConfig',
-  'ListTaskPushNotificationConfigs',
-  'DeleteTaskPushNotificationConfig',
-  'GetExtendedAgentCard',
-];
 
 /** TCK test_error_handling: the error object validates with additionalProperties:false. */
 const expectWellFormedError = (reply: RpcReply, code?: number) => {

@@ -43,6 +43,22 @@ export const conformanceConfig: Config = parseConfig({
   maxRequestBytes: 64 * 1024,
 });
 
+/** The eleven A2A v1.0 JSON-RPC methods, as A2A.md lists them (the spec, not the router's table). */
+export const a2aMethods = [
+  'SendMessage',
+  'SendStreamingMessage',
+  'GetTask',
+  'ListTasks',
+  'CancelTask',
+  'SubscribeToTask',
+  'CreateTaskPushNotificationConfig',
+  'GetTaskPushNotificationConfig',
+  'ListTaskPushNotificationConfigs',
+  'DeleteTaskPushNotificationConfig',
+  'GetExtendedAgentCard',
+] as const;
+export type A2aMethod = (typeof a2aMethods)[number];
+
 export type JsonObject = Record<string, unknown>;
 
 export interface RpcError {
