@@ -81,7 +81,10 @@ const a2a = async (args: readonly string[], env: Record<string, string> = {}): P
   return { code, stdout, stderr };
 };
 
-const alice = (...args: string[]) => a2a(['--url', stack.baseUrl, '--token', 'cli-token-alice', ...args]);
+const aliceArgs = (args: readonly string[]) => ['--url', stack.baseUrl, '--token', 'cli-token-alice', ...args];
+const alice = (...args: string[]) => a2a(aliceArgs(args));
+/** `alice` in a process of its own, for what only a real process shows (exit code, stdout). */
+const aliceSpawned = (...args: string[]) => spawned(aliceArgs(args));
 const json = (run: Run) => JSON.parse(run.stdout) as Record<string, unknown> & { id: string };
 
 beforeAll(async () => {
@@ -99,17 +102,7 @@ afterAll(async () => {
 
 describe('a2a send', () => {
   it('blocks until COMPLETED and prints the state and the echoed artifact', async () => {
-    const run = await spawned([
-      '--url',
-      stack.baseUrl,
-      '--token',
-      'cli-token-alice',
-      'send',
-      'hello',
-      'from',
-      'the',
-      'cli',
-    ]);
+    const run = await aliceSpawned('send', 'hello', 'from', 'the', 'cli');
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^state {4}COMPLETED$/m);
@@ -126,15 +119,7 @@ describe('a2a send', () => {
   });
 
   it('--stream prints live progress lines from the SSE stream, in order', async () => {
-    const run = await spawned([
-      '--url',
-      stack.baseUrl,
-      '--token',
-      'cli-token-alice',
-      'send',
-      '--stream',
-      'streamed words',
-    ]);
+    const run = await aliceSpawned('send', '--stream', 'streamed words');
     expect(run.code).toBe(0);
     const kinds = run.stdout
       .trim()
