@@ -91,7 +91,7 @@ const readOperations = new Set([
 ]);
 
 /** The function whose module is creating a client right now, from the creation stack. */
-const creatorOf = (): string => {
+export const creatorOf = (): string => {
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = 60;
   const stack = new Error().stack ?? '';

@@ -123,13 +123,36 @@ export const reportInvocation = (record: InvocationRecord): void => {
   for (const observer of invocationObservers) observer(record);
 };
 
-/** The handler, reporting each call's duration to the invocation observers. */
+/** A poller's invocation as it starts, with its event (SQS records or stream records). */
+export interface InvocationStart {
+  readonly functionName: string;
+  readonly event: { readonly Records: readonly unknown[] };
+}
+
+export type InvocationStartObserver = (start: InvocationStart) => void;
+
+const invocationStartObservers = new Set<InvocationStartObserver>();
+
+/**
+ * Instrumentation for the per-hop trace (bench/lib/hop-trace.ts): every poller invocation in this
+ * process is reported with its event just before the handler is called. None are registered by
+ * default. Returns the function that removes the observer.
+ */
+export const observeInvocationStarts = (observer: InvocationStartObserver): (() => void) => {
+  invocationStartObservers.add(observer);
+  return () => {
+    invocationStartObservers.delete(observer);
+  };
+};
+
+/** The handler, reporting each call's start and duration to the observers. */
 const observed =
   <E extends { readonly Records: readonly unknown[] }, R>(
     functionName: string,
     handler: (event: E, context: Context) => Promise<R>,
   ) =>
   async (event: E, context: Context): Promise<R> => {
+    for (const observer of invocationStartObservers) observer({ functionName, event });
     if (invocationObservers.size === 0) return handler(event, context);
     const began = performance.now();
     let ok = false;

@@ -9,6 +9,7 @@ import type {
   DynamoDBStreamEvent,
   SQSBatchResponse,
   SQSEvent,
+  SQSRecord,
 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -22,6 +23,7 @@ import {
   createSqsPoller,
   createStreamPoller,
   type LocalLog,
+  observeInvocationStarts,
   type StreamBatchFailure,
 } from '../../infra/local/lambda-pollers.ts';
 import { isTaskItemRecord, startLocalStack } from '../../infra/local/local-stack.ts';
@@ -259,6 +261,35 @@ describe('SQS poller', () => {
       await poller.stop();
     }
     expect(poller.stats()).toMatchObject({ invocations: 2, errors: 1, deleted: 1 });
+  });
+
+  it('reports each invocation with its event to the start observers before the handler runs (bench tracing)', async () => {
+    const { QueueUrl } = await local.clients.sqs.send(
+      new CreateQueueCommand({ QueueName: `${local.prefix}-starts`, Attributes: { VisibilityTimeout: '1' } }),
+    );
+    const seen: string[] = [];
+    const stopObserving = observeInvocationStarts(({ functionName, event }) => {
+      if (functionName === 'traced') seen.push(`start ${(event.Records[0] as SQSRecord).body}`);
+    });
+    const poller = createSqsPoller({
+      sqs: local.clients.sqs,
+      queueUrl: QueueUrl!,
+      handler: async (event) => {
+        seen.push(`handler ${event.Records[0]?.body}`);
+      },
+      functionName: 'traced',
+      concurrency: 1,
+      log: quiet,
+    });
+    await local.clients.sqs.send(new SendMessageCommand({ QueueUrl: QueueUrl!, MessageBody: 'hop' }));
+    await poller.start();
+    try {
+      await waitFor(() => poller.stats().deleted === 1);
+    } finally {
+      await poller.stop();
+      stopObserving();
+    }
+    expect(seen).toEqual(['start hop', 'handler hop']);
   });
   it('scales out while messages keep coming, never running two of a FIFO group at once (decision 0023)', async () => {
     const { QueueUrl } = await local.clients.sqs.send(

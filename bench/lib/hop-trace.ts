@@ -1,0 +1,243 @@
+import diagnostics from 'node:diagnostics_channel';
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { type InvocationStart, observeInvocationStarts } from '../../infra/local/lambda-pollers.ts';
+import { addSdkClientHook, type SdkClient } from '../../shared/adapters/composition.ts';
+import { creatorOf } from './meter.ts';
+import { median } from './stats.ts';
+
+/**
+ * Per-hop timestamps of a task's path through the local stack (decision 0028), from the outside:
+ * an SDK middleware on the handlers' clients (commits, queue sends, journal puts, the rpc's journal
+ * reads), the pollers' invocation-start observer (what each function received), and Node's HTTP
+ * client diagnostics channel (webhook POSTs). Bench-only and opt-in: nothing is registered until
+ * `installHopTrace()` runs, which must happen before the handler modules are imported (they create
+ * their SDK clients at import). Marks carry ids, revisions and states only, never content.
+ */
+
+export interface HopMark {
+  readonly hop: string;
+  readonly taskId: string;
+  readonly revision?: number;
+  readonly state?: string;
+  /** Epoch milliseconds with sub-millisecond precision. */
+  readonly at: number;
+}
+
+type Attribute = unknown;
+type Item = Record<string, Attribute>;
+
+const now = (): number => performance.timeOrigin + performance.now();
+
+/** A string attribute in wire form ({S}) or plain (the document client marshals later in the stack). */
+const str = (value: Attribute): string | undefined => {
+  if (typeof value === 'string') return value;
+  const wire = (value as { S?: unknown } | undefined)?.S;
+  return typeof wire === 'string' ? wire : undefined;
+};
+
+const num = (value: Attribute): number | undefined => {
+  if (typeof value === 'number') return value;
+  const wire = (value as { N?: unknown } | undefined)?.N;
+  return typeof wire === 'string' ? Number(wire) : undefined;
+};
+
+const taskIdOf = (pk: Attribute): string | undefined => str(pk)?.replace(/^TASK#/, '');
+
+const parseBody = (body: unknown): { taskId?: string; revision?: number } => {
+  try {
+    return JSON.parse(String(body)) as { taskId?: string; revision?: number };
+  } catch {
+    return {};
+  }
+};
+
+export interface HopTrace {
+  readonly marks: HopMark[];
+  /** SDK requests per `function Service.Operation` since install. */
+  readonly requests: Map<string, number>;
+  /** Records a mark the bench itself observes (a request sent, a response received). */
+  mark(hop: string, taskId: string, extra?: { revision?: number; state?: string; at?: number }): void;
+  /** Event-loop utilisation (0–1) and delay percentiles (ms) since install. */
+  eventLoop(): { utilization: number; delayP50: number; delayP99: number };
+  /** The start and response times of the webhook POST made from this client port, if traced. */
+  postTimes(clientPort: number): { readonly start: number; readonly response?: number } | undefined;
+  uninstall(): void;
+}
+
+export const installHopTrace = (options: { readonly webhookPathPrefix?: string } = {}): HopTrace => {
+  const marks: HopMark[] = [];
+  const mark: HopTrace['mark'] = (hop, taskId, extra = {}) => {
+    marks.push({
+      hop,
+      taskId,
+      ...(extra.revision !== undefined ? { revision: extra.revision } : {}),
+      ...(extra.state !== undefined ? { state: extra.state } : {}),
+      at: extra.at ?? now(),
+    });
+  };
+  const itemMark = (hop: string, item: Item | undefined): void => {
+    const taskId = taskIdOf(item?.pk);
+    if (!item || !taskId) return;
+    const sk = str(item.sk) ?? '';
+    const revision = sk.startsWith('EVT#') ? Number(sk.slice(4)) : num(item.revision);
+    mark(hop, taskId, { ...(revision !== undefined ? { revision } : {}), state: str(item.state) });
+  };
+  const undo: Array<() => void> = [];
+  const requests = new Map<string, number>();
+
+  const sdkMarks = (fn: string, operation: string, input: Record<string, unknown>, output: unknown): void => {
+    if (operation === 'TransactWriteItems') {
+      const items = (input.TransactItems ?? []) as Array<{ Put?: { Item?: Item } }>;
+      for (const put of items) {
+        const sk = str(put.Put?.Item?.sk);
+        if (sk === 'TASK') itemMark(`${fn}: commit`, put.Put?.Item);
+        if (sk === 'VIEW') itemMark(`${fn}: view put`, put.Put?.Item);
+      }
+    } else if (operation === 'PutItem') {
+      const item = input.Item as Item | undefined;
+      const sk = str(item?.sk) ?? '';
+      if (sk === 'VIEW') itemMark(`${fn}: view put`, item);
+      if (sk.startsWith('EVT#')) itemMark(`${fn}: event put`, item);
+    } else if (operation === 'GetItem' && str((input.Key as Item | undefined)?.sk) === 'VIEW') {
+      itemMark(`${fn}: view read`, (output as { Item?: Item } | undefined)?.Item);
+    } else if (operation === 'Query') {
+      for (const item of ((output as { Items?: Item[] } | undefined)?.Items ?? []) as Item[]) {
+        if (str(item.sk)?.startsWith('EVT#')) itemMark(`${fn}: event read`, item);
+      }
+    } else if (operation === 'SendMessage') {
+      const body = parseBody(input.MessageBody);
+      if (body.taskId) mark(`${fn}: queue send`, body.taskId);
+    } else if (operation === 'SendMessageBatch') {
+      for (const entry of (input.Entries ?? []) as Array<{ MessageBody?: string }>) {
+        const body = parseBody(entry.MessageBody);
+        if (body.taskId) mark(`${fn}: queue send`, body.taskId, { revision: body.revision });
+      }
+    }
+  };
+
+  const instrument = (client: SdkClient, fn: string): void => {
+    // biome-ignore lint/suspicious/noExplicitAny: one middleware for three client types.
+    const stack = client.middlewareStack as any;
+    stack.add(
+      // biome-ignore lint/suspicious/noExplicitAny: the SDK's handler types differ per client.
+      (next: any, context: { clientName?: string; commandName?: string }) => async (args: any) => {
+        const operation = (context.commandName ?? '').replace(/Command$/, '');
+        const name = `${fn} ${(context.clientName ?? '').replace(/Client$/, '')}.${operation}`;
+        requests.set(name, (requests.get(name) ?? 0) + 1);
+        const result = await next(args);
+        sdkMarks(fn, operation, args.input as Record<string, unknown>, result.output);
+        return result;
+      },
+      { step: 'initialize', name: 'hopTrace', priority: 'low', override: true },
+    );
+  };
+  undo.push(addSdkClientHook((client) => instrument(client, creatorOf())));
+
+  undo.push(
+    observeInvocationStarts(({ functionName, event }: InvocationStart) => {
+      for (const record of event.Records as Array<Record<string, unknown>>) {
+        if (typeof record.body === 'string') {
+          const body = parseBody(record.body);
+          if (body.taskId) mark(`${functionName}: receive`, body.taskId, { revision: body.revision });
+        }
+        const image = record.dynamodb as { Keys?: Item; NewImage?: Item } | undefined;
+        if (image?.Keys) {
+          itemMark(`${functionName}: receive`, { ...image.NewImage, ...image.Keys });
+        }
+      }
+    }),
+  );
+
+  // Webhook POSTs: the client request (the deliverer's) starts and receives its response; matched to
+  // the receiver's view of the same request by the client socket's local port.
+  const prefix = options.webhookPathPrefix ?? '/hook';
+  const posts = new Map<number, { start: number; response?: number }>();
+  const onStart = (message: unknown): void => {
+    const { request } = message as { request: ClientRequest };
+    const port = request.socket?.localPort;
+    if (request.path.startsWith(prefix) && port !== undefined) posts.set(port, { start: now() });
+  };
+  const onResponse = (message: unknown): void => {
+    const { request } = message as { request: ClientRequest; response: IncomingMessage };
+    const post = posts.get(request.socket?.localPort ?? -1);
+    if (post && request.path.startsWith(prefix)) post.response = now();
+  };
+  diagnostics.subscribe('http.client.request.start', onStart);
+  diagnostics.subscribe('http.client.response.finish', onResponse);
+  undo.push(() => {
+    diagnostics.unsubscribe('http.client.request.start', onStart);
+    diagnostics.unsubscribe('http.client.response.finish', onResponse);
+  });
+
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  delay.enable();
+  const elu = performance.eventLoopUtilization();
+  undo.push(() => delay.disable());
+
+  return {
+    marks,
+    requests,
+    mark,
+    eventLoop: () => ({
+      utilization: performance.eventLoopUtilization(elu).utilization,
+      delayP50: delay.percentile(50) / 1e6,
+      delayP99: delay.percentile(99) / 1e6,
+    }),
+    postTimes: (clientPort) => posts.get(clientPort),
+    uninstall: () => {
+      for (const step of undo.splice(0).reverse()) step();
+    },
+  };
+};
+
+/**
+ * For each key (a task, or a task's revision), the first mark of each hop; then for a chain of hops,
+ * the median time from each hop to the next over the keys that have both, and from the chain's
+ * first hop to each.
+ */
+export const hopMedians = (
+  marks: readonly HopMark[],
+  chain: readonly { readonly hop: string; readonly state?: string; readonly label?: string }[],
+  keyOf: (mark: HopMark) => string | undefined,
+): Array<{ label: string; n: number; stepMs: number; fromStartMs: number }> => {
+  const first = new Map<string, Map<string, number>>();
+  for (const mark of marks) {
+    const key = keyOf(mark);
+    if (key === undefined) continue;
+    for (const [index, step] of chain.entries()) {
+      if (step.hop !== mark.hop || (step.state !== undefined && step.state !== mark.state)) continue;
+      const row = first.get(key) ?? new Map<string, number>();
+      if (!row.has(String(index))) row.set(String(index), mark.at);
+      first.set(key, row);
+    }
+  }
+  return chain.map((step, index) => {
+    const steps: number[] = [];
+    const totals: number[] = [];
+    for (const row of first.values()) {
+      const at = row.get(String(index));
+      const before = row.get(String(index - 1));
+      const start = row.get('0');
+      if (at === undefined) continue;
+      if (before !== undefined) steps.push(at - before);
+      if (start !== undefined) totals.push(at - start);
+    }
+    return {
+      label: step.label ?? (step.state ? `${step.hop} (${step.state})` : step.hop),
+      n: totals.length,
+      stepMs: index === 0 ? 0 : median(steps),
+      fromStartMs: median(totals),
+    };
+  });
+};
+
+export const printHops = (title: string, rows: ReturnType<typeof hopMedians>): void => {
+  console.log(`\n${title}`);
+  console.log('  hop                                          n    step p50   from start p50');
+  for (const row of rows) {
+    console.log(
+      `  ${row.label.padEnd(44)} ${String(row.n).padStart(4)} ${row.stepMs.toFixed(1).padStart(10)} ${row.fromStartMs.toFixed(1).padStart(14)}`,
+    );
+  }
+};
