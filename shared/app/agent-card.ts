@@ -22,19 +22,36 @@ export interface AgentCard {
   readonly supportedInterfaces: { url: string; protocolBinding: 'JSONRPC'; protocolVersion: string }[];
   readonly provider?: { organization: string; url: string };
   readonly capabilities: ImplementedCapabilities;
-  readonly securitySchemes?: Record<string, unknown>;
+  readonly securitySchemes?: Record<string, SecurityScheme>;
   readonly securityRequirements?: { schemes: Record<string, { list: string[] }> }[];
   readonly defaultInputModes: string[];
   readonly defaultOutputModes: string[];
   readonly skills: { id: string; name: string; description: string; tags: string[]; examples?: string[] }[];
 }
 
+/** The v1.0 scheme shapes this server declares (A2A.md §9: a oneof, one wrapper key per kind). */
+export type SecurityScheme =
+  | { readonly httpAuthSecurityScheme: { readonly scheme: string; readonly bearerFormat?: string } }
+  | { readonly apiKeySecurityScheme: { readonly location: 'header'; readonly name: string } };
+
+/** The same schemes in v0.3's OpenAPI-like shape (`types/src/types.ts`@v0.3.0, a2a-js `buildCompatHttp|ApiKey`). */
+export type V03SecurityScheme =
+  | { readonly type: 'http'; readonly scheme: string; readonly bearerFormat?: string }
+  | { readonly type: 'apiKey'; readonly in: 'header'; readonly name: string };
+
+export const toV03SecurityScheme = (scheme: SecurityScheme): V03SecurityScheme =>
+  'httpAuthSecurityScheme' in scheme
+    ? { type: 'http', ...scheme.httpAuthSecurityScheme }
+    : { type: 'apiKey', in: scheme.apiKeySecurityScheme.location, name: scheme.apiKeySecurityScheme.name };
+
 /**
  * The v0.3 card fields, served alongside the v1.0 ones (A2A.md §9 "Serving v0.3 and v1.0 clients
  * from one card", a2a-js `toCompatAgentCard(…, {embedV1Interfaces: true})`): a 0.3 client finds
  * the same JSON-RPC endpoint in `url`, which answers v0.3 method names in v0.3 (decision 0015).
  * v1.0 clients ignore them; `supportedInterfaces` stays v1.0 only, so the v1.0 TCK sees one
- * interface. `securitySchemes` keeps its v1.0 shape (the two shapes cannot share the field).
+ * interface. Each `securitySchemes` entry carries both shapes side by side (decision 0026): the
+ * v1.0 wrapper key (`httpAuthSecurityScheme`…) and v0.3's `type`/`scheme`/`in`/`name`; neither
+ * version's readers look at the other's keys, and the v0.3 JSON schema allows extra properties.
  */
 export interface V03CardFields {
   readonly protocolVersion: string;
@@ -44,6 +61,8 @@ export interface V03CardFields {
   readonly supportsAuthenticatedExtendedCard: boolean;
   /** v0.3 security requirements: `[{scheme: [scopes]}]`, alternatives as in `securityRequirements`. */
   readonly security?: Record<string, string[]>[];
+  /** Both shapes in each entry: the v1.0 one unchanged, plus the v0.3 keys. */
+  readonly securitySchemes?: Record<string, SecurityScheme & V03SecurityScheme>;
 }
 
 /** The v0.3 protocol version the card announces (the v0.3 spec's own spelling, `Major.Minor.Patch`). */
@@ -57,6 +76,16 @@ export const v03CardFieldsOf = (card: AgentCard): V03CardFields => {
     preferredTransport: 'JSONRPC',
     additionalInterfaces: [{ url, transport: 'JSONRPC' }],
     supportsAuthenticatedExtendedCard: card.capabilities.extendedAgentCard,
+    ...(card.securitySchemes !== undefined
+      ? {
+          securitySchemes: Object.fromEntries(
+            Object.entries(card.securitySchemes).map(([name, scheme]) => [
+              name,
+              { ...toV03SecurityScheme(scheme), ...scheme },
+            ]),
+          ),
+        }
+      : {}),
     ...(card.securityRequirements !== undefined
       ? {
           security: card.securityRequirements.map((requirement) =>
@@ -83,7 +112,7 @@ const skillsOf = (profileId: string, profile: ProfileConfig): AgentCard['skills'
 export const securityOf = (
   auth: AuthSettings,
 ): Pick<AgentCard, 'securitySchemes' | 'securityRequirements'> => {
-  const schemes: Record<string, unknown> = {};
+  const schemes: Record<string, SecurityScheme> = {};
   if (auth.jwt !== undefined || Object.keys(auth.tokens ?? {}).length > 0) {
     schemes.bearer = {
       httpAuthSecurityScheme: {
@@ -122,7 +151,10 @@ export const buildAgentCard = (
   capabilities: ImplementedCapabilities = implementedCapabilities,
 ): (AgentCard & V03CardFields) | undefined => {
   const card = buildV1AgentCard(config, profileId, baseUrl, capabilities);
-  return card === undefined ? undefined : { ...card, ...v03CardFieldsOf(card) };
+  if (card === undefined) return undefined;
+  // The v0.3 fields carry the schemes in both shapes: they replace the v1.0-only entries.
+  const { securitySchemes: _v1Only, ...rest } = card;
+  return { ...rest, ...v03CardFieldsOf(card) };
 };
 
 const buildV1AgentCard = (

@@ -1,4 +1,3 @@
-import type { StreamResponse } from '../domain/a2a.ts';
 import type {
   Clock,
   DeliveryQueue,
@@ -6,12 +5,13 @@ import type {
   PushConfigRepository,
   WebhookSender,
 } from '../domain/ports.ts';
+import type { JournalEvent } from '../domain/projection.ts';
 import type { PushDelivery, StoredPushConfig } from '../domain/push.ts';
 import { failpoint } from './failpoints.ts';
-import { openStreamResponses } from './journal-events.ts';
+import { openStreamResponses, openTaskAt } from './journal-events.ts';
 import type { PushConfigCodec } from './push-configs.ts';
 import { toProtoJson } from './rpc/proto-json.ts';
-import { toV03Event } from './rpc/v03-shapes.ts';
+import { toV03Task } from './rpc/v03-shapes.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 /**
@@ -91,15 +91,20 @@ export class WebhookDeliveryFailedError extends Error {
 export const a2aJsonMediaType = 'application/a2a+json';
 
 /**
- * The body of one webhook POST in the config's protocol version (A2A.md §7): the v1.0
- * StreamResponse, or — for a config created through v0.3 — the bare v0.3 event (`kind`, lowercase
- * state, `final` at a terminal state), as `application/json`.
+ * The bodies of one revision's webhook POSTs in the config's protocol version (A2A.md §7): one
+ * v1.0 StreamResponse each (artifact updates, then the status update); for a config created
+ * through v0.3, one v0.3 Task as of the revision (`kind: "task"`, lowercase state), what v0.3
+ * servers POST (a2a-js 0.3 `DefaultPushNotificationSender`, decision 0026), as `application/json`.
  */
-export const webhookBody = (
+const openWebhookBodies = async (
+  codec: TaskContentCodec,
   config: Pick<StoredPushConfig, 'protocolVersion'>,
-  response: StreamResponse,
-): string =>
-  JSON.stringify(toProtoJson(config.protocolVersion === '0.3' ? toV03Event(response, 'terminal') : response));
+  events: readonly JournalEvent[],
+  event: JournalEvent,
+): Promise<string[]> =>
+  config.protocolVersion === '0.3'
+    ? [JSON.stringify(toProtoJson(toV03Task(await openTaskAt(codec, events, event))))]
+    : (await openStreamResponses(codec, event)).map((response) => JSON.stringify(toProtoJson(response)));
 
 /** The headers of a webhook POST (A2A.md §7): media type, the auth scheme and credentials, the notification token. */
 export const webhookHeaders = (
@@ -114,7 +119,7 @@ export const webhookHeaders = (
 });
 
 /**
- * Delivers one revision to one config: its StreamResponses, one POST each, in order. Any failed
+ * Delivers one revision to one config: its bodies, one POST each, in order. Any failed
  * POST fails the whole delivery, which is then retried from its first POST (receivers get
  * duplicates, never a gap or a reordering).
  */
@@ -122,24 +127,24 @@ export const deliverPush = async (deps: DeliverDeps, delivery: PushDelivery): Pr
   const now = epochSeconds(deps.clock.now());
   const config = await deps.pushConfigs.get(delivery.taskId, delivery.configId);
   if (config === undefined || config.expiresAt <= now) return { kind: 'config-gone' };
-  const events = await deps.journal.listEvents(delivery.taskId, delivery.revision - 1);
+  // A v0.3 body is the task as of the revision: its artifacts may come from an earlier event.
+  const events = await deps.journal.listEvents(
+    delivery.taskId,
+    config.protocolVersion === '0.3' ? 0 : delivery.revision - 1,
+  );
   const event = events.find((candidate) => candidate.revision === delivery.revision);
   if (event === undefined || event.expiresAt <= now) return { kind: 'event-gone' };
 
-  const [responses, secrets] = await Promise.all([
-    openStreamResponses(deps.codec, event),
+  const [bodies, secrets] = await Promise.all([
+    openWebhookBodies(deps.codec, config, events, event),
     deps.pushCodec.open(config),
   ]);
   const headers = webhookHeaders(config, secrets);
-  for (const response of responses) {
-    const result = await deps.sender.post({
-      url: config.url,
-      headers,
-      body: webhookBody(config, response),
-    });
+  for (const body of bodies) {
+    const result = await deps.sender.post({ url: config.url, headers, body });
     if (result.kind === 'refused') return { kind: 'refused', reason: result.reason };
     if (result.kind === 'failed') throw new WebhookDeliveryFailedError(result.reason, result.status);
     failpoint('deliverer.post');
   }
-  return { kind: 'delivered', posts: responses.length };
+  return { kind: 'delivered', posts: bodies.length };
 };

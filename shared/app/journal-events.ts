@@ -1,4 +1,4 @@
-import type { Artifact, Message, StreamResponse } from '../domain/a2a.ts';
+import type { Artifact, Message, StreamResponse, Task, TaskStatus } from '../domain/a2a.ts';
 import type { JournalEvent } from '../domain/projection.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
@@ -21,15 +21,17 @@ export const toStreamResponses = (
     statusUpdate: {
       taskId: event.taskId,
       contextId: event.contextId,
-      status: {
-        state: event.state,
-        timestamp: event.statusTimestamp,
-        ...(content.statusMessage ? { message: content.statusMessage } : {}),
-      },
+      status: statusOf(event, content.statusMessage),
       ...(event.metadata !== undefined ? { metadata: event.metadata } : {}),
     },
   },
 ];
+
+const statusOf = (event: JournalEvent, statusMessage: Message | undefined): TaskStatus => ({
+  state: event.state,
+  timestamp: event.statusTimestamp,
+  ...(statusMessage ? { message: statusMessage } : {}),
+});
 
 /** Opens the event's sealed content and maps it (needs kms:Decrypt through the codec). */
 export const openStreamResponses = async (
@@ -41,4 +43,33 @@ export const openStreamResponses = async (
     codec.openStatusMessage(event.taskId, event.sealedStatusMessage),
   ]);
   return toStreamResponses(event, { artifacts, ...(statusMessage ? { statusMessage } : {}) });
+};
+
+/**
+ * The task as of one revision, for webhooks of configs created through A2A v0.3 (decision 0026:
+ * v0.3 servers POST the Task): the revision's status and the artifacts committed up to it — from
+ * the latest event at or before it that changed them (`events` must include that one). No
+ * history: v0.3 makes it optional, and the receiver asked for updates, not the conversation.
+ */
+export const openTaskAt = async (
+  codec: TaskContentCodec,
+  events: readonly JournalEvent[],
+  event: JournalEvent,
+): Promise<Task> => {
+  const withArtifacts = events.findLast(
+    (candidate) => candidate.revision <= event.revision && candidate.sealedArtifacts !== undefined,
+  );
+  const [artifacts, statusMessage] = await Promise.all([
+    withArtifacts?.sealedArtifacts === undefined
+      ? []
+      : codec.openArtifacts(event.taskId, withArtifacts.sealedArtifacts),
+    codec.openStatusMessage(event.taskId, event.sealedStatusMessage),
+  ]);
+  return {
+    id: event.taskId,
+    contextId: event.contextId,
+    status: statusOf(event, statusMessage),
+    ...(artifacts.length > 0 ? { artifacts: [...artifacts] } : {}),
+    ...(event.metadata !== undefined ? { metadata: event.metadata } : {}),
+  };
 };

@@ -18,7 +18,7 @@ export interface StoredPushConfig {
   readonly createdAt: string;
   /**
    * The protocol version the config was created through; it picks the webhook body (A2A.md §7):
-   * a v1.0 StreamResponse, or the bare v0.3 event. Absent means 1.0.
+   * v1.0 StreamResponses, or the v0.3 Task as of the revision (decision 0026). Absent means 1.0.
    */
   readonly protocolVersion?: ProtocolVersion;
   /** The task's expiry (epoch seconds): the config goes with the task (I-PURGE). */

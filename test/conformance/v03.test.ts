@@ -237,24 +237,19 @@ describe('v0.3 push notifications', () => {
     const on = (path: string) => receiver.posts.filter((post) => post.path === path);
     await receiver.waitFor(
       () =>
-        on(v03Path).some((post) => (post.body as V03Result).final === true) &&
+        on(v03Path).some((post) => (post.body as V03Result).status?.state === 'completed') &&
         on(v1Path).some((post) => JSON.stringify(post.body).includes('TASK_STATE_COMPLETED')),
       20_000,
     );
+    // What a v0.3 server POSTs (a2a-js 0.3 DefaultPushNotificationSender, decision 0026): the Task.
     for (const post of on(v03Path)) {
       expect(post.headers['content-type']).toBe('application/json');
       expect(post.headers.authorization).toBe(`Bearer ${credentials}`);
-      const body = post.body as V03Result & { taskId: string };
-      expect(['task', 'status-update', 'artifact-update']).toContain(body.kind);
-      expect(body.taskId).toBe(task.id);
+      expect(post.body).toMatchObject({ kind: 'task', id: task.id, contextId: task.contextId });
+      expect(post.body).not.toHaveProperty('final');
     }
     const v03States = on(v03Path).map((post) => (post.body as V03Result).status?.state);
     expect(v03States.at(-1)).toBe('completed');
-    expect(on(v03Path).at(-1)?.body).toMatchObject({
-      kind: 'status-update',
-      final: true,
-      contextId: task.contextId,
-    });
     for (const post of on(v1Path)) {
       expect(post.headers['content-type']).toBe('application/a2a+json');
       expect(Object.keys(post.body as JsonObject)).toHaveLength(1);
@@ -280,7 +275,7 @@ describe('v0.3 push notifications', () => {
   it('an inline pushNotificationConfig on message/send gets v0.3 bodies too', async () => {
     const path = `/inline-${randomUUID()}`;
     const reply = await rawV03('message/send', {
-      message: v03Message('tck-complete-task'),
+      message: v03Message('tck-artifact-text'),
       configuration: {
         blocking: true,
         pushNotificationConfig: { url: `${receiver.url}${path}`, token: 'inline-token' },
@@ -289,12 +284,20 @@ describe('v0.3 push notifications', () => {
     if (reply.kind !== 'json') throw new Error('expected JSON');
     expect(reply.body.result).toMatchObject({ kind: 'task', status: { state: 'completed' } });
     await receiver.waitFor(
-      (posts) => posts.some((post) => post.path === path && (post.body as V03Result).final === true),
+      (posts) =>
+        posts.some((post) => post.path === path && (post.body as V03Result).status?.state === 'completed'),
       20_000,
     );
     const post = receiver.posts.find((candidate) => candidate.path === path);
     expect(post?.headers['x-a2a-notification-token']).toBe('inline-token');
     expect(post?.headers['content-type']).toBe('application/json');
+    // The completed Task carries the artifacts message/send answered with, in v0.3 parts.
+    const completed = receiver.posts.findLast(
+      (candidate) => candidate.path === path && (candidate.body as V03Result).status?.state === 'completed',
+    );
+    const answered = reply.body.result as { id: string; artifacts: { parts: { kind: string }[] }[] };
+    expect(answered.artifacts[0]?.parts[0]?.kind).toBe('text');
+    expect(completed?.body).toMatchObject({ kind: 'task', id: answered.id, artifacts: answered.artifacts });
   });
 
   it('agent/getAuthenticatedExtendedCard without an extended card → -32007', async () => {

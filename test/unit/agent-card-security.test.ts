@@ -58,7 +58,8 @@ describe('securitySchemes on the card', () => {
 
   it('declares bearer (JWT) and the X-API-Key header as alternatives, in v1.0 shape', () => {
     const card = buildAgentCard(configWith({ jwt, apiKeys: { [digest]: alice } }), 'default', baseUrl)!;
-    expect(card.securitySchemes).toEqual({
+    // The v0.3 keys ride in the same entries (decision 0026, rpc-v03.test.ts); the v1.0 ones are these.
+    expect(card.securitySchemes).toMatchObject({
       bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'JWT' } },
       apiKey: { apiKeySecurityScheme: { location: 'header', name: 'X-API-Key' } },
     });

@@ -1,6 +1,11 @@
+import { AgentCard as V1AgentCard } from '@a2a-js/sdk';
+import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildAgentCard, buildExtendedAgentCard } from '../../shared/app/agent-card.ts';
+import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
+import { buildAgentCard, buildExtendedAgentCard, securityOf } from '../../shared/app/agent-card.ts';
+import { type DeliverDeps, deliverPush } from '../../shared/app/deliver-push.ts';
+import { PushConfigCodec } from '../../shared/app/push-configs.ts';
 import {
   type A2aMethodTable,
   createDispatcher,
@@ -24,6 +29,7 @@ import {
   toV03State,
   toV03Task,
 } from '../../shared/app/rpc/v03-shapes.ts';
+import { TaskContentCodec } from '../../shared/app/task-content.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import {
   type JsonValue,
@@ -35,6 +41,9 @@ import {
   taskStates,
 } from '../../shared/domain/a2a.ts';
 import { TaskNotFoundError, UnsupportedOperationError } from '../../shared/domain/errors.ts';
+import type { WebhookRequest } from '../../shared/domain/ports.ts';
+import type { JournalEvent } from '../../shared/domain/projection.ts';
+import type { StoredPushConfig } from '../../shared/domain/push.ts';
 
 /** The A2A v0.3 compatibility layer (A2A.md §1, §16.14; decision 0015): shapes and method table. */
 
@@ -650,5 +659,173 @@ describe('v0.3 card fields', () => {
       url: `${baseUrl}/agents/default`,
       skills: expect.any(Array),
     });
+  });
+});
+
+describe('v0.3 securitySchemes (decision 0026)', () => {
+  const digest = 'a'.repeat(64);
+  const jwt = { issuer: 'https://issuer.example', audience: 'a2a', jwksUrl: 'https://issuer.example/jwks' };
+  const configWith = (auth: unknown) =>
+    parseConfig({
+      auth,
+      providers: { local: { type: 'scripted' } },
+      profiles: {
+        default: { name: 'Echo', description: 'Echoes', providers: ['local'], privacyLevel: 'full' },
+      },
+    });
+  const cardWith = (auth: unknown) =>
+    buildAgentCard(configWith(auth), 'default', 'https://agents.example.com/v1')!;
+
+  it('each entry carries the v0.3 shape next to the unchanged v1.0 one', () => {
+    const auth = { jwt, apiKeys: { [digest]: { tenant: 't', principal: 'p' } } };
+    const card = cardWith(auth);
+    // v1.0: exactly the wrappers securityOf declares, inside each entry.
+    for (const [name, v1] of Object.entries(securityOf(configWith(auth).auth).securitySchemes ?? {})) {
+      expect(card.securitySchemes?.[name]).toMatchObject(v1);
+    }
+    // v0.3 (types.ts@v0.3.0: HTTPAuthSecurityScheme {type, scheme}, APIKeySecurityScheme {type, in, name}).
+    expect(card.securitySchemes).toEqual({
+      bearer: {
+        type: 'http',
+        scheme: 'Bearer',
+        bearerFormat: 'JWT',
+        httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'JWT' },
+      },
+      apiKey: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'X-API-Key',
+        apiKeySecurityScheme: { location: 'header', name: 'X-API-Key' },
+      },
+    });
+    expect(card.security).toEqual([{ bearer: [] }, { apiKey: [] }]);
+  });
+
+  it("the SDK's v0.3 client parses the card (it refused the v1.0-only entries), and its v1.0 parser reads the same schemes", () => {
+    const card = cardWith({ jwt, apiKeys: { [digest]: { tenant: 't', principal: 'p' } } });
+    const wire = JSON.parse(JSON.stringify(card));
+    const legacy = parseLegacyAgentCard(wire);
+    const v1 = V1AgentCard.fromJSON(wire);
+    expect(legacy.securitySchemes).toEqual(v1.securitySchemes);
+    expect(v1.securitySchemes.bearer?.scheme).toMatchObject({
+      $case: 'httpAuthSecurityScheme',
+      value: { scheme: 'Bearer', bearerFormat: 'JWT' },
+    });
+    expect(v1.securitySchemes.apiKey?.scheme).toMatchObject({
+      $case: 'apiKeySecurityScheme',
+      value: { location: 'header', name: 'X-API-Key' },
+    });
+    // The v1.0-only shape is what a v0.3 client cannot read.
+    expect(() =>
+      parseLegacyAgentCard({
+        ...wire,
+        securitySchemes: securityOf(configWith({ jwt }).auth).securitySchemes,
+      }),
+    ).toThrow(/security scheme type/);
+  });
+});
+
+describe('v0.3 webhook body (decision 0026)', () => {
+  const sealer = new FakeSealer();
+  const codec = new TaskContentCodec(sealer);
+  const owner = { tenant: 't', principal: 'p' };
+  const artifact = { artifactId: 'a-1', name: 'result', parts: [{ text: 'hello' }] };
+
+  const eventOf = async (
+    revision: number,
+    state: TaskState,
+    content: { statusMessage?: Message; artifacts?: Task['artifacts'] },
+  ): Promise<JournalEvent> => {
+    const sealed = await codec.seal('t-1', content);
+    return {
+      taskId: 't-1',
+      contextId: 'ctx-1',
+      owner,
+      revision,
+      state,
+      statusTimestamp: at,
+      ...(sealed.sealedStatusMessage ? { sealedStatusMessage: sealed.sealedStatusMessage } : {}),
+      ...(sealed.sealedArtifacts ? { sealedArtifacts: sealed.sealedArtifacts } : {}),
+      expiresAt: 4_000_000_000,
+    };
+  };
+
+  const deliver = async (protocolVersion: '0.3' | '1.0' | undefined, revision: number) => {
+    const events = [
+      await eventOf(1, 'TASK_STATE_SUBMITTED', {}),
+      await eventOf(2, 'TASK_STATE_WORKING', { artifacts: [artifact] }),
+      await eventOf(3, 'TASK_STATE_COMPLETED', { statusMessage: agentMessage([{ text: 'done' }]) }),
+    ];
+    const config: StoredPushConfig = {
+      taskId: 't-1',
+      configId: 'c-1',
+      url: 'https://hooks.example.com/a2a',
+      createdAt: at,
+      expiresAt: 4_000_000_000,
+      ...(protocolVersion ? { protocolVersion } : {}),
+    };
+    const posts: WebhookRequest[] = [];
+    const deps = {
+      pushConfigs: { get: async () => config },
+      journal: {
+        listEvents: async (_taskId: string, after: number) =>
+          events.filter((event) => event.revision > after),
+      },
+      codec,
+      pushCodec: new PushConfigCodec(sealer),
+      sender: {
+        post: async (request: WebhookRequest) => {
+          posts.push(request);
+          return { kind: 'delivered' as const, status: 200 };
+        },
+      },
+      clock: { now: () => new Date(at) },
+    } as unknown as DeliverDeps;
+    const outcome = await deliverPush(deps, { taskId: 't-1', configId: 'c-1', revision });
+    return { outcome, posts, bodies: posts.map((post) => JSON.parse(String(post.body))) };
+  };
+
+  it('a config created through v0.3 gets one POST per revision: the v0.3 Task as of it, artifacts included', async () => {
+    const { outcome, posts, bodies } = await deliver('0.3', 3);
+    expect(outcome).toEqual({ kind: 'delivered', posts: 1 });
+    expect(posts[0]?.headers['content-type']).toBe('application/json');
+    // What a2a-js 0.3's DefaultPushNotificationSender POSTs: the Task (kind "task"), not an event.
+    expect(bodies).toEqual([
+      {
+        kind: 'task',
+        id: 't-1',
+        contextId: 'ctx-1',
+        status: {
+          state: 'completed',
+          timestamp: at,
+          message: {
+            kind: 'message',
+            messageId: 'm-agent',
+            role: 'agent',
+            parts: [{ kind: 'text', text: 'done' }],
+            contextId: 'ctx-1',
+            taskId: 't-1',
+          },
+        },
+        // Committed at revision 2; revision 3 changed only the status.
+        artifacts: [{ artifactId: 'a-1', name: 'result', parts: [{ kind: 'text', text: 'hello' }] }],
+      },
+    ]);
+    const first = await deliver('0.3', 1);
+    expect(first.bodies).toEqual([
+      { kind: 'task', id: 't-1', contextId: 'ctx-1', status: { state: 'submitted', timestamp: at } },
+    ]);
+  });
+
+  it('a v1.0 config keeps its StreamResponses: artifact updates, then the status update', async () => {
+    for (const version of [undefined, '1.0'] as const) {
+      const { posts, bodies } = await deliver(version, 2);
+      expect(posts.map((post) => post.headers['content-type'])).toEqual([
+        'application/a2a+json',
+        'application/a2a+json',
+      ]);
+      expect(bodies.map((body) => Object.keys(body))).toEqual([['artifactUpdate'], ['statusUpdate']]);
+      expect(bodies[1].statusUpdate.status.state).toBe('TASK_STATE_WORKING');
+    }
   });
 });
