@@ -291,6 +291,8 @@ export class ServiceStack extends Stack {
       new SqsEventSource(stateful.deliveryQueue, { batchSize: 1, reportBatchItemFailures: true }),
     );
     stateful.stateTable.grantReadData(this.deliverer);
+    // Appends each attempt to its delivery record (decision 0025): an update, never a put or delete.
+    stateful.stateTable.grant(this.deliverer, 'dynamodb:UpdateItem');
     stateful.journalTable.grantReadData(this.deliverer);
     // Opens the event's content and the config's credentials: decrypt only, never seal.
     contentKey.grant(this.deliverer, 'kms:Decrypt');

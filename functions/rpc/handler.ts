@@ -12,8 +12,9 @@ import {
   uuidGenerator,
   webhookPolicyOf,
 } from '../../shared/adapters/composition.ts';
+import { DynamoDbPushDeliveryLog } from '../../shared/adapters/dynamodb/dynamodb-push-delivery-log.ts';
 import { createFunctionMetrics, withMetrics } from '../../shared/adapters/metrics.ts';
-import { createA2aMethods } from '../../shared/app/a2a-methods.ts';
+import { createA2aMethods, createExtensionMethods } from '../../shared/app/a2a-methods.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
 import { createV03Methods } from '../../shared/app/rpc/v03-methods.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
@@ -24,8 +25,9 @@ const env = readRuntimeEnv();
 const logger = new Logger({ serviceName: 'a2a-rpc' });
 const metrics = createFunctionMetrics(env, 'rpc');
 const documents = createDocumentClient();
+const tasks = createTaskRepository(env, documents);
 const methods = createA2aMethods({
-  tasks: createTaskRepository(env, documents),
+  tasks,
   journal: createJournalRepository(env, documents),
   queue: createRunQueue(env),
   codec: createContentCodec(env),
@@ -41,11 +43,21 @@ const methods = createA2aMethods({
 });
 const app = createHttpApp({
   config: env.config,
-  dispatcher: createDispatcher(methods, {
-    errorDomain: env.config.errorDomain,
-    logger,
-    v03Methods: createV03Methods(methods),
-  }),
+  dispatcher: createDispatcher(
+    {
+      ...methods,
+      ...createExtensionMethods({
+        tasks,
+        clock: systemClock,
+        deliveryLog: new DynamoDbPushDeliveryLog(documents, env.stateTableName),
+      }),
+    },
+    {
+      errorDomain: env.config.errorDomain,
+      logger,
+      v03Methods: createV03Methods(methods),
+    },
+  ),
 });
 
 /** A streaming Lambda: one endpoint answers plain JSON-RPC and SSE alike. */

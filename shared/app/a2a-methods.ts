@@ -15,9 +15,16 @@ import {
   listPushConfigs,
   requirePushDeps,
 } from './push-configs.ts';
+import { listPushDeliveries, type PushDeliveryReadDeps } from './push-deliveries.ts';
 import { getTask } from './read-task.ts';
-import { type A2aMethodTable, defineMethod, type RequestContext, toStreamResult } from './rpc/dispatcher.ts';
-import { a2aParamsSchemas } from './rpc/schemas.ts';
+import {
+  type A2aMethodTable,
+  defineMethod,
+  type MethodTable,
+  type RequestContext,
+  toStreamResult,
+} from './rpc/dispatcher.ts';
+import { a2aParamsSchemas, extensionParamsSchemas } from './rpc/schemas.ts';
 import { type SendMessageDeps, sendMessage, toSendMessageResponse } from './send-message.ts';
 import { sendStreamingMessage, subscribeToTask } from './stream-task.ts';
 
@@ -132,5 +139,24 @@ export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
     const card = buildExtendedAgentCard(deps.config, ctx.profileId, ctx.baseUrl);
     if (card === undefined) throw new ExtendedAgentCardNotConfiguredError();
     return card;
+  }),
+});
+
+/**
+ * Methods of this server's own extensions (decision 0025), declared on every card under
+ * `capabilities.extensions`. They answer whether or not the client lists the extension in
+ * `A2A-Extensions` (calling the method is the opt-in), with the core methods' authentication and
+ * owner checks.
+ */
+export const createExtensionMethods = (
+  deps: PushDeliveryReadDeps,
+): MethodTable<typeof extensionParamsSchemas> => ({
+  ListTaskPushDeliveries: defineMethod(extensionParamsSchemas.ListTaskPushDeliveries, (params, ctx) => {
+    if (!implementedCapabilities.pushNotifications) throw pushOff();
+    return listPushDeliveries(deps, callerOf(ctx), params.taskId, {
+      configId: params.configId,
+      pageSize: params.pageSize,
+      pageToken: params.pageToken,
+    });
   }),
 });

@@ -15,13 +15,32 @@ export const implementedCapabilities: ImplementedCapabilities = {
   extendedAgentCard: true,
 };
 
+/** AgentCapabilities.extensions[] (A2A.md §9). */
+export interface AgentExtension {
+  readonly uri: string;
+  readonly description?: string;
+  readonly required?: boolean;
+}
+
+/**
+ * This server's push-deliveries extension (decision 0025): the method ListTaskPushDeliveries.
+ * Declared wherever push notifications are; a breaking change gets a new URI.
+ */
+export const pushDeliveriesExtension: AgentExtension = {
+  uri: 'urn:a2a-serverless:ext:push-deliveries:v1',
+  description:
+    'ListTaskPushDeliveries {taskId, configId?, pageSize?, pageToken?}: the webhook deliveries of ' +
+    'one of your tasks and their attempts (outcome, HTTP status, time, next attempt); metadata only.',
+  required: false,
+};
+
 export interface AgentCard {
   readonly name: string;
   readonly description: string;
   readonly version: string;
   readonly supportedInterfaces: { url: string; protocolBinding: 'JSONRPC'; protocolVersion: string }[];
   readonly provider?: { organization: string; url: string };
-  readonly capabilities: ImplementedCapabilities;
+  readonly capabilities: ImplementedCapabilities & { readonly extensions?: AgentExtension[] };
   readonly securitySchemes?: Record<string, SecurityScheme>;
   readonly securityRequirements?: { schemes: Record<string, { list: string[] }> }[];
   readonly defaultInputModes: string[];
@@ -177,6 +196,7 @@ const buildV1AgentCard = (
     capabilities: {
       ...capabilities,
       extendedAgentCard: capabilities.extendedAgentCard && declaresExtendedCard(config, profileId),
+      ...(capabilities.pushNotifications ? { extensions: [{ ...pushDeliveriesExtension }] } : {}),
     },
     ...securityOf(config.auth),
     defaultInputModes: [...profile.inputModes],

@@ -3,10 +3,17 @@ import type {
   DeliveryQueue,
   JournalRepository,
   PushConfigRepository,
+  PushDeliveryLog,
   WebhookSender,
 } from '../domain/ports.ts';
 import type { JournalEvent } from '../domain/projection.ts';
-import type { PushDelivery, StoredPushConfig } from '../domain/push.ts';
+import {
+  type AttemptContext,
+  type AttemptResult,
+  describeAttempt,
+  type PushDelivery,
+  type StoredPushConfig,
+} from '../domain/push.ts';
 import { failpoint } from './failpoints.ts';
 import { openStreamResponses, openTaskAt } from './journal-events.ts';
 import type { PushConfigCodec } from './push-configs.ts';
@@ -65,6 +72,9 @@ export interface DeliverDeps {
   readonly pushCodec: PushConfigCodec;
   readonly sender: WebhookSender;
   readonly clock: Clock;
+  /** Where attempts are recorded for the caller (decision 0025); best effort, never in the way. */
+  readonly deliveryLog?: PushDeliveryLog;
+  readonly logger?: { warn(message: string, fields: Record<string, unknown>): void };
 }
 
 /** What became of one delivery. Failures worth a retry are thrown as WebhookDeliveryFailedError. */
@@ -118,12 +128,70 @@ export const webhookHeaders = (
   ...(secrets.token !== undefined ? { 'x-a2a-notification-token': secrets.token } : {}),
 });
 
+/** The revision's bodies POSTed in order; the first POST that does not answer 2xx ends it. */
+const postRevision = async (
+  deps: DeliverDeps,
+  config: StoredPushConfig,
+  events: readonly JournalEvent[],
+  event: JournalEvent,
+): Promise<Exclude<AttemptResult, { kind: 'error' }>> => {
+  const [bodies, secrets] = await Promise.all([
+    openWebhookBodies(deps.codec, config, events, event),
+    deps.pushCodec.open(config),
+  ]);
+  const headers = webhookHeaders(config, secrets);
+  let status = 0;
+  for (const body of bodies) {
+    const result = await deps.sender.post({ url: config.url, headers, body });
+    if (result.kind !== 'delivered') return result;
+    status = result.status;
+    failpoint('deliverer.post');
+  }
+  return { kind: 'delivered', status, posts: bodies.length };
+};
+
+/**
+ * Appends the attempt to the delivery's record (decision 0025). Best effort, like the audit
+ * trail: a record that cannot be written is logged (ids and error name only) and never fails,
+ * delays past its one write, or repeats the delivery.
+ */
+const recordAttempt = async (
+  deps: DeliverDeps,
+  delivery: PushDelivery,
+  event: Pick<JournalEvent, 'expiresAt'>,
+  context: AttemptContext | undefined,
+  result: AttemptResult,
+): Promise<void> => {
+  if (deps.deliveryLog === undefined || context === undefined) return;
+  try {
+    const { attempt, state } = describeAttempt(result, context, deps.clock.now());
+    await deps.deliveryLog.append({
+      ...delivery,
+      state,
+      attempt,
+      attemptId: context.attemptId,
+      expiresAt: event.expiresAt,
+    });
+  } catch (error) {
+    deps.logger?.warn('delivery record not written', {
+      ...delivery,
+      attempt: context.attempt,
+      error: error instanceof Error ? error.name : 'error',
+    });
+  }
+};
+
 /**
  * Delivers one revision to one config: its bodies, one POST each, in order. Any failed
  * POST fails the whole delivery, which is then retried from its first POST (receivers get
- * duplicates, never a gap or a reordering).
+ * duplicates, never a gap or a reordering). With an attempt context, the attempt's outcome is
+ * recorded for the caller; a config or event that is gone records nothing.
  */
-export const deliverPush = async (deps: DeliverDeps, delivery: PushDelivery): Promise<DeliveryOutcome> => {
+export const deliverPush = async (
+  deps: DeliverDeps,
+  delivery: PushDelivery,
+  context?: AttemptContext,
+): Promise<DeliveryOutcome> => {
   const now = epochSeconds(deps.clock.now());
   const config = await deps.pushConfigs.get(delivery.taskId, delivery.configId);
   if (config === undefined || config.expiresAt <= now) return { kind: 'config-gone' };
@@ -135,16 +203,15 @@ export const deliverPush = async (deps: DeliverDeps, delivery: PushDelivery): Pr
   const event = events.find((candidate) => candidate.revision === delivery.revision);
   if (event === undefined || event.expiresAt <= now) return { kind: 'event-gone' };
 
-  const [bodies, secrets] = await Promise.all([
-    openWebhookBodies(deps.codec, config, events, event),
-    deps.pushCodec.open(config),
-  ]);
-  const headers = webhookHeaders(config, secrets);
-  for (const body of bodies) {
-    const result = await deps.sender.post({ url: config.url, headers, body });
-    if (result.kind === 'refused') return { kind: 'refused', reason: result.reason };
-    if (result.kind === 'failed') throw new WebhookDeliveryFailedError(result.reason, result.status);
-    failpoint('deliverer.post');
+  let result: Awaited<ReturnType<typeof postRevision>>;
+  try {
+    result = await postRevision(deps, config, events, event);
+  } catch (error) {
+    await recordAttempt(deps, delivery, event, context, { kind: 'error' });
+    throw error;
   }
-  return { kind: 'delivered', posts: bodies.length };
+  await recordAttempt(deps, delivery, event, context, result);
+  if (result.kind === 'refused') return { kind: 'refused', reason: result.reason };
+  if (result.kind === 'failed') throw new WebhookDeliveryFailedError(result.reason, result.status);
+  return { kind: 'delivered', posts: result.posts };
 };

@@ -77,7 +77,7 @@ export interface PushConfigInput {
 }
 
 /** Config ids become part of a DynamoDB key and of SQS FIFO group and deduplication ids (≤ 128 chars). */
-const configIdPattern = /^[A-Za-z0-9][A-Za-z0-9._:@~-]{0,63}$/;
+export const configIdPattern = /^[A-Za-z0-9][A-Za-z0-9._:@~-]{0,63}$/;
 
 const urlProblemText: Record<string, string> = {
   'not-a-url': 'Must be an absolute URL',
@@ -171,7 +171,11 @@ export const toTaskPushNotificationConfig = async (
 const epochSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);
 
 /** The caller's task row, or TaskNotFound for a missing, foreign or expired one (I-OWNER, I-PURGE). */
-const ownedTask = async (deps: PushConfigDeps, caller: Owner, taskId: string): Promise<StoredTask> => {
+export const ownedTask = async (
+  deps: Pick<PushConfigDeps, 'tasks' | 'clock'>,
+  caller: Owner,
+  taskId: string,
+): Promise<StoredTask> => {
   const task = await deps.tasks.getTask(taskId);
   if (
     task === undefined ||

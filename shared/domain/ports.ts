@@ -2,7 +2,7 @@ import type { Artifact, Message, TaskState } from './a2a.ts';
 import type { ApprovalDecision, ApprovalRecord } from './approvals.ts';
 import type { AgentSession, AgentStep } from './model.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
-import type { PushDelivery, StoredPushConfig } from './push.ts';
+import type { DeliveryAttemptEntry, PushDelivery, PushDeliveryRecord, StoredPushConfig } from './push.ts';
 import type { Owner, RunRecord } from './task.ts';
 import type { EnabledTool } from './tools.ts';
 
@@ -210,6 +210,24 @@ export interface PushConfigRepository {
   put(config: StoredPushConfig): Promise<void>;
   /** Idempotent: deleting a missing config is not an error. */
   delete(taskId: string, configId: string): Promise<void>;
+}
+
+/**
+ * The caller-readable record of webhook deliveries (decision 0025): one item per (task, config,
+ * revision) in the task's partition, one attempt appended per delivery attempt.
+ */
+export interface PushDeliveryLog {
+  /** Appends the attempt; 'duplicate' when an attempt with the same id was appended already. */
+  append(entry: DeliveryAttemptEntry): Promise<'recorded' | 'duplicate'>;
+  /** One page in (configId, revision) order, after `after` when given; expired records included. */
+  list(
+    taskId: string,
+    page: {
+      readonly limit: number;
+      readonly configId?: string;
+      readonly after?: { readonly configId: string; readonly revision: number };
+    },
+  ): Promise<{ readonly records: PushDeliveryRecord[]; readonly more: boolean }>;
 }
 
 /** Hands deliveries to the webhook workers, ordered per (task, config). */

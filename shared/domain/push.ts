@@ -50,3 +50,121 @@ export const deliveryDedupIdOf = (delivery: PushDelivery): string =>
  */
 export const deliveryBackoffSeconds = (attempt: number, baseSeconds: number, capSeconds = 300): number =>
   Math.min(capSeconds, Math.round(baseSeconds * 2 ** Math.max(0, attempt - 1)));
+
+/**
+ * What one delivery attempt came to (decision 0025): the revision's POSTs all answered 2xx, one
+ * answered another HTTP status, one failed below HTTP (connection, timeout, DNS, a redirect not
+ * followed), the SSRF guard refused the target, or the attempt failed inside the deliverer.
+ */
+export const attemptOutcomes = [
+  'DELIVERED',
+  'HTTP_ERROR',
+  'NETWORK_ERROR',
+  'REFUSED',
+  'INTERNAL_ERROR',
+] as const;
+export type AttemptOutcome = (typeof attemptOutcomes)[number];
+
+/**
+ * Where a (task, config, revision) delivery stands after its latest attempt: delivered; waiting
+ * for its next attempt; refused by the SSRF guard (never retried); given up after the last
+ * attempt the queue allows (the message goes to the delivery DLQ).
+ */
+export const deliveryStates = ['DELIVERED', 'RETRYING', 'REFUSED', 'GAVE_UP'] as const;
+export type DeliveryState = (typeof deliveryStates)[number];
+
+/** One attempt, metadata only: never the body, the URL, the credentials or the token (I-LEAVE). */
+export interface PushDeliveryAttempt {
+  /** 1-based: the queue's receive count of the delivery message. */
+  readonly attempt: number;
+  /** When the attempt ended, ISO-8601 UTC. */
+  readonly at: string;
+  readonly outcome: AttemptOutcome;
+  /** The status of the last POST answered (2xx when delivered, the failing one otherwise). */
+  readonly httpStatus?: number;
+  /** A short error class (`timeout`, `network: ECONNREFUSED`, `forbidden-address: loopback`). */
+  readonly error?: string;
+  /** POSTs the revision took (its artifact updates and its status update), when delivered. */
+  readonly posts?: number;
+  /** When the next attempt is due (RETRYING only). */
+  readonly nextAttemptAt?: string;
+}
+
+/** The record of one revision's delivery to one config: its attempts, oldest first. */
+export interface PushDeliveryRecord {
+  readonly taskId: string;
+  readonly configId: string;
+  readonly revision: number;
+  readonly state: DeliveryState;
+  readonly attempts: readonly PushDeliveryAttempt[];
+  readonly updatedAt: string;
+  /** The task's expiry as of the revision (the journal event's): the record goes with the task. */
+  readonly expiresAt: number;
+}
+
+/** One attempt to append to its delivery's record; `attemptId` makes the append idempotent. */
+export interface DeliveryAttemptEntry {
+  readonly taskId: string;
+  readonly configId: string;
+  readonly revision: number;
+  readonly state: DeliveryState;
+  readonly attempt: PushDeliveryAttempt;
+  readonly attemptId: string;
+  readonly expiresAt: number;
+}
+
+/** Which attempt of a delivery message this is, as the queue says, and what the queue allows. */
+export interface AttemptContext {
+  readonly attempt: number;
+  /** The queue's maxReceiveCount: after a failed last attempt the message goes to the DLQ. */
+  readonly maxAttempts: number;
+  readonly retryBaseSeconds: number;
+  /** Unique per receive of a message (message id + receive count). */
+  readonly attemptId: string;
+}
+
+/** What the POSTs of one attempt came to, before it is described. */
+export type AttemptResult =
+  | { readonly kind: 'delivered'; readonly status: number; readonly posts: number }
+  | { readonly kind: 'failed'; readonly reason: string; readonly status?: number }
+  | { readonly kind: 'refused'; readonly reason: string }
+  | { readonly kind: 'error' };
+
+/** Error classes are the guard's own short codes; anything else (or too long) reads `error`. */
+const errorClassOf = (reason: string): string => (/^[A-Za-z0-9 :._-]{1,64}$/.test(reason) ? reason : 'error');
+
+/** The attempt and the delivery's new state, from what the POSTs came to (pure). */
+export const describeAttempt = (
+  result: AttemptResult,
+  context: AttemptContext,
+  now: Date,
+): { readonly attempt: PushDeliveryAttempt; readonly state: DeliveryState } => {
+  const base = { attempt: context.attempt, at: now.toISOString() };
+  if (result.kind === 'delivered') {
+    return {
+      attempt: { ...base, outcome: 'DELIVERED', httpStatus: result.status, posts: result.posts },
+      state: 'DELIVERED',
+    };
+  }
+  if (result.kind === 'refused') {
+    return { attempt: { ...base, outcome: 'REFUSED', error: errorClassOf(result.reason) }, state: 'REFUSED' };
+  }
+  const lastAttempt = context.attempt >= context.maxAttempts;
+  const retryAt = new Date(
+    now.getTime() + deliveryBackoffSeconds(context.attempt, context.retryBaseSeconds) * 1000,
+  );
+  const failure: PushDeliveryAttempt =
+    result.kind === 'error'
+      ? { ...base, outcome: 'INTERNAL_ERROR' }
+      : result.status !== undefined && result.reason === 'http status'
+        ? { ...base, outcome: 'HTTP_ERROR', httpStatus: result.status }
+        : {
+            ...base,
+            outcome: 'NETWORK_ERROR',
+            error: errorClassOf(result.reason),
+            ...(result.status !== undefined ? { httpStatus: result.status } : {}),
+          };
+  return lastAttempt
+    ? { attempt: failure, state: 'GAVE_UP' }
+    : { attempt: { ...failure, nextAttemptAt: retryAt.toISOString() }, state: 'RETRYING' };
+};

@@ -580,9 +580,16 @@ describe('ServiceStack', () => {
     const delivererActions = actionsOfFunction(service, installation.service, deliverer);
     expect(delivererActions.filter((action) => action.startsWith('kms:'))).toEqual(['kms:Decrypt']);
     expect(delivererActions).toEqual(
-      expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query', 'sqs:ChangeMessageVisibility']),
+      expect.arrayContaining([
+        'dynamodb:GetItem',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+        'sqs:ChangeMessageVisibility',
+      ]),
     );
+    // Delivery records (decision 0025) are appended by an update; the deliverer never puts or deletes.
     expect(delivererActions).not.toContain('dynamodb:PutItem');
+    expect(delivererActions).not.toContain('dynamodb:DeleteItem');
     expect(delivererActions).not.toContain('sqs:SendMessage');
     for (const actions of [pusherActions, delivererActions]) {
       expect(actions.some((action) => action.endsWith(':*') || action === '*')).toBe(false);

@@ -2,6 +2,7 @@ import type { ApprovalRecord } from '../../shared/domain/approvals.ts';
 import { VersionConflictError } from '../../shared/domain/errors.ts';
 import type {
   JournalRepository,
+  PushDeliveryLog,
   TaskRepository,
   ViewFilter,
   ViewPage,
@@ -9,7 +10,7 @@ import type {
   WritePlan,
 } from '../../shared/domain/ports.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from '../../shared/domain/projection.ts';
-import type { StoredPushConfig } from '../../shared/domain/push.ts';
+import type { DeliveryAttemptEntry, PushDeliveryRecord, StoredPushConfig } from '../../shared/domain/push.ts';
 import type { RunRecord } from '../../shared/domain/task.ts';
 
 /**
@@ -121,5 +122,48 @@ export class InMemoryJournalRepository implements JournalRepository {
           (filter.statusTimestampAfter === undefined || sortKey(view) >= filter.statusTimestampAfter),
       )
       .sort((a, b) => (sortKey(a) < sortKey(b) ? 1 : -1));
+  }
+}
+
+/** Delivery records with the DynamoDB adapter's semantics: append per attempt, idempotent per attempt id. */
+export class InMemoryPushDeliveryLog implements PushDeliveryLog {
+  readonly records = new Map<string, PushDeliveryRecord & { lastAttemptId: string }>();
+
+  private static key(taskId: string, configId: string, revision: number): string {
+    return `${taskId}#${configId}#${String(revision).padStart(10, '0')}`;
+  }
+
+  async append(entry: DeliveryAttemptEntry): Promise<'recorded' | 'duplicate'> {
+    const key = InMemoryPushDeliveryLog.key(entry.taskId, entry.configId, entry.revision);
+    const current = this.records.get(key);
+    if (current?.lastAttemptId === entry.attemptId) return 'duplicate';
+    this.records.set(key, {
+      taskId: entry.taskId,
+      configId: entry.configId,
+      revision: entry.revision,
+      state: entry.state,
+      attempts: [...(current?.attempts ?? []), entry.attempt],
+      updatedAt: entry.attempt.at,
+      expiresAt: entry.expiresAt,
+      lastAttemptId: entry.attemptId,
+    });
+    return 'recorded';
+  }
+
+  async list(
+    taskId: string,
+    page: {
+      readonly limit: number;
+      readonly configId?: string;
+      readonly after?: { readonly configId: string; readonly revision: number };
+    },
+  ): Promise<{ records: PushDeliveryRecord[]; more: boolean }> {
+    const after = page.after && InMemoryPushDeliveryLog.key(taskId, page.after.configId, page.after.revision);
+    const matching = [...this.records.entries()]
+      .filter(([key, record]) => record.taskId === taskId && (after === undefined || key > after))
+      .filter(([, record]) => page.configId === undefined || record.configId === page.configId)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([, { lastAttemptId: _id, ...record }]) => record);
+    return { records: matching.slice(0, page.limit), more: matching.length > page.limit };
   }
 }

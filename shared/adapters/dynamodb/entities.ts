@@ -186,7 +186,7 @@ export const pushConfigItemSchema = z.object({
 });
 export type PushConfigItem = z.infer<typeof pushConfigItemSchema>;
 
-const withoutUndefined = <T extends Record<string, unknown>>(item: T): T =>
+export const withoutUndefined = <T extends Record<string, unknown>>(item: T): T =>
   Object.fromEntries(Object.entries(item).filter(([, value]) => value !== undefined)) as T;
 
 export const toTaskItem = (task: StoredTask): TaskItem =>

@@ -95,6 +95,9 @@ export interface QueueDefinition {
   readonly deadLetter?: { readonly queueId: QueueDefinition['id']; readonly maxReceiveCount: number };
 }
 
+/** Attempts per webhook delivery: with backoff 2, 4, … 256, 300 s they span about 15 minutes. */
+export const deliveryQueueMaxReceiveCount = 10;
+
 export const queueDefinitions: readonly QueueDefinition[] = [
   { id: 'RunDlq', fifo: false, visibilityTimeoutSeconds: 30 },
   { id: 'ProjectorDlq', fifo: false, visibilityTimeoutSeconds: 30 },
@@ -115,7 +118,6 @@ export const queueDefinitions: readonly QueueDefinition[] = [
     fifo: true,
     // Six times the deliverer timeout (2 min); a failed attempt shortens it to its backoff.
     visibilityTimeoutSeconds: 6 * 120,
-    // Attempts per delivery: with backoff 2, 4, … 256, 300 s they span about 15 minutes.
-    deadLetter: { queueId: 'DeliveryDlq', maxReceiveCount: 10 },
+    deadLetter: { queueId: 'DeliveryDlq', maxReceiveCount: deliveryQueueMaxReceiveCount },
   },
 ];

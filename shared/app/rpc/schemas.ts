@@ -407,6 +407,31 @@ export const a2aParamsSchemas = {
 
 export type A2aMethodName = keyof typeof a2aParamsSchemas;
 
+/**
+ * The push-deliveries extension's method (decision 0025): the caller's record of webhook
+ * deliveries of one task, optionally of one config, paged like ListTaskPushNotificationConfigs.
+ */
+export interface ListTaskPushDeliveriesParams {
+  tenant?: string;
+  taskId: string;
+  configId?: string;
+  pageSize?: number;
+  pageToken?: string;
+}
+
+export const listTaskPushDeliveriesParamsSchema: z.ZodType<ListTaskPushDeliveriesParams> = z.object({
+  tenant: optionalString,
+  taskId: requiredId,
+  configId: optionalId,
+  pageSize: pageSize.optional(),
+  pageToken: optionalString,
+});
+
+/** Methods of this server's own A2A extensions, served next to the v1.0 table. */
+export const extensionParamsSchemas = {
+  ListTaskPushDeliveries: listTaskPushDeliveriesParamsSchema,
+} as const;
+
 // ---------------------------------------------------------------------------------------------
 // Violations
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,152 @@
+import { type DynamoDBDocumentClient, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import * as z from 'zod';
+import type { PushDeliveryLog } from '../../domain/ports.ts';
+import {
+  attemptOutcomes,
+  type DeliveryAttemptEntry,
+  deliveryStates,
+  type PushDeliveryRecord,
+} from '../../domain/push.ts';
+import { keys, withoutUndefined } from './entities.ts';
+
+/**
+ * Delivery records (decision 0025) in the state table, in their task's partition — so the purge
+ * of a task takes them along (I-PURGE) and the projector's stream filter (`sk = TASK`) passes
+ * none of them: `TASK#<taskId>` / `DELIVERY#<configId>#<revision, 10 digits>`.
+ *
+ * Declared here rather than in entities.ts: every function bundle that imports `keys` would
+ * carry this schema's construction, and the executor's bundle has no room for it (decision 0018).
+ */
+
+const prefix = 'DELIVERY#';
+
+export const deliveryKeys = {
+  prefix,
+  /** Config ids never contain `#` (push-configs.ts), so a config's records share this prefix alone. */
+  configPrefix: (configId: string) => `${prefix}${configId}#`,
+  item: (taskId: string, configId: string, revision: number) => ({
+    pk: keys.task(taskId).pk,
+    sk: `${prefix}${configId}#${String(revision).padStart(10, '0')}`,
+  }),
+} as const;
+
+export const deliveryItemSchema = z.object({
+  pk: z.string(),
+  sk: z.string().startsWith(prefix),
+  taskId: z.string(),
+  configId: z.string(),
+  revision: z.number().int().positive(),
+  state: z.enum(deliveryStates),
+  attempts: z.array(
+    z.object({
+      attempt: z.number().int().positive(),
+      at: z.string(),
+      outcome: z.enum(attemptOutcomes),
+      httpStatus: z.number().int().optional(),
+      error: z.string().optional(),
+      posts: z.number().int().optional(),
+      nextAttemptAt: z.string().optional(),
+    }),
+  ),
+  updatedAt: z.string(),
+  /** The id of the last attempt appended: an append retried by the SDK is not appended twice. */
+  lastAttemptId: z.string(),
+  expiresAt: z.number(),
+});
+export type DeliveryItem = z.infer<typeof deliveryItemSchema>;
+
+export const fromDeliveryItem = (item: DeliveryItem): PushDeliveryRecord => ({
+  taskId: item.taskId,
+  configId: item.configId,
+  revision: item.revision,
+  state: item.state,
+  attempts: item.attempts,
+  updatedAt: item.updatedAt,
+  expiresAt: item.expiresAt,
+});
+
+/**
+ * One UpdateItem per attempt, no read first: the attempt is appended to the record's list (at
+ * most the queue's maxReceiveCount of them per revision, so an item stays well under 1 KB — one
+ * write unit) and the state, time and expiry are overwritten.
+ */
+export class DynamoDbPushDeliveryLog implements PushDeliveryLog {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async append(entry: DeliveryAttemptEntry): Promise<'recorded' | 'duplicate'> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: deliveryKeys.item(entry.taskId, entry.configId, entry.revision),
+          UpdateExpression:
+            'SET #taskId = :taskId, #configId = :configId, #revision = :revision, #state = :state, ' +
+            '#updatedAt = :at, #expiresAt = :expiresAt, #lastAttemptId = :attemptId, ' +
+            '#attempts = list_append(if_not_exists(#attempts, :none), :attempt)',
+          ConditionExpression: 'attribute_not_exists(#lastAttemptId) OR #lastAttemptId <> :attemptId',
+          ExpressionAttributeNames: {
+            '#taskId': 'taskId',
+            '#configId': 'configId',
+            '#revision': 'revision',
+            '#state': 'state',
+            '#updatedAt': 'updatedAt',
+            '#expiresAt': 'expiresAt',
+            '#lastAttemptId': 'lastAttemptId',
+            '#attempts': 'attempts',
+          },
+          ExpressionAttributeValues: {
+            ':taskId': entry.taskId,
+            ':configId': entry.configId,
+            ':revision': entry.revision,
+            ':state': entry.state,
+            ':at': entry.attempt.at,
+            ':expiresAt': entry.expiresAt,
+            ':attemptId': entry.attemptId,
+            ':none': [],
+            ':attempt': [withoutUndefined({ ...entry.attempt })],
+          },
+        }),
+      );
+      return 'recorded';
+    } catch (error) {
+      if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return 'duplicate';
+      throw error;
+    }
+  }
+
+  async list(
+    taskId: string,
+    page: {
+      readonly limit: number;
+      readonly configId?: string;
+      readonly after?: { readonly configId: string; readonly revision: number };
+    },
+  ): Promise<{ records: PushDeliveryRecord[]; more: boolean }> {
+    const records: PushDeliveryRecord[] = [];
+    let exclusiveStartKey: Record<string, unknown> | undefined = page.after
+      ? deliveryKeys.item(taskId, page.after.configId, page.after.revision)
+      : undefined;
+    // One more than asked tells whether another page exists without an empty last page.
+    while (records.length <= page.limit) {
+      const result = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          ExpressionAttributeValues: {
+            ':pk': keys.task(taskId).pk,
+            ':prefix': page.configId === undefined ? prefix : deliveryKeys.configPrefix(page.configId),
+          },
+          Limit: page.limit + 1 - records.length,
+          ExclusiveStartKey: exclusiveStartKey,
+        }),
+      );
+      for (const item of result.Items ?? []) records.push(fromDeliveryItem(deliveryItemSchema.parse(item)));
+      exclusiveStartKey = result.LastEvaluatedKey;
+      if (!exclusiveStartKey) break;
+    }
+    return { records: records.slice(0, page.limit), more: records.length > page.limit };
+  }
+}

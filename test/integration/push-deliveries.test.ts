@@ -1,0 +1,323 @@
+import { randomUUID } from 'node:crypto';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDeliverRecords } from '../../functions/deliverer/deliver-records.ts';
+import { createSqsPoller, type LocalLog, type SqsPoller } from '../../infra/local/lambda-pollers.ts';
+import { systemClock } from '../../shared/adapters/composition.ts';
+import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
+import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
+import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
+import {
+  DynamoDbPushDeliveryLog,
+  deliveryKeys,
+} from '../../shared/adapters/dynamodb/dynamodb-push-delivery-log.ts';
+import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
+import { deliveryQueueMaxReceiveCount } from '../../shared/adapters/dynamodb/tables.ts';
+import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
+import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
+import { createGuardedWebhookSender } from '../../shared/adapters/ssrf-guard.ts';
+import { type DeliverDeps, deliverPush, fanOutEvent } from '../../shared/app/deliver-push.ts';
+import { projectRecord } from '../../shared/app/project-record.ts';
+import { purgeExpired } from '../../shared/app/purge-expired.ts';
+import { buildPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
+import { listPushDeliveries } from '../../shared/app/push-deliveries.ts';
+import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { TaskNotFoundError } from '../../shared/domain/errors.ts';
+import type { StoredTask } from '../../shared/domain/projection.ts';
+import { webhookPolicyFor } from '../../shared/domain/webhook-address.ts';
+import { alice } from '../support/core-fixture.ts';
+import { createTestResources, type TestResources } from '../support/local-guard.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+/**
+ * Delivery records (decision 0025) against DynamoDB Local and the SQS emulator: the deliverer's
+ * own batch handler behind a local poller on the FIFO delivery queue, a real loopback receiver
+ * that refuses its first POST with 503, the owner-scoped read, the write cost, a record write
+ * DynamoDB refuses, and the purge taking the records with their task.
+ */
+
+const bob = { tenant: 't1', principal: 'bob' } as const;
+const quiet: LocalLog = () => {};
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+const waitFor = async (condition: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((wake) => setTimeout(wake, 100));
+  }
+};
+
+let env: TestResources;
+let receiver: WebhookReceiver;
+let poller: SqsPoller;
+let tasks: DynamoDbTaskRepository;
+let deps: DeliverDeps & { deliveryLog: DynamoDbPushDeliveryLog; tasks: DynamoDbTaskRepository };
+/** Write units DynamoDB reported for each delivery-record append. */
+const appendUnits: number[] = [];
+const warnings: Array<{ message: string; fields: Record<string, unknown> }> = [];
+const logger = {
+  info: () => {},
+  warn: (message: string, fields: Record<string, unknown>) => void warnings.push({ message, fields }),
+};
+
+const task = (
+  taskId: string,
+  revision: number,
+  state: StoredTask['state'],
+  expiresAt: number,
+): StoredTask => ({
+  taskId,
+  contextId: `ctx-${taskId}`,
+  owner: alice,
+  profileId: 'default',
+  state,
+  revision,
+  currentRunId: `run-${taskId}`,
+  statusTimestamp: new Date().toISOString(),
+  createdAt: new Date().toISOString(),
+  expiresAt,
+});
+
+beforeAll(async () => {
+  env = await createTestResources('push-deliveries');
+  const state = env.resources.tables.State.name;
+  const sealer = new KmsSealer({
+    kms: env.clients.kms,
+    keyId: env.resources.key.keyId,
+    installation: 'test',
+  });
+  tasks = new DynamoDbTaskRepository(env.clients.doc, state);
+  // The log's client asks DynamoDB what each append costs (as `npm run bench`'s meter does).
+  const metered = Object.create(env.clients.doc) as typeof env.clients.doc;
+  metered.send = (async (command: { input: Record<string, unknown> }) => {
+    command.input.ReturnConsumedCapacity = 'TOTAL';
+    const output = (await env.clients.doc.send(command as never)) as {
+      ConsumedCapacity?: { CapacityUnits?: number };
+    };
+    if (command.constructor.name === 'UpdateCommand') {
+      appendUnits.push(output.ConsumedCapacity?.CapacityUnits ?? Number.NaN);
+    }
+    return output;
+  }) as never;
+  deps = {
+    tasks,
+    pushConfigs: new DynamoDbPushConfigRepository(env.clients.doc, state),
+    journal: new DynamoDbJournalRepository(env.clients.doc, env.resources.tables.Journal.name),
+    codec: new TaskContentCodec(sealer),
+    pushCodec: new PushConfigCodec(sealer),
+    sender: createGuardedWebhookSender({ policy: webhookPolicyFor(true, true), timeoutMs: 10_000 }),
+    clock: systemClock,
+    deliveryLog: new DynamoDbPushDeliveryLog(metered, state),
+    logger,
+  };
+  receiver = await startWebhookReceiver({ respond: (_post, index) => (index === 0 ? 503 : 200) });
+  const queue = new SqsDeliveryQueue(env.clients.sqs, env.resources.queues.DeliveryQueue.url);
+  poller = createSqsPoller({
+    sqs: env.clients.sqs,
+    queueUrl: env.resources.queues.DeliveryQueue.url,
+    handler: createDeliverRecords({
+      deps,
+      queue,
+      metrics: { add: () => {} },
+      logger,
+      retryBaseSeconds: 1,
+      maxAttempts: deliveryQueueMaxReceiveCount,
+    }),
+    functionName: 'deliverer',
+    batchSize: 1,
+    concurrency: 1,
+    log: quiet,
+  });
+  await poller.start();
+});
+afterAll(async () => {
+  await poller?.stop();
+  await receiver?.close();
+  env?.destroy();
+});
+
+/** A committed task at revisions 1 (WORKING) and 2 (COMPLETED), projected, with one push config. */
+const seedTask = async (url: string) => {
+  const taskId = `t-${randomUUID()}`;
+  const expiresAt = nowSeconds() + 3_600;
+  const r1 = task(taskId, 1, 'TASK_STATE_WORKING', expiresAt);
+  const r2 = task(taskId, 2, 'TASK_STATE_COMPLETED', expiresAt);
+  await tasks.commit({ writes: [{ entity: 'task', item: r1, expect: 'absent' }] });
+  await tasks.commit({ writes: [{ entity: 'task', item: r2, expect: { revision: 1 } }] });
+  await projectRecord(deps.journal, undefined, r1);
+  await projectRecord(deps.journal, r1, r2);
+  const config = await buildPushConfig(
+    { pushCodec: deps.pushCodec, clock: systemClock, ids: { newId: () => 'hook' } },
+    r2,
+    { url, token: 'notify-token-7f3' },
+  );
+  await deps.pushConfigs.put(config);
+  return { taskId, r2, expiresAt };
+};
+
+describe('the deliverer records each attempt', () => {
+  it('503 then 2xx: two attempts on revision 1, one on revision 2, one write unit per attempt', async () => {
+    const { taskId, expiresAt } = await seedTask(`${receiver.url}/hook?sig=query-secret-9`);
+    const queue = new SqsDeliveryQueue(env.clients.sqs, env.resources.queues.DeliveryQueue.url);
+    for (const revision of [1, 2]) {
+      expect(
+        await fanOutEvent(
+          { pushConfigs: deps.pushConfigs, deliveries: queue, clock: systemClock },
+          {
+            taskId,
+            revision,
+            expiresAt,
+          },
+        ),
+      ).toBe(1);
+    }
+    const read = () => listPushDeliveries(deps, alice, taskId);
+    await waitFor(async () => (await read()).deliveries.filter((d) => d.state === 'DELIVERED').length === 2);
+
+    const { deliveries, nextPageToken } = await read();
+    expect(nextPageToken).toBe('');
+    expect(deliveries.map((d) => [d.configId, d.revision, d.state])).toEqual([
+      ['hook', 1, 'DELIVERED'],
+      ['hook', 2, 'DELIVERED'],
+    ]);
+    const [first, second] = deliveries;
+    expect(first?.attempts).toEqual([
+      {
+        attempt: 1,
+        timestamp: expect.any(String),
+        outcome: 'HTTP_ERROR',
+        httpStatus: 503,
+        nextAttemptTimestamp: expect.any(String),
+      },
+      { attempt: 2, timestamp: expect.any(String), outcome: 'DELIVERED', httpStatus: 200, posts: 1 },
+    ]);
+    const [failed, delivered] = first!.attempts;
+    // The retry came no earlier than the backoff the record announced (1 s at attempt 1).
+    expect(Date.parse(delivered!.timestamp)).toBeGreaterThanOrEqual(
+      Date.parse(failed!.nextAttemptTimestamp!) - 1_000,
+    );
+    expect(second?.attempts.map((a) => [a.attempt, a.outcome, a.httpStatus])).toEqual([
+      [1, 'DELIVERED', 200],
+    ]);
+    expect(receiver.posts).toHaveLength(3);
+
+    // Cost: one UpdateItem per attempt, each one write unit (the item stays under 1 KB).
+    expect(appendUnits).toEqual([1, 1, 1]);
+    console.info(
+      `push-deliveries: ${appendUnits.length} appends for 2 delivered events (one retried): ` +
+        `${appendUnits.reduce((a, b) => a + b, 0)} WRU; 1 WRU per delivered event without retries`,
+    );
+
+    // The item: metadata only — no URL, query, token or body — and the task's expiry (I-PURGE).
+    const { Item } = await env.clients.doc.send(
+      new GetCommand({
+        TableName: env.resources.tables.State.name,
+        Key: deliveryKeys.item(taskId, 'hook', 1),
+      }),
+    );
+    expect(Object.keys(Item ?? {}).sort()).toEqual([
+      'attempts',
+      'configId',
+      'expiresAt',
+      'lastAttemptId',
+      'pk',
+      'revision',
+      'sk',
+      'state',
+      'taskId',
+      'updatedAt',
+    ]);
+    expect(Item?.expiresAt).toBe(expiresAt);
+    const raw = JSON.stringify(Item);
+    for (const secret of ['127.0.0.1', 'query-secret-9', 'notify-token-7f3', 'statusUpdate']) {
+      expect(raw).not.toContain(secret);
+    }
+    expect(Buffer.byteLength(raw)).toBeLessThan(1_024);
+  });
+
+  it('another caller reads none of them (I-OWNER); an unknown task is TaskNotFound too', async () => {
+    const { taskId } = await seedTask(`${receiver.url}/hook`);
+    await deliverPush(
+      deps,
+      { taskId, configId: 'hook', revision: 2 },
+      {
+        attempt: 1,
+        maxAttempts: deliveryQueueMaxReceiveCount,
+        retryBaseSeconds: 1,
+        attemptId: `direct-${taskId}#1`,
+      },
+    );
+    expect((await listPushDeliveries(deps, alice, taskId)).deliveries).toHaveLength(1);
+    await expect(listPushDeliveries(deps, bob, taskId)).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(listPushDeliveries(deps, alice, `t-${randomUUID()}`)).rejects.toBeInstanceOf(
+      TaskNotFoundError,
+    );
+  });
+
+  it('a record DynamoDB refuses is logged; the webhook still gets the revision exactly once', async () => {
+    const { taskId } = await seedTask(`${receiver.url}/refused-record`);
+    const before = receiver.posts.length;
+    warnings.length = 0;
+    const broken = {
+      ...deps,
+      deliveryLog: new DynamoDbPushDeliveryLog(env.clients.doc, `${env.prefix}-Missing`),
+    };
+    const outcome = await deliverPush(
+      broken,
+      { taskId, configId: 'hook', revision: 2 },
+      {
+        attempt: 1,
+        maxAttempts: deliveryQueueMaxReceiveCount,
+        retryBaseSeconds: 1,
+        attemptId: `broken-${taskId}#1`,
+      },
+    );
+    expect(outcome).toEqual({ kind: 'delivered', posts: 1 });
+    expect(receiver.posts.slice(before).map((post) => post.path)).toEqual(['/refused-record']);
+    expect(warnings).toEqual([
+      {
+        message: 'delivery record not written',
+        fields: { taskId, configId: 'hook', revision: 2, attempt: 1, error: 'ResourceNotFoundException' },
+      },
+    ]);
+  });
+
+  it('records go with their task: TaskNotFound once it expired, physically gone after the purge (I-PURGE)', async () => {
+    const { taskId, r2 } = await seedTask(`${receiver.url}/hook`);
+    await deliverPush(
+      deps,
+      { taskId, configId: 'hook', revision: 1 },
+      {
+        attempt: 1,
+        maxAttempts: deliveryQueueMaxReceiveCount,
+        retryBaseSeconds: 1,
+        attemptId: `purge-${taskId}#1`,
+      },
+    );
+    const records = () =>
+      env.clients.doc.send(
+        new QueryCommand({
+          TableName: env.resources.tables.State.name,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          ExpressionAttributeValues: { ':pk': `TASK#${taskId}`, ':prefix': deliveryKeys.prefix },
+        }),
+      );
+    expect((await records()).Items).toHaveLength(1);
+    await tasks.commit({
+      writes: [
+        {
+          entity: 'task',
+          item: { ...r2, revision: 3, expiresAt: nowSeconds() - 1 },
+          expect: { revision: 2 },
+        },
+      ],
+    });
+    await expect(listPushDeliveries(deps, alice, taskId)).rejects.toBeInstanceOf(TaskNotFoundError);
+    await purgeExpired(
+      { stores: [new DynamoDbExpiredItems(env.clients.doc, env.resources.tables.State.name, 'state')] },
+      new Date(),
+    );
+    expect((await records()).Items).toEqual([]);
+  });
+});

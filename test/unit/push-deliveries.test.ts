@@ -1,0 +1,342 @@
+import { describe, expect, it } from 'vitest';
+import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
+import { createExtensionMethods } from '../../shared/app/a2a-methods.ts';
+import { buildAgentCard, pushDeliveriesExtension } from '../../shared/app/agent-card.ts';
+import { deliverPush, WebhookDeliveryFailedError } from '../../shared/app/deliver-push.ts';
+import { buildPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
+import { listPushDeliveries } from '../../shared/app/push-deliveries.ts';
+import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
+import { InvalidParamsError, TaskNotFoundError } from '../../shared/domain/errors.ts';
+import type { PushConfigRepository, WebhookResult } from '../../shared/domain/ports.ts';
+import { type AttemptContext, deliveryBackoffSeconds, describeAttempt } from '../../shared/domain/push.ts';
+import { alice, createCore, testConfig } from '../support/core-fixture.ts';
+import { InMemoryPushDeliveryLog } from '../support/in-memory-repositories.ts';
+
+/** Delivery records and their caller-readable extension method (decision 0025). */
+
+const bob = { tenant: 't1', principal: 'bob' } as const;
+const now = new Date('2026-11-30T12:00:00.000Z');
+const context = (attempt: number, maxAttempts = 10): AttemptContext => ({
+  attempt,
+  maxAttempts,
+  retryBaseSeconds: 2,
+  attemptId: `m-1#${attempt}`,
+});
+
+describe('describeAttempt: one attempt, metadata only', () => {
+  it('a delivered attempt keeps the last 2xx status and the number of POSTs', () => {
+    expect(describeAttempt({ kind: 'delivered', status: 204, posts: 2 }, context(1), now)).toEqual({
+      attempt: { attempt: 1, at: now.toISOString(), outcome: 'DELIVERED', httpStatus: 204, posts: 2 },
+      state: 'DELIVERED',
+    });
+  });
+
+  it('a failed attempt says when the next one is due, by the queue’s own backoff', () => {
+    const { attempt, state } = describeAttempt(
+      { kind: 'failed', reason: 'http status', status: 503 },
+      context(3),
+      now,
+    );
+    expect(state).toBe('RETRYING');
+    expect(attempt).toEqual({
+      attempt: 3,
+      at: now.toISOString(),
+      outcome: 'HTTP_ERROR',
+      httpStatus: 503,
+      nextAttemptAt: new Date(now.getTime() + deliveryBackoffSeconds(3, 2) * 1000).toISOString(),
+    });
+  });
+
+  it('classes failures below HTTP, refusals and internal errors; the last failure gives up', () => {
+    expect(
+      describeAttempt({ kind: 'failed', reason: 'network: ECONNREFUSED' }, context(1), now).attempt,
+    ).toMatchObject({
+      outcome: 'NETWORK_ERROR',
+      error: 'network: ECONNREFUSED',
+    });
+    expect(
+      describeAttempt({ kind: 'failed', reason: 'redirect not followed', status: 302 }, context(1), now)
+        .attempt,
+    ).toMatchObject({ outcome: 'NETWORK_ERROR', error: 'redirect not followed', httpStatus: 302 });
+    expect(
+      describeAttempt({ kind: 'refused', reason: 'forbidden-address: private' }, context(1), now),
+    ).toMatchObject({
+      attempt: { outcome: 'REFUSED', error: 'forbidden-address: private' },
+      state: 'REFUSED',
+    });
+    const last = describeAttempt({ kind: 'error' }, context(10, 10), now);
+    expect(last).toEqual({
+      attempt: { attempt: 10, at: now.toISOString(), outcome: 'INTERNAL_ERROR' },
+      state: 'GAVE_UP',
+    });
+    expect(last.attempt).not.toHaveProperty('nextAttemptAt');
+  });
+
+  it('never copies a reason that is not a short error code (no URL, no text)', () => {
+    const leaky = 'network: https://user:secret@hooks.example/path?token=abc';
+    expect(describeAttempt({ kind: 'failed', reason: leaky }, context(1), now).attempt.error).toBe('error');
+    expect(describeAttempt({ kind: 'failed', reason: 'x'.repeat(65) }, context(1), now).attempt.error).toBe(
+      'error',
+    );
+  });
+});
+
+/** A task, a config and the journal, wired as the deliverer sees them. */
+const deliveryFixture = async (answers: WebhookResult[]) => {
+  const core = createCore();
+  const { taskId } = await core.send('hello');
+  await core.projectAll();
+  const pushCodec = new PushConfigCodec(new FakeSealer());
+  const task = core.tasks.tasks.get(taskId)!;
+  const config = await buildPushConfig(
+    { pushCodec, clock: { now: () => new Date() }, ids: { newId: () => 'hook-1' } },
+    task,
+    { url: 'https://hooks.example/in?token=s3cret', token: 'notification-token' },
+  );
+  const configs: PushConfigRepository = {
+    get: async () => config,
+    list: async () => ({ configs: [config], more: false }),
+    put: async () => {},
+    delete: async () => {},
+  };
+  const posts: string[] = [];
+  const deliveryLog = new InMemoryPushDeliveryLog();
+  const warnings: Record<string, unknown>[] = [];
+  const deps = {
+    pushConfigs: configs,
+    journal: core.journal,
+    codec: core.codec,
+    pushCodec,
+    sender: {
+      post: async (request: { body: string }): Promise<WebhookResult> => {
+        posts.push(request.body);
+        return answers.shift() ?? { kind: 'delivered', status: 200 };
+      },
+    },
+    clock: { now: () => new Date() },
+    deliveryLog,
+    logger: { warn: (_message: string, fields: Record<string, unknown>) => void warnings.push(fields) },
+  };
+  return { core, taskId, task, config, deps, posts, deliveryLog, warnings };
+};
+
+describe('deliverPush records each attempt', () => {
+  it('a 503 and then a 2xx make one record with two attempts, expiring with the task', async () => {
+    const f = await deliveryFixture([{ kind: 'failed', reason: 'http status', status: 503 }]);
+    const delivery = { taskId: f.taskId, configId: 'hook-1', revision: 1 };
+    await expect(deliverPush(f.deps, delivery, context(1))).rejects.toBeInstanceOf(
+      WebhookDeliveryFailedError,
+    );
+    expect(await deliverPush(f.deps, delivery, context(2))).toEqual({ kind: 'delivered', posts: 1 });
+    const [record] = f.deliveryLog.records.values();
+    expect(record).toMatchObject({ taskId: f.taskId, configId: 'hook-1', revision: 1, state: 'DELIVERED' });
+    expect(record?.attempts.map((attempt) => [attempt.attempt, attempt.outcome, attempt.httpStatus])).toEqual(
+      [
+        [1, 'HTTP_ERROR', 503],
+        [2, 'DELIVERED', 200],
+      ],
+    );
+    // I-PURGE: the record carries the task's expiry (the event's), nothing of the URL or secrets.
+    expect(record?.expiresAt).toBe(f.task.expiresAt);
+    const stored = JSON.stringify([...f.deliveryLog.records.values()]);
+    for (const secret of ['hooks.example', 's3cret', 'notification-token', 'hello']) {
+      expect(stored).not.toContain(secret);
+    }
+  });
+
+  it('a record that cannot be written is logged and neither fails nor repeats the delivery', async () => {
+    const f = await deliveryFixture([]);
+    // DynamoDB refusing the write is also proven against the emulator (integration test).
+    const failing = {
+      ...f.deps,
+      deliveryLog: { append: async () => Promise.reject(new Error('throttled')), list: f.deliveryLog.list },
+    };
+    const delivery = { taskId: f.taskId, configId: 'hook-1', revision: 1 };
+    expect(await deliverPush(failing, delivery, context(1))).toEqual({ kind: 'delivered', posts: 1 });
+    expect(f.posts).toHaveLength(1);
+    expect(f.warnings).toEqual([{ ...delivery, attempt: 1, error: 'Error' }]);
+  });
+
+  it('records nothing without an attempt context or when the config is gone', async () => {
+    const f = await deliveryFixture([]);
+    await deliverPush(f.deps, { taskId: f.taskId, configId: 'hook-1', revision: 1 });
+    const gone = { ...f.deps, pushConfigs: { ...f.deps.pushConfigs, get: async () => undefined } };
+    expect(
+      await deliverPush(gone, { taskId: f.taskId, configId: 'hook-1', revision: 1 }, context(1)),
+    ).toEqual({
+      kind: 'config-gone',
+    });
+    expect(f.deliveryLog.records.size).toBe(0);
+  });
+
+  it('an appended attempt id is not appended twice (an SDK retry of the same write)', async () => {
+    const log = new InMemoryPushDeliveryLog();
+    const entry = {
+      taskId: 't',
+      configId: 'c',
+      revision: 1,
+      state: 'DELIVERED' as const,
+      attempt: { attempt: 1, at: now.toISOString(), outcome: 'DELIVERED' as const, httpStatus: 200 },
+      attemptId: 'm#1',
+      expiresAt: 2_000_000_000,
+    };
+    expect(await log.append(entry)).toBe('recorded');
+    expect(await log.append(entry)).toBe('duplicate');
+    expect([...log.records.values()][0]?.attempts).toHaveLength(1);
+  });
+});
+
+describe('listPushDeliveries (ListTaskPushDeliveries)', () => {
+  const seeded = async () => {
+    const core = createCore();
+    const { taskId } = await core.send('hello');
+    const task = core.tasks.tasks.get(taskId)!;
+    const deliveryLog = new InMemoryPushDeliveryLog();
+    const append = (configId: string, revision: number, expiresAt = task.expiresAt) =>
+      deliveryLog.append({
+        taskId,
+        configId,
+        revision,
+        state: 'DELIVERED',
+        attempt: { attempt: 1, at: now.toISOString(), outcome: 'DELIVERED', httpStatus: 200, posts: 1 },
+        attemptId: `${configId}-${revision}#1`,
+        expiresAt,
+      });
+    await append('a', 1);
+    await append('a', 2);
+    await append('b', 1);
+    await append('b', 2, Math.floor(Date.now() / 1000) - 1); // expired: never shown
+    const deps = { tasks: core.tasks, clock: { now: () => new Date() }, deliveryLog };
+    return { core, taskId, task, deps };
+  };
+
+  it('answers the owner in (config, revision) order, pages with a token, and leaves expired records out', async () => {
+    const { taskId, deps } = await seeded();
+    const all = await listPushDeliveries(deps, alice, taskId);
+    expect(all.deliveries.map((d) => `${d.configId}/${d.revision}`)).toEqual(['a/1', 'a/2', 'b/1']);
+    expect(all.nextPageToken).toBe('');
+    expect(all.deliveries[0]).toEqual({
+      taskId,
+      configId: 'a',
+      revision: 1,
+      state: 'DELIVERED',
+      attempts: [
+        { attempt: 1, timestamp: now.toISOString(), outcome: 'DELIVERED', httpStatus: 200, posts: 1 },
+      ],
+      updateTimestamp: now.toISOString(),
+    });
+    const first = await listPushDeliveries(deps, alice, taskId, { pageSize: 2 });
+    expect(first.deliveries.map((d) => `${d.configId}/${d.revision}`)).toEqual(['a/1', 'a/2']);
+    const second = await listPushDeliveries(deps, alice, taskId, {
+      pageSize: 2,
+      pageToken: first.nextPageToken,
+    });
+    expect(second.deliveries.map((d) => `${d.configId}/${d.revision}`)).toEqual(['b/1']);
+    const onlyB = await listPushDeliveries(deps, alice, taskId, { configId: 'b' });
+    expect(onlyB.deliveries.map((d) => d.revision)).toEqual([1]);
+  });
+
+  it('another caller, an unknown task and an expired task are TaskNotFound (I-OWNER, I-PURGE)', async () => {
+    const { core, taskId, task, deps } = await seeded();
+    await expect(listPushDeliveries(deps, bob, taskId)).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(listPushDeliveries(deps, alice, 'no-such-task')).rejects.toBeInstanceOf(TaskNotFoundError);
+    core.tasks.tasks.set(taskId, { ...task, expiresAt: Math.floor(Date.now() / 1000) });
+    await expect(listPushDeliveries(deps, alice, taskId)).rejects.toBeInstanceOf(TaskNotFoundError);
+  });
+
+  it('refuses a page token it did not issue', async () => {
+    const { taskId, deps } = await seeded();
+    for (const pageToken of [
+      'nope',
+      Buffer.from('d1:a#0').toString('base64url'),
+      Buffer.from('p1:a').toString('base64url'),
+    ]) {
+      await expect(listPushDeliveries(deps, alice, taskId, { pageToken })).rejects.toBeInstanceOf(
+        InvalidParamsError,
+      );
+    }
+  });
+});
+
+describe('the extension method on the JSON-RPC edge', () => {
+  const dispatch = async (params: unknown, principal = 'alice') => {
+    const { taskId, deps } = await (async () => {
+      const core = createCore();
+      const sent = await core.send('hello');
+      return {
+        taskId: sent.taskId,
+        deps: {
+          tasks: core.tasks,
+          clock: { now: () => new Date() },
+          deliveryLog: new InMemoryPushDeliveryLog(),
+        },
+      };
+    })();
+    const dispatcher = createDispatcher(createExtensionMethods(deps), {
+      errorDomain: 'a2a-serverless.test',
+      logger: { error: () => {} },
+    });
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'ListTaskPushDeliveries',
+      params: typeof params === 'function' ? params(taskId) : params,
+    });
+    const result = await dispatcher.dispatch(
+      body,
+      { 'content-type': 'application/json', 'a2a-version': '1.0' },
+      {
+        caller: { tenant: 't1', principal },
+      },
+    );
+    if (result.kind !== 'json') throw new Error('expected a JSON answer');
+    return result;
+  };
+
+  it('answers the owner; another caller gets -32001 with its ErrorInfo', async () => {
+    const ok = await dispatch((taskId: string) => ({ taskId }));
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ result: { deliveries: [], nextPageToken: '' } });
+    const foreign = await dispatch((taskId: string) => ({ task_id: taskId }), 'bob');
+    expect(foreign.body).toMatchObject({
+      error: {
+        code: -32001,
+        data: [
+          {
+            '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+            reason: 'TASK_NOT_FOUND',
+            domain: 'a2a-protocol.org',
+          },
+        ],
+      },
+    });
+  });
+
+  it('invalid params are -32602 naming the field, never a 5xx or -32603', async () => {
+    for (const [params, field] of [
+      [{}, 'taskId'],
+      [(taskId: string) => ({ taskId, pageSize: 0 }), 'pageSize'],
+      [(taskId: string) => ({ taskId, pageSize: 101 }), 'pageSize'],
+      [(taskId: string) => ({ taskId, pageToken: '%%' }), 'pageToken'],
+      [{ taskId: 'x'.repeat(300) }, 'taskId'],
+    ] as const) {
+      const answer = await dispatch(params);
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({
+        error: {
+          code: -32602,
+          data: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field }] }],
+        },
+      });
+    }
+  });
+
+  it('every card declares the extension, optional, under capabilities.extensions', () => {
+    const card = buildAgentCard(testConfig(), 'default', 'http://127.0.0.1:1')!;
+    expect(card.capabilities.extensions).toEqual([pushDeliveriesExtension]);
+    expect(pushDeliveriesExtension).toMatchObject({
+      uri: 'urn:a2a-serverless:ext:push-deliveries:v1',
+      required: false,
+    });
+  });
+});
