@@ -81,7 +81,13 @@ const a2a = async (args: readonly string[], env: Record<string, string> = {}): P
   return { code, stdout, stderr };
 };
 
-const aliceArgs = (args: readonly string[]) => ['--url', stack.baseUrl, '--token', 'cli-token-alice', ...args];
+const aliceArgs = (args: readonly string[]) => [
+  '--url',
+  stack.baseUrl,
+  '--token',
+  'cli-token-alice',
+  ...args,
+];
 const alice = (...args: string[]) => a2a(aliceArgs(args));
 /** `alice` in a process of its own, for what only a real process shows (exit code, stdout). */
 const aliceSpawned = (...args: string[]) => spawned(aliceArgs(args));
