@@ -1,41 +1,23 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, type NodejsFunctionProps, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import {
+  type BundlingOptions,
+  NodejsFunction,
+  type NodejsFunctionProps,
+  OutputFormat,
+} from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { HOUSE_ESBUILD_OPTIONS, REPO_ROOT } from './bundling.ts';
 
-/** The repository root: package-lock.json, tsconfig.json and every entry file live under it. */
-export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
-
-/**
- * ESM bundles have no `require`; CommonJS dependencies bundled into them (parts of the AWS SDK
- * among them) call it for Node built-ins. The alias keeps the import clear of bundled names.
- */
-export const ESM_REQUIRE_BANNER =
-  "import { createRequire as __houseCreateRequire } from 'node:module'; const require = __houseCreateRequire(import.meta.url);";
-
-/**
- * Credential sources Lambda never reaches, left out of every bundle (decision 0018). Lambda puts
- * the function's role credentials in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN
- * and sets no AWS_PROFILE, so the SDK's default chain stops at its first link (the environment);
- * it loads these only by dynamic `import()` when that link fails. Bundled, they and the STS/SSO
- * clients they pull in were ~130 KB of every function. A static import of one of them would fail
- * at load, which the cold-start bench (bundles loaded outside the repository) and
- * test/unit/house-bundles.test.ts catch.
- */
-export const UNREACHED_CREDENTIAL_PROVIDERS = [
-  '@aws-sdk/credential-provider-ini',
-  '@aws-sdk/credential-provider-sso',
-  '@aws-sdk/credential-provider-process',
-  '@aws-sdk/credential-provider-web-identity',
-  '@aws-sdk/credential-provider-http',
-  '@smithy/credential-provider-imds',
-  // The STS/SSO/sign-in clients of those providers and of Bedrock's SSO token refresh.
-  '@aws-sdk/nested-clients',
-] as const;
+export {
+  DEPLOYED_DEFINES,
+  ESM_REQUIRE_BANNER,
+  REPO_ROOT,
+  UNREACHED_CREDENTIAL_PROVIDERS,
+} from './bundling.ts';
 
 export interface HouseFunctionProps
   extends Omit<
@@ -60,12 +42,6 @@ export interface HouseFunctionProps
   /** @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
 }
-
-/**
- * Compile-time constants of deployed bundles: failpoints (shared/app/failpoints.ts) are compiled
- * out, so no configuration or variable can switch fault injection on in a deployment.
- */
-export const DEPLOYED_DEFINES = { A2A_FAILPOINTS: 'false' } as const;
 
 let esbuildChecked = false;
 
@@ -111,21 +87,50 @@ export class HouseFunction extends NodejsFunction {
         removalPolicy: RemovalPolicy.DESTROY,
       }),
       environment: { NODE_OPTIONS: '--enable-source-maps', ...environment },
-      bundling: {
-        format: OutputFormat.ESM,
-        target: 'node22',
-        // Prefer packages' ESM builds so esbuild can tree-shake them.
-        mainFields: ['module', 'main'],
-        banner: ESM_REQUIRE_BANNER,
-        minify: true,
-        sourceMap: true,
-        sourcesContent: false,
-        bundleAwsSDK: true,
-        externalModules: [...UNREACHED_CREDENTIAL_PROVIDERS],
-        tsconfig: join(REPO_ROOT, 'tsconfig.json'),
-        define: DEPLOYED_DEFINES,
-        forceDockerBundling: false,
-      },
+      bundling: houseCdkBundling(HOUSE_ESBUILD_OPTIONS),
     });
   }
 }
+
+/**
+ * HOUSE_ESBUILD_OPTIONS as CDK's bundling options: each esbuild option has its CDK property,
+ * and the aliases, which have none, go through `esbuildArgs` (`--alias:<module>=<path>`). Every
+ * key is taken by name, so an option added there without a mapping here does not compile;
+ * test/infra/house-bundles.test.ts compares a bundle CDK builds with esbuild's.
+ */
+export const houseCdkBundling = (options: typeof HOUSE_ESBUILD_OPTIONS): BundlingOptions => {
+  const {
+    bundle: _impliedByCdk,
+    platform: _nodeByCdk,
+    format,
+    target,
+    mainFields,
+    banner,
+    minify,
+    sourcemap,
+    sourcesContent,
+    external,
+    define,
+    tsconfig,
+    alias,
+    ...unmapped
+  } = options;
+  const nothingUnmapped: Record<string, never> = unmapped;
+  return {
+    ...nothingUnmapped,
+    format: format === 'esm' ? OutputFormat.ESM : OutputFormat.CJS,
+    target,
+    mainFields: [...mainFields],
+    banner: banner.js,
+    minify,
+    sourceMap: sourcemap === 'linked',
+    sourcesContent,
+    // The AWS SDK is bundled, so its version is the one the lock file pins.
+    bundleAwsSDK: true,
+    externalModules: [...external],
+    define,
+    tsconfig,
+    esbuildArgs: { '--alias': Object.entries(alias).map(([module, path]) => `${module}=${path}`) },
+    forceDockerBundling: false,
+  };
+};

@@ -4,20 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import {
-  DEPLOYED_DEFINES,
-  ESM_REQUIRE_BANNER,
-  REPO_ROOT,
-  UNREACHED_CREDENTIAL_PROVIDERS,
-} from '../../infra/house-function.ts';
+import { HOUSE_ESBUILD_OPTIONS, REPO_ROOT } from '../../infra/bundling.ts';
 import { defaultConfig } from '../../shared/config/config.ts';
 import { median } from './stats.ts';
 
 /**
  * Cold-start proxy per function (issue 8): the handler bundled exactly as `HouseFunction` has
- * CDK bundle it (ESM, minified, node22 target, `module,main` main fields, the require banner,
- * linked source maps without sources, AWS SDK bundled but for the credential sources Lambda
- * never reaches, which are external: decision 0018), then the time to
+ * CDK bundle it (`HOUSE_ESBUILD_OPTIONS` of infra/bundling.ts: ESM, minified, node22 target,
+ * the require banner, linked source maps without sources, AWS SDK bundled but for the credential
+ * sources Lambda never reaches, the event-stream stand-ins: decisions 0018, 0029), then the time to
  * import it in a fresh Node process, median of N spawns — against the same handler with the
  * project's own TypeScript compiled but every dependency loaded unbundled from node_modules.
  */
@@ -145,20 +140,9 @@ export const measureColdStarts = async (
       const baselineFile = join(baselineRoot, functionName, 'index.mjs');
       try {
         await build({
+          ...HOUSE_ESBUILD_OPTIONS,
           entryPoints: [entry],
           outfile: bundleFile,
-          bundle: true,
-          platform: 'node',
-          format: 'esm',
-          target: 'node22',
-          mainFields: ['module', 'main'],
-          banner: { js: ESM_REQUIRE_BANNER },
-          minify: true,
-          sourcemap: 'linked',
-          sourcesContent: false,
-          external: [...UNREACHED_CREDENTIAL_PROVIDERS],
-          define: DEPLOYED_DEFINES,
-          tsconfig: join(REPO_ROOT, 'tsconfig.json'),
           logLevel: 'error',
         });
         await build({

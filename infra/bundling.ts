@@ -1,0 +1,113 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BuildOptions } from 'esbuild';
+
+/**
+ * How every function is bundled: the one definition HouseFunction hands to CDK (as its
+ * `bundling` options), the cold-start bench (bench/lib/cold-start.ts) and
+ * test/infra/house-bundles.test.ts hand to esbuild, so what is measured and tested is what
+ * deploys (decisions 0018, 0022, 0029).
+ */
+
+/** The repository root: package-lock.json, tsconfig.json and every entry file live under it. */
+export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * ESM bundles have no `require`; CommonJS dependencies bundled into them (parts of the AWS SDK
+ * among them) call it for Node built-ins. The alias keeps the import clear of bundled names.
+ */
+export const ESM_REQUIRE_BANNER =
+  "import { createRequire as __houseCreateRequire } from 'node:module'; const require = __houseCreateRequire(import.meta.url);";
+
+/**
+ * Credential sources Lambda never reaches, left out of every bundle (decision 0018). Lambda puts
+ * the function's role credentials in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN
+ * and sets no AWS_PROFILE, so the SDK's default chain stops at its first link (the environment);
+ * it loads these only by dynamic `import()` when that link fails. Bundled, they and the STS/SSO
+ * clients they pull in were ~130 KB of every function. A static import of one of them would fail
+ * at load, which the cold-start bench (bundles loaded outside the repository) and
+ * test/infra/house-bundles.test.ts catch.
+ */
+export const UNREACHED_CREDENTIAL_PROVIDERS = [
+  '@aws-sdk/credential-provider-ini',
+  '@aws-sdk/credential-provider-sso',
+  '@aws-sdk/credential-provider-process',
+  '@aws-sdk/credential-provider-web-identity',
+  '@aws-sdk/credential-provider-http',
+  '@smithy/credential-provider-imds',
+  // The STS/SSO/sign-in clients of those providers and of Bedrock's SSO token refresh.
+  '@aws-sdk/nested-clients',
+] as const;
+
+/**
+ * Compile-time constants of deployed bundles: failpoints (shared/app/failpoints.ts) are compiled
+ * out, so no configuration or variable can switch fault injection on in a deployment.
+ */
+export const DEPLOYED_DEFINES = { A2A_FAILPOINTS: 'false' } as const;
+
+const STUBS = join(REPO_ROOT, 'infra', 'bundle-stubs');
+
+/**
+ * Modules replaced by a stand-in (decision 0029): code only an event-stream operation runs, and
+ * no function bundles one. test/infra/house-bundles.test.ts fails when a function bundles an
+ * operation with an event-stream member, and runs bundled Converse calls through the stand-ins.
+ */
+export const UNREACHED_MODULE_STUBS = {
+  '@smithy/core/event-streams': join(STUBS, 'smithy-event-streams.ts'),
+  '@aws-sdk/eventstream-handler-node': join(STUBS, 'eventstream-handler-node.ts'),
+} as const;
+
+const requireFromRoot = createRequire(join(REPO_ROOT, 'package.json'));
+
+/**
+ * Aliases that make every import of `name` load the copy `dependent` loads: each export of its
+ * package.json, mapped to that copy's ESM file (an alias replaces the path, so the package's
+ * `exports` would not apply to a subpath otherwise).
+ */
+export const sameCopyAliases = (name: string, dependent: string): Record<string, string> => {
+  const entry = createRequire(requireFromRoot.resolve(dependent)).resolve(name);
+  const marker = `/node_modules/${name}/`;
+  const directory = entry.slice(0, entry.lastIndexOf(marker) + marker.length - 1);
+  const { exports } = JSON.parse(readFileSync(join(directory, 'package.json'), 'utf8')) as {
+    exports: Record<string, { import: string | { default: string } }>;
+  };
+  return Object.fromEntries(
+    Object.entries(exports).map(([subpath, { import: esm }]) => [
+      subpath === '.' ? name : `${name}/${subpath.slice(2)}`,
+      join(directory, typeof esm === 'string' ? esm : esm.default),
+    ]),
+  );
+};
+
+/**
+ * Powertools Logger and Metrics each install their own, identical copy of
+ * `@aws-lambda-powertools/commons` (same version, same files: the test checks); bundled twice it
+ * cost ~2.5 KB. The alias bundles the Logger's copy once, for both.
+ */
+const POWERTOOLS_COMMONS_ONCE = sameCopyAliases(
+  '@aws-lambda-powertools/commons',
+  '@aws-lambda-powertools/logger',
+);
+
+/**
+ * The esbuild options of every function bundle. `bundle` and `platform: 'node'` are implied by
+ * CDK; the rest maps onto CDK's `BundlingOptions` in HouseFunction (`houseCdkBundling`).
+ */
+export const HOUSE_ESBUILD_OPTIONS = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node22',
+  // Prefer packages' ESM builds so esbuild can tree-shake them.
+  mainFields: ['module', 'main'],
+  banner: { js: ESM_REQUIRE_BANNER },
+  minify: true,
+  sourcemap: 'linked',
+  sourcesContent: false,
+  external: [...UNREACHED_CREDENTIAL_PROVIDERS],
+  define: DEPLOYED_DEFINES,
+  tsconfig: join(REPO_ROOT, 'tsconfig.json'),
+  alias: { ...UNREACHED_MODULE_STUBS, ...POWERTOOLS_COMMONS_ONCE },
+} as const satisfies BuildOptions;
