@@ -1,6 +1,11 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import {
+  type ClientRequest,
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingMessage,
+} from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import type { WebhookRequest, WebhookResult, WebhookSender } from '../domain/ports.ts';
 import {
@@ -24,7 +29,12 @@ import {
  *    answers with it, so a second, different DNS answer (rebinding) is never asked for. The URL's
  *    host stays in the Host header and in TLS SNI/certificate checks.
  * 4. Redirects are not followed (a 3xx is a failed delivery); one deadline covers the whole
- *    request; no connection pooling (a pooled socket could belong to another vetting).
+ *    request.
+ * 5. Connections are kept alive per vetted target — scheme, URL host, port AND the vetted address
+ *    — so a pooled socket is only reused for a request whose own vetting chose that same address
+ *    (decision 0028: a fresh TCP/TLS connection per POST was most of a webhook hop). A request
+ *    that fails on a reused socket before any response (the server closed it meanwhile) is sent
+ *    once more on a fresh connection.
  */
 
 export interface ResolvedAddress {
@@ -112,6 +122,26 @@ export interface GuardedPostOptions {
   readonly timeoutMs?: number;
 }
 
+/** Keep-alive agents by vetted target (point 5); past the bound, a new target gets no pooling. */
+const pooledAgents = new Map<string, HttpAgent>();
+const maxPooledTargets = 64;
+/** Free sockets are dropped after this long, before a typical server's keep-alive timeout (5 s). */
+const idleSocketMs = 4_000;
+
+const agentFor = (url: URL, host: string, address: ResolvedAddress): HttpAgent | false => {
+  const key = `${url.protocol}//${host}:${url.port}@${address.address}`;
+  const pooled = pooledAgents.get(key);
+  if (pooled !== undefined) return pooled;
+  if (pooledAgents.size >= maxPooledTargets) return false;
+  const options = { keepAlive: true, timeout: idleSocketMs };
+  const agent = url.protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
+  pooledAgents.set(key, agent);
+  return agent;
+};
+
+/** Errors of a reused keep-alive socket the server had already closed. */
+const staleSocketCodes = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
+
 /** POSTs `body` to `url` through the guard. Never throws: every outcome is a WebhookResult. */
 export const guardedPost = async (
   request: WebhookRequest,
@@ -126,22 +156,36 @@ export const guardedPost = async (
         }
       : { kind: 'failed', reason: target.reason };
   }
-  const { url, host, address } = target;
+  const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+  const agent = agentFor(target.url, target.host, target.address);
+  const first = await postOnce(request, target, agent, deadline);
+  return first === 'stale' ? ((await postOnce(request, target, false, deadline)) as WebhookResult) : first;
+};
+
+const postOnce = (
+  request: WebhookRequest,
+  { url, host, address }: Extract<VettedTarget, { ok: true }>,
+  agent: HttpAgent | false,
+  deadline: number,
+): Promise<WebhookResult | 'stale'> => {
   const body = Buffer.from(request.body, 'utf8');
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  return new Promise<WebhookResult>((settle) => {
+  return new Promise<WebhookResult | 'stale'>((settle) => {
     let settled = false;
-    const done = (result: WebhookResult): void => {
+    const done = (result: WebhookResult | 'stale'): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       settle(result);
     };
     let outgoing: ClientRequest;
-    const timer = setTimeout(() => {
-      done({ kind: 'failed', reason: 'timeout' });
-      outgoing?.destroy();
-    }, options.timeoutMs ?? 10_000);
+    const timer = setTimeout(
+      () => {
+        done({ kind: 'failed', reason: 'timeout' });
+        outgoing?.destroy();
+      },
+      Math.max(0, deadline - Date.now()),
+    );
     try {
       outgoing = send(
         {
@@ -152,13 +196,13 @@ export const guardedPost = async (
           method: 'POST',
           headers: { ...request.headers, host: url.host, 'content-length': String(body.byteLength) },
           lookup: pinnedLookup(address),
-          agent: false,
+          agent,
           // SNI names the URL's host (never an IP literal); the certificate is checked against it.
           ...(url.protocol === 'https:' && isIP(host) === 0 ? { servername: host } : {}),
         },
         (response: IncomingMessage) => {
           const status = response.statusCode ?? 0;
-          // The body is not needed; read it so the socket can close cleanly.
+          // The body is not needed; read it so the socket can be reused or close cleanly.
           response.resume();
           response.on('error', () => {});
           if (status >= 200 && status < 300) done({ kind: 'delivered', status });
@@ -171,7 +215,10 @@ export const guardedPost = async (
       done({ kind: 'failed', reason: `request: ${errorCode(error)}` });
       return;
     }
-    outgoing.on('error', (error) => done({ kind: 'failed', reason: `network: ${errorCode(error)}` }));
+    outgoing.on('error', (error) => {
+      if (outgoing.reusedSocket && staleSocketCodes.has(errorCode(error))) done('stale');
+      else done({ kind: 'failed', reason: `network: ${errorCode(error)}` });
+    });
     outgoing.end(body);
   });
 };

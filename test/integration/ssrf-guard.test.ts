@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { guardedPost, type ResolvedAddress } from '../../shared/adapters/ssrf-guard.ts';
 import { strictWebhookPolicy, webhookPolicyFor } from '../../shared/domain/webhook-address.ts';
@@ -52,6 +54,57 @@ describe('guardedPost', () => {
     expect(post?.path).toBe('/hook?x=1');
     expect(post?.headers.host).toBe(`rebind.example:${portOf(target)}`);
     expect(post?.body).toEqual({ x: 1 });
+  });
+
+  it('keeps a connection alive per vetted target, never across addresses, and resends once on a stale socket (decision 0028)', async () => {
+    const connections: string[] = [];
+    const requestsOn = new WeakSet<object>();
+    let dropReused = false;
+    // One receiver on two loopback addresses (two listeners, one port).
+    const listen = async (host: string, port: number): Promise<Server> => {
+      const server = createServer((req, res) => {
+        // A server that closed the connection meanwhile: a reused socket gets no answer.
+        if (dropReused && requestsOn.has(req.socket)) {
+          req.socket.destroy();
+          return;
+        }
+        requestsOn.add(req.socket);
+        req.resume();
+        req.on('end', () => res.end());
+      });
+      server.on('connection', (socket) => connections.push(socket.localAddress ?? ''));
+      await new Promise<void>((listening) => server.listen(port, host, () => listening()));
+      return server;
+    };
+    const server = await listen('127.0.0.1', 0);
+    const port = (server.address() as AddressInfo).port;
+    const second = await listen('127.0.0.2', port);
+    try {
+      const url = `http://pooled.example:${port}/hook`;
+      const resolveTo = (address: string) => async () => [{ address, family: 4 as const }];
+      for (let i = 0; i < 3; i++) {
+        const result = await guardedPost(request(url), { policy: local, resolve: resolveTo('127.0.0.1') });
+        expect(result).toEqual({ kind: 'delivered', status: 200 });
+      }
+      // Three POSTs, one connection: the pooled socket was reused.
+      expect(connections).toHaveLength(1);
+      // The same name vetted to another (allowed) address never rides the first address's socket.
+      const other = await guardedPost(request(url), { policy: local, resolve: resolveTo('127.0.0.2') });
+      expect(other).toEqual({ kind: 'delivered', status: 200 });
+      expect(connections).toEqual(['127.0.0.1', '127.0.0.2']);
+      // The pooled socket is dead on the server's side: the POST is sent again on a new connection.
+      dropReused = true;
+      const again = await guardedPost(request(url), { policy: local, resolve: resolveTo('127.0.0.1') });
+      expect(again).toEqual({ kind: 'delivered', status: 200 });
+      expect(connections).toEqual(['127.0.0.1', '127.0.0.2', '127.0.0.1']);
+    } finally {
+      for (const listener of [server, second]) {
+        await new Promise<void>((closed) => {
+          listener.close(() => closed());
+          listener.closeAllConnections();
+        });
+      }
+    }
   });
 
   it('refuses when the name resolves to a forbidden address at delivery time', async () => {
