@@ -19,6 +19,7 @@
  * Run: npx tsx bench/hops.ts --mode blocking|webhook|sse [--tasks 40] [--concurrency 10]
  */
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
@@ -54,8 +55,11 @@ const stack = await startLocalStack({
   log: () => {},
 });
 
-/** A webhook receiver that remembers the client port of each POST (to match the deliverer's request). */
-const received: Array<{ port: number; at: number; taskId: string; state: string }> = [];
+/**
+ * A webhook receiver that remembers the client port of every POST, in arrival order (to match the
+ * deliverer's requests); statusUpdates also by task and state.
+ */
+const received: Array<{ port: number; at: number; taskId?: string; state?: string }> = [];
 const receiver = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -66,14 +70,11 @@ const receiver = createServer((req, res) => {
         statusUpdate?: { taskId: string; status: { state: string } };
       }
     ).statusUpdate;
-    if (update) {
-      received.push({
-        port: req.socket.remotePort ?? -1,
-        at,
-        taskId: update.taskId,
-        state: update.status.state,
-      });
-    }
+    received.push({
+      port: req.socket.remotePort ?? -1,
+      at,
+      ...(update ? { taskId: update.taskId, state: update.status.state } : {}),
+    });
     res.end();
   });
 });
@@ -129,6 +130,38 @@ const one = async (): Promise<void> => {
   if (mode === 'blocking') end2end.push(performance.timeOrigin + performance.now() - began);
 };
 
+/** CPU seconds of this process and of its descendants (DynamoDB Local's JVM), from /proc where there is one. */
+const cpuSeconds = (): { node: number; children: number } => {
+  const usage = process.cpuUsage();
+  let children = 0;
+  try {
+    const tick = 100; // USER_HZ
+    const stats = new Map<number, { ppid: number; cpu: number }>();
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+        stats.set(Number(entry), {
+          ppid: Number(fields[1]),
+          cpu: (Number(fields[11]) + Number(fields[12])) / tick,
+        });
+      } catch {
+        // the process ended meanwhile
+      }
+    }
+    const descends = (pid: number): boolean => {
+      for (let at = stats.get(pid)?.ppid; at !== undefined && at > 1; at = stats.get(at)?.ppid) {
+        if (at === process.pid) return true;
+      }
+      return false;
+    };
+    for (const [pid, stat] of stats) if (descends(pid)) children += stat.cpu;
+  } catch {
+    // not Linux: children stay 0
+  }
+  return { node: (usage.user + usage.system) / 1e6, children };
+};
+const cpuBefore = cpuSeconds();
 const loadBefore = load();
 const began = performance.now();
 let next = 0;
@@ -145,18 +178,30 @@ if (mode === 'webhook') {
   const completed = () =>
     new Set(received.filter((post) => post.state === 'TASK_STATE_COMPLETED').map((p) => p.taskId));
   while (completed().size < tasks && Date.now() < deadline) await new Promise((wake) => setTimeout(wake, 50));
+  const flights: number[] = [];
   for (const post of received) {
-    const times = trace.postTimes(post.port);
+    const times = trace.takePost(post.port);
+    if (post.taskId === undefined) continue;
     trace.mark('receiver: body', post.taskId, { state: post.state, at: post.at });
-    if (times) {
-      trace.mark('deliverer: POST start', post.taskId, { state: post.state, at: times.start });
-      if (times.response !== undefined)
-        trace.mark('deliverer: POST response', post.taskId, { state: post.state, at: times.response });
-    }
+    if (!times) continue;
+    flights.push(post.at - times.start);
+    trace.mark('deliverer: POST start', post.taskId, { state: post.state, at: times.start });
+    if (times.response !== undefined)
+      trace.mark('deliverer: POST response', post.taskId, { state: post.state, at: times.response });
   }
+  const flight = summarize(flights);
+  const unanswered = trace.posts.filter((post) => post.response === undefined).length;
+  console.log(
+    `webhook POSTs: ${trace.posts.length} started, ${received.length} received, ${unanswered} without a response; ` +
+      `start → receiver p50 ${flight.p50.toFixed(0)} ms p95 ${flight.p95.toFixed(0)} ms max ${flight.max.toFixed(0)} ms`,
+  );
 }
 const elapsedS = (performance.now() - began) / 1000;
 const loop = trace.eventLoop();
+const cpuAfter = cpuSeconds();
+console.log(
+  `CPU: node ${(cpuAfter.node - cpuBefore.node).toFixed(1)} s, DynamoDB Local ${(cpuAfter.children - cpuBefore.children).toFixed(1)} s, wall ${elapsedS.toFixed(1)} s`,
+);
 console.log(
   `${mode}: ${tasks} tasks at ${concurrency} in ${elapsedS.toFixed(1)} s; load ${loadBefore} → ${load()}; ` +
     `event loop utilisation ${(loop.utilization * 100).toFixed(0)} %, delay p50 ${loop.delayP50.toFixed(1)} ms p99 ${loop.delayP99.toFixed(1)} ms`,

@@ -60,8 +60,13 @@ export interface HopTrace {
   mark(hop: string, taskId: string, extra?: { revision?: number; state?: string; at?: number }): void;
   /** Event-loop utilisation (0–1) and delay percentiles (ms) since install. */
   eventLoop(): { utilization: number; delayP50: number; delayP99: number };
-  /** The start and response times of the webhook POST made from this client port, if traced. */
-  postTimes(clientPort: number): { readonly start: number; readonly response?: number } | undefined;
+  /**
+   * The start and response times of the next webhook POST made from this client port not yet
+   * taken (a kept-alive connection carries several, in order), if traced.
+   */
+  takePost(clientPort: number): { readonly start: number; readonly response?: number } | undefined;
+  /** Every webhook POST started, in start order, with its response time if one came. */
+  readonly posts: ReadonlyArray<{ readonly start: number; readonly response?: number }>;
   uninstall(): void;
 }
 
@@ -150,18 +155,25 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
   );
 
   // Webhook POSTs: the client request (the deliverer's) starts and receives its response; matched to
-  // the receiver's view of the same request by the client socket's local port.
+  // the receiver's view of the same request by the client socket's local port and, on a kept-alive
+  // connection, by their order on it.
   const prefix = options.webhookPathPrefix ?? '/hook';
-  const posts = new Map<number, { start: number; response?: number }>();
+  const onPort = new Map<number, Array<{ start: number; response?: number }>>();
+  const allPosts: Array<{ start: number; response?: number }> = [];
+  const byRequest = new WeakMap<ClientRequest, { start: number; response?: number }>();
   const onStart = (message: unknown): void => {
     const { request } = message as { request: ClientRequest };
     const port = request.socket?.localPort;
-    if (request.path.startsWith(prefix) && port !== undefined) posts.set(port, { start: now() });
+    if (!request.path.startsWith(prefix)) return;
+    const post = { start: now() };
+    allPosts.push(post);
+    byRequest.set(request, post);
+    if (port !== undefined) onPort.set(port, [...(onPort.get(port) ?? []), post]);
   };
   const onResponse = (message: unknown): void => {
     const { request } = message as { request: ClientRequest; response: IncomingMessage };
-    const post = posts.get(request.socket?.localPort ?? -1);
-    if (post && request.path.startsWith(prefix)) post.response = now();
+    const post = byRequest.get(request);
+    if (post) post.response = now();
   };
   diagnostics.subscribe('http.client.request.start', onStart);
   diagnostics.subscribe('http.client.response.finish', onResponse);
@@ -184,7 +196,8 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
       delayP50: delay.percentile(50) / 1e6,
       delayP99: delay.percentile(99) / 1e6,
     }),
-    postTimes: (clientPort) => posts.get(clientPort),
+    takePost: (clientPort) => onPort.get(clientPort)?.shift(),
+    posts: allPosts,
     uninstall: () => {
       for (const step of undo.splice(0).reverse()) step();
     },
