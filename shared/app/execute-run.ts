@@ -101,6 +101,7 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
 
   const claimed = await claim(deps, run, task);
   if (claimed === undefined) return 'duplicate';
+  if ('ended' in claimed) return claimed.ended;
   failpoint('executor.afterClaim');
   const lease = keepLease(deps, claimed.run);
   try {
@@ -121,11 +122,17 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
   }
 };
 
+/**
+ * The claim (I-ONCE) is one conditional put of the run, then the WORKING revision is a second
+ * put of the task (decision 0027): two single-item writes bill half a transaction. Between them
+ * the run is ours: a task write that loses to a cancel settles the run as the reread decides; a
+ * crash there leaves a RUNNING run the reaper ends at its lease, as a crash after the claim did.
+ */
 const claim = async (
   deps: ExecuteRunDeps,
   run: RunRecord,
   task: StoredTask,
-): Promise<{ run: RunRecord; task: StoredTask } | undefined> => {
+): Promise<{ run: RunRecord; task: StoredTask } | { ended: ExecuteRunResult } | undefined> => {
   const now = deps.clock.now();
   const claimedRun: RunRecord = {
     ...run,
@@ -135,6 +142,14 @@ const claim = async (
     // A resumed run holds its opened state in memory; the sealed copy is not kept past the wait.
     sealedSuspension: undefined,
   };
+  try {
+    await deps.tasks.commit({
+      writes: [{ entity: 'run', item: claimedRun, expect: { version: run.version } }],
+    });
+  } catch (error) {
+    if (error instanceof VersionConflictError) return undefined;
+    throw error;
+  }
   const workingTask: StoredTask = {
     ...task,
     state: 'TASK_STATE_WORKING',
@@ -145,14 +160,14 @@ const claim = async (
   };
   try {
     await deps.tasks.commit({
-      writes: [
-        { entity: 'run', item: claimedRun, expect: { version: run.version } },
-        { entity: 'task', item: workingTask, expect: { revision: task.revision } },
-      ],
+      writes: [{ entity: 'task', item: workingTask, expect: { revision: task.revision } }],
     });
     return { run: claimedRun, task: workingTask };
   } catch (error) {
-    if (error instanceof VersionConflictError) return undefined;
+    if (!(error instanceof VersionConflictError)) throw error;
+    const fresh = await reread(deps, claimedRun, task);
+    if (fresh.kind === 'ended') return { ended: fresh.result };
+    // Nothing but a cancel moves a task with a queued run; the lease ends this one otherwise.
     throw error;
   }
 };
@@ -212,28 +227,17 @@ const work = async (
         },
       });
       const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), result);
+      // The attempt's own fields (provider, outcome, duration, tokens); auditEntryAt keeps only those it lists.
       await recordAuditStep(deps, run, {
         kind: 'attempt',
-        providerId,
-        outcome: attempt.outcome,
-        durationMs: attempt.durationMs,
-        inputTokens: attempt.inputTokens,
-        outputTokens: attempt.outputTokens,
+        ...attempt,
         content: auditContentOf(result.outcome),
       });
       return settle(deps, { ...run, attempts: [...run.attempts, attempt] }, current, result.outcome, history);
     } catch (error) {
       if (error instanceof ApprovalRequiredError) {
         const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), error.tokens);
-        await recordAuditStep(deps, run, {
-          kind: 'attempt',
-          providerId,
-          outcome: attempt.outcome,
-          reason: 'AWAITING_APPROVAL',
-          durationMs: attempt.durationMs,
-          inputTokens: attempt.inputTokens,
-          outputTokens: attempt.outputTokens,
-        });
+        await recordAuditStep(deps, run, { kind: 'attempt', ...attempt, reason: 'AWAITING_APPROVAL' });
         return suspend(deps, { ...run, attempts: [...run.attempts, attempt] }, current, {
           history,
           session: runtime.session,
@@ -246,9 +250,7 @@ const work = async (
       run = { ...run, attempts: [...run.attempts, attempt] };
       await recordAuditStep(deps, run, {
         kind: 'attempt',
-        providerId,
-        outcome: attempt.outcome,
-        durationMs: attempt.durationMs,
+        ...attempt,
         reason: error instanceof ProviderUnavailableError ? 'PROVIDER_UNAVAILABLE' : 'PROVIDER_ERROR',
       });
       if (runtime.signal.aborted) {
@@ -376,52 +378,35 @@ interface FinalContent {
   readonly metadata?: JsonObject;
 }
 
-const finalContentOf = (outcome: AgentOutcome): FinalContent => {
-  switch (outcome.kind) {
-    case 'completed':
-      return {
-        state: 'TASK_STATE_COMPLETED',
-        runStatus: 'COMPLETED',
-        statusMessage: outcome.message,
-        artifacts: outcome.artifacts,
-        result: 'completed',
-      };
-    case 'input-required':
-      return {
-        state: 'TASK_STATE_INPUT_REQUIRED',
-        runStatus: 'COMPLETED',
-        statusMessage: outcome.message,
-        artifacts: outcome.artifacts,
-        result: 'input-required',
-      };
-    case 'rejected':
-      return {
-        state: 'TASK_STATE_REJECTED',
-        runStatus: 'COMPLETED',
-        statusMessage: outcome.message,
-        result: 'rejected',
-      };
-    case 'message':
-      // A direct Message answer still completes the durable task (decision 0006): the message is
+const finalStates = {
+  completed: 'TASK_STATE_COMPLETED',
+  'input-required': 'TASK_STATE_INPUT_REQUIRED',
+  rejected: 'TASK_STATE_REJECTED',
+  failed: 'TASK_STATE_FAILED',
+} as const;
+
+const finalContentOf = (outcome: AgentOutcome): FinalContent =>
+  outcome.kind === 'message'
+    ? // A direct Message answer still completes the durable task (decision 0006): the message is
       // its final status message, there are no artifacts, and the marker tells the blocking
       // SendMessage to answer `{"message": …}`.
-      return {
+      {
         state: 'TASK_STATE_COMPLETED',
         runStatus: 'COMPLETED',
         statusMessage: outcome.message,
         artifacts: [],
         result: 'completed',
         metadata: { responseKind: 'message' },
-      };
-    case 'failed':
-      return {
-        state: 'TASK_STATE_FAILED',
-        runStatus: 'FAILED',
+      }
+    : {
+        state: finalStates[outcome.kind],
+        // A failed outcome fails the run; every other outcome completes it (its task may wait for input).
+        runStatus: outcome.kind === 'failed' ? 'FAILED' : 'COMPLETED',
         statusMessage: outcome.message,
-        result: 'failed',
+        // Only completed and input-required outcomes carry artifacts.
+        artifacts: 'artifacts' in outcome ? outcome.artifacts : undefined,
+        result: outcome.kind,
       };
-  }
-};
 
 const maxSettleAttempts = 3;
 

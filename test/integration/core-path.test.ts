@@ -108,6 +108,38 @@ describe('core path against the emulators', () => {
     expect((await tasks.getRun(taskId, run.runId))!).toMatchObject({ status: 'QUEUED', version: 2 });
   });
 
+  it('claims a run with one conditional put: of two concurrent claims exactly one wins (I-ONCE, I-LOCK)', async () => {
+    const { taskId } = await createTask(deps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('claim once'),
+    });
+    const task = (await tasks.getTask(taskId))!;
+    const run = (await tasks.getRun(taskId, task.currentRunId))!;
+    const claim = (leaseUntil: number) =>
+      tasks.commit({
+        writes: [
+          {
+            entity: 'run',
+            item: { ...run, status: 'RUNNING', version: 2, leaseUntil },
+            expect: { version: 1 },
+          },
+        ],
+      });
+    const outcomes = await Promise.allSettled([claim(1), claim(2)]);
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
+    const lost = outcomes.find((outcome) => outcome.status === 'rejected');
+    expect((lost as PromiseRejectedResult).reason).toBeInstanceOf(VersionConflictError);
+    expect((await tasks.getRun(taskId, run.runId))!).toMatchObject({ status: 'RUNNING', version: 2 });
+    // A stale single write applies nothing.
+    await expect(
+      tasks.commit({
+        writes: [{ entity: 'run', item: { ...run, status: 'FAILED', version: 2 }, expect: { version: 1 } }],
+      }),
+    ).rejects.toBeInstanceOf(VersionConflictError);
+    expect((await tasks.getRun(taskId, run.runId))!.status).toBe('RUNNING');
+  });
+
   it('refuses to open a sealed blob moved to another task or another field', async () => {
     const a = await createTask(deps(), {
       caller: alice,

@@ -55,12 +55,12 @@ describe('executeRun', () => {
   it('lets a concurrent cancel win: a canceled task never becomes COMPLETED', async () => {
     const core = createCore();
     const { taskId } = await core.send('race me');
-    // Claim happens first; the cancel lands between the claim and the completing transaction.
+    // Claim happens first (run, then task: two writes); the cancel lands before the completing transaction.
     let commits = 0;
     const original = core.tasks.commit.bind(core.tasks);
     core.tasks.commit = async (plan) => {
       commits++;
-      if (commits === 2) {
+      if (commits === 3) {
         const current = core.tasks.tasks.get(taskId)!;
         core.tasks.tasks.set(taskId, {
           ...current,
@@ -77,6 +77,34 @@ describe('executeRun', () => {
     expect(core.tasks.runs.get(task.currentRunId)!.status).toBe('CANCELED');
   });
 
+  it('claims with two single-item writes; a cancel between them ends the run CANCELED without a model call (I-ONCE)', async () => {
+    const core = createCore();
+    const { taskId } = await core.send('cancel between');
+    const plans: string[] = [];
+    const original = core.tasks.commit.bind(core.tasks);
+    core.tasks.commit = async (plan) => {
+      plans.push(plan.writes.map((write) => write.entity).join('+'));
+      if (plans.length === 2) {
+        // A cancel commits after the run was claimed, before the WORKING revision (decision 0027).
+        const current = core.tasks.tasks.get(taskId)!;
+        core.tasks.tasks.set(taskId, {
+          ...current,
+          state: 'TASK_STATE_CANCELED',
+          revision: current.revision + 1,
+        });
+        const run = core.tasks.runs.get(current.currentRunId)!;
+        core.tasks.runs.set(run.runId, { ...run, cancelRequested: true, version: run.version + 1 });
+      }
+      return original(plan);
+    };
+    expect(await core.runNext()).toBe('canceled');
+    expect(plans.slice(0, 2)).toEqual(['run', 'task']);
+    const task = core.tasks.tasks.get(taskId)!;
+    expect(task.state).toBe('TASK_STATE_CANCELED');
+    expect(core.tasks.runs.get(task.currentRunId)!.status).toBe('CANCELED');
+    expect(core.calls.get(task.currentRunId) ?? 0).toBe(0);
+  });
+
   it('re-reads the ceiling under the lock: a tightening that wins the race fails the task (I-LOCK, I-TIGHTEN)', async () => {
     const core = createCore();
     const { taskId } = await core.send('tighten me');
@@ -84,7 +112,8 @@ describe('executeRun', () => {
     const original = core.tasks.commit.bind(core.tasks);
     core.tasks.commit = async (plan) => {
       commits++;
-      if (commits === 2) {
+      // After the claim's two writes, before the completing transaction.
+      if (commits === 3) {
         const runId = core.tasks.tasks.get(taskId)!.currentRunId;
         const run = core.tasks.runs.get(runId)!;
         core.tasks.runs.set(runId, { ...run, answerCeiling: 'metadata', version: run.version + 1 });

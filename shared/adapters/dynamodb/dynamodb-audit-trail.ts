@@ -10,6 +10,7 @@ import {
 } from '../../domain/audit.ts';
 import type { Sealer } from '../../domain/ports.ts';
 import { isAtLeast, type PrivacyLevel } from '../../domain/privacy.ts';
+import { withoutUndefined } from './entities.ts';
 import { queryAll } from './query-all.ts';
 
 /**
@@ -159,6 +160,3 @@ export class DynamoDbAuditTrail implements AuditTrail {
     return items.map((raw) => auditItemSchema.parse(raw));
   }
 }
-
-const withoutUndefined = <T extends Record<string, unknown>>(item: T): T =>
-  Object.fromEntries(Object.entries(item).filter(([, value]) => value !== undefined)) as T;

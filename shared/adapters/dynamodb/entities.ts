@@ -186,6 +186,7 @@ export const pushConfigItemSchema = z.object({
 });
 export type PushConfigItem = z.infer<typeof pushConfigItemSchema>;
 
+/** The item without its undefined attributes (DynamoDB stores no undefined). */
 export const withoutUndefined = <T extends Record<string, unknown>>(item: T): T =>
   Object.fromEntries(Object.entries(item).filter(([, value]) => value !== undefined)) as T;
 
