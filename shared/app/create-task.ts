@@ -10,7 +10,14 @@ import {
   UnsupportedOperationError,
 } from '../domain/errors.ts';
 import type { Metrics } from '../domain/metrics.ts';
-import type { Clock, IdGenerator, PushConfigRepository, RunQueue, TaskRepository } from '../domain/ports.ts';
+import type {
+  Clock,
+  IdGenerator,
+  PlannedWrite,
+  PushConfigRepository,
+  RunQueue,
+  TaskRepository,
+} from '../domain/ports.ts';
 import { resolveProfilePrivacy, retentionSeconds } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
 import { appendHistory, isExpired, type Owner, type RunRecord, sameOwner } from '../domain/task.ts';
@@ -139,7 +146,22 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
           },
         ]
       : [];
-  await deps.tasks.commit({ writes: [...plan.writes, ...pushWrites] });
+  const runWrite: PlannedWrite = {
+    entity: 'run',
+    item: { ...run, taskId: plan.task.taskId },
+    expect: 'absent',
+  };
+  if (pushWrites.length > 0) {
+    // An inline push config must not outlive a follow-up that lost its race: one transaction.
+    await deps.tasks.commit({ writes: [plan.taskWrite, runWrite, ...pushWrites] });
+  } else {
+    // The run first, the task row last, each one single-item put at half a transaction's units
+    // (decision 0027). The task row is the commit point: a run without it (a crash in between, or
+    // a follow-up that lost a race for the task) is never queued and the reaper settles it at its
+    // start deadline; a task row never exists without its run.
+    await deps.tasks.commit({ writes: [runWrite] });
+    await deps.tasks.commit({ writes: [plan.taskWrite] });
+  }
   failpoint('create.afterCommit');
   try {
     await deps.queue.enqueue({ taskId: plan.task.taskId, runId });
@@ -156,7 +178,7 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
 
 interface Plan {
   readonly task: StoredTask;
-  readonly writes: Parameters<TaskRepository['commit']>[0]['writes'];
+  readonly taskWrite: PlannedWrite;
 }
 
 const planNewTask = async (
@@ -183,13 +205,7 @@ const planNewTask = async (
     expiresAt,
     sealedHistory: sealed.sealedHistory,
   };
-  return {
-    task,
-    writes: [
-      { entity: 'task', item: task, expect: 'absent' },
-      { entity: 'run', item: { ...run, taskId }, expect: 'absent' },
-    ],
-  };
+  return { task, taskWrite: { entity: 'task', item: task, expect: 'absent' } };
 };
 
 /** A follow-up message continues an interrupted task as a new run (multi-turn, A2A.md §10). */
@@ -237,13 +253,7 @@ const planFollowUp = async (
     sealedHistory: sealed.sealedHistory,
     expiresAt: Math.max(current.expiresAt, expiresAt),
   };
-  return {
-    task,
-    writes: [
-      { entity: 'task', item: task, expect: { revision: current.revision } },
-      { entity: 'run', item: { ...run, taskId }, expect: 'absent' },
-    ],
-  };
+  return { task, taskWrite: { entity: 'task', item: task, expect: { revision: current.revision } } };
 };
 
 const settleUnqueued = async (

@@ -67,7 +67,7 @@ describe('core path against the emulators', () => {
     providerFor: countingProvider,
   });
 
-  it('stores the task, run and sealed history in one transaction, with no plaintext in the item', async () => {
+  it('stores the run, then the task row with its sealed history, with no plaintext in the item', async () => {
     const { taskId } = await createTask(deps(), {
       caller: alice,
       profileId: 'default',

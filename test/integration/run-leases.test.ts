@@ -193,6 +193,43 @@ describe('run leases and the reaper against the emulators', () => {
     expect(model.requests.length).toBe(before);
   });
 
+  it('a create cut off between its run and its task row leaves no task and queues nothing; the reaper settles the lone run (decision 0027)', async () => {
+    const createdAt = new Date();
+    const ids = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    const [runId, taskId] = ids;
+    // The process dies after the run's put, before the task row's (the commit point).
+    const cut = Object.assign(Object.create(tasks) as DynamoDbTaskRepository, {
+      commit: async (plan: Parameters<DynamoDbTaskRepository['commit']>[0]) => {
+        if (plan.writes.some((write) => write.entity === 'task')) throw new Error('crashed');
+        return tasks.commit(plan);
+      },
+    });
+    const sent: RunMessage[] = [];
+    await expect(
+      createTask(
+        {
+          ...baseDeps(),
+          tasks: cut,
+          clock: { now: () => createdAt },
+          ids: { newId: () => ids.shift()! },
+          queue: { enqueue: async (message: RunMessage) => void sent.push(message) },
+          runStartDeadlineMs: 5_000,
+        },
+        { caller: alice, profileId: 'default', message: userMessage('cut off') },
+      ),
+    ).rejects.toThrow('crashed');
+    expect(sent).toEqual([]);
+    expect(await tasks.getTask(taskId!)).toBeUndefined();
+    expect(await tasks.getRun(taskId!, runId!)).toMatchObject({ status: 'QUEUED' });
+    await reapExpiredRuns(
+      { ...baseDeps(), leases, clock: { now: () => new Date(createdAt.getTime() + 6_000) } },
+      100,
+    );
+    expect(await tasks.getRun(taskId!, runId!)).toMatchObject({ status: 'FAILED' });
+    // Settling the lone run made no task appear.
+    expect(await tasks.getTask(taskId!)).toBeUndefined();
+  });
+
   it('renewals keep a live run off the reaper without moving its version; a duplicate delivery never calls the model', async () => {
     holdNextAnswer();
     const before = model.requests.length;
