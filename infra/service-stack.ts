@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { Annotations, CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { Annotations, ArnFormat, CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import {
   AuthorizationType,
   EndpointType,
@@ -15,7 +15,13 @@ import {
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Grant } from 'aws-cdk-lib/aws-iam';
-import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import {
+  FilterCriteria,
+  FilterRule,
+  ParamsAndSecretsLayerVersion,
+  ParamsAndSecretsVersions,
+  StartingPosition,
+} from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
@@ -177,13 +183,24 @@ export class ServiceStack extends Stack {
       templates: { 'application/json': '{"message":"Unauthorized"}' },
     });
 
-    // executor: one run per message; the queue message only wakes it up.
+    // executor: one run per message; the queue message only wakes it up. With a provider key in
+    // Secrets Manager, the Parameters and Secrets extension serves it on localhost (decision 0026);
+    // its own cache is off: the executor's 5-minute cache is the only one, so a rotation is in use
+    // 5 minutes later, not 10.
+    const providerSecrets = providerSecretsOf(props.config);
     this.executor = new HouseFunction(this, 'Executor', {
       entry: entries.executor,
       description: 'Runs queued A2A task runs',
       timeout: EXECUTOR_TIMEOUT,
       logRetention,
       environment: environmentFor('executor'),
+      ...(providerSecrets.length > 0
+        ? {
+            paramsAndSecrets: ParamsAndSecretsLayerVersion.fromVersion(ParamsAndSecretsVersions.V1_0_103, {
+              cacheEnabled: false,
+            }),
+          }
+        : {}),
     });
     this.executor.addEventSource(
       new SqsEventSource(stateful.runQueue, {
@@ -197,6 +214,7 @@ export class ServiceStack extends Stack {
     stateful.auditTable.grantReadWriteData(this.executor);
     grantSealing(this.executor);
     this.grantBedrockModels(this.executor, props.config);
+    this.grantProviderSecrets(this.executor, providerSecrets);
 
     // projector: committed state → journal. Copies sealed blobs as they are: no KMS at all.
     this.projector = new HouseFunction(this, 'Projector', {
@@ -364,6 +382,41 @@ export class ServiceStack extends Stack {
     return { authorizationType: AuthorizationType.CUSTOM, authorizer };
   }
 
+  /**
+   * GetSecretValue on exactly the referenced provider key secrets (decision 0026): a name is
+   * matched with Secrets Manager's 6-character suffix (`<name>-??????`), an ARN as given; and
+   * kms:Decrypt on a named customer-managed key, only through Secrets Manager in this region.
+   */
+  private grantProviderSecrets(fn: HouseFunction, secrets: readonly ProviderSecret[]): void {
+    if (secrets.length === 0) return;
+    Grant.addToPrincipal({
+      grantee: fn,
+      actions: ['secretsmanager:GetSecretValue'],
+      resourceArns: [
+        ...new Set(
+          secrets.map(({ secretId }) =>
+            secretId.startsWith('arn:')
+              ? secretId
+              : this.formatArn({
+                  service: 'secretsmanager',
+                  resource: 'secret',
+                  resourceName: `${secretId}-??????`,
+                  arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+                }),
+          ),
+        ),
+      ],
+    });
+    const keys = [...new Set(secrets.flatMap(({ kmsKeyArn }) => (kmsKeyArn ? [kmsKeyArn] : [])))];
+    if (keys.length === 0) return;
+    Grant.addToPrincipal({
+      grantee: fn,
+      actions: ['kms:Decrypt'],
+      resourceArns: keys,
+      conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${this.region}.amazonaws.com` } },
+    });
+  }
+
   /** Converse needs InvokeModel (and the stream variant) on exactly the configured models. */
   private grantBedrockModels(fn: HouseFunction, config: Config): void {
     const resourceArns = new Set<string>();
@@ -406,6 +459,36 @@ export class ServiceStack extends Stack {
     });
   }
 }
+
+/** A provider key secret as the configuration names it (`providers.<id>.apiKeySecret`). */
+export interface ProviderSecret {
+  readonly secretId: string;
+  readonly kmsKeyArn?: string;
+}
+
+const SECRET_NAME = /^[\w/+=.@-]{1,512}$/;
+const SECRET_ARN = /^arn:aws[\w-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]{1,512}$/;
+const KMS_KEY_ARN = /^arn:aws[\w-]*:kms:[a-z0-9-]+:\d{12}:key\/[\w-]{1,128}$/;
+
+/**
+ * The provider key secrets of a configuration, their formats checked here (the functions' schema
+ * accepts any string, to stay small): a refusal names the setting.
+ */
+export const providerSecretsOf = (config: Config): ProviderSecret[] =>
+  Object.entries(config.providers).flatMap(([id, provider]) => {
+    if (provider.type !== 'openai' || provider.apiKeySecret === undefined) return [];
+    const { secretId, kmsKeyArn } = provider.apiKeySecret;
+    const setting = `providers.${id}.apiKeySecret`;
+    if (!(secretId.startsWith('arn:') ? SECRET_ARN : SECRET_NAME).test(secretId)) {
+      throw new Error(
+        `${setting}.secretId: a secret name (letters, digits, /_+=.@-) or a complete Secrets Manager secret ARN`,
+      );
+    }
+    if (kmsKeyArn !== undefined && !KMS_KEY_ARN.test(kmsKeyArn)) {
+      throw new Error(`${setting}.kmsKeyArn: the ARN of a KMS key (arn:aws:kms:<region>:<account>:key/<id>)`);
+    }
+    return [{ secretId, ...(kmsKeyArn !== undefined ? { kmsKeyArn } : {}) }];
+  });
 
 /** How long API Gateway reuses an authorizer answer for the same `Authorization` header. */
 export const AUTHORIZER_CACHE_TTL_SECONDS = 60;

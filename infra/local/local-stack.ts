@@ -397,6 +397,16 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
       cleanups.push(addSdkClientHook(injectSdkFaults));
       log('warn', 'local stack: failpoints armed', { spec: options.failpoints });
     }
+    // The Parameters and Secrets extension exists only in Lambda (decision 0026).
+    for (const [id, provider] of Object.entries(config.providers)) {
+      if (provider.type === 'openai' && provider.apiKeySecret && !provider.apiKeyEnv) {
+        log(
+          'warn',
+          `local stack: providers.${id}.apiKeySecret is read only when deployed; set apiKeyEnv to call it locally`,
+          {},
+        );
+      }
+    }
 
     since = performance.now();
     const needed = ['rpc', 'executor', 'projector'] as const;

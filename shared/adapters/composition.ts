@@ -19,6 +19,7 @@ import { KmsSealer } from './kms-sealer.ts';
 import { BedrockProvider } from './providers/bedrock-provider.ts';
 import { OpenAiProvider } from './providers/openai-provider.ts';
 import { ScriptedProvider } from './providers/scripted-provider.ts';
+import { extensionApiKey } from './providers/secret-api-key.ts';
 import { SqsDeliveryQueue } from './sqs-delivery-queue.ts';
 import { SqsRunQueue } from './sqs-run-queue.ts';
 import { createGuardedWebhookSender } from './ssrf-guard.ts';
@@ -113,8 +114,9 @@ export const createAuditTrail = (env: RuntimeEnv, client = createDocumentClient(
 /**
  * The provider of each configured id. Bedrock and OpenAI-compatible models run under the tool
  * loop (decision 0011); their SDK client makes one attempt, since the fallback is the retry.
- * An OpenAI key comes from the variable `apiKeyEnv` names (a Secrets Manager reference later);
- * a missing one fails the cold start with its name.
+ * An OpenAI key comes, in a deployment, from the secret `apiKeySecret` names, through the
+ * Parameters and Secrets Lambda Extension (decision 0026); in local mode, and without a secret,
+ * from the variable `apiKeyEnv` names, whose absence fails the cold start with its name.
  */
 export const createProviderFor = (
   env: RuntimeEnv,
@@ -137,7 +139,15 @@ export const createProviderFor = (
       );
     }
     if (provider.type === 'openai') {
-      const apiKey = provider.apiKeyEnv ? processEnv[provider.apiKeyEnv] : undefined;
+      const secret = env.localMode ? undefined : provider.apiKeySecret;
+      const apiKey = secret
+        ? extensionApiKey({
+            providerId,
+            ...secret,
+            endpoint: `http://localhost:${processEnv.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT ?? 2773}`,
+            sessionToken: processEnv.AWS_SESSION_TOKEN ?? '',
+          })
+        : provider.apiKeyEnv && processEnv[provider.apiKeyEnv];
       if (provider.apiKeyEnv && !apiKey) {
         throw new Error(
           `Missing environment variable ${provider.apiKeyEnv} (API key of provider ${providerId})`,

@@ -27,8 +27,22 @@ const openAiProvider = z.object({
   type: z.literal('openai'),
   baseUrl: z.url(),
   model: z.string().min(1),
-  /** Name of the environment variable that holds the API key (never the key itself). */
+  /** Name of the environment variable that holds the API key (never the key itself); local mode. */
   apiKeyEnv: z.string().optional(),
+  /**
+   * Deployments: the Secrets Manager secret holding the API key (decision 0026), read by the
+   * executor through the Parameters and Secrets Lambda Extension. `secretId` is a name or the
+   * complete ARN; `jsonKey` picks a field of a JSON secret; `kmsKeyArn` names its CMK, if any.
+   * Their formats are checked at synth (infra/service-stack.ts), which keeps this schema, part
+   * of every function bundle, small.
+   */
+  apiKeySecret: z
+    .object({
+      secretId: z.string().min(1),
+      jsonKey: z.string().min(1).optional(),
+      kmsKeyArn: z.string().optional(),
+    })
+    .optional(),
   /** Per model call; a timeout falls back to the next provider (decision 0011). */
   timeoutMs: z.number().int().positive().max(600_000).default(25_000),
   privacyLevel: privacyLevelInput.optional(),

@@ -1103,3 +1103,185 @@ describe('createInstallation', () => {
     ).toThrow(new RegExp(`A2A_CONFIG.*${MAX_CONFIG_ENV_BYTES} bytes`));
   });
 });
+
+describe('provider key secrets (decision 0026)', () => {
+  const secretArn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/openai-AbCdEf';
+  const keyArn = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+  const secretConfig = {
+    ...testConfig,
+    providers: {
+      ...testConfig.providers,
+      byName: {
+        type: 'openai',
+        baseUrl: 'https://api.openai.com/v1',
+        model: 'gpt-test',
+        apiKeySecret: { secretId: 'a2a/openai', jsonKey: 'apiKey' },
+      },
+      byArn: {
+        type: 'openai',
+        baseUrl: 'https://llm.example.com/v1',
+        model: 'm',
+        apiKeySecret: { secretId: secretArn, kmsKeyArn: keyArn },
+      },
+      plain: { type: 'openai', baseUrl: 'http://127.0.0.1:11434/v1', model: 'llama' },
+    },
+  };
+  let secretInstallation: Installation;
+  let template: Template;
+
+  const installationOf = (config: unknown): Installation => {
+    const dir = mkdtempSync(join(workDir, 'secrets-'));
+    const file = join(dir, 'config.json');
+    writeFileSync(file, JSON.stringify(config));
+    const stub = join(dir, 'stub.ts');
+    writeFileSync(stub, 'export const handler = async () => ({});\n');
+    const entries = Object.fromEntries(Object.keys(defaultEntries).map((name) => [name, stub]));
+    return createInstallation(new App({ context: { config: file, stage: 'secrets' } }), {
+      entries,
+      authorizerEntry: undefined,
+    });
+  };
+
+  beforeAll(() => {
+    secretInstallation = installationOf(secretConfig);
+    template = Template.fromStack(secretInstallation.service);
+  });
+
+  const statementsOf = (tmpl: Template, stack: Stack, fn: ServiceStack['rpc']) => {
+    const roleId = (
+      (tmpl.toJSON().Resources[logicalIdOf(stack, fn)] as Resource).Properties.Role as {
+        'Fn::GetAtt': [string, string];
+      }
+    )['Fn::GetAtt'][0];
+    return (Object.values(tmpl.findResources('AWS::IAM::Policy')) as Resource[])
+      .filter((policy) =>
+        (policy.Properties.Roles as Array<{ Ref: string }>).some((ref) => ref.Ref === roleId),
+      )
+      .flatMap(
+        (policy) =>
+          (policy.Properties.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement,
+      );
+  };
+
+  it('lets the executor read exactly the referenced secrets, and decrypt with their CMK only via Secrets Manager', () => {
+    const { service: stack } = secretInstallation;
+    const statements = statementsOf(template, stack, stack.executor);
+    const secretStatements = statements.filter((statement) =>
+      [statement.Action].flat().some((action) => String(action).startsWith('secretsmanager:')),
+    );
+    expect(secretStatements).toEqual([
+      {
+        Effect: 'Allow',
+        Action: 'secretsmanager:GetSecretValue',
+        Resource: [
+          {
+            'Fn::Join': [
+              '',
+              [
+                'arn:',
+                { Ref: 'AWS::Partition' },
+                ':secretsmanager:',
+                { Ref: 'AWS::Region' },
+                ':',
+                { Ref: 'AWS::AccountId' },
+                // Secrets Manager appends a 6-character suffix to every secret's ARN.
+                ':secret:a2a/openai-??????',
+              ],
+            ],
+          },
+          secretArn,
+        ],
+      },
+    ]);
+    expect(statements).toContainEqual({
+      Effect: 'Allow',
+      Action: 'kms:Decrypt',
+      Resource: keyArn,
+      Condition: {
+        StringEquals: {
+          'kms:ViaService': {
+            'Fn::Join': ['', ['secretsmanager.', { Ref: 'AWS::Region' }, '.amazonaws.com']],
+          },
+        },
+      },
+    });
+    // No other function may read a secret.
+    for (const fn of [stack.rpc, stack.projector, stack.pusher, stack.deliverer, stack.reaper]) {
+      expect(
+        statementsOf(template, stack, fn).filter((statement) =>
+          JSON.stringify(statement).includes('secretsmanager'),
+        ),
+      ).toEqual([]);
+    }
+  });
+
+  it('adds the Parameters and Secrets extension to the executor only, its cache off (the executor keeps the key 5 minutes)', () => {
+    const { service: stack } = secretInstallation;
+    const functions = template.toJSON().Resources as Record<string, Resource>;
+    const executor = functions[logicalIdOf(stack, stack.executor)] as Resource;
+    // An environment-agnostic stack looks the layer up per region at deploy time: the arm64 build.
+    const [layer] = executor.Properties.Layers as Array<{ 'Fn::FindInMap': [string, unknown, string] }>;
+    expect(executor.Properties.Layers).toHaveLength(1);
+    const [mapName, , key] = layer?.['Fn::FindInMap'] ?? [];
+    const byRegion = template.toJSON().Mappings[mapName ?? ''] as Record<string, Record<string, string>>;
+    expect(byRegion['eu-west-1']?.[key ?? '']).toMatch(
+      /^arn:aws:lambda:eu-west-1:\d{12}:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:\d+$/,
+    );
+    const variables = (executor.Properties.Environment as { Variables: Record<string, string> }).Variables;
+    expect(variables).toMatchObject({
+      PARAMETERS_SECRETS_EXTENSION_CACHE_ENABLED: 'false',
+      PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: '2773',
+    });
+    for (const fn of [stack.rpc, stack.projector, stack.pusher, stack.deliverer, stack.reaper]) {
+      expect((functions[logicalIdOf(stack, fn)] as Resource).Properties.Layers).toBeUndefined();
+    }
+    // The configuration carries the reference only; no variable holds a key.
+    const config = JSON.parse(variables.A2A_CONFIG ?? '{}');
+    expect(config.providers.byName.apiKeySecret).toEqual({ secretId: 'a2a/openai', jsonKey: 'apiKey' });
+  });
+
+  it('without a referenced secret: no extension layer and no secretsmanager permission anywhere', () => {
+    for (const tmpl of [service, withAuthorizer]) {
+      for (const fn of Object.values(tmpl.findResources('AWS::Lambda::Function')) as Resource[]) {
+        expect(fn.Properties.Layers).toBeUndefined();
+      }
+      expect(JSON.stringify(tmpl.findResources('AWS::IAM::Policy'))).not.toContain('secretsmanager');
+    }
+  });
+
+  it('refuses a malformed secret reference at synth, naming the setting', () => {
+    const withSecret = (apiKeySecret: unknown) => ({
+      ...testConfig,
+      providers: {
+        ...testConfig.providers,
+        o: { type: 'openai', baseUrl: 'https://x.example/v1', model: 'm', apiKeySecret },
+      },
+    });
+    expect(() => installationOf(withSecret({ secretId: 'bad name with spaces' }))).toThrow(
+      /providers\.o\.apiKeySecret\.secretId/,
+    );
+    expect(() => installationOf(withSecret({ secretId: 'arn:aws:s3:::bucket' }))).toThrow(
+      /providers\.o\.apiKeySecret\.secretId/,
+    );
+    expect(() => installationOf(withSecret({ secretId: 'ok', kmsKeyArn: 'alias/mine' }))).toThrow(
+      /providers\.o\.apiKeySecret\.kmsKeyArn/,
+    );
+  });
+
+  it('synthesizes both example configurations offline (deploy-config.json, deploy-config-openai-secret.json)', () => {
+    for (const example of ['examples/deploy-config.json', 'examples/deploy-config-openai-secret.json']) {
+      const config = readConfigContext(join(REPO_ROOT, example));
+      const built = installationOf(config);
+      const assembly = built.service.node.root as App;
+      const cloudAssembly = assembly.synth();
+      expect(cloudAssembly.stacks.map((stack) => stack.stackName).sort(), example).toEqual([
+        'a2a-secrets-service',
+        'a2a-secrets-stateful',
+      ]);
+      const layers = Object.values(
+        Template.fromStack(built.service).findResources('AWS::Lambda::Function'),
+      ).filter((fn) => (fn as Resource).Properties.Layers !== undefined);
+      expect(layers.length, example).toBe(example.includes('secret') ? 1 : 0);
+    }
+  });
+});

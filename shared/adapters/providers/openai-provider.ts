@@ -16,8 +16,8 @@ export interface OpenAiProviderOptions {
   /** The API root, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1` (Ollama). */
   readonly baseUrl: string;
   readonly model: string;
-  /** Sent as `Authorization: Bearer …` when set. */
-  readonly apiKey?: string;
+  /** Sent as `Authorization: Bearer …` when set; a function is asked before each call (secret-api-key.ts). */
+  readonly apiKey?: string | (() => Promise<string>);
   /** Per model call. @default 25_000 */
   readonly timeoutMs?: number;
 }
@@ -38,6 +38,8 @@ export class OpenAiProvider implements ChatModel {
   }
 
   async complete(request: ModelRequest): Promise<ModelTurn> {
+    const { apiKey } = this.options;
+    const key = typeof apiKey === 'function' ? await apiKey() : apiKey;
     const signal = withTimeout(this.timeoutMs, request.signal);
     let payload: unknown;
     try {
@@ -46,7 +48,7 @@ export class OpenAiProvider implements ChatModel {
         headers: {
           'content-type': 'application/json',
           accept: 'application/json',
-          ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
+          ...(key ? { authorization: `Bearer ${key}` } : {}),
         },
         body: JSON.stringify(toChatRequest(this.options.model, request)),
         signal,
