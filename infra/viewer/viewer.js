@@ -3,6 +3,8 @@
 // SubscribeToTask with `Last-Event-ID: 1` — the task as of revision 1, then every later revision,
 // then live events until it settles (decision 0008). EventSource cannot POST, so the SSE stream is
 // read from a streaming fetch. Everything shown is set with textContent, never as HTML.
+// Push deliveries (decision 0025) come from the server's push-deliveries extension method
+// ListTaskPushDeliveries, refreshed on every revision the stream brings and every few seconds.
 
 const $ = (id) => document.getElementById(id);
 const storage = window.sessionStorage;
@@ -12,7 +14,15 @@ const state = {
   selected: undefined,
   stream: undefined, // AbortController of the open stream
   listTimer: undefined,
+  pushTimer: undefined, // the light poll of the selected task's deliveries
+  settledAt: undefined, // when the selected task was seen settled (the poll stops a while later)
+  pushRender: 0, // the latest renderPush call: an older answer arriving late is dropped
+  pushSoon: undefined, // a renderPush asked for by the stream, coalesced
 };
+
+/** How often the deliveries are re-read while a task is open, and for how long after it settled. */
+const pushPollMs = 3000;
+const pushPollAfterSettledMs = 60_000;
 
 const stateName = (state) => (state ?? 'UNSPECIFIED').replace(/^TASK_STATE_/, '');
 const terminal = new Set(['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED']);
@@ -175,25 +185,132 @@ const addTimeline = (revision, kind, stateValue, detail, timestamp) => {
   $('timeline').append(item);
 };
 
-const renderPush = async (taskId) => {
+/** A webhook URL as shown: origin and path only — a query may carry a secret (`?token=`). */
+const shownUrl = (url) => {
   try {
-    const result = await rpc('ListTaskPushNotificationConfigs', { taskId });
-    const configs = result.configs ?? [];
-    if (state.selected !== taskId) return;
-    $('push').replaceChildren(
-      configs.length === 0
-        ? document.createTextNode('No push configs for this task.')
-        : el(
-            'ul',
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}${parsed.search ? '?…' : ''}`;
+  } catch {
+    return '(not a URL)';
+  }
+};
+
+/** Every page of a list method, up to a bound (a task has few configs and revisions). */
+const listAll = async (method, params, key) => {
+  const items = [];
+  let pageToken;
+  for (let page = 0; page < 10; page++) {
+    const result = await rpc(method, { ...params, pageSize: 100, ...(pageToken ? { pageToken } : {}) });
+    items.push(...(result[key] ?? []));
+    pageToken = result.nextPageToken;
+    if (!pageToken) break;
+  }
+  return items;
+};
+
+const attemptRow = (delivery, attempt) =>
+  el(
+    'tr',
+    {
+      'data-revision': String(delivery.revision),
+      'data-attempt': String(attempt.attempt),
+      'data-outcome': attempt.outcome,
+    },
+    el('td', { class: 'mono', text: `r${delivery.revision}` }),
+    el('td', { text: String(attempt.attempt) }),
+    el('td', {}, el('span', { class: `outcome ${attempt.outcome}`, text: attempt.outcome })),
+    el('td', { text: attempt.httpStatus === undefined ? (attempt.error ?? '') : String(attempt.httpStatus) }),
+    el('td', { class: 'muted', text: time(attempt.timestamp) }),
+    el('td', {
+      class: 'muted',
+      text: attempt.nextAttemptTimestamp
+        ? `retry ${time(attempt.nextAttemptTimestamp)}`
+        : delivery.state === 'GAVE_UP' && attempt === delivery.attempts.at(-1)
+          ? 'gave up'
+          : '',
+    }),
+  );
+
+const renderConfig = (configId, config, deliveries) =>
+  el(
+    'div',
+    { class: 'push-config', 'data-config-id': configId },
+    el(
+      'div',
+      {},
+      el('code', { text: configId }),
+      document.createTextNode(config ? ` → ${shownUrl(config.url)}` : ' (config deleted)'),
+    ),
+    deliveries.length === 0
+      ? el('div', { class: 'muted', text: 'No delivery attempted yet.' })
+      : el(
+          'table',
+          { class: 'attempts' },
+          el(
+            'thead',
             {},
-            ...configs.map((config) =>
-              el('li', { text: `${config.id} → ${config.url}${config.token ? ' (token set)' : ''}` }),
+            el(
+              'tr',
+              {},
+              ...['Rev', '#', 'Outcome', 'HTTP', 'Time', 'Next'].map((name) => el('th', { text: name })),
             ),
           ),
+          el(
+            'tbody',
+            {},
+            ...deliveries.flatMap((delivery) =>
+              delivery.attempts.map((attempt) => attemptRow(delivery, attempt)),
+            ),
+          ),
+        ),
+  );
+
+/** The task's push configs, each with its deliveries' attempts; true while a retry is pending. */
+const renderPush = async (taskId) => {
+  const call = ++state.pushRender;
+  try {
+    const [configs, deliveries] = await Promise.all([
+      listAll('ListTaskPushNotificationConfigs', { taskId }, 'configs'),
+      listAll('ListTaskPushDeliveries', { taskId }, 'deliveries'),
+    ]);
+    if (state.selected !== taskId || call !== state.pushRender) return false;
+    const ids = [...new Set([...configs.map((config) => config.id), ...deliveries.map((d) => d.configId)])];
+    $('push').replaceChildren(
+      ...(ids.length === 0
+        ? [document.createTextNode('No push configs for this task.')]
+        : ids.map((id) =>
+            renderConfig(
+              id,
+              configs.find((config) => config.id === id),
+              deliveries.filter((delivery) => delivery.configId === id),
+            ),
+          )),
     );
+    return deliveries.some((delivery) => delivery.state === 'RETRYING');
   } catch (error) {
-    $('push').textContent = `Push configs unavailable: ${error.message}`;
+    if (state.selected === taskId) $('push').textContent = `Push deliveries unavailable: ${error.message}`;
+    return false;
   }
+};
+
+/** A revision arrived: its deliveries follow shortly; replayed revisions make one read, not many. */
+const refreshPushSoon = (taskId) => {
+  clearTimeout(state.pushSoon);
+  state.pushSoon = setTimeout(() => void renderPush(taskId), 250);
+};
+
+/** Re-reads the deliveries every few seconds; stops a minute after the task settled with no retry pending. */
+const pollPush = (taskId) => {
+  clearInterval(state.pushTimer);
+  $('push-live').textContent = '● polling';
+  state.pushTimer = setInterval(async () => {
+    if (state.selected !== taskId) return;
+    const retrying = await renderPush(taskId);
+    if (!retrying && state.settledAt !== undefined && Date.now() - state.settledAt > pushPollAfterSettledMs) {
+      clearInterval(state.pushTimer);
+      $('push-live').textContent = '';
+    }
+  }, pushPollMs);
 };
 
 /** Reads a text/event-stream body: calls onEvent({ id, data }) per event, ignores comments. */
@@ -252,6 +369,7 @@ const follow = async (taskId, controller) => {
       showSnapshot(task, undefined, artifacts);
       renderArtifacts(artifacts);
       $('live').textContent = 'settled';
+      state.settledAt = Date.now();
       return;
     }
     throw new RpcError(answer.error ?? { code: response.status, message: 'unexpected answer' });
@@ -298,6 +416,7 @@ const follow = async (taskId, controller) => {
       current = { ...(current ?? { id: taskId }), status };
       renderFacts(current);
       updateRow(current);
+      refreshPushSoon(taskId);
     } else if (event.message) {
       addTimeline(
         revision,
@@ -309,6 +428,7 @@ const follow = async (taskId, controller) => {
     renderArtifacts(artifacts);
   });
   const settled = terminal.has(stateName(current?.status?.state));
+  if (settled) state.settledAt = Date.now();
   $('live').textContent = settled ? 'settled' : 'stream closed (re-select to re-attach)';
 };
 
@@ -326,7 +446,9 @@ const selectTask = async (taskId) => {
   $('artifacts').textContent = '—';
   $('push').textContent = '…';
   $('live').textContent = '';
+  state.settledAt = undefined;
   void renderPush(taskId);
+  pollPush(taskId);
   try {
     await follow(taskId, controller);
   } catch (error) {

@@ -6,11 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
  * The journal viewer (decision 0016) in headless Chromium (the system's, through playwright-core)
  * against the local stack: served at /viewer/, it lists the caller's tasks and shows a task's
- * revision timeline, updated live from the SSE stream while another client moves the task on.
+ * revision timeline, updated live from the SSE stream while another client moves the task on,
+ * and its push deliveries with every attempt (decision 0025) from a receiver that refuses its
+ * first POST with 503.
  * The screenshot lands in the git-ignored test-output/ and is checked for size and dimensions.
  */
 
@@ -22,12 +25,13 @@ const describeInBrowser = withBrowser ? describe : describe.skip;
 if (!withBrowser) console.warn(`viewer: no Chromium at ${chromiumPath}; the browser tests are skipped`);
 const screenshotPath = resolve(import.meta.dirname, '../../test-output/viewer.png');
 const aliceToken = 'viewer-token-alice';
+const bobToken = 'viewer-token-bob';
 
 const config = parseConfig({
   auth: {
     tokens: {
       [aliceToken]: { tenant: 't1', principal: 'alice' },
-      'viewer-token-bob': { tenant: 't1', principal: 'bob' },
+      [bobToken]: { tenant: 't1', principal: 'bob' },
     },
   },
   providers: {
@@ -43,19 +47,25 @@ const config = parseConfig({
       privacyLevel: 'full',
     },
   },
+  webhooks: { retryBaseSeconds: 1 },
 });
 
 let stack: LocalStack;
 let browser: Browser;
 let page: Page;
+let receiver: WebhookReceiver;
 
-const rpc = async (method: string, params: unknown, token = aliceToken) => {
+const call = async (method: string, params: unknown, token = aliceToken) => {
   const response = await fetch(`${stack.baseUrl}/agents/tck`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: `Bearer ${token}` },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
   });
-  const answer = (await response.json()) as { result?: Record<string, unknown>; error?: unknown };
+  return (await response.json()) as { result?: Record<string, unknown>; error?: { code: number } };
+};
+
+const rpc = async (method: string, params: unknown, token = aliceToken) => {
+  const answer = await call(method, params, token);
   if (!answer.result) throw new Error(`${method} failed: ${JSON.stringify(answer.error)}`);
   // SendMessage answers { task } (v1.0 SendMessageResponse); the others the object itself.
   return (answer.result.task ?? answer.result) as { id: string; status: { state: string } };
@@ -85,6 +95,7 @@ beforeAll(async () => {
     prefix: 'e2e-viewer',
     log: () => {},
   });
+  receiver = await startWebhookReceiver({ respond: (_post, index) => (index === 0 ? 503 : 200) });
   if (!withBrowser) return;
   browser = await chromium.launch({ executablePath: chromiumPath, headless: true });
   page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
@@ -92,6 +103,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await stack?.stop();
+  await receiver?.close();
 });
 
 describe('the viewer’s static files', () => {
@@ -127,9 +139,9 @@ describeInBrowser('the journal viewer in headless Chromium', () => {
     await rpc('CreateTaskPushNotificationConfig', {
       taskId: open.id,
       id: 'viewer-hook',
-      url: 'http://127.0.0.1:9/hook',
+      url: `${receiver.url}/hook?secret=viewer-query-secret`,
     });
-    const bobs = await rpc('SendMessage', message('tck-complete-task', 'bob'), 'viewer-token-bob');
+    const bobs = await rpc('SendMessage', message('tck-complete-task', 'bob'), bobToken);
 
     await page.goto(`${stack.baseUrl}/viewer/`);
     await page.fill('#agent-url', `${stack.baseUrl}/agents/tck`);
@@ -150,6 +162,7 @@ describeInBrowser('the journal viewer in headless Chromium', () => {
       expect.stringMatching(/^r3status.*INPUT_REQUIRED/),
     ]);
     await waitForText('#push', 'viewer-hook');
+    await waitForText('#push', 'No delivery attempted yet.');
 
     // Another client completes the task: the open stream brings the new revisions in.
     await rpc('SendMessage', message('tck-complete-task', 'go on', open.id));
@@ -160,6 +173,33 @@ describeInBrowser('the journal viewer in headless Chromium', () => {
     expect(items.some((item) => /WORKING/.test(item) && /^r[4-9]/.test(item))).toBe(true);
     expect(await page.locator('#task-facts').textContent()).toContain('COMPLETED');
     await waitForText(`#tasks tr[data-task-id="${open.id}"]`, 'COMPLETED');
+
+    // Push deliveries: every revision after the config was created, the first refused with 503
+    // and retried; the page polls, so the attempts after the stream settled show up too.
+    const last = Number(/^r(\d+)/.exec(items.at(-1) ?? '')?.[1]);
+    const hook = page.locator('#push .push-config[data-config-id="viewer-hook"]');
+    await hook.locator(`tr[data-revision="${last}"][data-outcome="DELIVERED"]`).waitFor({ timeout: 60_000 });
+    const attempts = await hook.locator('tbody tr').evaluateAll((rows) =>
+      rows.map((row) => ({
+        revision: Number(row.getAttribute('data-revision')),
+        attempt: Number(row.getAttribute('data-attempt')),
+        outcome: row.getAttribute('data-outcome'),
+        http: row.children[3]?.textContent,
+      })),
+    );
+    // The pusher may still be behind the INPUT_REQUIRED revision when the config is created: then
+    // that revision (r3) is delivered too, so the first delivered revision is r3 or r4.
+    const first = attempts[0]?.revision ?? 0;
+    expect([3, 4]).toContain(first);
+    const [refused, retried, ...rest] = attempts;
+    expect(refused).toEqual({ revision: first, attempt: 1, outcome: 'HTTP_ERROR', http: '503' });
+    expect(retried).toEqual({ revision: first, attempt: 2, outcome: 'DELIVERED', http: '200' });
+    expect(rest.map(({ revision, attempt, outcome, http }) => [revision, attempt, outcome, http])).toEqual(
+      Array.from({ length: last - first }, (_, index) => [first + 1 + index, 1, 'DELIVERED', '200']),
+    );
+    const hookText = (await hook.textContent()) ?? '';
+    expect(hookText).toContain(`${receiver.url}/hook?…`);
+    expect(hookText).not.toContain('viewer-query-secret');
     expect(failures).toEqual([]);
 
     await mkdir(resolve(screenshotPath, '..'), { recursive: true });
@@ -169,6 +209,37 @@ describeInBrowser('the journal viewer in headless Chromium', () => {
     expect(pngSize(png)).toEqual({ width: 1280, height: 800 });
     // A blank 1280×800 page compresses to a few KB; text, badges and tables do not.
     expect((await stat(screenshotPath)).size).toBeGreaterThan(20_000);
+  });
+
+  it('bob sees none of alice’s tasks or deliveries, in the page or through the method', async () => {
+    const alices = await rpc('SendMessage', {
+      ...message('tck-complete-task', 'alice with a hook'),
+      configuration: { taskPushNotificationConfig: { id: 'alice-hook', url: `${receiver.url}/alice` } },
+    });
+    const bobs = await rpc('SendMessage', message('tck-complete-task', 'bob again'), bobToken);
+    const foreign = await call('ListTaskPushDeliveries', { taskId: alices.id }, bobToken);
+    expect(foreign.error?.code).toBe(-32001);
+    expect(foreign.result).toBeUndefined();
+    const own = await call('ListTaskPushDeliveries', { taskId: alices.id });
+    expect(own.result).toMatchObject({ nextPageToken: '' });
+
+    const bobPage = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    try {
+      await bobPage.goto(`${stack.baseUrl}/viewer/`);
+      await bobPage.fill('#agent-url', `${stack.baseUrl}/agents/tck`);
+      await bobPage.fill('#token', bobToken);
+      await bobPage.click('#connect');
+      const row = bobPage.locator(`#tasks tr[data-task-id="${bobs.id}"]`);
+      await row.waitFor({ timeout: 30_000 });
+      expect(await bobPage.locator(`#tasks tr[data-task-id="${alices.id}"]`).count()).toBe(0);
+      await row.click();
+      await bobPage
+        .locator('#push', { hasText: 'No push configs for this task.' })
+        .waitFor({ timeout: 30_000 });
+      expect(await bobPage.locator('#push').textContent()).not.toContain('alice-hook');
+    } finally {
+      await bobPage.close();
+    }
   });
 
   it('a settled task shows its whole revision timeline from the journal', async () => {
