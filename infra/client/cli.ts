@@ -53,6 +53,9 @@ Commands:
   push get <taskId> <configId>
   push list <taskId>
   push delete <taskId> <configId>
+  push deliveries <taskId> [--id <configId>] [--page-size <n>] [--page-token <t>]
+                                       webhook deliveries and their attempts (servers that
+                                       declare the push-deliveries extension, as this one does)
 
 Options:
   --url <url>        the server: a base URL whose /.well-known/agent-card.json is the card
@@ -249,6 +252,56 @@ type PushJson = {
   url?: string;
   token?: string;
   authentication?: { scheme?: string };
+};
+
+/** This server's push-deliveries extension (decision 0025); other servers may declare it too. */
+export const pushDeliveriesUri = 'urn:a2a-serverless:ext:push-deliveries:v1';
+
+type AttemptJson = {
+  attempt?: number;
+  timestamp?: string;
+  outcome?: string;
+  httpStatus?: number;
+  error?: string;
+  nextAttemptTimestamp?: string;
+};
+type DeliveryJson = { configId?: string; revision?: number; state?: string; attempts?: AttemptJson[] };
+type CardJson = {
+  supportedInterfaces?: { url?: string; protocolBinding?: string; protocolVersion?: string }[];
+  capabilities?: { extensions?: { uri?: string }[] };
+};
+
+/**
+ * An extension method is outside the SDK client's method set, so it is one JSON-RPC POST to the
+ * card's JSON-RPC interface, with the bearer token and the extension activated by header.
+ */
+const callExtension = async (context: Context, method: string, params: Json): Promise<Json> => {
+  const card = AgentCard.toJSON(await (await context.client()).getAgentCard()) as CardJson;
+  if (!(card.capabilities?.extensions ?? []).some((extension) => extension.uri === pushDeliveriesUri)) {
+    throw new Error(`the agent does not declare the push-deliveries extension (${pushDeliveriesUri})`);
+  }
+  const endpoint = (card.supportedInterfaces ?? []).find(
+    (entry) => entry.protocolBinding === 'JSONRPC' && entry.protocolVersion?.startsWith('1.'),
+  )?.url;
+  if (!endpoint) throw new Error('the agent card declares no A2A v1.0 JSON-RPC interface');
+  const response = await withBearer(context.values.token ?? context.io.env.A2A_TOKEN)(endpoint, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'a2a-version': '1.0',
+      'a2a-extensions': pushDeliveriesUri,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  if (!response.ok) throw new Error(`${method}: HTTP ${response.status}`);
+  const answer = (await response.json()) as { result?: Json; error?: { code?: number; message?: string } };
+  if (answer.error) {
+    throw Object.assign(new Error(answer.error.message ?? 'error'), {
+      name: 'A2AError',
+      envelopeCode: answer.error.code,
+    });
+  }
+  return answer.result ?? {};
 };
 
 const formatPush = (config: PushJson): string =>
@@ -499,8 +552,43 @@ const pushCommand = async (
       ]);
       return 0;
     }
+    case 'deliveries': {
+      if (second !== undefined)
+        throw new UsageError('push deliveries takes only a task id (--id for one config)');
+      const json = await callExtension(context, 'ListTaskPushDeliveries', {
+        taskId: needTask(taskId, 'push deliveries'),
+        ...(values.id ? { configId: values.id } : {}),
+        ...(values['page-size'] ? { pageSize: integer('page-size', values['page-size']) } : {}),
+        ...(values['page-token'] ? { pageToken: values['page-token'] } : {}),
+      });
+      print(context, json, () => {
+        const deliveries = (json.deliveries ?? []) as DeliveryJson[];
+        return [
+          ...table(
+            ['CONFIG', 'REV', '#', 'OUTCOME', 'HTTP', 'TIME', 'NEXT'],
+            deliveries.flatMap((delivery) =>
+              (delivery.attempts ?? []).map((attempt, index, attempts) => [
+                delivery.configId ?? '-',
+                String(delivery.revision ?? '-'),
+                String(attempt.attempt ?? '-'),
+                attempt.outcome ?? '-',
+                attempt.httpStatus !== undefined ? String(attempt.httpStatus) : (attempt.error ?? '-'),
+                attempt.timestamp ?? '-',
+                attempt.nextAttemptTimestamp ??
+                  (delivery.state === 'GAVE_UP' && index === attempts.length - 1 ? 'gave up' : '-'),
+              ]),
+            ),
+          ),
+          `${deliveries.length} deliveries`,
+          ...(json.nextPageToken ? [`more: --page-token ${json.nextPageToken}`] : []),
+        ];
+      });
+      return 0;
+    }
     default:
-      throw new UsageError(`Unknown push command: ${action ?? '(none)'}; use set, get, list or delete`);
+      throw new UsageError(
+        `Unknown push command: ${action ?? '(none)'}; use set, get, list, delete or deliveries`,
+      );
   }
 };
 

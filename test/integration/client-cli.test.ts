@@ -7,6 +7,7 @@ import { runClient } from '../../infra/client/cli.ts';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
+import { startWebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
  * The client CLI (`npx a2a`, decision 0016) as a user runs it: a separate process, real HTTP to
@@ -258,6 +259,51 @@ describe('a2a get, list, cancel, subscribe, push', () => {
     expect(list.stdout).toMatch(/^cfg1\s+http:\/\/127\.0\.0\.1:9\/hook\s+set\s+-$/m);
     expect((await alice('push', 'delete', task.id, 'cfg1')).code).toBe(0);
     expect(json(await alice('push', 'list', task.id, '--json'))).not.toHaveProperty('configs.0');
+  });
+
+  it('push deliveries lists every attempt of the task’s webhook deliveries; bob gets TaskNotFound', async () => {
+    const receiver = await startWebhookReceiver({ respond: (_post, index) => (index === 0 ? 503 : 200) });
+    try {
+      const task = json(await alice('send', '--json', '--push-url', `${receiver.url}/cli`, 'deliver me'));
+      type Listed = { deliveries: { revision: number; state: string; attempts: { outcome: string }[] }[] };
+      const listed = async () =>
+        JSON.parse((await alice('push', 'deliveries', task.id, '--json')).stdout) as Listed;
+      // Settled once every revision the receiver accepted is DELIVERED (the first POST was a 503).
+      await receiver.waitFor(
+        (posts) => JSON.stringify(posts.at(-1)?.body ?? '').includes('COMPLETED'),
+        60_000,
+      );
+      const revisions = async () => (await listed()).deliveries;
+      const deadline = Date.now() + 60_000;
+      while (
+        !(await revisions()).every((delivery) => delivery.state === 'DELIVERED') ||
+        (await revisions()).length < 3
+      ) {
+        if (Date.now() > deadline) throw new Error('deliveries did not settle');
+        await new Promise((wake) => setTimeout(wake, 250));
+      }
+      const { deliveries } = await listed();
+      expect(deliveries[0]?.attempts.map((attempt) => attempt.outcome)).toEqual(['HTTP_ERROR', 'DELIVERED']);
+      const human = await alice('push', 'deliveries', task.id);
+      expect(human.code).toBe(0);
+      expect(human.stdout).toMatch(/^CONFIG\s+REV\s+#\s+OUTCOME\s+HTTP\s+TIME\s+NEXT$/m);
+      expect(human.stdout).toMatch(/^\S+\s+1\s+1\s+HTTP_ERROR\s+503\s+\S+\s+20\d\d-/m);
+      expect(human.stdout).toMatch(/^\S+\s+1\s+2\s+DELIVERED\s+200\s/m);
+      expect(human.stdout).toContain(`${deliveries.length} deliveries`);
+      const asBob = await a2a([
+        '--url',
+        stack.baseUrl,
+        '--token',
+        'cli-token-bob',
+        'push',
+        'deliveries',
+        task.id,
+      ]);
+      expect(asBob.code).toBe(1);
+      expect(asBob.stderr).toContain('(-32001)');
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('card shows the discovered agent; a profile URL and a card URL both work', async () => {
