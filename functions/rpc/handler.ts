@@ -7,6 +7,7 @@ import {
   createPushConfigCodec,
   createPushConfigRepository,
   createRunQueue,
+  createSavedProfiles,
   createTaskRepository,
   systemClock,
   uuidGenerator,
@@ -17,6 +18,7 @@ import { createFunctionMetrics, withMetrics } from '../../shared/adapters/metric
 import { createA2aMethods, createExtensionMethods } from '../../shared/app/a2a-methods.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
 import { createV03Methods } from '../../shared/app/rpc/v03-methods.ts';
+import { createProfileCatalog } from '../../shared/app/served-profiles.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { toHttpRequest, writeResponse } from './api-gateway.ts';
 import { createHttpApp } from './http-app.ts';
@@ -26,6 +28,14 @@ const logger = new Logger({ serviceName: 'a2a-rpc' });
 const metrics = createFunctionMetrics(env, 'rpc');
 const documents = createDocumentClient();
 const tasks = createTaskRepository(env, documents);
+// Saved profiles overlay the deployment's, read at most once per 30 s (decision 0024).
+const profiles = createProfileCatalog({
+  config: env.config,
+  saved: createSavedProfiles(env, documents),
+  clock: systemClock,
+  logger,
+  ...(env.profileCacheMs ? { ttlMs: env.profileCacheMs } : {}),
+});
 const methods = createA2aMethods({
   tasks,
   journal: createJournalRepository(env, documents),
@@ -39,10 +49,12 @@ const methods = createA2aMethods({
   pushConfigs: createPushConfigRepository(env, documents),
   pushCodec: createPushConfigCodec(env),
   webhookPolicy: webhookPolicyOf(env),
+  profileCatalog: profiles,
   ...(env.runStartDeadlineMs ? { runStartDeadlineMs: env.runStartDeadlineMs } : {}),
 });
 const app = createHttpApp({
   config: env.config,
+  profiles,
   dispatcher: createDispatcher(
     {
       ...methods,

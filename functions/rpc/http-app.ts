@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { buildAgentCard } from '../../shared/app/agent-card.ts';
 import type { Caller, Dispatcher, HeaderMap, SseEvent } from '../../shared/app/rpc/dispatcher.ts';
 import { JsonRpcProtocolError, toJsonRpcError } from '../../shared/app/rpc/errors-table.ts';
+import type { ProfileCatalog } from '../../shared/app/served-profiles.ts';
 import { hasAuthScheme } from '../../shared/config/auth.ts';
 import type { Config } from '../../shared/config/config.ts';
 
@@ -34,6 +35,8 @@ export type HttpResponse =
 export interface HttpAppDeps {
   readonly config: Config;
   readonly dispatcher: Dispatcher;
+  /** The profiles served, saved ones included (decision 0024); absent = `config.profiles` only. */
+  readonly profiles?: ProfileCatalog;
 }
 
 const json = (status: number, value: unknown, headers: Record<string, string> = {}): HttpResponse => ({
@@ -63,8 +66,12 @@ const cardPath = /^\/(?:agents\/([a-z0-9][a-z0-9-]{0,62})\/)?\.well-known\/agent
 const rpcPath = /^\/(?:agents\/([a-z0-9][a-z0-9-]{0,62}))?\/?$/;
 
 export const createHttpApp = (deps: HttpAppDeps) => {
-  const serveCard = (request: HttpRequest, profileId: string): HttpResponse => {
-    const card = buildAgentCard(deps.config, profileId, request.baseUrl);
+  const servedConfig = async (): Promise<Config> =>
+    deps.profiles === undefined ? deps.config : (await deps.profiles.current()).config;
+
+  // The ETag is the body's digest: a saved profile that changes changes its card's ETag.
+  const serveCard = async (request: HttpRequest, profileId: string): Promise<HttpResponse> => {
+    const card = buildAgentCard(await servedConfig(), profileId, request.baseUrl);
     if (card === undefined) return json(404, { error: 'No such agent' });
     const body = JSON.stringify(card);
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
@@ -81,7 +88,8 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     if (secured && request.caller === null) {
       return json(401, { message: 'Unauthorized' }, { 'WWW-Authenticate': 'Bearer' });
     }
-    if (deps.config.profiles[profileId] === undefined) return json(404, { error: 'No such agent' });
+    if ((await servedConfig()).profiles[profileId] === undefined)
+      return json(404, { error: 'No such agent' });
     const tooLarge = refuseLargeBody(request.body, deps.config.maxRequestBytes, deps.config.errorDomain);
     if (tooLarge !== undefined) return tooLarge;
     const result = await deps.dispatcher.dispatch(request.body, request.headers, {

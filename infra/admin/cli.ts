@@ -57,14 +57,20 @@ Commands:
   profiles put <id> <profile.json> [--config <config.json>]
                                    save one profile (a "profiles" entry of the configuration format)
                                    if it is valid and publishable in that configuration (default: the
-                                   built-in one); a refused profile is not saved. Not served yet:
-                                   the functions publish the deployment config's profiles (0016)
+                                   built-in one); a refused profile is not saved. Served within 30 s
+                                   at /agents/<id> (card and JSON-RPC), next to the configuration's
+                                   profiles; a saved profile replaces the configuration's profile of
+                                   the same id; checked again when read, and not served once it no
+                                   longer validates (0024)
   profiles get <id>                a saved profile, as saved
   profiles list                    the saved profiles: name, providers, privacy level, updated
+  profiles delete <id>             delete a saved profile: no longer served within 30 s (the
+                                   configuration's profile of that id, if any, is served again);
+                                   tasks already accepted run with the settings they were accepted with
   tasks list --owner <tenant>/<principal> [--state <state>] [--limit <n>]
                                    a caller's tasks, newest first — metadata only, never content
 
-Table access (purge, runs, approvals, profiles put/get/list, tasks):
+Table access (purge, runs, approvals, profiles put/get/list/delete, tasks):
   --prefix <p>            tables <p>-State, <p>-Journal, <p>-Audit (npm start uses a2a-local)
   --state-table <name>    default $STATE_TABLE_NAME
   --journal-table <name>  default $JOURNAL_TABLE_NAME
@@ -80,7 +86,7 @@ Output:
   --json                  machine-readable JSON on stdout
   -h, --help              this help
 
-Exit codes: 0 done; 1 refused profiles, task not found, a refused decision or a failure; 2 bad usage.`;
+Exit codes: 0 done; 1 refused profiles, profile or task not found, a refused decision or a failure; 2 bad usage.`;
 
 export interface AdminIo {
   readonly out: (text: string) => void;
@@ -531,6 +537,8 @@ const profilesPutCommand = async (
       io.out(JSON.stringify(result, null, 2));
     } else if (result.saved) {
       io.out(`saved    ${formatVerdict(result.verdict).replace(/^ok\s+/, '')}`);
+      if (config.profiles[profileId] !== undefined)
+        io.out(`It replaces the configuration's profile "${profileId}" where it is served (0024).`);
     } else {
       io.out(`${formatVerdict(result.verdict)}\nNot saved: fix the named setting first.`);
     }
@@ -558,6 +566,20 @@ const profilesGetCommand = async (profileId: string | undefined, options: Option
     // The saved entry itself, so `profiles get x > x.json` round-trips through `profiles put`.
     io.out(JSON.stringify(options.json ? stored : stored.profile, null, 2));
     return 0;
+  } finally {
+    client.destroy();
+  }
+};
+
+const profilesDeleteCommand = async (profileId: string | undefined, options: Options, io: AdminIo) => {
+  if (profileId === undefined) throw new UsageError('profiles delete needs a profile id');
+  const { client, profiles } = profileStore(options, io);
+  try {
+    const deleted = await profiles.delete(profileId);
+    if (options.json) io.out(JSON.stringify({ deleted, profileId }, null, 2));
+    else if (deleted) io.out(`deleted  ${profileId}`);
+    else io.err(`No saved profile "${profileId}".`);
+    return deleted ? 0 : 1;
   } finally {
     client.destroy();
   }
@@ -695,6 +717,8 @@ export const runAdmin = async (argv: readonly string[], io: AdminIo): Promise<nu
         return await profilesGetCommand(argument, options, io);
       case 'profiles list':
         return await profilesListCommand(argument, options, io);
+      case 'profiles delete':
+        return await profilesDeleteCommand(argument, options, io);
       case 'tasks list':
         return await tasksListCommand(argument, options, io);
       default:

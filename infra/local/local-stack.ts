@@ -316,6 +316,8 @@ export interface LocalStackOptions {
   /** Run leases (default 90 s) and queued runs' start deadline (default 30 min), for fault tests. */
   readonly runLeaseMs?: number;
   readonly runStartDeadlineMs?: number;
+  /** How long the rpc function serves the saved profiles it read (default 30 s; decision 0024). */
+  readonly profileCacheMs?: number;
   /**
    * Where the stream pollers start on tables that already exist (default LATEST). A restart after
    * a crash passes TRIM_HORIZON: Lambda's event source mapping would resume from its checkpoint,
@@ -385,6 +387,7 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
       ...handlerEnv(endpoints, resources, config, region),
       ...(options.runLeaseMs ? { RUN_LEASE_MS: String(options.runLeaseMs) } : {}),
       ...(options.runStartDeadlineMs ? { RUN_START_DEADLINE_MS: String(options.runStartDeadlineMs) } : {}),
+      ...(options.profileCacheMs ? { PROFILE_CACHE_MS: String(options.profileCacheMs) } : {}),
     };
     delete process.env.AWS_SESSION_TOKEN;
     delete process.env.AWS_PROFILE;

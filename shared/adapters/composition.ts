@@ -14,6 +14,7 @@ import { DynamoDbAuditTrail } from './dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbJournalRepository } from './dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbPushConfigRepository } from './dynamodb/dynamodb-push-config-repository.ts';
 import { DynamoDbRunLeases } from './dynamodb/dynamodb-run-leases.ts';
+import { DynamoDbSavedProfiles } from './dynamodb/dynamodb-saved-profiles.ts';
 import { DynamoDbTaskRepository } from './dynamodb/dynamodb-task-repository.ts';
 import { KmsSealer } from './kms-sealer.ts';
 import { BedrockProvider } from './providers/bedrock-provider.ts';
@@ -76,6 +77,10 @@ export const createJournalRepository = (env: RuntimeEnv, client = createDocument
 
 export const createRunQueue = (env: RuntimeEnv) =>
   new SqsRunQueue(hooked(new SQSClient({})), env.runQueueUrl);
+
+/** The profiles saved by the admin command, read only (decision 0024). */
+export const createSavedProfiles = (env: RuntimeEnv, client = createDocumentClient()) =>
+  new DynamoDbSavedProfiles(client, env.stateTableName);
 
 /** Push configs and webhook delivery (decision 0009). */
 export const createPushConfigRepository = (env: RuntimeEnv, client = createDocumentClient()) =>

@@ -26,6 +26,7 @@ import {
 } from './rpc/dispatcher.ts';
 import { a2aParamsSchemas, extensionParamsSchemas } from './rpc/schemas.ts';
 import { type SendMessageDeps, sendMessage, toSendMessageResponse } from './send-message.ts';
+import type { ProfileCatalog } from './served-profiles.ts';
 import { sendStreamingMessage, subscribeToTask } from './stream-task.ts';
 
 /** Who calls when the installation runs without authentication (DESIGN.md §10). */
@@ -41,14 +42,26 @@ const pushDeps = (deps: SendMessageDeps) => {
   return requirePushDeps(deps);
 };
 
+export type A2aMethodsDeps = SendMessageDeps & {
+  /** The profiles served, saved ones included (decision 0024); absent = `config.profiles` only. */
+  readonly profileCatalog?: ProfileCatalog;
+};
+
+/** The deps of a call that resolves its profile: the configuration with the profiles served now. */
+const withServedProfiles = async (deps: A2aMethodsDeps): Promise<SendMessageDeps> => {
+  if (deps.profileCatalog === undefined) return deps;
+  const { config, saved } = await deps.profileCatalog.current();
+  return { ...deps, config, savedProfiles: saved };
+};
+
 /**
  * The A2A v1.0 method table. Every method is routed: a capability this build does not declare
  * on its card answers its specific A2A error (-32003/-32004/-32007), never -32601.
  */
-export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
+export const createA2aMethods = (deps: A2aMethodsDeps): A2aMethodTable => ({
   SendMessage: defineMethod(a2aParamsSchemas.SendMessage, async (params, ctx) =>
     toSendMessageResponse(
-      await sendMessage(deps, {
+      await sendMessage(await withServedProfiles(deps), {
         caller: callerOf(ctx),
         profileId: ctx.profileId,
         message: params.message,
@@ -63,7 +76,7 @@ export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
   SendStreamingMessage: defineMethod(a2aParamsSchemas.SendStreamingMessage, async (params, ctx) => {
     if (!implementedCapabilities.streaming) throw streamingOff();
     return toStreamResult(
-      await sendStreamingMessage(deps, {
+      await sendStreamingMessage(await withServedProfiles(deps), {
         caller: callerOf(ctx),
         profileId: ctx.profileId,
         message: params.message,
@@ -121,10 +134,11 @@ export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
   // A2A.md §9: requires authentication (decision 0007). Not declared on this profile's card,
   // which includes every unauthenticated installation → -32004; declared → the extended card.
   GetExtendedAgentCard: defineMethod(a2aParamsSchemas.GetExtendedAgentCard, async (_params, ctx) => {
-    if (!declaresExtendedCard(deps.config, ctx.profileId)) {
+    const { config } = await withServedProfiles(deps);
+    if (!declaresExtendedCard(config, ctx.profileId)) {
       throw new UnsupportedOperationError('The extended agent card is not declared by this agent', {
         method: 'GetExtendedAgentCard',
-        requires: hasAuthScheme(deps.config.auth)
+        requires: hasAuthScheme(config.auth)
           ? 'an extendedCard configured on this profile'
           : 'authentication, which this installation does not configure',
       });
@@ -136,7 +150,7 @@ export const createA2aMethods = (deps: SendMessageDeps): A2aMethodTable => ({
         requires: 'authentication',
       });
     }
-    const card = buildExtendedAgentCard(deps.config, ctx.profileId, ctx.baseUrl);
+    const card = buildExtendedAgentCard(config, ctx.profileId, ctx.baseUrl);
     if (card === undefined) throw new ExtendedAgentCardNotConfiguredError();
     return card;
   }),

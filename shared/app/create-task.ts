@@ -24,6 +24,7 @@ import { appendHistory, isExpired, type Owner, type RunRecord, sameOwner } from 
 import type { WebhookPolicy } from '../domain/webhook-address.ts';
 import { failpoint } from './failpoints.ts';
 import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from './push-configs.ts';
+import { runProfileOf } from './served-profiles.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 export interface CreateTaskDeps {
@@ -42,6 +43,8 @@ export interface CreateTaskDeps {
   readonly webhookPolicy?: WebhookPolicy;
   /** How long a queued run may wait for an executor before the reaper settles it FAILED. */
   readonly runStartDeadlineMs?: number;
+  /** Ids of `config.profiles` that are saved profiles: their runs carry their settings (decision 0024). */
+  readonly savedProfiles?: ReadonlySet<string>;
 }
 
 /** A run not claimed within this is taken as never queued (decision 0014); far above any queue wait. */
@@ -126,6 +129,9 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
     // The start deadline, as a lease: a crash between the commit and the enqueue leaves a run no
     // message will claim; the reaper settles it FAILED once this is over (the claim replaces it).
     leaseUntil: now.getTime() + (deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs),
+    // The executor reads only the deployment configuration: a saved profile's run takes its
+    // settings along, so it runs as accepted even if the profile changes or goes meanwhile.
+    ...(deps.savedProfiles?.has(input.profileId) && { profile: runProfileOf(profile) }),
   };
 
   const plan = input.message.taskId

@@ -185,7 +185,8 @@ const work = async (
     readonly historyRevision: number;
   },
 ): Promise<ExecuteRunResult> => {
-  const profile = deps.config.profiles[startRun.profileId];
+  // A saved profile's run carries its settings from its create; a deployment one reads them here.
+  const profile = startRun.profile ?? deps.config.profiles[startRun.profileId];
   if (profile === undefined) return fail(deps, startRun, task, texts.providerFailed, 'PROFILE_MISSING');
   const history = await deps.codec.openHistory(task.taskId, task.sealedHistory);
   await recordAuditStep(deps, startRun, {

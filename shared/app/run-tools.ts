@@ -1,5 +1,5 @@
-import type { ProfileConfig } from '../config/config.ts';
 import { AgentStoppedError } from '../domain/errors.ts';
+import type { RunProfile } from '../domain/task.ts';
 import type { EnabledTool, ToolRegistry } from '../domain/tools.ts';
 
 /**
@@ -7,7 +7,7 @@ import type { EnabledTool, ToolRegistry } from '../domain/tools.ts';
  * does not have stops the run with TOOL_UNAVAILABLE rather than running without it.
  */
 export const enabledToolsOf = (
-  profile: Pick<ProfileConfig, 'tools'>,
+  profile: Pick<RunProfile, 'tools'>,
   registry: ToolRegistry | undefined,
 ): EnabledTool[] =>
   profile.tools.map(({ name, requiresApproval }) => {

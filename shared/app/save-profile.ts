@@ -1,7 +1,8 @@
-import { type Config, parseConfig } from '../config/config.ts';
+import type { Config } from '../config/config.ts';
 import type { ProfileStore, StoredProfile } from '../domain/operations.ts';
 import type { Clock } from '../domain/ports.ts';
-import { type ProfileVerdict, validateProfiles } from './validate-profiles.ts';
+import { checkProfileEntry } from './served-profiles.ts';
+import type { ProfileVerdict } from './validate-profiles.ts';
 
 /**
  * `profiles put` (DESIGN.md §3 "admin", §10): a profile is saved only if it is valid in the
@@ -20,13 +21,8 @@ export const saveProfile = async (
   profileId: string,
   entry: unknown,
 ): Promise<SaveProfileResult> => {
-  // The parsed configuration is valid input again; re-parsing it with the entry checks the entry
-  // in context (unknown providers, the global level) and reports problems as profiles.<id>.<setting>.
-  const merged = parseConfig({
-    ...JSON.parse(JSON.stringify(config)),
-    profiles: { ...config.profiles, [profileId]: entry },
-  });
-  const verdict = validateProfiles(merged).find((candidate) => candidate.profileId === profileId)!;
+  // Checked as the rpc function checks it each time it reads it (served-profiles.ts).
+  const { verdict } = checkProfileEntry(config, profileId, entry);
   if (!verdict.publishable) return { saved: false, verdict };
   const stored: StoredProfile = {
     profileId,

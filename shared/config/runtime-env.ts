@@ -19,6 +19,8 @@ export interface RuntimeEnv {
   /** Run leases and start deadlines (ms), shortened by the local stack's fault tests; unset in AWS. */
   readonly runLeaseMs?: number;
   readonly runStartDeadlineMs?: number;
+  /** How long the rpc function serves the saved profiles it read (decision 0024); default 30 s. */
+  readonly profileCacheMs?: number;
 }
 
 const required = (env: NodeJS.ProcessEnv, name: string): string => {
@@ -41,9 +43,10 @@ export const readRuntimeEnv = (env: NodeJS.ProcessEnv = process.env): RuntimeEnv
   config: env.A2A_CONFIG ? parseConfig(JSON.parse(env.A2A_CONFIG)) : defaultConfig,
   ...optionalMs(env, 'RUN_LEASE_MS', 'runLeaseMs'),
   ...optionalMs(env, 'RUN_START_DEADLINE_MS', 'runStartDeadlineMs'),
+  ...optionalMs(env, 'PROFILE_CACHE_MS', 'profileCacheMs'),
 });
 
-const optionalMs = <K extends 'runLeaseMs' | 'runStartDeadlineMs'>(
+const optionalMs = <K extends 'runLeaseMs' | 'runStartDeadlineMs' | 'profileCacheMs'>(
   env: NodeJS.ProcessEnv,
   name: string,
   key: K,

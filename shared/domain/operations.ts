@@ -48,9 +48,16 @@ export interface StoredProfile {
   readonly updatedAt: string;
 }
 
-export interface ProfileStore {
-  put(profile: StoredProfile): Promise<void>;
-  get(profileId: string): Promise<StoredProfile | undefined>;
+/** What the functions read of the saved profiles (decision 0024): all of them, in one query. */
+export interface SavedProfiles {
   /** Every saved profile, by id. */
   list(): Promise<StoredProfile[]>;
+}
+
+/** The admin command's side: it also writes them. */
+export interface ProfileStore extends SavedProfiles {
+  put(profile: StoredProfile): Promise<void>;
+  get(profileId: string): Promise<StoredProfile | undefined>;
+  /** Removes a saved profile; false when there was none. */
+  delete(profileId: string): Promise<boolean>;
 }

@@ -89,6 +89,20 @@ export interface RunRecord {
   readonly sealedSuspension?: SealedBlob;
   /** The approval the run waits for, or its decision once made (metadata only). */
   readonly approval?: RunApproval;
+  /**
+   * A saved profile's settings, taken when the run's message was accepted (decision 0024): the
+   * executor runs with these, whatever the profile has become since. Absent for a profile of the
+   * deployment configuration, which the executor reads itself.
+   */
+  readonly profile?: RunProfile;
+}
+
+/** What the executor needs of a profile to run it. */
+export interface RunProfile {
+  readonly providers: readonly string[];
+  readonly instructions: string;
+  readonly tools: readonly { readonly name: string; readonly requiresApproval: boolean }[];
+  readonly maxToolRounds: number;
 }
 
 const runTransitions: Readonly<Record<RunStatus, readonly RunStatus[]>> = {

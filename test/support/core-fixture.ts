@@ -1,7 +1,7 @@
 import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
-import { createTask } from '../../shared/app/create-task.ts';
-import { executeRun } from '../../shared/app/execute-run.ts';
+import { type CreateTaskDeps, createTask } from '../../shared/app/create-task.ts';
+import { type ExecuteRunDeps, executeRun } from '../../shared/app/execute-run.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import { TaskContentCodec } from '../../shared/app/task-content.ts';
 import { type Config, parseConfig } from '../../shared/config/config.ts';
@@ -81,12 +81,17 @@ export const createCore = (
       }
     }
   };
-  const send = (text: string, profileId = 'default', extra: Partial<Message> = {}) =>
-    createTask(deps, { caller: alice, profileId, message: userMessage(text, extra) });
-  const runNext = () => {
+  /** `using` replaces the deps, e.g. with the profiles an rpc function serves (decision 0024). */
+  const send = (
+    text: string,
+    profileId = 'default',
+    extra: Partial<Message> = {},
+    using: CreateTaskDeps = deps,
+  ) => createTask(using, { caller: alice, profileId, message: userMessage(text, extra) });
+  const runNext = (using: ExecuteRunDeps = deps) => {
     const message = queued.shift();
     if (message === undefined) throw new Error('nothing queued');
-    return executeRun(deps, message);
+    return executeRun(using, message);
   };
   return { deps, tasks, journal, codec, queued, calls, send, runNext, projectAll };
 };

@@ -1,21 +1,10 @@
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { ProfileStore, StoredProfile } from '../../domain/operations.ts';
+import { DynamoDbSavedProfiles, fromProfileItem } from './dynamodb-saved-profiles.ts';
 import { keys, type ProfileItem, profileItemSchema } from './entities.ts';
-import { queryAll } from './query-all.ts';
 
-const fromItem = (item: ProfileItem): StoredProfile => ({
-  profileId: item.profileId,
-  profile: item.profile,
-  updatedAt: item.updatedAt,
-});
-
-/** Saved profiles in the state table's `PROFILES` partition (decision 0016). */
-export class DynamoDbProfileStore implements ProfileStore {
-  constructor(
-    private readonly client: DynamoDBDocumentClient,
-    private readonly tableName: string,
-  ) {}
-
+/** Saved profiles in the state table's `PROFILES` partition (decisions 0016, 0024): the admin command's side. */
+export class DynamoDbProfileStore extends DynamoDbSavedProfiles implements ProfileStore {
   async put(profile: StoredProfile): Promise<void> {
     const item: ProfileItem = {
       ...keys.profile(profile.profileId),
@@ -30,16 +19,13 @@ export class DynamoDbProfileStore implements ProfileStore {
     const { Item } = await this.client.send(
       new GetCommand({ TableName: this.tableName, Key: keys.profile(profileId), ConsistentRead: true }),
     );
-    return Item ? fromItem(profileItemSchema.parse(Item)) : undefined;
+    return Item ? fromProfileItem(profileItemSchema.parse(Item)) : undefined;
   }
 
-  async list(): Promise<StoredProfile[]> {
-    const items = await queryAll(this.client, {
-      TableName: this.tableName,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': 'PROFILES', ':prefix': keys.profilePrefix },
-      ConsistentRead: true,
-    });
-    return items.map((item) => fromItem(profileItemSchema.parse(item)));
+  async delete(profileId: string): Promise<boolean> {
+    const { Attributes } = await this.client.send(
+      new DeleteCommand({ TableName: this.tableName, Key: keys.profile(profileId), ReturnValues: 'ALL_OLD' }),
+    );
+    return Attributes !== undefined;
   }
 }

@@ -121,10 +121,19 @@ export const runItemSchema = z.object({
       reason: z.string().optional(),
     })
     .optional(),
+  /** A saved profile's settings as the run was accepted with them (decision 0024). */
+  profile: z
+    .object({
+      providers: z.array(z.string()),
+      instructions: z.string(),
+      tools: z.array(z.object({ name: z.string(), requiresApproval: z.boolean() })),
+      maxToolRounds: z.number(),
+    })
+    .optional(),
 });
 export type RunItem = z.infer<typeof runItemSchema>;
 
-/** A saved profile (no TTL: it lives until it is replaced). */
+/** A saved profile (no TTL: it lives until it is replaced or deleted). */
 export const profileItemSchema = z.object({
   pk: z.literal('PROFILES'),
   sk: z.string().startsWith('PROFILE#'),
@@ -246,6 +255,8 @@ export const toRunItem = (run: RunRecord): RunItem =>
     expiresAt: run.expiresAt,
     suspension: run.sealedSuspension,
     approval: run.approval && withoutUndefined({ ...run.approval }),
+    // The same shape; the item's type only drops `readonly`.
+    profile: run.profile as RunItem['profile'],
   });
 
 export const fromRunItem = (item: RunItem): RunRecord => ({
@@ -264,6 +275,7 @@ export const fromRunItem = (item: RunItem): RunRecord => ({
   expiresAt: item.expiresAt,
   ...(item.suspension !== undefined && { sealedSuspension: item.suspension }),
   ...(item.approval !== undefined && { approval: item.approval }),
+  ...(item.profile !== undefined && { profile: item.profile }),
 });
 
 export const approvalItemSchema = z.object({
