@@ -350,13 +350,14 @@ export class ServiceStack extends Stack {
     }
     const json = JSON.stringify({ ...rest, auth: deployedAuth(auth) });
     const bytes = Buffer.byteLength(json, 'utf8');
-    // TODO(admin): move profiles to the state table through the admin command, so the
-    // configuration in the environment stays small whatever the number of profiles.
+    // Profiles beyond what fits here are saved in the state table with `a2a-admin profiles put`
+    // and served from there (decision 0024).
     if (bytes > MAX_CONFIG_ENV_BYTES) {
       throw new Error(
         `The configuration is ${bytes} bytes as JSON (A2A_CONFIG); the limit is ${MAX_CONFIG_ENV_BYTES} bytes, ` +
           'because Lambda caps all environment variables of a function at 4 KB. Shorten the profiles ' +
-          '(instructions, descriptions, skills) or deploy fewer of them.',
+          '(instructions, descriptions, skills) or deploy fewer of them and save the others with ' +
+          '`npx a2a-admin profiles put` (decision 0024).',
       );
     }
     return json;
