@@ -205,7 +205,7 @@ describe.each([
     );
   });
 
-  it('push config Create/Get/List/Delete on alice’s task → -32001', async () => {
+  it('push config Create/Get/List/Delete and ListTaskPushDeliveries on alice’s task → -32001', async () => {
     const probeId = unknownId();
     const cases: [string, JsonObject, JsonObject][] = [
       [
@@ -219,6 +219,8 @@ describe.each([
         { taskId: probeId, id: 'x' },
       ],
       ['ListTaskPushNotificationConfigs', { taskId: completed.id }, { taskId: probeId }],
+      // The push-deliveries extension (decision 0025) holds to I-OWNER like the core methods.
+      ['ListTaskPushDeliveries', { taskId: completed.id }, { taskId: probeId }],
       [
         'DeleteTaskPushNotificationConfig',
         { taskId: completed.id, id: pushConfigId },
