@@ -7,6 +7,9 @@
  * transaction) and the receive time is when the receiver has the body. The path measured:
  * commit → state stream → projector → journal → journal stream → pusher → FIFO queue → deliverer → POST.
  *
+ * It also prints what the deliverer writes (the SDK meter of `npm run bench`): one delivery-record
+ * append per attempt (decision 0025), in write units per delivered revision.
+ *
  * Run: npx tsx bench/webhook-latency.ts [--tasks 200] [--concurrency 20] [--deliverers 64]
  */
 import { randomUUID } from 'node:crypto';
@@ -15,6 +18,7 @@ import { ensureDynamoDbLocalJar } from '../infra/local/dynamodb-local.ts';
 import { startLocalStack } from '../infra/local/local-stack.ts';
 import { defaultConfig } from '../shared/config/config.ts';
 import { startWebhookReceiver } from '../test/support/webhook-receiver.ts';
+import { Meter } from './lib/meter.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 const { values } = parseArgs({
@@ -40,6 +44,9 @@ const summarize = (label: string, samples: number[]) => {
 type StatusBody = { statusUpdate?: { taskId: string; status: { state: string; timestamp: string } } };
 
 await ensureDynamoDbLocalJar();
+// Installed before the handler modules load, so their SDK clients are counted (bench/lib/meter.ts).
+const meter = new Meter();
+meter.install();
 const stack = await startLocalStack({
   port: 0,
   config: defaultConfig,
@@ -100,7 +107,19 @@ try {
   );
   summarize('commit → webhook, every statusUpdate', all);
   summarize('commit → webhook, COMPLETED', completedOnly);
+  const deliverer = meter.snapshot();
+  const sum = (rows: Record<string, { read: number; write: number }> | undefined, key: 'read' | 'write') =>
+    Object.values(rows ?? {}).reduce((total, units) => total + units[key], 0);
+  const revisions = all.length;
+  const writes = sum(deliverer.capacity.deliverer, 'write');
+  const appends = deliverer.requests.deliverer?.['DynamoDB.UpdateItem'] ?? 0;
+  console.log(
+    `deliverer: ${writes} WRU in ${appends} delivery-record appends for ${revisions} delivered revisions ` +
+      `(${(writes / Math.max(1, revisions)).toFixed(2)} WRU per delivered revision, ` +
+      `${(sum(deliverer.capacity.deliverer, 'read') / Math.max(1, revisions)).toFixed(2)} RRU)`,
+  );
 } finally {
+  meter.uninstall();
   await receiver.close();
   await stack.stop();
 }
