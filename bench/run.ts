@@ -3,12 +3,16 @@
  *
  *   npx tsx bench/run.ts [--tasks 500] [--concurrency 20] [--rounds 3] [--scale 10000]
  *                        [--spawns 10] [--skip-cold-start] [--skip-scale] [--skip-anchor] [--quick]
+ *   npx tsx bench/run.ts --only-cold-start [--spawns 10] [--functions executor,rpc]
  *
  * Starts its own emulators and the local stack in-process, with the SDK middleware and the
  * invocation observers of bench/lib/meter.ts installed before the handler modules load. Counts
  * (request units, KMS, SQS, invocations, billed ms) are exact for the tasks driven; latencies are
  * medians over rounds, with the machine's load average stated. Writes bench/results/latest.json
  * and bench/results/latest.md. Method: docs/decisions/0012-benchmark-method.md.
+ *
+ * `--only-cold-start` runs only the cold-start phase (bundle bytes and module init per function,
+ * no emulators) and prints its table with the load average; it writes no results file.
  */
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
@@ -40,7 +44,7 @@ import {
 import { type Deployment, readDeployment } from './lib/deployment.ts';
 import { computeFloor, type Floor, type ItemSizes } from './lib/floor.ts';
 import { diffSnapshots, handlerCapacity, itemSize, Meter, type MeterSnapshot } from './lib/meter.ts';
-import { renderMarkdown } from './lib/report.ts';
+import { coldStartTable, renderMarkdown } from './lib/report.ts';
 import { type LatencySummary, medianOfRounds, round, summarize } from './lib/stats.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
@@ -54,6 +58,8 @@ const { values: args } = parseArgs({
     'skip-cold-start': { type: 'boolean', default: false },
     'skip-scale': { type: 'boolean', default: false },
     'skip-anchor': { type: 'boolean', default: false },
+    'only-cold-start': { type: 'boolean', default: false },
+    functions: { type: 'string' },
     quick: { type: 'boolean', default: false },
   },
 });
@@ -951,4 +957,16 @@ const main = async () => {
   }
 };
 
-await main();
+/** The cold-start phase alone: the table and the load average on stdout. */
+const coldStartOnly = async (): Promise<void> => {
+  const before = machineLoad();
+  const only = args.functions?.split(',').map((name) => name.trim());
+  log(`cold starts, ${SPAWNS} spawns each`);
+  const coldStarts = await measureColdStarts({ spawns: SPAWNS, log, ...(only ? { only } : {}) });
+  const after = machineLoad();
+  process.stdout.write(
+    `${coldStartTable(coldStarts)}\n\nload average ${before.loadavg1} → ${after.loadavg1} (${after.cores} cores), ${process.version}\n`,
+  );
+};
+
+await (args['only-cold-start'] ? coldStartOnly() : main());

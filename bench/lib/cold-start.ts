@@ -175,7 +175,7 @@ export const measureColdStarts = async (
       const bundledInitMs = median(bundled);
       const baselineInitMs = median(baseline);
       log(
-        `cold start ${functionName}: bundle ${Math.round(statSync(bundleFile).size / 1024)} KB, init ${bundledInitMs.toFixed(1)} ms vs ${baselineInitMs.toFixed(1)} ms unbundled`,
+        `cold start ${functionName}: bundle ${statSync(bundleFile).size.toLocaleString('en-US')} bytes, init ${bundledInitMs.toFixed(1)} ms vs ${baselineInitMs.toFixed(1)} ms unbundled`,
       );
       results.push({
         functionName,
