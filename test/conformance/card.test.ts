@@ -71,6 +71,16 @@ describe('agent card', () => {
       // endpoint, and the v1.0 fields stay authoritative (v03.test.ts checks them from 0.3's side).
       expect(card!.url).toBe(card!.supportedInterfaces[0]?.url);
       expect(card!.capabilities).not.toHaveProperty('stateTransitionHistory');
+      // AgentExtension {uri, description?, required?, params?} (A2A.md §9): this server declares
+      // its push-deliveries extension (decision 0025), optional, so no client must activate it.
+      const extensions = (card!.capabilities.extensions ?? []) as Record<string, unknown>[];
+      expect(extensions.map((extension) => extension.uri)).toContain(
+        'urn:a2a-serverless:ext:push-deliveries:v1',
+      );
+      for (const extension of extensions) {
+        expect(typeof extension.uri).toBe('string');
+        expect(extension.required === undefined || extension.required === false).toBe(true);
+      }
     }
   });
 
