@@ -51,6 +51,7 @@ const methods = createA2aMethods({
   webhookPolicy: webhookPolicyOf(env),
   profileCatalog: profiles,
   ...(env.runStartDeadlineMs ? { runStartDeadlineMs: env.runStartDeadlineMs } : {}),
+  ...(env.runLeaseMs ? { runLeaseMs: env.runLeaseMs } : {}),
 });
 const app = createHttpApp({
   config: env.config,

@@ -24,6 +24,7 @@ import { appendHistory, isExpired, type Owner, type RunRecord, sameOwner } from 
 import type { WebhookPolicy } from '../domain/webhook-address.ts';
 import { failpoint } from './failpoints.ts';
 import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from './push-configs.ts';
+import { defaultLeaseMs } from './run-lease.ts';
 import { runProfileOf } from './served-profiles.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
@@ -45,6 +46,8 @@ export interface CreateTaskDeps {
   readonly runStartDeadlineMs?: number;
   /** Ids of `config.profiles` that are saved profiles: their runs carry their settings (decision 0024). */
   readonly savedProfiles?: ReadonlySet<string>;
+  /** The executor's run lease (decision 0011): a queued run carries it for its claim to keep. */
+  readonly runLeaseMs?: number;
 }
 
 /** A run not claimed within this is taken as never queued (decision 0014); far above any queue wait. */
@@ -114,6 +117,7 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
   const retention = retentionSeconds(deps.config.privacy.retention, 'agentRun');
   const expiresAt = epochSeconds(now) + retention;
   const runId = deps.ids.newId();
+  const startDeadlineMs = deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs;
   const run: RunRecord = {
     runId,
     taskId: '',
@@ -126,9 +130,12 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
     cancelRequested: false,
     createdAt: now.toISOString(),
     expiresAt,
-    // The start deadline, as a lease: a crash between the commit and the enqueue leaves a run no
-    // message will claim; the reaper settles it FAILED once this is over (the claim replaces it).
-    leaseUntil: now.getTime() + (deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs),
+    // The lease its claim will keep (decision 0027): its lease index entry is written once here
+    // and removed when the run settles. A crash between the commit and the enqueue leaves a run
+    // no message will claim; the reaper settles it FAILED once `startBy` is over, and moves the
+    // lease to `startBy` when the queue merely holds the run longer than this lease.
+    leaseUntil: now.getTime() + Math.min(deps.runLeaseMs ?? defaultLeaseMs, startDeadlineMs),
+    startBy: now.getTime() + startDeadlineMs,
     // The executor reads only the deployment configuration: a saved profile's run takes its
     // settings along, so it runs as accepted even if the profile changes or goes meanwhile.
     ...(deps.savedProfiles?.has(input.profileId) && { profile: runProfileOf(profile) }),

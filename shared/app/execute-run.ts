@@ -33,7 +33,7 @@ import {
 import type { ToolRegistry } from '../domain/tools.ts';
 import { failpoint } from './failpoints.ts';
 import { recordAgentStep, recordAuditStep, recordTightening } from './record-audit.ts';
-import { keepLease, leaseUntilFrom } from './run-lease.ts';
+import { claimLeaseUntil, keepLease, leaseUntilFrom } from './run-lease.ts';
 import { enabledToolsOf } from './run-tools.ts';
 import { resumptionOf, suspendRun } from './suspend-run.ts';
 import type { TaskContentCodec } from './task-content.ts';
@@ -138,7 +138,8 @@ const claim = async (
     ...run,
     status: 'RUNNING',
     version: run.version + 1,
-    leaseUntil: leaseUntilFrom(deps, now),
+    leaseUntil: claimLeaseUntil(deps, run, now),
+    startBy: undefined,
     // A resumed run holds its opened state in memory; the sealed copy is not kept past the wait.
     sealedSuspension: undefined,
   };

@@ -37,8 +37,9 @@ export interface ReapReport {
  * or timed out — FAILED, with their task FAILED and a fixed status message, in one transaction
  * fenced on the run version and on the lease still being over. It never executes a run again
  * (I-ONCE): a redelivered message finds the run settled, and no tool is ever retried. A QUEUED
- * run carries a start deadline as its lease (decision 0014): past it, its message is taken as lost
- * and the run is settled the same way, so a crash between commit and enqueue ends FAILED too.
+ * run carries the lease its claim will keep and a start deadline (decisions 0014, 0027): once its
+ * lease is over it waits until the deadline, past it its message is taken as lost and the run is
+ * settled the same way, so a crash between commit and enqueue ends FAILED too.
  */
 export const reapExpiredRuns = async (deps: ReapRunsDeps, limit = 100): Promise<ReapReport> => {
   const now = deps.clock.now();
@@ -55,6 +56,12 @@ const reapRun = async (deps: ReapRunsDeps, ref: RunRef, now: Date): Promise<bool
   const run = await deps.tasks.getRun(ref.taskId, ref.runId);
   if (run === undefined || (run.status !== 'RUNNING' && run.status !== 'QUEUED')) return false;
   if (run.leaseUntil === undefined || run.leaseUntil >= now.getTime()) return false;
+  if (run.status === 'QUEUED' && run.startBy !== undefined && run.startBy > now.getTime()) {
+    // Held in the queue longer than the lease it was created with, but not past its start
+    // deadline: wait until then (decision 0027). Fenced like a settle; never moves the version.
+    await deferStart(deps, run, now);
+    return false;
+  }
   const task = await deps.tasks.getTask(ref.taskId);
   const expiresAt = Math.max(
     run.expiresAt,
@@ -91,6 +98,23 @@ const reapRun = async (deps: ReapRunsDeps, ref: RunRef, now: Date): Promise<bool
     leaseExpiredMs: now.getTime() - run.leaseUntil,
   });
   return true;
+};
+
+const deferStart = async (deps: ReapRunsDeps, run: RunRecord, now: Date): Promise<void> => {
+  try {
+    await deps.tasks.commit({
+      writes: [
+        {
+          entity: 'run',
+          item: { ...run, leaseUntil: run.startBy },
+          expect: { version: run.version, leaseExpiredBefore: now.getTime() },
+        },
+      ],
+    });
+  } catch (error) {
+    // Claimed or settled in between: nothing to defer.
+    if (!(error instanceof VersionConflictError)) throw error;
+  }
 };
 
 const failedTask = async (

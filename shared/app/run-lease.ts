@@ -47,12 +47,31 @@ export interface LeaseKeeper {
 export const leaseUntilFrom = (deps: Pick<LeaseDeps, 'leaseMs'>, now: Date): number =>
   now.getTime() + (deps.leaseMs ?? defaultLeaseMs);
 
+const renewEvery = (deps: Pick<LeaseDeps, 'leaseMs' | 'leaseRenewMs'>): number =>
+  deps.leaseRenewMs ?? Math.floor((deps.leaseMs ?? defaultLeaseMs) / 3);
+
+/**
+ * The lease a claim takes (decision 0027). A queued run already carries a lease from its
+ * creation; when the claim comes soon enough that at most half a renewal interval of it has
+ * passed, the claim keeps it, so the lease index entry written at creation is not moved (a key
+ * change costs a delete and a put). Else a fresh lease from now.
+ */
+export const claimLeaseUntil = (
+  deps: Pick<LeaseDeps, 'leaseMs' | 'leaseRenewMs'>,
+  run: { readonly leaseUntil?: number },
+  now: Date,
+): number => {
+  const fresh = leaseUntilFrom(deps, now);
+  const kept = run.leaseUntil ?? 0;
+  return kept <= fresh && kept >= fresh - renewEvery(deps) / 2 ? kept : fresh;
+};
+
 /** Renews the run's lease every `leaseRenewMs` until stopped. Without a lease port it only holds a signal. */
 export const keepLease = (deps: LeaseDeps, run: RunRecord): LeaseKeeper => {
   const controller = new AbortController();
   const leases = deps.leases;
   if (leases === undefined) return { signal: controller.signal, stop: () => {} };
-  const every = deps.leaseRenewMs ?? Math.floor((deps.leaseMs ?? defaultLeaseMs) / 3);
+  const every = renewEvery(deps);
   const ref = { taskId: run.taskId, runId: run.runId };
   const stop = (): void => {
     clearInterval(renewTimer);

@@ -81,6 +81,12 @@ export interface RunRecord {
   readonly auditCeiling: CeilingLevel;
   readonly attempts: readonly ProviderAttempt[];
   readonly leaseUntil?: number;
+  /**
+   * A QUEUED run's start deadline (ms): a run not claimed by then is taken as never queued. Its
+   * `leaseUntil` is the lease the claim will take over (decision 0027); the reaper moves it to
+   * this deadline when the queue holds the run longer.
+   */
+  readonly startBy?: number;
   readonly cancelRequested: boolean;
   readonly createdAt: string;
   readonly endedAt?: string;

@@ -230,6 +230,75 @@ describe('run leases and the reaper against the emulators', () => {
     expect(await tasks.getTask(taskId!)).toBeUndefined();
   });
 
+  it('a claim soon after creation keeps the lease the run was created with, so its lease index entry is not moved (decision 0027)', async () => {
+    const { taskId, message } = await sendOne('keep my lease');
+    const queuedRun = (await tasks.getRun(taskId, message.runId))!;
+    expect(queuedRun).toMatchObject({ status: 'QUEUED', startBy: expect.any(Number) });
+    const claims: number[] = [];
+    const watching = Object.assign(Object.create(tasks) as DynamoDbTaskRepository, {
+      commit: async (plan: Parameters<DynamoDbTaskRepository['commit']>[0]) => {
+        for (const write of plan.writes)
+          if (write.entity === 'run' && write.item.status === 'RUNNING') claims.push(write.item.leaseUntil!);
+        return tasks.commit(plan);
+      },
+    });
+    expect(await executeRun({ ...baseDeps(), tasks: watching }, message)).toBe('completed');
+    expect(claims).toEqual([queuedRun.leaseUntil]);
+
+    // A claim that comes late (here 20 s, more than half a renewal interval) takes a fresh lease.
+    const late = await sendOne('claimed late');
+    const lateRun = (await tasks.getRun(late.taskId, late.message.runId))!;
+    const claimedAt = new Date(lateRun.leaseUntil! - 90_000 + 20_000);
+    expect(
+      await executeRun({ ...baseDeps(), tasks: watching, clock: { now: () => claimedAt } }, late.message),
+    ).toBe('completed');
+    expect(claims[1]).toBe(claimedAt.getTime() + 90_000);
+  });
+
+  it('a queued run held longer than its lease waits for its start deadline; past it, the reaper settles it (decision 0027)', async () => {
+    const createdAt = new Date();
+    const { taskId } = await createTask(
+      {
+        ...baseDeps(),
+        clock: { now: () => createdAt },
+        queue: { enqueue: async () => {} },
+        runLeaseMs: 5_000,
+        runStartDeadlineMs: 60_000,
+      },
+      { caller: alice, profileId: 'default', message: userMessage('held in the queue') },
+    );
+    const runId = (await tasks.getTask(taskId))!.currentRunId;
+    expect(await tasks.getRun(taskId, runId)).toMatchObject({
+      status: 'QUEUED',
+      leaseUntil: createdAt.getTime() + 5_000,
+      startBy: createdAt.getTime() + 60_000,
+    });
+    const at = (ms: number) => ({
+      ...baseDeps(),
+      leases,
+      clock: { now: () => new Date(createdAt.getTime() + ms) },
+    });
+    // Past the lease, before the deadline: not reaped; the lease moves to the deadline.
+    await reapExpiredRuns(at(6_000), 100);
+    expect(await tasks.getRun(taskId, runId)).toMatchObject({
+      status: 'QUEUED',
+      version: 1,
+      leaseUntil: createdAt.getTime() + 60_000,
+    });
+    expect((await tasks.getTask(taskId))!.state).toBe('TASK_STATE_SUBMITTED');
+    expect(await leases.listExpired(createdAt.getTime() + 59_000, 1_000)).not.toContainEqual({
+      taskId,
+      runId,
+    });
+    // Past the deadline: the message is taken as lost.
+    await reapExpiredRuns(at(61_000), 100);
+    expect(await tasks.getRun(taskId, runId)).toMatchObject({ status: 'FAILED' });
+    expect((await tasks.getTask(taskId))!).toMatchObject({
+      state: 'TASK_STATE_FAILED',
+      metadata: { reason: unstartedRunReason },
+    });
+  });
+
   it('renewals keep a live run off the reaper without moving its version; a duplicate delivery never calls the model', async () => {
     holdNextAnswer();
     const before = model.requests.length;

@@ -107,6 +107,7 @@ export const runItemSchema = z.object({
   leaseUntil: z.number().optional(),
   /** Set exactly when `leaseUntil` is: the key of the sparse lease index. */
   leaseShard: z.string().optional(),
+  startBy: z.number().optional(),
   cancelRequested: z.boolean(),
   createdAt: z.string(),
   endedAt: z.string().optional(),
@@ -249,6 +250,7 @@ export const toRunItem = (run: RunRecord): RunItem =>
     attempts: [...run.attempts],
     leaseUntil: run.leaseUntil,
     leaseShard: run.leaseUntil === undefined ? undefined : keys.leaseShard(run.runId),
+    startBy: run.startBy,
     cancelRequested: run.cancelRequested,
     createdAt: run.createdAt,
     endedAt: run.endedAt,
@@ -269,6 +271,7 @@ export const fromRunItem = (item: RunItem): RunRecord => ({
   auditCeiling: item.auditCeiling,
   attempts: item.attempts,
   leaseUntil: item.leaseUntil,
+  ...(item.startBy !== undefined && { startBy: item.startBy }),
   cancelRequested: item.cancelRequested,
   createdAt: item.createdAt,
   endedAt: item.endedAt,
