@@ -1,7 +1,8 @@
 /**
  * The floor (issue 8): the fewest DynamoDB units, KMS calls, queue hops and invocations the
  * invariants allow for one single-turn task, from the sizes of a real task's items. Pure; the
- * reasoning is in docs/decisions/0012-benchmark-method.md and repeated in the report.
+ * reasoning is in docs/decisions/0012-benchmark-method.md (the WORKING revision: 0027) and
+ * repeated in the report.
  */
 
 export interface ItemSizes {
@@ -55,9 +56,9 @@ export const computeFloor = (sizes: ItemSizes, deployment: FloorDeployment): Flo
       why: 'the task must exist before it is queued (enqueue fails closed); the current run can live in the task item, so one single-item put (atomic, no transaction) creates both',
     },
     {
-      what: 'claim: one conditional write on the run version',
+      what: 'claim: one conditional write on the run version, with the WORKING revision',
       units: kb(withRun(sizes.taskFirst)),
-      why: 'I-ONCE: a run is claimed by one conditional write before the model is called; it need not bump the task revision (WORKING is optional in A2A), so nothing is projected for it',
+      why: 'I-ONCE: a run is claimed by one conditional write before the model is called; with the run in the task item the same write commits WORKING, which streams must show (the A2A TCK streams expect WORKING → artifact → COMPLETED) and may show only once committed (I-COMMITTED)',
     },
     {
       what: 'complete: run COMPLETED + task COMPLETED + sealed result, one conditional put',
@@ -70,7 +71,12 @@ export const computeFloor = (sizes: ItemSizes, deployment: FloorDeployment): Flo
       why: 'I-COMMITTED/I-ORDER: every committed revision is projected once; the view serves GetTask, the event SSE and webhooks, the ListTasks index entry (projection ALL) is one index write; idempotent puts need no transaction',
     },
     {
-      what: 'journal rev 2 (COMPLETED): event + view + index entry moved',
+      what: 'journal rev 2 (WORKING): event + view + index entry moved',
+      units: kb(sizes.eventFirst) + kb(sizes.viewFirst) + kb(sizes.viewFirst) + kb(sizes.viewFirst),
+      why: 'every committed revision is projected once (I-ORDER); the status timestamp changes, so the index deletes the old entry and puts the new one',
+    },
+    {
+      what: 'journal rev 3 (COMPLETED): event + view + index entry moved',
       units: kb(sizes.eventFinal) + kb(sizes.viewFinal) + kb(sizes.viewFirst) + kb(sizes.viewFinal),
       why: 'the index sort key (status timestamp) changes, so the index deletes the old entry and puts the new one',
     },
@@ -101,7 +107,7 @@ export const computeFloor = (sizes: ItemSizes, deployment: FloorDeployment): Flo
     },
   ];
   const executorShare = 1 / deployment.executorBatchSize;
-  const projectorShare = 2 / deployment.projectorBatchSize;
+  const projectorShare = 3 / deployment.projectorBatchSize;
   return {
     writeUnits,
     readUnits: reads.reduce((total, line) => total + line.units, 0),
@@ -109,7 +115,7 @@ export const computeFloor = (sizes: ItemSizes, deployment: FloorDeployment): Flo
     // SendMessage, plus one ReceiveMessage and one DeleteMessageBatch per full batch.
     sqsRequests: 1 + 2 * executorShare,
     queueHops: 1,
-    projectedRevisions: 2,
+    projectedRevisions: 3,
     invocations: { rpc: 1, executor: executorShare, projector: projectorShare },
     apiRequests: 1,
     lines: [

@@ -171,8 +171,10 @@ describe('floor', () => {
       },
       { executorBatchSize: 5, projectorBatchSize: 25 },
     );
-    // create 1 + claim 1 + complete 3 (2,200 B) + rev1 (1+1+1) + rev2 (1+2+1+2)
-    expect(floor.writeUnits).toBe(1 + 1 + 3 + 3 + 6);
+    // create 1 + claim 1 + complete 3 (2,200 B) + rev1 SUBMITTED (1+1+1) + rev2 WORKING (1+1+1+1)
+    // + rev3 COMPLETED (1+2+1+2)
+    expect(floor.writeUnits).toBe(1 + 1 + 3 + 3 + 4 + 6);
+    expect(floor.projectedRevisions).toBe(3);
     expect(floor.readUnits).toBe(3);
     expect(floor.sqsRequests).toBeCloseTo(1.4, 10);
     expect(floor.kmsRequests).toBe(0);
