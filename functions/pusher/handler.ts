@@ -5,8 +5,8 @@ import {
   createPushConfigRepository,
   systemClock,
 } from '../../shared/adapters/composition.ts';
-import { parseEventRecord, processStreamByTask } from '../../shared/adapters/dynamodb/journal-stream.ts';
-import { fanOutEvent } from '../../shared/app/deliver-push.ts';
+import { parseEventRecord, processStreamTaskGroups } from '../../shared/adapters/dynamodb/journal-stream.ts';
+import { fanOutEvents } from '../../shared/app/deliver-push.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
@@ -18,17 +18,24 @@ const deps = {
   clock: systemClock,
 };
 
-/** One inserted journal event → one delivery message per push config of its task (decision 0009). */
-const fanOutRecord = async (record: DynamoDBRecord): Promise<void> => {
-  const event = parseEventRecord(record);
+/**
+ * A task's inserted journal events of one batch → one delivery message per (event, push config),
+ * in revision order, from one read of the task's configs (decisions 0009, 0028).
+ */
+const fanOutTask = async (records: readonly DynamoDBRecord[]): Promise<void> => {
+  const events = records.map(parseEventRecord);
   try {
-    failpoint('pusher.midBatch');
-    const queued = await fanOutEvent(deps, event);
-    logger.debug('event fanned out', { taskId: event.taskId, revision: event.revision, queued });
+    for (const _ of events) failpoint('pusher.midBatch');
+    const queued = await fanOutEvents(deps, events);
+    logger.debug('events fanned out', {
+      taskId: events[0]?.taskId,
+      revisions: events.map((event) => event.revision),
+      queued,
+    });
   } catch (error) {
-    logger.warn('fan-out failed; the stream retries from this record', {
-      taskId: event.taskId,
-      revision: event.revision,
+    logger.warn("fan-out failed; the stream retries from the task's first record", {
+      taskId: events[0]?.taskId,
+      revision: events[0]?.revision,
       error: error instanceof Error ? error.name : 'unknown',
     });
     throw error;
@@ -37,4 +44,4 @@ const fanOutRecord = async (record: DynamoDBRecord): Promise<void> => {
 
 /** In stream order per task; the event-source filter passes only inserted event items (`sk` begins with EVT#). */
 export const handler = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> =>
-  processStreamByTask(event.Records, fanOutRecord);
+  processStreamTaskGroups(event.Records, fanOutTask);

@@ -42,25 +42,30 @@ export interface EventRef {
   readonly expiresAt: number;
 }
 
-/** Queues one delivery per live config of the event's task; returns how many. */
-export const fanOutEvent = async (deps: FanOutDeps, event: EventRef): Promise<number> => {
+/**
+ * Queues one delivery per (live event, live config) for events of ONE task, given in revision
+ * order: the configs are read once (after every event was committed, so a config stored before
+ * any of them is seen), the deliveries queued in revision order. Returns how many.
+ */
+export const fanOutEvents = async (deps: FanOutDeps, events: readonly EventRef[]): Promise<number> => {
   const now = epochSeconds(deps.clock.now());
-  if (event.expiresAt <= now) return 0;
-  const deliveries: PushDelivery[] = [];
+  const live = events.filter((event) => event.expiresAt > now);
+  const taskId = live[0]?.taskId;
+  if (taskId === undefined) return 0;
+  const configIds: string[] = [];
   let afterConfigId: string | undefined;
   for (;;) {
-    const page = await deps.pushConfigs.list(event.taskId, {
+    const page = await deps.pushConfigs.list(taskId, {
       limit: 100,
       ...(afterConfigId !== undefined ? { afterConfigId } : {}),
     });
-    for (const config of page.configs) {
-      if (config.expiresAt > now) {
-        deliveries.push({ taskId: event.taskId, configId: config.configId, revision: event.revision });
-      }
-    }
+    for (const config of page.configs) if (config.expiresAt > now) configIds.push(config.configId);
     afterConfigId = page.configs.at(-1)?.configId;
     if (!page.more || afterConfigId === undefined) break;
   }
+  const deliveries: PushDelivery[] = live.flatMap((event) =>
+    configIds.map((configId) => ({ taskId, configId, revision: event.revision })),
+  );
   if (deliveries.length > 0) await deps.deliveries.enqueue(deliveries);
   return deliveries.length;
 };

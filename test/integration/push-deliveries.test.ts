@@ -16,7 +16,7 @@ import { deliveryQueueMaxReceiveCount } from '../../shared/adapters/dynamodb/tab
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
 import { createGuardedWebhookSender } from '../../shared/adapters/ssrf-guard.ts';
-import { type DeliverDeps, deliverPush, fanOutEvent } from '../../shared/app/deliver-push.ts';
+import { type DeliverDeps, deliverPush, fanOutEvents } from '../../shared/app/deliver-push.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import { purgeExpired } from '../../shared/app/purge-expired.ts';
 import { buildPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
@@ -162,14 +162,9 @@ describe('the deliverer records each attempt', () => {
     const queue = new SqsDeliveryQueue(env.clients.sqs, env.resources.queues.DeliveryQueue.url);
     for (const revision of [1, 2]) {
       expect(
-        await fanOutEvent(
-          { pushConfigs: deps.pushConfigs, deliveries: queue, clock: systemClock },
-          {
-            taskId,
-            revision,
-            expiresAt,
-          },
-        ),
+        await fanOutEvents({ pushConfigs: deps.pushConfigs, deliveries: queue, clock: systemClock }, [
+          { taskId, revision, expiresAt },
+        ]),
       ).toBe(1);
     }
     const read = () => listPushDeliveries(deps, alice, taskId);

@@ -17,16 +17,24 @@ export const parseEventRecord = (
 export const isJournalEventInsert = (record: DynamoDBRecord): boolean =>
   record.eventName === 'INSERT' && (record.dynamodb?.Keys?.sk?.S ?? '').startsWith('EVT#');
 
+/** Thrown by a task's handler: its records failed from this position (in the task's records) on. */
+class TaskStopped extends Error {
+  constructor(readonly position: number) {
+    super('task stopped');
+  }
+}
+
 /**
- * Stream records of one task in order, different tasks concurrently (one shard carries many tasks;
- * one at a time would make the pusher the bottleneck). A task stops at its first failure; the
+ * Stream records grouped by task, each task's records in stream order, different tasks concurrently
+ * (one shard carries many tasks; one at a time would make the pusher the bottleneck). A task's
+ * handler that throws failed its records from the first on (or from `TaskStopped.position`); the
  * batch reports every record from the earliest failure on, so Lambda retries from there: that
  * task's revisions go out again in order, and other tasks' records already sent are absorbed by
  * the FIFO queue's deduplication (same (task, config, revision) id within 5 minutes).
  */
-export const processStreamByTask = async (
+export const processStreamTaskGroups = async (
   records: readonly DynamoDBRecord[],
-  handle: (record: DynamoDBRecord) => Promise<void>,
+  handleTask: (taskRecords: readonly DynamoDBRecord[]) => Promise<void>,
 ): Promise<DynamoDBBatchResponse> => {
   const byTask = new Map<string, number[]>();
   records.forEach((record, index) => {
@@ -36,13 +44,11 @@ export const processStreamByTask = async (
   let firstFailed = records.length;
   await Promise.all(
     [...byTask.values()].map(async (indexes) => {
-      for (const index of indexes) {
-        try {
-          await handle(records[index]!);
-        } catch {
-          firstFailed = Math.min(firstFailed, index);
-          return;
-        }
+      try {
+        await handleTask(indexes.map((index) => records[index]!));
+      } catch (error) {
+        const position = error instanceof TaskStopped ? error.position : 0;
+        firstFailed = Math.min(firstFailed, indexes[position]!);
       }
     }),
   );
@@ -52,3 +58,18 @@ export const processStreamByTask = async (
       .map((record) => ({ itemIdentifier: record.dynamodb?.SequenceNumber ?? '' })),
   };
 };
+
+/** One record at a time per task (the projector): a task stops at its first failed record. */
+export const processStreamByTask = (
+  records: readonly DynamoDBRecord[],
+  handle: (record: DynamoDBRecord) => Promise<void>,
+): Promise<DynamoDBBatchResponse> =>
+  processStreamTaskGroups(records, async (taskRecords) => {
+    for (const [position, record] of taskRecords.entries()) {
+      try {
+        await handle(record);
+      } catch {
+        throw new TaskStopped(position);
+      }
+    }
+  });
