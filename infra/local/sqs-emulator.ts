@@ -315,6 +315,10 @@ export const startSqsEmulator = async (options: StartSqsEmulatorOptions = {}): P
     }
     void requestHandler(req, res);
   });
+  // SQS's endpoints keep an idle connection open for minutes; node:http closes it after 5 s, which
+  // made every quiet poller or pusher open new connections, and a new connection to a server in a
+  // busy process waits for its accept (decision 0028).
+  server.keepAliveTimeout = 120_000;
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, host, () => {
