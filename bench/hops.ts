@@ -25,6 +25,7 @@ import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ensureDynamoDbLocalJar } from '../infra/local/dynamodb-local.ts';
+import { observeInvocations } from '../infra/local/lambda-pollers.ts';
 import { startLocalStack } from '../infra/local/local-stack.ts';
 import { defaultConfig } from '../shared/config/config.ts';
 import { type HopMark, hopMedians, installHopTrace, printHops } from './lib/hop-trace.ts';
@@ -47,6 +48,13 @@ const load = () =>
     .join(' ');
 
 const trace = installHopTrace();
+const invocations = new Map<string, { records: number[]; durations: number[] }>();
+const stopObserving = observeInvocations(({ functionName, records, durationMs }) => {
+  const row = invocations.get(functionName) ?? { records: [], durations: [] };
+  row.records.push(records);
+  row.durations.push(durationMs);
+  invocations.set(functionName, row);
+});
 await ensureDynamoDbLocalJar();
 const stack = await startLocalStack({
   port: 0,
@@ -267,10 +275,22 @@ if (mode === 'blocking') {
     ),
   );
 }
-console.log('\nSDK requests per task (handlers only)');
-for (const [name, count] of [...trace.requests].sort((a, b) => b[1] - a[1])) {
+console.log('\ninvocations: function, count, records per invocation p50/max, duration p50/p95 ms');
+for (const [name, row] of invocations) {
+  const records = summarize(row.records);
+  const durations = summarize(row.durations);
+  console.log(
+    `  ${name.padEnd(10)} ${String(row.records.length).padStart(6)} ${String(records.p50).padStart(5)}/${String(records.max).padEnd(5)} ${durations.p50.toFixed(0).padStart(7)}/${durations.p95.toFixed(0)}`,
+  );
+}
+stopObserving();
+console.log('\nSDK requests (handlers only): per task, duration p50/p95 ms');
+for (const [name, durations] of [...trace.requests].sort((a, b) => b[1].length - a[1].length)) {
+  const took = summarize(durations);
   if (!name.startsWith('bench '))
-    console.log(`  ${name.padEnd(44)} ${(count / tasks).toFixed(2).padStart(8)}`);
+    console.log(
+      `  ${name.padEnd(44)} ${(durations.length / tasks).toFixed(2).padStart(8)} ${took.p50.toFixed(0).padStart(7)}/${took.p95.toFixed(0)}`,
+    );
 }
 await new Promise<void>((closed) => {
   receiver.close(() => closed());

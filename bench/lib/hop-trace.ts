@@ -54,8 +54,8 @@ const parseBody = (body: unknown): { taskId?: string; revision?: number } => {
 
 export interface HopTrace {
   readonly marks: HopMark[];
-  /** SDK requests per `function Service.Operation` since install. */
-  readonly requests: Map<string, number>;
+  /** SDK requests per `function Service.Operation` since install, with each one's duration (ms). */
+  readonly requests: Map<string, number[]>;
   /** Records a mark the bench itself observes (a request sent, a response received). */
   mark(hop: string, taskId: string, extra?: { revision?: number; state?: string; at?: number }): void;
   /** Event-loop utilisation (0–1) and delay percentiles (ms) since install. */
@@ -89,7 +89,7 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
     mark(hop, taskId, { ...(revision !== undefined ? { revision } : {}), state: str(item.state) });
   };
   const undo: Array<() => void> = [];
-  const requests = new Map<string, number>();
+  const requests = new Map<string, number[]>();
 
   const sdkMarks = (fn: string, operation: string, input: Record<string, unknown>, output: unknown): void => {
     if (operation === 'TransactWriteItems') {
@@ -129,8 +129,9 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
       (next: any, context: { clientName?: string; commandName?: string }) => async (args: any) => {
         const operation = (context.commandName ?? '').replace(/Command$/, '');
         const name = `${fn} ${(context.clientName ?? '').replace(/Client$/, '')}.${operation}`;
-        requests.set(name, (requests.get(name) ?? 0) + 1);
+        const began = performance.now();
         const result = await next(args);
+        requests.set(name, [...(requests.get(name) ?? []), performance.now() - began]);
         sdkMarks(fn, operation, args.input as Record<string, unknown>, result.output);
         return result;
       },
