@@ -1,6 +1,16 @@
 import { createHash } from 'node:crypto';
-import { buildAgentCard } from '../../shared/app/agent-card.ts';
-import type { Caller, Dispatcher, HeaderMap, SseEvent } from '../../shared/app/rpc/dispatcher.ts';
+import {
+  buildAgentCard,
+  implementedCapabilities,
+  pushDeliveriesExtension,
+} from '../../shared/app/agent-card.ts';
+import {
+  type Caller,
+  type Dispatcher,
+  type HeaderMap,
+  parseExtensionsHeader,
+  type SseEvent,
+} from '../../shared/app/rpc/dispatcher.ts';
 import { JsonRpcProtocolError, toJsonRpcError } from '../../shared/app/rpc/errors-table.ts';
 import type { ProfileCatalog } from '../../shared/app/served-profiles.ts';
 import { hasAuthScheme } from '../../shared/config/auth.ts';
@@ -44,6 +54,19 @@ const json = (status: number, value: unknown, headers: Record<string, string> = 
   headers: { 'Content-Type': 'application/json', ...headers },
   body: JSON.stringify(value),
 });
+
+/**
+ * The extensions a request activates, echoed in the header spelling it used (A2A.md §9
+ * "Extensions": the response SHOULD list them): of those it names, the ones this server declares
+ * on its cards — the push-deliveries extension (decision 0025). Unknown ones are ignored.
+ */
+const activatedExtensions = (headers: HttpRequest['headers']): Record<string, string> => {
+  const name = headers['a2a-extensions'] !== undefined ? 'A2A-Extensions' : 'X-A2A-Extensions';
+  const active = parseExtensionsHeader(headers[name.toLowerCase()]).filter(
+    (uri) => implementedCapabilities.pushNotifications && uri === pushDeliveriesExtension.uri,
+  );
+  return active.length === 0 ? {} : { [name]: active.join(', ') };
+};
 
 /**
  * Bodies above the cap are refused before they are parsed (decision 0006): a JSON-RPC -32600
@@ -99,10 +122,12 @@ export const createHttpApp = (deps: HttpAppDeps) => {
       profileId,
       baseUrl: request.baseUrl,
     });
-    if (result.kind === 'json') return json(result.status, result.body);
+    const extensions = activatedExtensions(request.headers);
+    if (result.kind === 'json') return json(result.status, result.body, extensions);
     return {
       status: result.status,
       headers: {
+        ...extensions,
         'Content-Type': 'text/event-stream',
         'Cache-Control': 'no-cache',
         'X-Accel-Buffering': 'no',

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createHttpApp } from '../../functions/rpc/http-app.ts';
 import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
 import { createExtensionMethods } from '../../shared/app/a2a-methods.ts';
 import { buildAgentCard, pushDeliveriesExtension } from '../../shared/app/agent-card.ts';
@@ -338,5 +339,37 @@ describe('the extension method on the JSON-RPC edge', () => {
       uri: 'urn:a2a-serverless:ext:push-deliveries:v1',
       required: false,
     });
+  });
+});
+
+describe('activating the extension', () => {
+  const app = createHttpApp({
+    config: testConfig(),
+    dispatcher: {
+      dispatch: async () =>
+        ({ kind: 'json', status: 200, body: { jsonrpc: '2.0', id: 1, result: {} } }) as const,
+    },
+  });
+  const post = (headers: Record<string, string>) =>
+    app({
+      method: 'POST',
+      path: '/agents/default',
+      headers: { 'content-type': 'application/json', ...headers },
+      query: {},
+      body: '{"jsonrpc":"2.0","id":1,"method":"ListTaskPushDeliveries","params":{"taskId":"t"}}',
+      caller: null,
+      requestId: 'r1',
+      baseUrl: 'http://127.0.0.1:1',
+    } as Parameters<typeof app>[0]);
+
+  it('echoes the activated extension in the header spelling the client used; unknown ones are ignored', async () => {
+    const { uri } = pushDeliveriesExtension;
+    expect((await post({ 'a2a-extensions': `urn:other, ${uri}` })).headers).toMatchObject({
+      'A2A-Extensions': uri,
+    });
+    expect((await post({ 'x-a2a-extensions': uri })).headers).toMatchObject({ 'X-A2A-Extensions': uri });
+    const plain = (await post({ 'a2a-extensions': 'urn:other' })).headers;
+    expect(plain).not.toHaveProperty('A2A-Extensions');
+    expect((await post({})).headers).not.toHaveProperty('A2A-Extensions');
   });
 });
