@@ -275,10 +275,12 @@ describe('ServiceStack', () => {
         Runtime: 'nodejs22.x',
         Architectures: ['arm64'],
         Handler: 'index.handler',
-        MemorySize: 512,
         TracingConfig: { Mode: 'Active' },
         LoggingConfig: { LogFormat: 'JSON' },
       });
+      // The house default, except the I/O-bound rpc function (decision 0030).
+      const description = String(fn.Properties.Description ?? '');
+      expect(fn.Properties.MemorySize).toBe(description.startsWith('A2A JSON-RPC') ? 256 : 512);
       const variables = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
       expect(variables.NODE_OPTIONS).toBe('--enable-source-maps');
       for (const name of [
