@@ -267,8 +267,8 @@ if (mode === 'blocking') {
       [
         { hop: 'executor: commit' },
         { hop: 'projector: receive' },
+        // Both SSE and the pusher read the event (the view put follows it and is not on their path).
         { hop: 'projector: event put' },
-        { hop: 'projector: view put' },
         ...tail,
       ],
       byRevision,
