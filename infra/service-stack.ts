@@ -7,6 +7,8 @@ import {
   type IResource,
   LambdaIntegration,
   type MethodOptions,
+  MockIntegration,
+  PassthroughBehavior,
   RequestAuthorizer,
   ResponseTransferMode,
   ResponseType,
@@ -31,6 +33,7 @@ import type { Config } from '../shared/config/config.ts';
 import { HouseFunction, REPO_ROOT } from './house-function.ts';
 import { Monitoring } from './monitoring.ts';
 import type { StatefulResources } from './stateful-stack.ts';
+import { deployedViewerPage, viewerContentSecurityPolicy } from './viewer-page.ts';
 
 export type FunctionName = 'rpc' | 'executor' | 'projector' | 'reaper' | 'pusher' | 'deliverer';
 
@@ -180,6 +183,7 @@ export class ServiceStack extends Stack {
     const agent = this.api.root.addResource('agents').addResource('{profileId}');
     agent.addMethod('ANY', integration, methodOptions);
     publicCard(agent);
+    if (deployment.viewer) this.addViewer();
     // A2A.md §8: authentication errors are a 401 with a challenge.
     this.api.addGatewayResponse('Unauthorized', {
       type: ResponseType.UNAUTHORIZED,
@@ -365,6 +369,58 @@ export class ServiceStack extends Stack {
       );
     }
     return json;
+  }
+
+  /**
+   * `deployment.viewer` (decision 0026): the journal viewer as one public static page at
+   * `GET /viewer` (and any path below it) on the API's own domain, so its data calls need no CORS
+   * and carry the user's bearer token like any client's. A MOCK integration answers it from the
+   * template — no bucket, no function, no role, nothing billed beyond the API request. The page
+   * (~25 KB) travels base64-encoded in the response template: VTL would read the script's `$` and
+   * `#` as its own syntax.
+   */
+  private addViewer(): void {
+    const page = deployedViewerPage();
+    const headers = {
+      'Content-Type': "'text/html; charset=utf-8'",
+      'Cache-Control': "'no-cache'",
+      'Content-Security-Policy': `'${viewerContentSecurityPolicy(page)}'`,
+      'X-Content-Type-Options': "'nosniff'",
+      'Referrer-Policy': "'no-referrer'",
+    };
+    const integration = new MockIntegration({
+      requestTemplates: { 'application/json': '{"statusCode": 200}' },
+      passthroughBehavior: PassthroughBehavior.WHEN_NO_TEMPLATES,
+      integrationResponses: [
+        {
+          statusCode: '200',
+          responseTemplates: {
+            'text/html': `$util.base64Decode("${Buffer.from(page.html, 'utf8').toString('base64')}")`,
+          },
+          responseParameters: Object.fromEntries(
+            Object.entries(headers).map(([name, value]) => [`method.response.header.${name}`, value]),
+          ),
+        },
+      ],
+    });
+    const options: MethodOptions = {
+      authorizationType: AuthorizationType.NONE,
+      methodResponses: [
+        {
+          statusCode: '200',
+          responseParameters: Object.fromEntries(
+            Object.keys(headers).map((name) => [`method.response.header.${name}`, true]),
+          ),
+        },
+      ],
+    };
+    const viewer = this.api.root.addResource('viewer');
+    viewer.addMethod('GET', integration, options);
+    viewer.addResource('{proxy+}').addMethod('GET', integration, options);
+    new CfnOutput(this, 'ViewerUrl', {
+      description: 'The journal viewer (deployment.viewer)',
+      value: this.api.urlForPath('/viewer'),
+    });
   }
 
   /** The REQUEST authorizer of every non-public method, cached as `authorizerCaching` decides. */

@@ -117,6 +117,8 @@ export const deploymentConfigSchema = z.object({
   deletionProtection: z.boolean().default(true),
   /** Upper bound of concurrent executor invocations: protects model quotas. */
   executorMaxConcurrency: z.number().int().min(2).max(1000).default(10),
+  /** Serves the journal viewer at `GET /viewer` of the API (decision 0026). */
+  viewer: z.boolean().default(false),
   alarms: z
     .object({
       /** Subscribed to the alarm topic (SNS sends a confirmation mail first). */
@@ -169,6 +171,7 @@ export const configSchema = z.object({
     logRetentionDays: 30,
     deletionProtection: true,
     executorMaxConcurrency: 10,
+    viewer: false,
     alarms: { errorRatePercent: 5, iteratorAgeSeconds: 300 },
   }),
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { App, type Stack } from 'aws-cdk-lib';
@@ -22,6 +23,7 @@ import {
   ServiceStack,
 } from '../../infra/service-stack.ts';
 import { isDeadLetterQueue, StatefulStack } from '../../infra/stateful-stack.ts';
+import { deployedViewerPage, viewerContentSecurityPolicy } from '../../infra/viewer-page.ts';
 import {
   auditTable,
   journalTable,
@@ -1057,6 +1059,7 @@ describe('createInstallation', () => {
       logRetentionDays: 30,
       deletionProtection: true,
       executorMaxConcurrency: 10,
+      viewer: false,
       alarms: { errorRatePercent: 5, iteratorAgeSeconds: 300 },
     });
     stateful.allResourcesProperties('AWS::DynamoDB::GlobalTable', {
@@ -1106,6 +1109,20 @@ describe('createInstallation', () => {
   });
 });
 
+/** An installation from `config`, every function a stub (decision 0026's tests). */
+const installationOf = (config: unknown): Installation => {
+  const dir = mkdtempSync(join(workDir, 'stubbed-'));
+  const file = join(dir, 'config.json');
+  writeFileSync(file, JSON.stringify(config));
+  const stub = join(dir, 'stub.ts');
+  writeFileSync(stub, 'export const handler = async () => ({});\n');
+  const entries = Object.fromEntries(Object.keys(defaultEntries).map((name) => [name, stub]));
+  return createInstallation(new App({ context: { config: file, stage: 'stubbed' } }), {
+    entries,
+    authorizerEntry: undefined,
+  });
+};
+
 describe('provider key secrets (decision 0026)', () => {
   const secretArn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/openai-AbCdEf';
   const keyArn = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
@@ -1130,19 +1147,6 @@ describe('provider key secrets (decision 0026)', () => {
   };
   let secretInstallation: Installation;
   let template: Template;
-
-  const installationOf = (config: unknown): Installation => {
-    const dir = mkdtempSync(join(workDir, 'secrets-'));
-    const file = join(dir, 'config.json');
-    writeFileSync(file, JSON.stringify(config));
-    const stub = join(dir, 'stub.ts');
-    writeFileSync(stub, 'export const handler = async () => ({});\n');
-    const entries = Object.fromEntries(Object.keys(defaultEntries).map((name) => [name, stub]));
-    return createInstallation(new App({ context: { config: file, stage: 'secrets' } }), {
-      entries,
-      authorizerEntry: undefined,
-    });
-  };
 
   beforeAll(() => {
     secretInstallation = installationOf(secretConfig);
@@ -1277,13 +1281,126 @@ describe('provider key secrets (decision 0026)', () => {
       const assembly = built.service.node.root as App;
       const cloudAssembly = assembly.synth();
       expect(cloudAssembly.stacks.map((stack) => stack.stackName).sort(), example).toEqual([
-        'a2a-secrets-service',
-        'a2a-secrets-stateful',
+        'a2a-stubbed-service',
+        'a2a-stubbed-stateful',
       ]);
       const layers = Object.values(
         Template.fromStack(built.service).findResources('AWS::Lambda::Function'),
       ).filter((fn) => (fn as Resource).Properties.Layers !== undefined);
       expect(layers.length, example).toBe(example.includes('secret') ? 1 : 0);
     }
+  });
+});
+
+describe('the deployed journal viewer (decision 0026)', () => {
+  let viewerInstallation: Installation;
+  let template: Template;
+  let authorizedTemplate: Template;
+  beforeAll(() => {
+    viewerInstallation = installationOf({ ...testConfig, deployment: { viewer: true } });
+    const stub = join(workDir, 'stub-viewer.ts');
+    writeFileSync(stub, 'export const handler = async () => ({});\n');
+    const authorized = new ServiceStack(viewerInstallation.service.node.root as App, 'viewer-authorized', {
+      stateful: viewerInstallation.stateful,
+      config: viewerInstallation.config,
+      installation: viewerInstallation.prefix,
+      entries: Object.fromEntries(Object.keys(defaultEntries).map((name) => [name, stub])),
+      authorizerEntry: stub,
+    });
+    template = Template.fromStack(viewerInstallation.service);
+    authorizedTemplate = Template.fromStack(authorized);
+  });
+
+  const resourceIdOf = (tmpl: Template, pathPart: string, parentPart?: string): string => {
+    const resources = tmpl.findResources('AWS::ApiGateway::Resource', { Properties: { PathPart: pathPart } });
+    const ids = Object.keys(resources).filter(
+      (id) =>
+        parentPart === undefined ||
+        JSON.stringify((resources[id] as Resource).Properties.ParentId).includes(
+          resourceIdOf(tmpl, parentPart),
+        ),
+    );
+    expect(ids, pathPart).toHaveLength(1);
+    return ids[0] as string;
+  };
+
+  it('serves GET /viewer and /viewer/{proxy+} without the authorizer, from a MOCK integration (no function, no bucket)', () => {
+    const viewer = resourceIdOf(template, 'viewer');
+    const below = resourceIdOf(template, '{proxy+}', 'viewer');
+    for (const resourceId of [viewer, below]) {
+      const methods = Object.values(
+        template.findResources('AWS::ApiGateway::Method', {
+          Properties: { ResourceId: { Ref: resourceId } },
+        }),
+      ) as Resource[];
+      expect(methods.map((method) => method.Properties.HttpMethod)).toEqual(['GET']);
+      expect(methods[0]?.Properties).toMatchObject({
+        AuthorizationType: 'NONE',
+        Integration: { Type: 'MOCK', RequestTemplates: { 'application/json': '{"statusCode": 200}' } },
+      });
+    }
+    // Nothing else: the same functions and buckets as without the viewer.
+    expect(Object.keys(template.findResources('AWS::S3::Bucket'))).toEqual([]);
+    expect(Object.keys(template.findResources('AWS::Lambda::Function')).length).toBe(
+      Object.keys(service.findResources('AWS::Lambda::Function')).length,
+    );
+    template.hasOutput('ViewerUrl', {});
+  });
+
+  it('answers the self-contained page (viewer.js inlined, pure ASCII) as text/html with a CSP that admits only its script', () => {
+    const method = Object.values(
+      template.findResources('AWS::ApiGateway::Method', {
+        Properties: { ResourceId: { Ref: resourceIdOf(template, 'viewer') } },
+      }),
+    )[0] as Resource;
+    const [response] = (
+      method.Properties.Integration as {
+        IntegrationResponses: Array<{
+          ResponseTemplates: Record<string, string>;
+          ResponseParameters: Record<string, string>;
+        }>;
+      }
+    ).IntegrationResponses;
+    const encoded = /^\$util\.base64Decode\("([A-Za-z0-9+/=]+)"\)$/.exec(
+      response?.ResponseTemplates['text/html'] ?? '',
+    );
+    expect(encoded).not.toBeNull();
+    const html = Buffer.from(encoded?.[1] ?? '', 'base64').toString('utf8');
+    const page = deployedViewerPage();
+    expect(html).toBe(page.html);
+    expect(html).not.toMatch(/\P{ASCII}/u);
+    expect(html).not.toContain('src="viewer.js"');
+    // The script the browser runs is viewer.js, character for character once escapes are read.
+    const script = /<script type="module">([\s\S]*)<\/script>/.exec(html)?.[1] ?? '';
+    const source = readFileSync(join(REPO_ROOT, 'infra/viewer/viewer.js'), 'utf8');
+    expect(
+      script.replace(/\\u\{([0-9a-f]+)\}/g, (_, hex: string) =>
+        String.fromCodePoint(Number.parseInt(hex, 16)),
+      ),
+    ).toBe(`\n${source}`);
+    expect(`sha256-${createHash('sha256').update(script).digest('base64')}`).toBe(page.scriptHash);
+    expect(response?.ResponseParameters).toMatchObject({
+      'method.response.header.Content-Type': "'text/html; charset=utf-8'",
+      'method.response.header.Content-Security-Policy': `'${viewerContentSecurityPolicy(page)}'`,
+      'method.response.header.X-Content-Type-Options': "'nosniff'",
+    });
+    expect(viewerContentSecurityPolicy(page)).toContain(`script-src '${page.scriptHash}'`);
+    // It fits API Gateway's mapping template limit (300 KB) with room to grow.
+    expect(response?.ResponseTemplates['text/html']?.length).toBeLessThan(100_000);
+  });
+
+  it('is absent unless deployment.viewer is true; every data route keeps the authorizer', () => {
+    expect(defaultConfig.deployment.viewer).toBe(false);
+    for (const tmpl of [service, withAuthorizer]) {
+      expect(
+        Object.keys(tmpl.findResources('AWS::ApiGateway::Resource', { Properties: { PathPart: 'viewer' } })),
+      ).toEqual([]);
+    }
+    // With an authorizer (the installation above has none): which methods go without it.
+    const unauthenticated = (
+      Object.values(authorizedTemplate.findResources('AWS::ApiGateway::Method')) as Resource[]
+    ).filter((method) => method.Properties.AuthorizationType === 'NONE');
+    // The agent cards (GET, HEAD at / and /agents/{profileId}) and the viewer's two GETs; nothing else.
+    expect(unauthenticated).toHaveLength(6);
   });
 });
