@@ -42,6 +42,12 @@ const headers = (extra = {}) => {
   };
 };
 
+/**
+ * The API this page came from: its URL up to `/viewer` (the local stack's origin, or a
+ * deployment's `https://.../<stage>`; decision 0026: served from the API's own domain).
+ */
+const servedFrom = `${window.location.origin}${window.location.pathname.replace(/\/viewer(\/.*)?$/, '')}`;
+
 /** Same rule as `npx a2a --url`: a .json URL is the card, anything else a base URL. */
 const cardUrlOf = (url) => {
   const parsed = new URL(url, window.location.href);
@@ -462,7 +468,7 @@ const selectTask = async (taskId) => {
 // ---- connecting and sending
 
 const connect = async () => {
-  const url = $('agent-url').value.trim() || window.location.origin;
+  const url = $('agent-url').value.trim() || servedFrom;
   storage.setItem('a2a-viewer-url', url);
   storage.setItem('a2a-viewer-token', $('token').value.trim());
   try {
@@ -500,7 +506,7 @@ const send = async (event) => {
   }
 };
 
-$('agent-url').value = storage.getItem('a2a-viewer-url') ?? window.location.origin;
+$('agent-url').value = storage.getItem('a2a-viewer-url') ?? servedFrom;
 $('token').value = storage.getItem('a2a-viewer-token') ?? '';
 $('connect').addEventListener('click', connect);
 $('refresh').addEventListener('click', loadTasks);
