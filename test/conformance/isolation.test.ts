@@ -139,7 +139,10 @@ describe('unauthenticated requests', () => {
       const response = await fetch(`${sut.baseUrl}${path}`);
       expect(response.status).toBe(200);
       const card = (await response.json()) as JsonObject;
-      expect(card.securitySchemes).toEqual({ bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } });
+      // The v1.0 scheme, with its v0.3 spelling beside it for v0.3 clients (decision 0026).
+      expect(card.securitySchemes).toEqual({
+        bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' }, type: 'http', scheme: 'Bearer' },
+      });
       expect(card.securityRequirements).toEqual([{ schemes: { bearer: { list: [] } } }]);
     }
   });
