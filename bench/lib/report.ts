@@ -23,6 +23,9 @@ const fmt = (value: unknown, digits = 3): string => {
 const verdict = (measured: number | undefined, ok: (value: number) => boolean): Verdict =>
   measured === undefined || !Number.isFinite(measured) ? 'not measured' : ok(measured) ? 'met' : 'not met';
 
+/** Issue 8's cost target, US$ per million single-turn tasks (model time excluded). */
+const costTargetUsd = 15;
+
 export const evaluateTargets = (report: Report): TargetResult[] => {
   const cost = report.singleTurn?.cost?.usdPerMillionTasks as number | undefined;
   const floorRatio = report.ratioToFloor?.cost as number | undefined;
@@ -41,9 +44,9 @@ export const evaluateTargets = (report: Report): TargetResult[] => {
       : undefined;
   return [
     {
-      target: 'infrastructure cost ≤ US$15 per million single-turn tasks',
+      target: `infrastructure cost ≤ US$${costTargetUsd} per million single-turn tasks`,
       measured: `US$${fmt(cost)}`,
-      verdict: verdict(cost, (v) => v <= 15),
+      verdict: verdict(cost, (v) => v <= costTargetUsd),
     },
     {
       target: 'cost ≤ 1.3× the floor (counted items; Lambda duration is equal on both sides)',
@@ -263,6 +266,16 @@ export const renderMarkdown = (report: Report): string => {
   );
   out.push('');
   out.push(`Floor cost: US$${fmt(floor.cost.usdPerMillionTasks, 4)} per million tasks.`);
+  if (floor.cost.usdPerMillionTasks > costTargetUsd) {
+    const largest = [...(floor.cost.lines as Report[])]
+      .sort((a, b) => b.usdPerMillionTasks - a.usdPerMillionTasks)
+      .slice(0, 3)
+      .map((line) => `${line.item} US$${fmt(line.usdPerMillionTasks)}`)
+      .join(', ');
+    out.push(
+      `The floor itself is above the US$${costTargetUsd} target (largest lines: ${largest}): at these on-demand list prices no implementation that keeps the invariants can meet it; only other prices (e.g. provisioned DynamoDB capacity for a steady load) or a different specification can.`,
+    );
+  }
   out.push(
     `Measured / floor: cost of the counted items (all but Lambda duration) ${fmt(report.ratioToFloor.cost)}×, with the measured Lambda duration on both sides ${fmt(report.ratioToFloor.costWithDuration)}×, write units ${fmt(report.ratioToFloor.writeUnits)}×, read units ${fmt(report.ratioToFloor.readUnits)}×, SQS requests ${fmt(report.ratioToFloor.sqsRequests)}×.`,
   );
