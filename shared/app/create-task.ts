@@ -151,10 +151,13 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
           {
             entity: 'push' as const,
             // The config's own taskId "should be empty" on send (A2A.md §4): the new task's id wins.
-            item: await buildPushConfig({ ...deps, pushCodec: deps.pushCodec }, plan.task, {
-              ...inlinePush,
-              protocolVersion: input.protocolVersion,
-            }),
+            // Written with the revision this message creates: that revision is the config's first.
+            item: await buildPushConfig(
+              { ...deps, pushCodec: deps.pushCodec },
+              plan.task,
+              { ...inlinePush, protocolVersion: input.protocolVersion },
+              plan.task.revision - 1,
+            ),
             expect: 'any' as const,
           },
         ]

@@ -10,6 +10,7 @@ import type { JournalEvent } from '../domain/projection.ts';
 import {
   type AttemptContext,
   type AttemptResult,
+  configWantsRevision,
   describeAttempt,
   type PushDelivery,
   type StoredPushConfig,
@@ -52,19 +53,22 @@ export const fanOutEvents = async (deps: FanOutDeps, events: readonly EventRef[]
   const live = events.filter((event) => event.expiresAt > now);
   const taskId = live[0]?.taskId;
   if (taskId === undefined) return 0;
-  const configIds: string[] = [];
+  const configs: StoredPushConfig[] = [];
   let afterConfigId: string | undefined;
   for (;;) {
     const page = await deps.pushConfigs.list(taskId, {
       limit: 100,
       ...(afterConfigId !== undefined ? { afterConfigId } : {}),
     });
-    for (const config of page.configs) if (config.expiresAt > now) configIds.push(config.configId);
+    for (const config of page.configs) if (config.expiresAt > now) configs.push(config);
     afterConfigId = page.configs.at(-1)?.configId;
     if (!page.more || afterConfigId === undefined) break;
   }
+  // A config gets only the revisions committed after it existed, not older ones this batch carries.
   const deliveries: PushDelivery[] = live.flatMap((event) =>
-    configIds.map((configId) => ({ taskId, configId, revision: event.revision })),
+    configs
+      .filter((config) => configWantsRevision(config, event.revision))
+      .map((config) => ({ taskId, configId: config.configId, revision: event.revision })),
   );
   if (deliveries.length > 0) await deps.deliveries.enqueue(deliveries);
   return deliveries.length;

@@ -127,11 +127,15 @@ export const validatePushConfigInput = (
   if (violations.length > 0) throw new InvalidParamsError(violations);
 };
 
-/** Builds the stored config (secrets sealed) for a task; the caller writes it. */
+/**
+ * Builds the stored config (secrets sealed) for a task; the caller writes it. `afterRevision`:
+ * the task's last revision committed before the config exists (it gets the later ones).
+ */
 export const buildPushConfig = async (
   deps: Pick<PushConfigDeps, 'pushCodec' | 'clock' | 'ids'>,
   task: Pick<StoredTask, 'taskId' | 'expiresAt'>,
   input: PushConfigInput,
+  afterRevision: number,
 ): Promise<StoredPushConfig> => {
   const configId = input.id ?? deps.ids.newId();
   const sealed = await deps.pushCodec.seal(task.taskId, configId, {
@@ -148,6 +152,7 @@ export const buildPushConfig = async (
     // Only v0.3 is recorded: a v1.0 config stays as it always was.
     ...(input.protocolVersion === '0.3' ? { protocolVersion: input.protocolVersion } : {}),
     expiresAt: task.expiresAt,
+    afterRevision,
   };
 };
 
@@ -198,7 +203,8 @@ export const createPushConfig = async (
 ): Promise<TaskPushNotificationConfig> => {
   validatePushConfigInput(input, deps.webhookPolicy, '');
   const task = await ownedTask(deps, caller, taskId);
-  const config = await buildPushConfig(deps, task, input);
+  // The revision read here was committed before the config exists: it gets the later ones.
+  const config = await buildPushConfig(deps, task, input, task.revision);
   await deps.pushConfigs.put(config);
   return toTaskPushNotificationConfig(deps.pushCodec, config);
 };

@@ -23,7 +23,20 @@ export interface StoredPushConfig {
   readonly protocolVersion?: ProtocolVersion;
   /** The task's expiry (epoch seconds): the config goes with the task (I-PURGE). */
   readonly expiresAt: number;
+  /**
+   * The task's last revision committed before the config existed: the config gets the revisions
+   * after it, never older ones a lagging pusher still carries (decision 0031). A config sent
+   * inline with a message gets the revision that message created. Absent (configs stored before
+   * 0031): every revision.
+   */
+  readonly afterRevision?: number;
 }
+
+/** Whether a config gets the event of `revision` (it was committed after the config existed). */
+export const configWantsRevision = (
+  config: Pick<StoredPushConfig, 'afterRevision'>,
+  revision: number,
+): boolean => revision > (config.afterRevision ?? 0);
 
 /** The seal context field of one secret of one config. */
 export const pushSecretField = (configId: string, field: 'credentials' | 'token'): string =>

@@ -151,6 +151,7 @@ const seedTask = async (url: string) => {
     { pushCodec: deps.pushCodec, clock: systemClock, ids: { newId: () => 'hook' } },
     r2,
     { url, token: 'notify-token-7f3' },
+    0, // as if sent with the first message: revisions 1 and 2 are the config's
   );
   await deps.pushConfigs.put(config);
   return { taskId, r2, expiresAt };

@@ -3,7 +3,7 @@ import { createHttpApp } from '../../functions/rpc/http-app.ts';
 import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
 import { createExtensionMethods } from '../../shared/app/a2a-methods.ts';
 import { buildAgentCard, pushDeliveriesExtension } from '../../shared/app/agent-card.ts';
-import { deliverPush, WebhookDeliveryFailedError } from '../../shared/app/deliver-push.ts';
+import { deliverPush, fanOutEvents, WebhookDeliveryFailedError } from '../../shared/app/deliver-push.ts';
 import { buildPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
 import { listPushDeliveries } from '../../shared/app/push-deliveries.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
@@ -93,6 +93,7 @@ const deliveryFixture = async (answers: WebhookResult[]) => {
     { pushCodec, clock: { now: () => new Date() }, ids: { newId: () => 'hook-1' } },
     task,
     { url: 'https://hooks.example/in?token=s3cret', token: 'notification-token' },
+    0,
   );
   const configs: PushConfigRepository = {
     get: async () => config,
@@ -371,5 +372,51 @@ describe('activating the extension', () => {
     const plain = (await post({ 'a2a-extensions': 'urn:other' })).headers;
     expect(plain).not.toHaveProperty('A2A-Extensions');
     expect((await post({})).headers).not.toHaveProperty('A2A-Extensions');
+  });
+});
+
+describe('fanOutEvents: a config gets the revisions committed after it existed (decision 0031)', () => {
+  const pushCodec = new PushConfigCodec(new FakeSealer());
+  const stored = (configId: string, afterRevision: number | undefined) =>
+    buildPushConfig(
+      { pushCodec, clock: { now: () => now }, ids: { newId: () => configId } },
+      { taskId: 't-1', expiresAt: now.getTime() / 1000 + 3600 },
+      { url: 'https://hooks.example/in' },
+      afterRevision ?? 0,
+    ).then((config) => {
+      if (afterRevision !== undefined) return config;
+      const { afterRevision: _absent, ...legacy } = config;
+      return legacy;
+    });
+
+  it('a lagging pusher does not send a later config the revisions before it; an inline or older config gets all', async () => {
+    const configs = [await stored('inline', 0), await stored('later', 3), await stored('legacy', undefined)];
+    const queued: unknown[] = [];
+    const events = [1, 2, 3, 4, 5].map((revision) => ({
+      taskId: 't-1',
+      revision,
+      expiresAt: now.getTime() / 1000 + 3600,
+    }));
+    const count = await fanOutEvents(
+      {
+        pushConfigs: {
+          get: async () => undefined,
+          list: async () => ({ configs, more: false }),
+          put: async () => {},
+          delete: async () => {},
+        },
+        deliveries: { enqueue: async (deliveries) => void queued.push(...deliveries) },
+        clock: { now: () => now },
+      },
+      events,
+    );
+    const revisionsOf = (configId: string) =>
+      (queued as { configId: string; revision: number }[])
+        .filter((delivery) => delivery.configId === configId)
+        .map((delivery) => delivery.revision);
+    expect(revisionsOf('inline')).toEqual([1, 2, 3, 4, 5]);
+    expect(revisionsOf('later')).toEqual([4, 5]);
+    expect(revisionsOf('legacy')).toEqual([1, 2, 3, 4, 5]);
+    expect(count).toBe(12);
   });
 });

@@ -193,6 +193,7 @@ export const pushConfigItemSchema = z.object({
   createdAt: z.string(),
   protocolVersion: z.enum(['1.0', '0.3']).optional(),
   expiresAt: z.number(),
+  afterRevision: z.number().optional(),
 });
 export type PushConfigItem = z.infer<typeof pushConfigItemSchema>;
 
@@ -428,6 +429,7 @@ export const toPushConfigItem = (config: StoredPushConfig): PushConfigItem =>
     createdAt: config.createdAt,
     protocolVersion: config.protocolVersion,
     expiresAt: config.expiresAt,
+    afterRevision: config.afterRevision,
   });
 
 export const fromPushConfigItem = (item: PushConfigItem): StoredPushConfig => ({
@@ -440,4 +442,5 @@ export const fromPushConfigItem = (item: PushConfigItem): StoredPushConfig => ({
   createdAt: item.createdAt,
   ...(item.protocolVersion !== undefined ? { protocolVersion: item.protocolVersion } : {}),
   expiresAt: item.expiresAt,
+  ...(item.afterRevision !== undefined ? { afterRevision: item.afterRevision } : {}),
 });
