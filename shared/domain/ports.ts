@@ -216,17 +216,20 @@ export interface PushConfigRepository {
  * The caller-readable record of webhook deliveries (decision 0025): one item per (task, config,
  * revision) in the task's partition, one attempt appended per delivery attempt.
  */
+/** A page of a task's delivery records: at most `limit`, one config's only when given, after `after`. */
+export interface PushDeliveryPage {
+  readonly limit: number;
+  readonly configId?: string;
+  readonly after?: { readonly configId: string; readonly revision: number };
+}
+
 export interface PushDeliveryLog {
   /** Appends the attempt; 'duplicate' when an attempt with the same id was appended already. */
   append(entry: DeliveryAttemptEntry): Promise<'recorded' | 'duplicate'>;
   /** One page in (configId, revision) order, after `after` when given; expired records included. */
   list(
     taskId: string,
-    page: {
-      readonly limit: number;
-      readonly configId?: string;
-      readonly after?: { readonly configId: string; readonly revision: number };
-    },
+    page: PushDeliveryPage,
   ): Promise<{ readonly records: PushDeliveryRecord[]; readonly more: boolean }>;
 }
 

@@ -3,6 +3,7 @@ import { VersionConflictError } from '../../shared/domain/errors.ts';
 import type {
   JournalRepository,
   PushDeliveryLog,
+  PushDeliveryPage,
   TaskRepository,
   ViewFilter,
   ViewPage,
@@ -152,11 +153,7 @@ export class InMemoryPushDeliveryLog implements PushDeliveryLog {
 
   async list(
     taskId: string,
-    page: {
-      readonly limit: number;
-      readonly configId?: string;
-      readonly after?: { readonly configId: string; readonly revision: number };
-    },
+    page: PushDeliveryPage,
   ): Promise<{ records: PushDeliveryRecord[]; more: boolean }> {
     const after = page.after && InMemoryPushDeliveryLog.key(taskId, page.after.configId, page.after.revision);
     const matching = [...this.records.entries()]

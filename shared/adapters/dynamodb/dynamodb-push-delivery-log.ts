@@ -1,6 +1,6 @@
 import { type DynamoDBDocumentClient, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
-import type { PushDeliveryLog } from '../../domain/ports.ts';
+import type { PushDeliveryLog, PushDeliveryPage } from '../../domain/ports.ts';
 import {
   attemptOutcomes,
   type DeliveryAttemptEntry,
@@ -119,11 +119,7 @@ export class DynamoDbPushDeliveryLog implements PushDeliveryLog {
 
   async list(
     taskId: string,
-    page: {
-      readonly limit: number;
-      readonly configId?: string;
-      readonly after?: { readonly configId: string; readonly revision: number };
-    },
+    page: PushDeliveryPage,
   ): Promise<{ records: PushDeliveryRecord[]; more: boolean }> {
     const records: PushDeliveryRecord[] = [];
     let exclusiveStartKey: Record<string, unknown> | undefined = page.after
