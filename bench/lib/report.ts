@@ -202,6 +202,13 @@ export const renderMarkdown = (report: Report): string => {
       `(DynamoDB Local reported ${fmt(single.perTask.writeUnitsAsReportedByDynamoDbLocal, 4)} WRU and ${fmt(single.perTask.readUnitsAsReportedByDynamoDbLocal, 4)} RRU: ` +
       'it reports 4 units per started KB of a whole transaction, AWS bills 2 per started KB of each item; transactional writes are re-counted from the items).',
   );
+  const assumed = single.perTask.writeUnitsAssumedForTransactionalIndexes ?? 0;
+  if (assumed > 0) {
+    out.push('');
+    out.push(
+      `Of these, ${fmt(assumed, 4)} WRU per task are the second unit of index writes made inside transactions: AWS documents that a transaction writes each of its items twice, not whether the index writes it causes are doubled, so they are counted twice (decision 0036). Billed once, the figure would be ${fmt(single.perTask.writeUnits - assumed, 4)} WRU.`,
+    );
+  }
   out.push('');
   out.push(
     table(

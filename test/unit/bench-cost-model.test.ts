@@ -9,7 +9,7 @@ import {
   usEast1Prices,
 } from '../../bench/lib/cost-model.ts';
 import { computeFloor } from '../../bench/lib/floor.ts';
-import { itemSize, transactionalUnits } from '../../bench/lib/meter.ts';
+import { itemSize, transactionalIndexUnits, transactionalUnits } from '../../bench/lib/meter.ts';
 import { evaluateTargets } from '../../bench/lib/report.ts';
 import { median, medianOfRounds, percentile, summarize } from '../../bench/lib/stats.ts';
 
@@ -152,6 +152,14 @@ describe('DynamoDB sizing for transactions (AWS rules, not DynamoDB Local’s)',
     });
     expect(units.get('State')).toBe(2 + 4);
     expect(units.get('Journal')).toBe(2);
+  });
+
+  it('counts the index writes of a transaction twice and keeps the undocumented second unit apart (0036)', () => {
+    // DynamoDB Local reports 4 for one index entry a transaction puts or deletes (a PutItem: 1).
+    expect(transactionalIndexUnits(4)).toEqual({ billed: 2, assumed: 1 });
+    // An index key move (delete + put) inside a transaction.
+    expect(transactionalIndexUnits(8)).toEqual({ billed: 4, assumed: 2 });
+    expect(transactionalIndexUnits(0)).toEqual({ billed: 0, assumed: 0 });
   });
 });
 
