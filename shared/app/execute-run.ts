@@ -89,10 +89,9 @@ const texts = {
  * ends the run and the task FAILED.
  */
 export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Promise<ExecuteRunResult> => {
-  const run = await deps.tasks.getRun(message.taskId, message.runId);
+  const { run, task } = await deps.tasks.getRunWithTask(message.taskId, message.runId);
   if (run === undefined) return 'missing';
   if (run.status !== 'QUEUED') return 'duplicate';
-  const task = await deps.tasks.getTask(message.taskId);
   if (task === undefined) return 'missing';
   if (task.currentRunId !== run.runId || isTerminal(task.state)) {
     await settleRunOnly(deps, run, 'CANCELED');
@@ -526,10 +525,7 @@ const reread = async (
 ): Promise<
   { kind: 'retry'; run: RunRecord; task: StoredTask } | { kind: 'ended'; result: ExecuteRunResult }
 > => {
-  const [freshRun, freshTask] = await Promise.all([
-    deps.tasks.getRun(run.taskId, run.runId),
-    deps.tasks.getTask(task.taskId),
-  ]);
+  const { run: freshRun, task: freshTask } = await deps.tasks.getRunWithTask(task.taskId, run.runId);
   if (freshRun === undefined || freshTask === undefined) return { kind: 'ended', result: 'missing' };
   if (freshRun.status !== 'RUNNING') return { kind: 'ended', result: 'duplicate' };
   if (freshRun.cancelRequested || isTerminal(freshTask.state) || freshTask.currentRunId !== run.runId) {

@@ -85,6 +85,11 @@ export interface TaskRepository {
   commit(plan: WritePlan): Promise<void>;
   getTask(taskId: string): Promise<StoredTask | undefined>;
   getRun(taskId: string, runId: string): Promise<RunRecord | undefined>;
+  /** The run and its task, strongly consistent, read together (one request, decision 0036). */
+  getRunWithTask(
+    taskId: string,
+    runId: string,
+  ): Promise<{ readonly run: RunRecord | undefined; readonly task: StoredTask | undefined }>;
 }
 
 /** The journal: what remote parties read (I-COMMITTED). Written only by the projector. */

@@ -140,6 +140,61 @@ describe('core path against the emulators', () => {
     expect((await tasks.getRun(taskId, run.runId))!.status).toBe('RUNNING');
   });
 
+  it('reads a run with its task in one strongly consistent query of one read unit, past the partition’s other items (0036)', async () => {
+    const { taskId } = await createTask(deps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('read together'),
+    });
+    const task = (await tasks.getTask(taskId))!;
+    const run = (await tasks.getRun(taskId, task.currentRunId))!;
+    // Neighbours in the partition: an earlier run whose id sorts after this one (inside the
+    // queried range) and one that sorts before it, both settled; a push config before them.
+    const other = (runId: string) => ({ ...run, runId, status: 'COMPLETED' as const, version: 3 });
+    const after = other('ffffffff-ffff-4fff-bfff-ffffffffffff');
+    const before = other('00000000-0000-4000-8000-000000000000');
+    await tasks.commit({ writes: [{ entity: 'run', item: after, expect: 'absent' }] });
+    await tasks.commit({ writes: [{ entity: 'run', item: before, expect: 'absent' }] });
+    await env.clients.doc.send(
+      new PutCommand({
+        TableName: env.resources.tables.State.name,
+        Item: { ...keys.push(taskId, 'c1'), taskId, configId: 'c1', url: 'https://example.com/hook' },
+      }),
+    );
+
+    const reads: { command?: string; consistent?: boolean; units?: number }[] = [];
+    env.clients.doc.middlewareStack.add(
+      // biome-ignore lint/suspicious/noExplicitAny: the SDK's handler types differ per command.
+      (next: any, context: { commandName?: string }) => async (args: any) => {
+        args.input.ReturnConsumedCapacity = 'TOTAL';
+        const result = await next(args);
+        reads.push({
+          command: context.commandName,
+          consistent: args.input.ConsistentRead,
+          units: result.output.ConsumedCapacity?.CapacityUnits,
+        });
+        return result;
+      },
+      { step: 'initialize', name: 'countReads' },
+    );
+    try {
+      const together = await tasks.getRunWithTask(taskId, run.runId);
+      expect(together.run).toEqual(run);
+      expect(together.task).toEqual(task);
+    } finally {
+      env.clients.doc.middlewareStack.remove('countReads');
+    }
+    // Two GetItems would bill 1 RRU each; the task and its runs together are far below 4 KB.
+    expect(reads).toEqual([{ command: 'QueryCommand', consistent: true, units: 1 }]);
+
+    expect(await tasks.getRunWithTask(taskId, after.runId)).toEqual({ run: after, task });
+    expect(await tasks.getRunWithTask(taskId, 'no-such-run')).toEqual({ run: undefined, task });
+    expect(await tasks.getRunWithTask('no-such-task', run.runId)).toEqual({
+      run: undefined,
+      task: undefined,
+    });
+  });
+
   it('refuses to open a sealed blob moved to another task or another field', async () => {
     const a = await createTask(deps(), {
       caller: alice,

@@ -70,6 +70,10 @@ export class InMemoryTaskRepository implements TaskRepository {
   async getRun(_taskId: string, runId: string): Promise<RunRecord | undefined> {
     return this.runs.get(runId);
   }
+
+  async getRunWithTask(taskId: string, runId: string) {
+    return { run: this.runs.get(runId), task: this.tasks.get(taskId) };
+  }
 }
 
 export class InMemoryJournalRepository implements JournalRepository {

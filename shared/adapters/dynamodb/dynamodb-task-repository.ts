@@ -12,6 +12,7 @@ import type { PlannedWrite, TaskRepository, WritePlan } from '../../domain/ports
 import type { StoredTask } from '../../domain/projection.ts';
 import type { RunRecord } from '../../domain/task.ts';
 import { fromRunItem, fromTaskItem, keys, runItemSchema, taskItemSchema } from './entities.ts';
+import { queryAll } from './query-all.ts';
 import { toPutInput, toTransactWriteInput } from './write-plan.ts';
 
 /**
@@ -65,6 +66,32 @@ export class DynamoDbTaskRepository implements TaskRepository {
       new GetCommand({ TableName: this.tableName, Key: keys.run(taskId, runId), ConsistentRead: true }),
     );
     return Item ? fromRunItem(runItemSchema.parse(Item)) : undefined;
+  }
+
+  /**
+   * One strongly consistent query over the task's partition from `RUN#<runId>` to `TASK`
+   * (decision 0036): a query bills the items it reads together, 1 RRU per started 4 KB, where
+   * two GetItems bill 1 RRU each. The range holds the run, the task row and any other run of the
+   * task whose id sorts between them; approvals and push configs sort before it.
+   */
+  async getRunWithTask(
+    taskId: string,
+    runId: string,
+  ): Promise<{ run: RunRecord | undefined; task: StoredTask | undefined }> {
+    const run = keys.run(taskId, runId);
+    const task = keys.task(taskId);
+    const items = await queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :run AND :task',
+      ExpressionAttributeValues: { ':pk': task.pk, ':run': run.sk, ':task': task.sk },
+      ConsistentRead: true,
+    });
+    const runItem = items.find((item) => item.sk === run.sk);
+    const taskItem = items.find((item) => item.sk === task.sk);
+    return {
+      run: runItem && fromRunItem(runItemSchema.parse(runItem)),
+      task: taskItem && fromTaskItem(taskItemSchema.parse(taskItem)),
+    };
   }
 }
 
