@@ -19,7 +19,6 @@
  * Run: npx tsx bench/hops.ts --mode blocking|webhook|sse [--tasks 40] [--concurrency 10]
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
@@ -28,7 +27,8 @@ import { ensureDynamoDbLocalJar } from '../infra/local/dynamodb-local.ts';
 import { observeInvocations } from '../infra/local/lambda-pollers.ts';
 import { startLocalStack } from '../infra/local/local-stack.ts';
 import { defaultConfig } from '../shared/config/config.ts';
-import { type HopMark, hopMedians, installHopTrace, printHops } from './lib/hop-trace.ts';
+import { cpuSeconds } from './lib/cpu.ts';
+import { hopMedians, installHopTrace, printHops, revisionKey } from './lib/hop-trace.ts';
 import { summarize } from './lib/stats.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
@@ -138,37 +138,6 @@ const one = async (): Promise<void> => {
   if (mode === 'blocking') end2end.push(performance.timeOrigin + performance.now() - began);
 };
 
-/** CPU seconds of this process and of its descendants (DynamoDB Local's JVM), from /proc where there is one. */
-const cpuSeconds = (): { node: number; children: number } => {
-  const usage = process.cpuUsage();
-  let children = 0;
-  try {
-    const tick = 100; // USER_HZ
-    const stats = new Map<number, { ppid: number; cpu: number }>();
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-        stats.set(Number(entry), {
-          ppid: Number(fields[1]),
-          cpu: (Number(fields[11]) + Number(fields[12])) / tick,
-        });
-      } catch {
-        // the process ended meanwhile
-      }
-    }
-    const descends = (pid: number): boolean => {
-      for (let at = stats.get(pid)?.ppid; at !== undefined && at > 1; at = stats.get(at)?.ppid) {
-        if (at === process.pid) return true;
-      }
-      return false;
-    };
-    for (const [pid, stat] of stats) if (descends(pid)) children += stat.cpu;
-  } catch {
-    // not Linux: children stay 0
-  }
-  return { node: (usage.user + usage.system) / 1e6, children };
-};
 const cpuBefore = cpuSeconds();
 const loadBefore = load();
 const began = performance.now();
@@ -215,16 +184,7 @@ console.log(
     `event loop utilisation ${(loop.utilization * 100).toFixed(0)} %, delay p50 ${loop.delayP50.toFixed(1)} ms p99 ${loop.delayP99.toFixed(1)} ms`,
 );
 
-/** The revision of each (task, state), from the commits: POST and frame marks carry only the state. */
-const revisionOf = new Map<string, number>();
-for (const mark of trace.marks) {
-  if (mark.hop.endsWith(': commit') && mark.revision !== undefined && mark.state)
-    revisionOf.set(`${mark.taskId}/${mark.state}`, mark.revision);
-}
-const byRevision = (mark: HopMark): string | undefined => {
-  const revision = mark.revision ?? (mark.state ? revisionOf.get(`${mark.taskId}/${mark.state}`) : undefined);
-  return revision === undefined ? undefined : `${mark.taskId}/${revision}`;
-};
+const byRevision = revisionKey(trace.marks);
 
 if (mode === 'blocking') {
   const s = summarize(end2end);

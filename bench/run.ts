@@ -9,7 +9,8 @@
  * invocation observers of bench/lib/meter.ts installed before the handler modules load. Counts
  * (request units, KMS, SQS, invocations, billed ms) are exact for the tasks driven; latencies are
  * medians over rounds, with the machine's load average stated. Writes bench/results/latest.json
- * and bench/results/latest.md. Method: docs/decisions/0012-benchmark-method.md.
+ * and bench/results/latest.md. Method: docs/decisions/0012-benchmark-method.md. Each latency target
+ * is set against its floor, from the paths traced hop by hop at one client (decision 0033).
  *
  * `--only-cold-start` runs only the cold-start phase (bundle bytes and module init per function,
  * no emulators) and prints its table with the load average; it writes no results file.
@@ -41,11 +42,14 @@ import {
   type PerTaskUsage,
   usEast1Prices,
 } from './lib/cost-model.ts';
+import { cpuSeconds } from './lib/cpu.ts';
 import { type Deployment, readDeployment } from './lib/deployment.ts';
 import { computeFloor, type Floor, type ItemSizes } from './lib/floor.ts';
+import { chainSteps, type HopTrace, installHopTrace, revisionKey } from './lib/hop-trace.ts';
+import { floorPaths, latencyFloor, machineBound } from './lib/latency-floor.ts';
 import { diffSnapshots, handlerCapacity, itemSize, Meter, type MeterSnapshot } from './lib/meter.ts';
 import { coldStartTable, renderMarkdown } from './lib/report.ts';
-import { type LatencySummary, medianOfRounds, round, summarize } from './lib/stats.ts';
+import { type LatencySummary, median, medianOfRounds, round, summarize } from './lib/stats.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 const { values: args } = parseArgs({
@@ -72,6 +76,8 @@ const SPAWNS = quick ? 3 : Number(args.spawns);
 const MULTI_TURN_TASKS = quick ? 20 : 100;
 const FEATURE_TASKS = quick ? 20 : 200;
 const SCALE_TASKS = quick ? 20 : 100;
+/** Tasks per path traced at one client for the latency floor (decision 0033). */
+const FLOOR_TASKS = quick ? 10 : 30;
 /** Lambda writes platform lines (start, report) per invocation; JSON format, estimated bytes. */
 const PLATFORM_LOG_BYTES_PER_INVOCATION = 600;
 
@@ -393,7 +399,7 @@ const streamingPhase = async (client: RpcClient, deployment: Deployment) => {
   };
 };
 
-const startWebhookReceiver = async () => {
+const startWebhookReceiver = async (onBody?: (taskId: string, state: string | undefined) => void) => {
   // taskId → { at, state, timestamp }[]
   const received = new Map<string, Array<{ at: number; state?: string; timestamp?: string }>>();
   let posts = 0;
@@ -408,6 +414,7 @@ const startWebhookReceiver = async () => {
         const taskId = body?.statusUpdate?.taskId ?? body?.task?.id ?? body?.artifactUpdate?.taskId;
         const { state, timestamp } = stateIn(body);
         if (taskId) received.set(taskId, [...(received.get(taskId) ?? []), { at, state, timestamp }]);
+        if (taskId) onBody?.(taskId, state);
       } catch {
         // a malformed body is counted as a post and otherwise ignored
       }
@@ -470,6 +477,73 @@ const pushPhase = async (client: RpcClient, deployment: Deployment) => {
   } finally {
     await receiver.stop();
   }
+};
+
+/**
+ * The latency floor's parts (decision 0033): each target's path traced hop by hop at one client
+ * (no queueing), `FLOOR_TASKS` tasks each — blocking, streamed, pushed — and the floor computed
+ * from them with the stream waits as Lambda has them (bench/lib/latency-floor.ts).
+ */
+const floorPhase = async (stack: LocalStack, client: RpcClient, trace: HopTrace) => {
+  const at = (): number => performance.timeOrigin + performance.now();
+  const receiver = await startWebhookReceiver((taskId, state) =>
+    trace.mark('receiver: body', taskId, { ...(state ? { state } : {}) }),
+  );
+  trace.marks.splice(0);
+  trace.record(true);
+  try {
+    for (let i = 0; i < FLOOR_TASKS; i++) {
+      const began = at();
+      const task = expectState(await client.send(`floor ${i}`), 'TASK_STATE_COMPLETED', 'floor');
+      trace.mark('client: request', task.id, { at: began });
+      trace.mark('client: response', task.id);
+    }
+    for (let i = 0; i < FLOOR_TASKS; i++) {
+      const { events } = await streamOnce(client, `floor streamed ${i}`);
+      for (const event of events) {
+        const update = event.data?.result?.statusUpdate;
+        if (update?.taskId)
+          trace.mark('client: frame', update.taskId, {
+            state: update.status?.state,
+            at: performance.timeOrigin + event.t,
+          });
+      }
+    }
+    const pushed: string[] = [];
+    for (let i = 0; i < FLOOR_TASKS; i++) {
+      const answer = await client.send(`floor pushed ${i}`, {
+        configuration: { taskPushNotificationConfig: { url: receiver.url } },
+      });
+      pushed.push(expectState(answer, 'TASK_STATE_COMPLETED', 'floor push').id);
+    }
+    const deadline = Date.now() + 30_000;
+    const done = (id: string) =>
+      receiver.received.get(id)?.some((event) => event.state === 'TASK_STATE_COMPLETED');
+    while (Date.now() < deadline && !pushed.every(done)) await sleep(50);
+  } finally {
+    trace.record(false);
+    await receiver.stop();
+  }
+  const marks = [...trace.marks];
+  trace.marks.splice(0);
+  const byRevision = revisionKey(marks);
+  const projector = stack.pollers.projector.pollIntervalMs;
+  const pusher = stack.pollers.pusher?.pollIntervalMs ?? projector;
+  if (pusher !== projector)
+    throw new Error(`stream poll intervals differ: projector ${projector}, pusher ${pusher} ms`);
+  const floorOf = (path: (typeof floorPaths)[keyof typeof floorPaths]) =>
+    latencyFloor(
+      path.steps,
+      chainSteps(marks, path.hops, path.key === 'task' ? (mark) => mark.taskId : byRevision),
+      projector,
+    );
+  return {
+    tasksPerPath: FLOOR_TASKS,
+    pollIntervalMs: projector,
+    blocking: floorOf(floorPaths.blocking),
+    sse: floorOf(floorPaths.sse),
+    webhook: floorOf(floorPaths.webhook),
+  };
 };
 
 const multiTurnPhase = async (client: RpcClient, deployment: Deployment) => {
@@ -679,6 +753,9 @@ const main = async () => {
   const deployment = readDeployment();
   const startedAt = new Date().toISOString();
   meter.install();
+  // Before the handlers load (they create their SDK clients at import); recording only in floorPhase.
+  const trace = installHopTrace();
+  trace.record(false);
   log('starting emulators and the local stack');
   const [dynamodb, sqs, kms] = await Promise.all([
     startDynamoDbLocal(),
@@ -725,7 +802,9 @@ const main = async () => {
       LatencySummary & { throughputPerSecond: number; load: ReturnType<typeof machineLoad> }
     > = [];
     let completedIds: string[] = [];
+    let cpu = { node: 0, children: 0 };
     const singleTurn = await measured(deployment, [main], async () => {
+      const cpuBefore = cpuSeconds();
       for (let r = 0; r < ROUNDS; r++) {
         const load = machineLoad();
         const began = performance.now();
@@ -741,6 +820,8 @@ const main = async () => {
           `single-turn round ${r + 1}/${ROUNDS}: p50 ${round(round_.p50)} ms p95 ${round(round_.p95)} ms, ${round_.throughputPerSecond} tasks/s, load ${load.loadavg1}`,
         );
       }
+      const cpuAfter = cpuSeconds();
+      cpu = { node: cpuAfter.node - cpuBefore.node, children: cpuAfter.children - cpuBefore.children };
       return TASKS * ROUNDS;
     });
     const kmsAfter = kms.counts();
@@ -802,6 +883,19 @@ const main = async () => {
       }
       return count;
     });
+
+    // The latency floor's parts, one client, traced; and the machine's bound at CONCURRENCY clients.
+    log('latency floor: tracing each path at one client');
+    const floorParts = await floorPhase(stack, main, trace);
+    const cpuPerTask = (cpu.node + cpu.children) / (TASKS * ROUNDS);
+    const latencyFloors = {
+      ...floorParts,
+      machine: {
+        ...machineBound(CONCURRENCY, machineLoad().cores, cpuPerTask),
+        cpuSeconds: { node: round(cpu.node), dynamodbLocal: round(cpu.children) },
+        measuredTasksPerSecond: median(rounds.map((r) => r.throughputPerSecond)),
+      },
+    };
 
     // 2. The floor and the ratio.
     const sizes = await sampleItemSizes(stack, completedIds[0] as string);
@@ -920,6 +1014,7 @@ const main = async () => {
         itemSizes: sizes,
         cost: { ...floorCost, usdPerMillionTasks: round(floorCost.usdPerMillionTasks, 4) },
       },
+      latencyFloor: latencyFloors,
       ratioToFloor: {
         // Lambda duration is the same on both sides (taken as measured), so it only dilutes the
         // ratio, and it follows the machine's load: the target is judged on the counted items.

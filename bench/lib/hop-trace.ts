@@ -67,11 +67,17 @@ export interface HopTrace {
   takePost(clientPort: number): { readonly start: number; readonly response?: number } | undefined;
   /** Every webhook POST started, in start order, with its response time if one came. */
   readonly posts: ReadonlyArray<{ readonly start: number; readonly response?: number }>;
+  /**
+   * Turns recording on or off (on at install). Off, the middleware and observers pass everything
+   * through untouched, so a run can trace one phase and leave the others unburdened.
+   */
+  record(on: boolean): void;
   uninstall(): void;
 }
 
 export const installHopTrace = (options: { readonly webhookPathPrefix?: string } = {}): HopTrace => {
   const marks: HopMark[] = [];
+  let recording = true;
   const mark: HopTrace['mark'] = (hop, taskId, extra = {}) => {
     marks.push({
       hop,
@@ -81,12 +87,16 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
       at: extra.at ?? now(),
     });
   };
-  const itemMark = (hop: string, item: Item | undefined): void => {
+  const itemMark = (hop: string, item: Item | undefined, at?: number): void => {
     const taskId = taskIdOf(item?.pk);
     if (!item || !taskId) return;
     const sk = str(item.sk) ?? '';
     const revision = sk.startsWith('EVT#') ? Number(sk.slice(4)) : num(item.revision);
-    mark(hop, taskId, { ...(revision !== undefined ? { revision } : {}), state: str(item.state) });
+    mark(hop, taskId, {
+      ...(revision !== undefined ? { revision } : {}),
+      state: str(item.state),
+      ...(at !== undefined ? { at } : {}),
+    });
   };
   const undo: Array<() => void> = [];
   const requests = new Map<string, number[]>();
@@ -96,7 +106,12 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
       const items = (input.TransactItems ?? []) as Array<{ Put?: { Item?: Item } }>;
       for (const put of items) {
         const sk = str(put.Put?.Item?.sk);
-        if (sk === 'TASK') itemMark(`${fn}: commit`, put.Put?.Item);
+        if (sk === 'TASK') {
+          itemMark(`${fn}: commit`, put.Put?.Item);
+          // The commit → SSE/webhook figures start here: the status timestamp set before the commit.
+          const timestamp = str(put.Put?.Item?.statusTimestamp);
+          if (timestamp) itemMark(`${fn}: status timestamp`, put.Put?.Item, Date.parse(timestamp));
+        }
         if (sk === 'VIEW') itemMark(`${fn}: view put`, put.Put?.Item);
       }
     } else if (operation === 'PutItem') {
@@ -127,11 +142,14 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
     stack.add(
       // biome-ignore lint/suspicious/noExplicitAny: the SDK's handler types differ per client.
       (next: any, context: { clientName?: string; commandName?: string }) => async (args: any) => {
+        if (!recording) return next(args);
         const operation = (context.commandName ?? '').replace(/Command$/, '');
         const name = `${fn} ${(context.clientName ?? '').replace(/Client$/, '')}.${operation}`;
         const began = performance.now();
         const result = await next(args);
-        requests.set(name, [...(requests.get(name) ?? []), performance.now() - began]);
+        const durations = requests.get(name) ?? [];
+        durations.push(performance.now() - began);
+        requests.set(name, durations);
         sdkMarks(fn, operation, args.input as Record<string, unknown>, result.output);
         return result;
       },
@@ -142,6 +160,7 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
 
   undo.push(
     observeInvocationStarts(({ functionName, event }: InvocationStart) => {
+      if (!recording) return;
       for (const record of event.Records as Array<Record<string, unknown>>) {
         if (typeof record.body === 'string') {
           const body = parseBody(record.body);
@@ -165,7 +184,7 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
   const onStart = (message: unknown): void => {
     const { request } = message as { request: ClientRequest };
     const port = request.socket?.localPort;
-    if (!request.path.startsWith(prefix)) return;
+    if (!recording || !request.path.startsWith(prefix)) return;
     const post = { start: now() };
     allPosts.push(post);
     byRequest.set(request, post);
@@ -199,10 +218,52 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
     }),
     takePost: (clientPort) => onPort.get(clientPort)?.shift(),
     posts: allPosts,
+    record: (on) => {
+      recording = on;
+    },
     uninstall: () => {
       for (const step of undo.splice(0).reverse()) step();
     },
   };
+};
+
+/**
+ * A key per (task, revision): the mark's own revision, or for marks that carry only a state (POSTs,
+ * SSE frames) the revision of the commit that set that state.
+ */
+export const revisionKey = (marks: readonly HopMark[]): ((mark: HopMark) => string | undefined) => {
+  const revisionOf = new Map<string, number>();
+  for (const mark of marks) {
+    if (mark.hop.endsWith(': commit') && mark.revision !== undefined && mark.state)
+      revisionOf.set(`${mark.taskId}/${mark.state}`, mark.revision);
+  }
+  return (mark) => {
+    const revision =
+      mark.revision ?? (mark.state ? revisionOf.get(`${mark.taskId}/${mark.state}`) : undefined);
+    return revision === undefined ? undefined : `${mark.taskId}/${revision}`;
+  };
+};
+
+type Chain = readonly { readonly hop: string; readonly state?: string; readonly label?: string }[];
+
+/** For each key (a task, or a task's revision), the first mark of each hop of the chain, by index. */
+const firstMarks = (
+  marks: readonly HopMark[],
+  chain: Chain,
+  keyOf: (mark: HopMark) => string | undefined,
+): Map<string, Map<number, number>> => {
+  const first = new Map<string, Map<number, number>>();
+  for (const mark of marks) {
+    const key = keyOf(mark);
+    if (key === undefined) continue;
+    for (const [index, step] of chain.entries()) {
+      if (step.hop !== mark.hop || (step.state !== undefined && step.state !== mark.state)) continue;
+      const row = first.get(key) ?? new Map<number, number>();
+      if (!row.has(index)) row.set(index, mark.at);
+      first.set(key, row);
+    }
+  }
+  return first;
 };
 
 /**
@@ -212,27 +273,17 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
  */
 export const hopMedians = (
   marks: readonly HopMark[],
-  chain: readonly { readonly hop: string; readonly state?: string; readonly label?: string }[],
+  chain: Chain,
   keyOf: (mark: HopMark) => string | undefined,
 ): Array<{ label: string; n: number; stepMs: number; fromStartMs: number }> => {
-  const first = new Map<string, Map<string, number>>();
-  for (const mark of marks) {
-    const key = keyOf(mark);
-    if (key === undefined) continue;
-    for (const [index, step] of chain.entries()) {
-      if (step.hop !== mark.hop || (step.state !== undefined && step.state !== mark.state)) continue;
-      const row = first.get(key) ?? new Map<string, number>();
-      if (!row.has(String(index))) row.set(String(index), mark.at);
-      first.set(key, row);
-    }
-  }
+  const first = firstMarks(marks, chain, keyOf);
   return chain.map((step, index) => {
     const steps: number[] = [];
     const totals: number[] = [];
     for (const row of first.values()) {
-      const at = row.get(String(index));
-      const before = row.get(String(index - 1));
-      const start = row.get('0');
+      const at = row.get(index);
+      const before = row.get(index - 1);
+      const start = row.get(0);
       if (at === undefined) continue;
       if (before !== undefined) steps.push(at - before);
       if (start !== undefined) totals.push(at - start);
@@ -245,6 +296,22 @@ export const hopMedians = (
     };
   });
 };
+
+/**
+ * The keys that have every hop of the chain: for each, the time from each hop to the next
+ * (chain.length − 1 steps, in chain order). The latency floor (bench/lib/latency-floor.ts) is
+ * computed from these.
+ */
+export const chainSteps = (
+  marks: readonly HopMark[],
+  chain: Chain,
+  keyOf: (mark: HopMark) => string | undefined,
+): number[][] =>
+  [...firstMarks(marks, chain, keyOf).values()]
+    .filter((row) => row.size === chain.length)
+    .map((row) =>
+      chain.slice(1).map((_, index) => (row.get(index + 1) as number) - (row.get(index) as number)),
+    );
 
 export const printHops = (title: string, rows: ReturnType<typeof hopMedians>): void => {
   console.log(`\n${title}`);

@@ -460,7 +460,7 @@ export interface StreamPollerOptions {
   /**
    * After an empty read, the next GetRecords of the shard starts this long after the previous one
    * started. Lambda polls a DynamoDB stream shard at a base rate of 4 times per second and reads
-   * again at once while records keep coming (default 250 ms, as on AWS: decision 0017).
+   * again at once while records keep coming (default STREAM_POLL_INTERVAL_MS, as on AWS: decision 0017).
    */
   readonly pollIntervalMs?: number;
   /** How often DescribeStream looks for new shards (default 1000 ms). */
@@ -482,7 +482,12 @@ export interface StreamPollerStats {
 
 export interface StreamPoller extends Poller {
   stats(): StreamPollerStats;
+  /** After an empty read, the time from one GetRecords start to the next (the benchmark's floor reads it). */
+  readonly pollIntervalMs: number;
 }
+
+/** Lambda's base rate for a DynamoDB stream shard: 4 polls a second (decision 0017). */
+export const STREAM_POLL_INTERVAL_MS = 250;
 
 type Position =
   | { readonly type: 'LATEST' | 'TRIM_HORIZON' }
@@ -552,7 +557,7 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
   const batchSize = Math.max(1, options.batchSize ?? 100);
   const maximumRetryAttempts = Math.max(0, options.maximumRetryAttempts ?? 5);
   const bisect = options.bisectBatchOnFunctionError ?? true;
-  const pollIntervalMs = Math.max(0, options.pollIntervalMs ?? 250);
+  const pollIntervalMs = Math.max(0, options.pollIntervalMs ?? STREAM_POLL_INTERVAL_MS);
   const shardRefreshMs = options.shardRefreshMs ?? 1_000;
   const region = options.region ?? 'us-east-1';
   const log = options.log ?? consoleLog;
@@ -850,5 +855,6 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
       while (shardLoops.size > 0) await Promise.all([...shardLoops]);
     },
     stats: () => ({ ...stats, shards: shards.size }),
+    pollIntervalMs,
   };
 };

@@ -1,0 +1,179 @@
+import { describe, expect, it } from 'vitest';
+import { chainSteps, type HopMark, revisionKey } from '../../bench/lib/hop-trace.ts';
+import {
+  floorPaths,
+  floorPercentile,
+  latencyFloor,
+  machineBound,
+  sumOfUniformsCdf,
+} from '../../bench/lib/latency-floor.ts';
+import { evaluateTargets, latencyTarget } from '../../bench/lib/report.ts';
+
+describe('the stream wait as Lambda polls a shard (uniform 0–P per hop)', () => {
+  it('one hop: the distribution function rises linearly from 0 to 1 over one interval', () => {
+    expect(sumOfUniformsCdf(-0.1, 1)).toBe(0);
+    expect(sumOfUniformsCdf(0.25, 1)).toBeCloseTo(0.25, 12);
+    expect(sumOfUniformsCdf(0.5, 1)).toBeCloseTo(0.5, 12);
+    expect(sumOfUniformsCdf(1.2, 1)).toBe(1);
+  });
+
+  it('two hops: the sum of two waits is triangular (half of it below one interval)', () => {
+    expect(sumOfUniformsCdf(0.5, 2)).toBeCloseTo(0.125, 12);
+    expect(sumOfUniformsCdf(1, 2)).toBeCloseTo(0.5, 12);
+    expect(sumOfUniformsCdf(1.5, 2)).toBeCloseTo(0.875, 12);
+    expect(sumOfUniformsCdf(2, 2)).toBe(1);
+  });
+
+  it('no hop: no wait', () => {
+    expect(sumOfUniformsCdf(-1e-9, 0)).toBe(0);
+    expect(sumOfUniformsCdf(0, 0)).toBe(1);
+  });
+});
+
+describe('floor percentiles: measured work + the stream waits', () => {
+  it('with no work, one 250 ms hop waits p50 125 ms and p95 237.5 ms', () => {
+    expect(floorPercentile([0], 1, 250, 50)).toBeCloseTo(125, 3);
+    expect(floorPercentile([0], 1, 250, 95)).toBeCloseTo(237.5, 3);
+  });
+
+  it('two hops: p50 one interval, p95 P·(2 − √0.1)', () => {
+    expect(floorPercentile([0], 2, 250, 50)).toBeCloseTo(250, 3);
+    expect(floorPercentile([0], 2, 250, 95)).toBeCloseTo(250 * (2 - Math.sqrt(0.1)), 3);
+  });
+
+  it('constant work shifts the waits; without waits the work percentile is a measured sample', () => {
+    expect(floorPercentile([100, 100, 100], 1, 250, 50)).toBeCloseTo(225, 3);
+    expect(floorPercentile([10, 30, 20], 0, 250, 50)).toBeCloseTo(20, 3);
+    expect(floorPercentile([10, 30, 20], 0, 250, 95)).toBeCloseTo(30, 3);
+    expect(floorPercentile([], 1, 250, 50)).toBeNaN();
+  });
+
+  it('is the percentile of the sum, not the sum of percentiles', () => {
+    // Work 0, 0 or 300 ms (median 0) plus one wait: the sum of medians would say 125 ms, but a
+    // third of the tasks end after 300 ms, so half of all end only at 0.5 ÷ (2/3) × 250 = 187.5 ms.
+    expect(floorPercentile([0, 0, 300], 1, 250, 50)).toBeCloseTo(187.5, 3);
+  });
+});
+
+describe('latencyFloor of a traced path', () => {
+  const steps = [
+    { label: 'work to commit' },
+    { label: 'stream hop', streamWait: true },
+    { label: 'put' },
+    { label: 'read' },
+  ];
+
+  it('takes the work as measured and the stream hop as the poll wait, not as measured', () => {
+    const rows = [
+      [70, 10, 40, 20],
+      [74, 240, 42, 26],
+      [80, 150, 44, 30],
+    ];
+    const floor = latencyFloor(steps, rows, 250);
+    // Work per task 130, 142, 154: p50 of work + U(0, 250).
+    expect(floor.p50).toBeCloseTo(floorPercentile([130, 142, 154], 1, 250, 50), 6);
+    expect(floor.p50).toBeGreaterThan(142 + 125 - 15);
+    expect(floor.p50).toBeLessThan(142 + 125 + 15);
+    expect(floor.streamWaits).toBe(1);
+    expect(floor.n).toBe(3);
+    expect(floor.parts.map((part) => part.floorP50Ms)).toEqual([74, 125, 42, 26]);
+    expect(floor.parts[1]?.measuredP50Ms).toBe(150);
+    // The measured stream hop (here fast: 10 ms) never lowers the floor.
+    expect(latencyFloor(steps, [[70, 10, 40, 20]], 250).p50).toBeCloseTo(255, 3);
+  });
+
+  it('the webhook path has two stream hops, the blocking and SSE paths one', () => {
+    expect(floorPaths.webhook.steps.filter((step) => step.streamWait)).toHaveLength(2);
+    expect(floorPaths.blocking.steps.filter((step) => step.streamWait)).toHaveLength(1);
+    expect(floorPaths.sse.steps.filter((step) => step.streamWait)).toHaveLength(1);
+    for (const path of Object.values(floorPaths)) expect(path.steps).toHaveLength(path.hops.length - 1);
+  });
+});
+
+describe('chainSteps: per key, the time between consecutive hops', () => {
+  const mark = (hop: string, taskId: string, at: number, extra: Partial<HopMark> = {}): HopMark => ({
+    hop,
+    taskId,
+    at,
+    ...extra,
+  });
+
+  it('keeps only keys with every hop, and the first mark of each hop', () => {
+    const chain = [{ hop: 'a' }, { hop: 'b', state: 'DONE' }, { hop: 'c' }];
+    const marks = [
+      mark('a', 't1', 0),
+      mark('b', 't1', 5, { state: 'WORKING' }),
+      mark('b', 't1', 10, { state: 'DONE' }),
+      mark('c', 't1', 30),
+      mark('c', 't1', 99),
+      mark('a', 't2', 0),
+      mark('c', 't2', 40),
+    ];
+    expect(chainSteps(marks, chain, (m) => m.taskId)).toEqual([[10, 20]]);
+  });
+
+  it('revisionKey places state-only marks (frames, POSTs) on the revision their commit set', () => {
+    const marks = [
+      mark('executor: commit', 't1', 0, { revision: 3, state: 'TASK_STATE_COMPLETED' }),
+      mark('client: frame', 't1', 9, { state: 'TASK_STATE_COMPLETED' }),
+      mark('client: frame', 't1', 9, { state: 'TASK_STATE_FAILED' }),
+    ];
+    const key = revisionKey(marks);
+    expect(marks.map(key)).toEqual(['t1/3', 't1/3', undefined]);
+  });
+});
+
+describe('the machine bound at closed-loop clients', () => {
+  it('mean latency ≥ clients × CPU per task ÷ cores', () => {
+    const bound = machineBound(20, 2, 0.06);
+    expect(bound.maxTasksPerSecond).toBeCloseTo(33.333, 3);
+    expect(bound.meanLatencyMs).toBeCloseTo(600, 6);
+  });
+});
+
+describe('latency verdicts against the floor', () => {
+  it('says "below the floor" only when the floor itself is above the target', () => {
+    expect(latencyTarget('p50 ≤ 150 ms', 150, 650, 270)).toEqual({
+      target: 'p50 ≤ 150 ms',
+      measured: '650 ms',
+      verdict: 'not met',
+      note: 'below the floor (270 ms)',
+    });
+    expect(latencyTarget('p50 ≤ 150 ms', 150, 650, 120)).toEqual({
+      target: 'p50 ≤ 150 ms',
+      measured: '650 ms',
+      verdict: 'not met',
+    });
+    expect(latencyTarget('p50 ≤ 150 ms', 150, 140, 270).note).toBeUndefined();
+    expect(latencyTarget('p50 ≤ 150 ms', 150, undefined, 270).verdict).toBe('not measured');
+  });
+
+  it("adds the machine's bound when it too is above the target", () => {
+    expect(latencyTarget('p50 ≤ 150 ms', 150, 650, 120, { clients: 20, meanLatencyMs: 600 }).note).toBe(
+      'this machine at 20 clients: ≥ 600 ms mean',
+    );
+    expect(
+      latencyTarget('p50 ≤ 150 ms', 150, 650, 120, { clients: 20, meanLatencyMs: 100 }).note,
+    ).toBeUndefined();
+  });
+
+  it('evaluateTargets reads the floors from the report', () => {
+    const report = {
+      singleTurn: { latency: { p50: 650, p95: 850 } },
+      streaming: { latency: { commitToSseEvent: { p50: 230 } } },
+      push: { latency: { commitToWebhook: { p50: 1220 } } },
+      latencyFloor: {
+        blocking: { p50: 290, p95: 280 },
+        sse: { p50: 170 },
+        webhook: { p50: 200 },
+        machine: { clients: 20, meanLatencyMs: 50 },
+      },
+    };
+    const byTarget = Object.fromEntries(evaluateTargets(report).map((t) => [t.target, t]));
+    expect(byTarget['blocking SendMessage p50 ≤ 150 ms']?.note).toBe('below the floor (290 ms)');
+    expect(byTarget['blocking SendMessage p95 ≤ 300 ms']?.note).toBeUndefined();
+    expect(byTarget['commit → SSE event p50 ≤ 100 ms']?.note).toBe('below the floor (170 ms)');
+    expect(byTarget['commit → webhook p50 ≤ 250 ms']?.verdict).toBe('not met');
+    expect(byTarget['commit → webhook p50 ≤ 250 ms']?.note).toBeUndefined();
+  });
+});
