@@ -288,7 +288,8 @@ export const renderMarkdown = (report: Report): string => {
   out.push(
     `DynamoDB units per task as AWS bills them: ${fmt(single.perTask.writeUnits, 4)} WRU, ${fmt(single.perTask.readUnits, 4)} RRU ` +
       `(DynamoDB Local reported ${fmt(single.perTask.writeUnitsAsReportedByDynamoDbLocal, 4)} WRU and ${fmt(single.perTask.readUnitsAsReportedByDynamoDbLocal, 4)} RRU: ` +
-      'it reports 4 units per started KB of a whole transaction, AWS bills 2 per started KB of each item; transactional writes are re-counted from the items).',
+      'it reports 4 units per started KB of a whole transaction, AWS bills 2 per started KB of each item; transactional writes are re-counted from the items. ' +
+      'It reports 0 for a query that finds nothing, AWS bills every read request at least 1 unit, or 0.5 eventually consistent: those are topped up).',
   );
   const assumed = single.perTask.writeUnitsAssumedForTransactionalIndexes ?? 0;
   if (assumed > 0) {

@@ -9,7 +9,12 @@ import {
   usEast1Prices,
 } from '../../bench/lib/cost-model.ts';
 import { computeFloor } from '../../bench/lib/floor.ts';
-import { itemSize, transactionalIndexUnits, transactionalUnits } from '../../bench/lib/meter.ts';
+import {
+  emptyReadTopUp,
+  itemSize,
+  transactionalIndexUnits,
+  transactionalUnits,
+} from '../../bench/lib/meter.ts';
 import { evaluateTargets } from '../../bench/lib/report.ts';
 import { median, medianOfRounds, percentile, summarize } from '../../bench/lib/stats.ts';
 
@@ -160,6 +165,16 @@ describe('DynamoDB sizing for transactions (AWS rules, not DynamoDB Local’s)',
     // An index key move (delete + put) inside a transaction.
     expect(transactionalIndexUnits(8)).toEqual({ billed: 4, assumed: 2 });
     expect(transactionalIndexUnits(0)).toEqual({ billed: 0, assumed: 0 });
+  });
+
+  it('bills a read request that finds nothing at least AWS’s minimum, which DynamoDB Local reports as 0 (0036)', () => {
+    expect(emptyReadTopUp('Query', { ConsistentRead: true }, 0)).toBe(1);
+    expect(emptyReadTopUp('Query', {}, 0)).toBe(0.5);
+    expect(emptyReadTopUp('Scan', { ConsistentRead: false }, 0)).toBe(0.5);
+    expect(emptyReadTopUp('GetItem', { ConsistentRead: true }, 1)).toBe(0);
+    expect(emptyReadTopUp('Query', { ConsistentRead: true }, 7.5)).toBe(0);
+    expect(emptyReadTopUp('PutItem', {}, 0)).toBe(0);
+    expect(emptyReadTopUp('TransactWriteItems', {}, 0)).toBe(0);
   });
 });
 
