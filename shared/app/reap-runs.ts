@@ -52,8 +52,8 @@ export const reapExpiredRuns = async (deps: ReapRunsDeps, limit = 100): Promise<
 };
 
 const reapRun = async (deps: ReapRunsDeps, ref: RunRef, now: Date): Promise<boolean> => {
-  // The index is eventually consistent: the run row decides.
-  const run = await deps.tasks.getRun(ref.taskId, ref.runId);
+  // The index is eventually consistent: the run row decides (read with its task: one request, 0036).
+  const { run, task } = await deps.tasks.getRunWithTask(ref.taskId, ref.runId);
   if (run === undefined || (run.status !== 'RUNNING' && run.status !== 'QUEUED')) return false;
   if (run.leaseUntil === undefined || run.leaseUntil >= now.getTime()) return false;
   if (run.status === 'QUEUED' && run.startBy !== undefined && run.startBy > now.getTime()) {
@@ -62,7 +62,6 @@ const reapRun = async (deps: ReapRunsDeps, ref: RunRef, now: Date): Promise<bool
     await deferStart(deps, run, now);
     return false;
   }
-  const task = await deps.tasks.getTask(ref.taskId);
   const expiresAt = Math.max(
     run.expiresAt,
     Math.floor(now.getTime() / 1000) + retentionSeconds(deps.config.privacy.retention, 'agentRun'),
