@@ -28,10 +28,10 @@ import { startKmsEmulator } from '../infra/local/kms-emulator.ts';
 import { createLocalClients, type LocalStack, startLocalStack } from '../infra/local/local-stack.ts';
 import { startSqsEmulator } from '../infra/local/sqs-emulator.ts';
 import { createContentCodec, createJournalRepository } from '../shared/adapters/composition.ts';
-import { defaultConfig, parseConfig } from '../shared/config/config.ts';
 import { readRuntimeEnv } from '../shared/config/runtime-env.ts';
 import { projectRevision, type StoredTask } from '../shared/domain/projection.ts';
 import { anchorInstallLine, startAnchor } from './anchor/sdk-server.ts';
+import { benchConfig, benchTokens } from './lib/bench-config.ts';
 import { pool, type RpcAnswer, RpcClient, stateOf, type TaskLike } from './lib/client.ts';
 import { type ColdStartResult, measureColdStarts } from './lib/cold-start.ts';
 import {
@@ -87,31 +87,8 @@ const log = (line: string): void => {
 const sleep = (ms: number): Promise<void> => new Promise((wake) => setTimeout(wake, ms));
 const machineLoad = () => ({ loadavg1: round(loadavg()[0] ?? 0), cores: cpus().length });
 
-const tokens = { main: 'bench-main', small: 'bench-s100', large: 'bench-s10k' } as const;
-const config = parseConfig({
-  privacy: { level: 'metadata', retention: { agentRun: 30, approval: 7 } },
-  auth: {
-    tokens: {
-      [tokens.main]: { tenant: 'bench', principal: 'main' },
-      [tokens.small]: { tenant: 'bench', principal: 'scale-small' },
-      [tokens.large]: { tenant: 'bench', principal: 'scale-large' },
-    },
-  },
-  providers: {
-    local: { type: 'scripted', behavior: 'echo' },
-    tck: { type: 'scripted', behavior: 'tck' },
-  },
-  profiles: {
-    default: defaultConfig.profiles.default,
-    tck: {
-      name: 'TCK agent',
-      description: 'Scripted TCK scenarios (multi-turn).',
-      providers: ['tck'],
-      privacyLevel: 'full',
-    },
-  },
-  webhooks: { allowLoopback: true },
-});
+const tokens = benchTokens;
+const config = benchConfig;
 
 // ---- measurement helpers
 

@@ -1,0 +1,30 @@
+import { defaultConfig, parseConfig } from '../../shared/config/config.ts';
+
+/** The benchmark's bearer tokens: the main client and the two scale owners. */
+export const benchTokens = { main: 'bench-main', small: 'bench-s100', large: 'bench-s10k' } as const;
+
+/** The installation every benchmark script drives (bench/run.ts, bench/cpu.ts). */
+export const benchConfig = parseConfig({
+  privacy: { level: 'metadata', retention: { agentRun: 30, approval: 7 } },
+  auth: {
+    tokens: {
+      [benchTokens.main]: { tenant: 'bench', principal: 'main' },
+      [benchTokens.small]: { tenant: 'bench', principal: 'scale-small' },
+      [benchTokens.large]: { tenant: 'bench', principal: 'scale-large' },
+    },
+  },
+  providers: {
+    local: { type: 'scripted', behavior: 'echo' },
+    tck: { type: 'scripted', behavior: 'tck' },
+  },
+  profiles: {
+    default: defaultConfig.profiles.default,
+    tck: {
+      name: 'TCK agent',
+      description: 'Scripted TCK scenarios (multi-turn).',
+      providers: ['tck'],
+      privacyLevel: 'full',
+    },
+  },
+  webhooks: { allowLoopback: true },
+});
