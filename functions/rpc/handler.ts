@@ -16,6 +16,7 @@ import {
 import { DynamoDbPushDeliveryLog } from '../../shared/adapters/dynamodb/dynamodb-push-delivery-log.ts';
 import { createFunctionMetrics, withMetrics } from '../../shared/adapters/metrics.ts';
 import { createA2aMethods, createExtensionMethods } from '../../shared/app/a2a-methods.ts';
+import { WaitHistory } from '../../shared/app/read-task.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
 import { createV03Methods } from '../../shared/app/rpc/v03-methods.ts';
 import { createProfileCatalog } from '../../shared/app/served-profiles.ts';
@@ -42,6 +43,8 @@ const methods = createA2aMethods({
   queue: createRunQueue(env),
   codec: createContentCodec(env),
   clock: systemClock,
+  // Defers the journal wait's first poll by what recent waits took (decision 0035).
+  waitHistory: new WaitHistory(),
   ids: uuidGenerator,
   config: env.config,
   logger,

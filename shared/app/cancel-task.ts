@@ -14,6 +14,7 @@ import {
   sameOwner,
 } from '../domain/task.ts';
 import {
+  projectedWait,
   type ReadOptions,
   type ReadTaskDeps,
   taskFromCommittedRow,
@@ -136,6 +137,7 @@ const readAtRevision = async (deps: ReadTaskDeps, caller: Owner, row: StoredTask
   const view = await waitForView(deps, caller, row.taskId, {
     minRevision: row.revision,
     timeoutMs: projectionWaitMs,
+    kind: projectedWait,
   });
   return view === undefined
     ? taskFromCommittedRow(deps, caller, row.taskId, options)

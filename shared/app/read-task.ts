@@ -12,6 +12,8 @@ export interface ReadTaskDeps {
   readonly clock: Clock;
   /** Sleeps between journal polls; injected so tests and benchmarks can observe it. */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** What recent waits took, per instance: defers a wait's first poll (decision 0035). */
+  readonly waitHistory?: WaitHistory;
 }
 
 export interface ReadOptions {
@@ -89,16 +91,65 @@ export interface WaitOptions {
   /** Stop early once the view is in one of these states (e.g. terminal or interrupted). */
   readonly until?: (state: TaskState) => boolean;
   readonly timeoutMs: number;
+  /**
+   * Waits alike in how long they take (e.g. `settled:<profile>`, `projected`): the first poll is
+   * deferred by what the recent waits of this kind took (`WaitHistory`).
+   */
+  readonly kind?: string;
 }
 
+/** The wait kind of a caller's own write until its first projection: one stream hop. */
+export const projectedWait = 'projected';
+
 /**
- * How the journal is polled while a caller waits on its own write. A projection usually lands
- * within a few hundred milliseconds of the commit (one stream hop), so the wait polls every
- * `activePollMs` for the first `activeWindowMs`, then doubles the delay up to `maxPollMs` for
- * long runs. Polls read eventually consistent (half a read unit): a view is written only after
- * its commit, so a stale read only means one more poll (decision 0017).
+ * How the journal is polled while a caller waits on its own write. A projection lands one
+ * stream hop or more after the commit (decision 0017), so the first poll is deferred to a
+ * little before the quickest of the recent waits of the same kind (decision 0035), then the wait polls
+ * every `activePollMs` for `activeWindowMs`, then doubles the delay up to `maxPollMs` for long
+ * runs. Polls read eventually consistent (half a read unit): a view is written only after its
+ * commit, so a stale read only means one more poll (decision 0017).
  */
-export const journalWaitTiming = { activePollMs: 25, activeWindowMs: 1_000, maxPollMs: 200 } as const;
+export const journalWaitTiming = {
+  activePollMs: 25,
+  activeWindowMs: 1_000,
+  maxPollMs: 200,
+  /** Recent waits remembered per kind. */
+  historySize: 16,
+  /**
+   * The first poll is due at this share of the quickest recent wait (less `activePollMs`): a wait
+   * quicker than all recent ones still finds its view at once unless it is much quicker.
+   */
+  deferShare: 0.75,
+} as const;
+
+/**
+ * What the recent waits of each kind took until their view was there, per instance (a Lambda
+ * instance serves one call at a time, but many in turn). A wait's first poll is due at
+ * `deferShare` of the quickest of them, less `activePollMs`: a view found at that first poll may have landed
+ * earlier, so it is remembered as half that time, and a deferral that overshoots is undone in a
+ * few waits. No history (a fresh instance, a new kind): the first poll is immediate.
+ */
+export class WaitHistory {
+  private readonly recent = new Map<string, number[]>();
+
+  /** Milliseconds after the start of a wait of `kind` when its first poll is due. */
+  firstPollMs(kind: string): number {
+    const recent = this.recent.get(kind);
+    if (recent === undefined || recent.length === 0) return 0;
+    return Math.max(
+      0,
+      Math.round(journalWaitTiming.deferShare * Math.min(...recent)) - journalWaitTiming.activePollMs,
+    );
+  }
+
+  /** A wait of `kind` found its view `elapsedMs` after it began, at its first poll or later. */
+  record(kind: string, elapsedMs: number, atFirstPoll: boolean): void {
+    const recent = this.recent.get(kind) ?? [];
+    recent.push(atFirstPoll ? elapsedMs / 2 : elapsedMs);
+    if (recent.length > journalWaitTiming.historySize) recent.shift();
+    this.recent.set(kind, recent);
+  }
+}
 
 /**
  * Waits on the journal for a view at or past `minRevision` (and, if asked, in a wanted state).
@@ -114,9 +165,13 @@ export const waitForView = async (
   const sleep = deps.sleep ?? defaultSleep;
   const startedAt = deps.clock.now().getTime();
   const deadline = startedAt + options.timeoutMs;
+  const history = options.kind === undefined ? undefined : deps.waitHistory;
+  const firstPollMs = Math.min(history?.firstPollMs(options.kind as string) ?? 0, options.timeoutMs);
+  if (firstPollMs > 0) await sleep(firstPollMs);
+  const activeUntil = startedAt + firstPollMs + journalWaitTiming.activeWindowMs;
   let delay: number = journalWaitTiming.activePollMs;
   let latest: JournalView | undefined;
-  for (;;) {
+  for (let polls = 1; ; polls++) {
     const view = await deps.journal.getView(taskId, { consistent: false });
     if (
       view !== undefined &&
@@ -127,15 +182,16 @@ export const waitForView = async (
       view.revision >= (latest?.revision ?? 0)
     ) {
       latest = view;
-      if (options.until === undefined || options.until(view.state)) return view;
+      if (options.until === undefined || options.until(view.state)) {
+        history?.record(options.kind as string, deps.clock.now().getTime() - startedAt, polls === 1);
+        return view;
+      }
     }
     const now = deps.clock.now().getTime();
     const remaining = deadline - now;
     if (remaining <= 0) return latest;
     await sleep(Math.min(delay, remaining));
-    if (now - startedAt >= journalWaitTiming.activeWindowMs) {
-      delay = Math.min(delay * 2, journalWaitTiming.maxPollMs);
-    }
+    if (now >= activeUntil) delay = Math.min(delay * 2, journalWaitTiming.maxPollMs);
   }
 };
 

@@ -2,7 +2,7 @@ import type { Message, Task } from '../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../domain/a2a.ts';
 import type { JournalView } from '../domain/projection.ts';
 import { type CreateTaskDeps, type CreateTaskInput, createTask } from './create-task.ts';
-import { type ReadTaskDeps, taskFromCommittedRow, toTask, waitForView } from './read-task.ts';
+import { projectedWait, type ReadTaskDeps, taskFromCommittedRow, toTask, waitForView } from './read-task.ts';
 
 export type SendMessageDeps = CreateTaskDeps & ReadTaskDeps;
 
@@ -28,6 +28,8 @@ export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput
     minRevision: created.revision,
     until: blocking ? settledForCaller : undefined,
     timeoutMs: blocking ? capMs : projectionWaitMs,
+    // A blocking wait lasts as long as the profile's runs; a non-blocking one, one projection.
+    kind: blocking ? `settled:${input.profileId}` : projectedWait,
   });
   const options = { historyLength: input.configuration?.historyLength };
   if (view === undefined) return taskFromCommittedRow(deps, input.caller, created.taskId, options);

@@ -5,7 +5,7 @@ import { type JournalEvent, type JournalView, viewOf } from '../domain/projectio
 import { type Owner, sameOwner } from '../domain/task.ts';
 import { type CreateTaskDeps, type CreateTaskInput, createTask } from './create-task.ts';
 import { openStreamResponses } from './journal-events.ts';
-import { getVisibleView, type ReadTaskDeps, toTask, waitForView } from './read-task.ts';
+import { getVisibleView, projectedWait, type ReadTaskDeps, toTask, waitForView } from './read-task.ts';
 import type { StreamComment, StreamItem } from './rpc/dispatcher.ts';
 
 /**
@@ -174,6 +174,7 @@ const openSnapshot = async (
     const view = await waitForView(deps, input.caller, input.taskId, {
       minRevision: wanted,
       timeoutMs: timing.projectionWaitMs,
+      kind: projectedWait,
     });
     if (view === undefined) return openFromCommittedRow(deps, input);
     return (await openAt(deps, view, wanted, options)) ?? openAtView(deps, view, options);

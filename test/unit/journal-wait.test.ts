@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { type ReadTaskDeps, waitForView } from '../../shared/app/read-task.ts';
+import {
+  journalWaitTiming,
+  type ReadTaskDeps,
+  WaitHistory,
+  waitForView,
+} from '../../shared/app/read-task.ts';
 import { isTerminal } from '../../shared/domain/a2a.ts';
 import type { JournalRepository } from '../../shared/domain/ports.ts';
 import type { JournalView } from '../../shared/domain/projection.ts';
@@ -28,7 +33,7 @@ const scriptedJournal = (answers: Array<JournalView | undefined>) => {
   return { journal, reads };
 };
 
-const depsWith = (journal: JournalRepository): ReadTaskDeps => {
+const depsWith = (journal: JournalRepository, waitHistory?: WaitHistory): ReadTaskDeps => {
   let now = Date.parse('2026-11-30T12:00:00.000Z');
   return {
     journal,
@@ -38,8 +43,34 @@ const depsWith = (journal: JournalRepository): ReadTaskDeps => {
     sleep: async (ms) => {
       now += ms;
     },
+    ...(waitHistory ? { waitHistory } : {}),
   };
 };
+
+/**
+ * Deps whose journal shows the view at `revision` 3 in `state` from `landsAfterMs` after the wait
+ * began (the fake clock's start); records when each read happened.
+ */
+const landing = (
+  landsAfterMs: number,
+  waitHistory?: WaitHistory,
+  state: JournalView['state'] = 'TASK_STATE_COMPLETED',
+) => {
+  const readsAt: number[] = [];
+  const holder: { deps?: ReadTaskDeps } = {};
+  const journal = {
+    getView: async () => {
+      const at = (holder.deps as ReadTaskDeps).clock.now().getTime() - Date.parse('2026-11-30T12:00:00.000Z');
+      readsAt.push(at);
+      return at >= landsAfterMs ? view(3, state) : undefined;
+    },
+  } as unknown as JournalRepository;
+  holder.deps = depsWith(journal, waitHistory);
+  return { deps: holder.deps, readsAt };
+};
+
+const waitSettled = (deps: ReadTaskDeps, kind = 'settled:default') =>
+  waitForView(deps, owner, 'task-1', { minRevision: 1, until: isTerminal, timeoutMs: 25_000, kind });
 
 describe('the blocking wait on the journal (decision 0017)', () => {
   it('polls with eventually consistent reads and returns the wanted committed view', async () => {
@@ -67,5 +98,85 @@ describe('the blocking wait on the journal (decision 0017)', () => {
       timeoutMs: 2_000,
     });
     expect(found?.revision).toBe(2);
+  });
+});
+
+describe('the first poll is deferred by what recent waits of the same kind took (decision 0035)', () => {
+  const poll = journalWaitTiming.activePollMs;
+  /** When the first poll is due after recent waits whose quickest took `quickestMs`. */
+  const deferredTo = (quickestMs: number) => Math.round(journalWaitTiming.deferShare * quickestMs) - poll;
+
+  it('without a history (a fresh instance) the first read is immediate, as before', async () => {
+    const { deps, readsAt } = landing(300);
+    expect(await waitSettled(deps)).toMatchObject({ revision: 3 });
+    expect(readsAt[0]).toBe(0);
+    expect(readsAt).toHaveLength(13); // 0, 25, …, 300
+  });
+
+  it('after waits of ~300 ms, the next wait first reads a little before 300 ms and still finds its view', async () => {
+    const history = new WaitHistory();
+    await waitSettled(landing(300, history).deps);
+    expect(history.firstPollMs('settled:default')).toBe(deferredTo(300));
+    const next = landing(310, history);
+    expect(await waitSettled(next.deps)).toMatchObject({ revision: 3, state: 'TASK_STATE_COMPLETED' });
+    expect(next.readsAt[0]).toBe(deferredTo(300));
+    expect(next.readsAt.at(-1)).toBeGreaterThanOrEqual(310);
+    expect(next.readsAt.length).toBeLessThan(8); // 13 without the history
+  });
+
+  it('a view that lands earlier than the history says is found at the first read, and the history comes down', async () => {
+    const history = new WaitHistory();
+    const slow = landing(2_000, history);
+    await waitSettled(slow.deps);
+    const foundAt = slow.readsAt.at(-1) as number; // the poll that saw it (the wait backs off after 1 s)
+    expect(history.firstPollMs('settled:default')).toBe(deferredTo(foundAt));
+    // Quicker now: found at the deferred first read, remembered as half that time.
+    const quick = landing(100, history);
+    expect(await waitSettled(quick.deps)).toMatchObject({ revision: 3 });
+    expect(quick.readsAt).toEqual([deferredTo(foundAt)]);
+    expect(history.firstPollMs('settled:default')).toBe(deferredTo(deferredTo(foundAt) / 2));
+    for (let i = 0; i < 5; i++) await waitSettled(landing(100, history).deps);
+    expect(history.firstPollMs('settled:default')).toBeLessThanOrEqual(100);
+  });
+
+  it('keeps kinds apart, never defers past the deadline, and learns nothing from a wait that timed out', async () => {
+    const history = new WaitHistory();
+    const slow = landing(5_000, history);
+    await waitSettled(slow.deps, 'settled:slow-agent');
+    const learned = deferredTo(slow.readsAt.at(-1) as number);
+    expect(learned).toBeGreaterThan(3_500);
+    expect(history.firstPollMs('settled:slow-agent')).toBe(learned);
+    expect(history.firstPollMs('projected')).toBe(0);
+    // Deferred by ~3.7 s, but the deadline is 1 s: one read at the deadline, and nothing found.
+    const late = landing(10_000, history, 'TASK_STATE_WORKING');
+    const found = await waitForView(late.deps, owner, 'task-1', {
+      minRevision: 1,
+      until: isTerminal,
+      timeoutMs: 1_000,
+      kind: 'settled:slow-agent',
+    });
+    expect(found).toBeUndefined();
+    expect(late.readsAt).toEqual([1_000]);
+    expect(history.firstPollMs('settled:slow-agent')).toBe(learned);
+    // A view short of the wanted state is the answer at the deadline, as without a history.
+    const working = landing(0, history, 'TASK_STATE_WORKING');
+    const partial = await waitForView(working.deps, owner, 'task-1', {
+      minRevision: 1,
+      until: isTerminal,
+      timeoutMs: 6_000,
+      kind: 'settled:slow-agent',
+    });
+    expect(partial).toMatchObject({ state: 'TASK_STATE_WORKING' });
+    expect(history.firstPollMs('settled:slow-agent')).toBe(learned);
+  });
+
+  it('remembers only the last waits: an old quick wait stops counting after a window of slower ones', async () => {
+    const history = new WaitHistory();
+    await waitSettled(landing(50, history).deps);
+    await waitSettled(landing(3_000, history).deps);
+    expect(history.firstPollMs('settled:default')).toBeLessThan(50);
+    for (let i = 0; i < journalWaitTiming.historySize; i++) await waitSettled(landing(400, history).deps);
+    expect(history.firstPollMs('settled:default')).toBeGreaterThanOrEqual(deferredTo(400 - poll));
+    expect(history.firstPollMs('settled:default')).toBeLessThanOrEqual(deferredTo(400 + poll));
   });
 });
