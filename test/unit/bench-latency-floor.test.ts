@@ -177,3 +177,20 @@ describe('latency verdicts against the floor', () => {
     expect(byTarget['commit → webhook p50 ≤ 250 ms']?.note).toBeUndefined();
   });
 });
+
+describe('ListTasks at scale (decision 0034)', () => {
+  it('is judged on the alternated figures, not on each owner measured right after its own seeding', () => {
+    const row = (stored: number, p50: number, afterOwnSeeding: number) => ({
+      stored,
+      usdPerMillionTasks: 30,
+      listTasks: { latency: { p50 }, latencyAfterOwnSeeding: { p50: afterOwnSeeding } },
+    });
+    const target = (scale: unknown[]) =>
+      evaluateTargets({ scale }).find((t) => t.target.startsWith('ListTasks p50'));
+    expect(target([row(100, 50, 50), row(10_000, 55, 70)])).toMatchObject({
+      measured: '1.1×',
+      verdict: 'met',
+    });
+    expect(target([row(100, 50, 50), row(10_000, 65, 52)])).toMatchObject({ verdict: 'not met' });
+  });
+});
