@@ -5,6 +5,7 @@ import {
   type Committed,
   driveTasks,
   faultProofConfig,
+  finishChannels,
   judgeChannels,
   recordCommits,
   webhookCaughtUp,
@@ -63,6 +64,7 @@ describe('polling, SSE and webhooks under projector and delivery faults', () => 
     const drivenMs = performance.now() - began;
     const commits: ReadonlyMap<string, readonly Committed[]> = recorder.commits;
     await receiver.waitFor((posts) => webhookCaughtUp(commits, posts), 120_000);
+    await finishChannels({ baseUrl: stack.baseUrl, concurrency }, driven);
     const verdict = judgeChannels({
       commits,
       traces: driven.traces,

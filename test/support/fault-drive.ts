@@ -73,6 +73,8 @@ export interface Sighting {
   readonly state: string;
   readonly timestamp: string;
   readonly revision?: number;
+  /** When the driver saw it (its clock, ms), for the stall rule of `judgeChannels`. */
+  readonly at?: number;
 }
 
 export interface Committed {
@@ -132,8 +134,17 @@ export interface TaskTrace {
   taskId?: string;
   /** Each SSE stream the task had, in order: what it showed. */
   readonly streams: Sighting[][];
+  /** Streams the driver dropped because they showed nothing for `streamIdleMs`. */
+  readonly idleDrops: IdleDrop[];
   /** Errors the client got (injected faults reach clients too). */
   readonly errors: string[];
+}
+
+/** A stream (index into `streams`) open from `openedAt` that showed nothing new until `at`. */
+export interface IdleDrop {
+  readonly stream: number;
+  readonly openedAt: number;
+  readonly at: number;
 }
 
 export interface DriveOptions {
@@ -141,9 +152,14 @@ export interface DriveOptions {
   readonly webhookUrl: string;
   readonly tasks: number;
   readonly concurrency: number;
-  /** Give up on a stream that shows nothing for this long (it is then retried by re-subscribing). */
+  /**
+   * Drop a stream that shows nothing for this long (default 60 s); it is re-subscribed with
+   * Last-Event-ID. Must exceed `stallMs` of the judge, which checks what such a stream missed.
+   */
   readonly streamIdleMs?: number;
 }
+
+const defaultIdleMs = 60_000;
 
 const sightingOf = (frame: SseFrame): Sighting | undefined => {
   const result = frame.data?.result as
@@ -158,6 +174,7 @@ const sightingOf = (frame: SseFrame): Sighting | undefined => {
     state: status.state,
     timestamp: status.timestamp ?? '',
     ...(frame.id !== undefined ? { revision: Number(frame.id) } : {}),
+    at: Date.now(),
   };
 };
 
@@ -165,23 +182,30 @@ const taskIdOf = (frame: SseFrame): string | undefined =>
   ((frame.data?.result as { task?: { id?: string } } | undefined)?.task?.id as string | undefined) ??
   undefined;
 
-/** Reads one SSE answer to its end into `sightings`; returns the task id its first event named. */
+/**
+ * Reads one SSE answer to its end into `sightings` (the trace's last stream); returns the task id
+ * its first event named. `openedAt`: a time by which the server had taken the stream's snapshot.
+ */
 const readStream = async (
   answer: Awaited<ReturnType<typeof rpc>>,
   sightings: Sighting[],
   trace: TaskTrace,
+  idleMs: number,
+  openedAt = Date.now(),
 ): Promise<string | undefined> => {
   if (answer.kind === 'json') {
     trace.errors.push(`json ${answer.body.error?.code ?? answer.status}`);
     return undefined;
   }
   let taskId: string | undefined;
-  // A stream that shows nothing but heartbeats for this long is dropped (and re-subscribed).
+  // A stream that shows nothing but heartbeats for this long is dropped (and re-subscribed); the
+  // judge checks that it was not silent while the journal already held a revision it owed.
   let idle: NodeJS.Timeout | undefined;
   const watch = () => {
     clearTimeout(idle);
     idle = setTimeout(() => {
       trace.errors.push('stream idle');
+      trace.idleDrops.push({ stream: trace.streams.indexOf(sightings), openedAt, at: Date.now() });
       answer.close();
     }, idleMs);
   };
@@ -202,8 +226,6 @@ const readStream = async (
   return taskId;
 };
 
-const idleMs = 45_000;
-
 /** `rpc`, with a connection that failed before any answer (a reset keep-alive socket) tried again. */
 const call = async (trace: TaskTrace, ...args: Parameters<typeof rpc>): ReturnType<typeof rpc> => {
   for (let attempt = 1; ; attempt++) {
@@ -219,14 +241,20 @@ const call = async (trace: TaskTrace, ...args: Parameters<typeof rpc>): ReturnTy
 
 const lastState = (trace: TaskTrace): string | undefined => trace.streams.flat().at(-1)?.state;
 
+const lastRevisionOf = (trace: TaskTrace): number | undefined =>
+  trace.streams.flat().findLast((seen) => seen.revision !== undefined)?.revision;
+
+const urlOf = (baseUrl: string, trace: TaskTrace): string =>
+  `${baseUrl}/agents/${trace.kind === 'failed' ? 'failing' : 'default'}`;
+
 /** Drives one task: create by SendStreamingMessage, then (INPUT_REQUIRED) subscribe and answer or cancel. */
 const driveTask = async (
   options: DriveOptions,
   trace: TaskTrace,
   onTaskId: (id: string, url: string) => void,
 ) => {
-  const profile = trace.kind === 'failed' ? 'failing' : 'default';
-  const url = `${options.baseUrl}/agents/${profile}`;
+  const idleMs = options.streamIdleMs ?? defaultIdleMs;
+  const url = urlOf(options.baseUrl, trace);
   let taskId: string | undefined;
   // An internal error before the first event (an injected fault) is answered by sending again;
   // the task it may have left behind is judged by its webhook like any other.
@@ -244,6 +272,7 @@ const driveTask = async (
       }),
       created,
       trace,
+      idleMs,
     );
     if (taskId === undefined) trace.streams.pop();
   }
@@ -251,16 +280,16 @@ const driveTask = async (
   trace.taskId = taskId;
   onTaskId(taskId, url);
   let answered = false;
-  // Re-subscribe until the task is terminal: a stream cut by a fault resumes where it was.
-  const idleRounds = () => trace.errors.filter((error) => error === 'stream idle').length;
+  // Re-subscribe until the task is terminal: a stream cut by a fault resumes where it was. The
+  // client then moves on; a task still not terminal here is finished by `finishChannels`.
   for (
     let round = 0;
-    round < 20 && idleRounds() < 3 && !terminalStates.has(lastState(trace) ?? '');
+    round < 20 && trace.idleDrops.length < 3 && !terminalStates.has(lastState(trace) ?? '');
     round++
   ) {
     const sightings: Sighting[] = [];
     trace.streams.push(sightings);
-    const lastRevision = trace.streams.flat().findLast((seen) => seen.revision !== undefined)?.revision;
+    const lastRevision = lastRevisionOf(trace);
     const answer = await call(
       trace,
       url,
@@ -275,6 +304,7 @@ const driveTask = async (
     }
     const frames = answer.frames[Symbol.asyncIterator]();
     const first = await frames.next().catch(() => ({ done: true, value: undefined }));
+    const openedAt = Date.now();
     const seen = first.done ? undefined : sightingOf(first.value as SseFrame);
     if (seen) sightings.push(seen);
     if (seen?.state === 'TASK_STATE_INPUT_REQUIRED' && !answered) {
@@ -300,7 +330,7 @@ const driveTask = async (
         await new Promise((wake) => setTimeout(wake, 300 * attempt));
       }
     }
-    await readStream({ ...answer, frames: iteratorAsGenerator(frames) }, sightings, trace);
+    await readStream({ ...answer, frames: iteratorAsGenerator(frames) }, sightings, trace, idleMs, openedAt);
   }
 };
 
@@ -325,6 +355,7 @@ export const driveTasks = async (options: DriveOptions): Promise<DriveResult> =>
     index,
     kind: kindFor(index),
     streams: [],
+    idleDrops: [],
     errors: [],
   }));
   const polls = new Map<string, Sighting[]>();
@@ -342,7 +373,7 @@ export const driveTasks = async (options: DriveOptions): Promise<DriveResult> =>
           continue;
         }
         const list = polls.get(taskId) ?? [];
-        list.push({ state: status.state, timestamp: status.timestamp ?? '' });
+        list.push({ state: status.state, timestamp: status.timestamp ?? '', at: Date.now() });
         polls.set(taskId, list);
         if (terminalStates.has(status.state)) watching.delete(taskId);
       }
@@ -369,6 +400,63 @@ export const driveTasks = async (options: DriveOptions): Promise<DriveResult> =>
   return { traces, polls, pollErrors };
 };
 
+/**
+ * After the drain, when every task has settled: each channel of the driver that did not end at a
+ * terminal state looks once more. An SSE stream is re-attached with Last-Event-ID at the last
+ * revision it showed — the server must send every revision after it, then close (A2A.md §17;
+ * test/e2e/reaped-stream.test.ts) — and the poller asks GetTask once more. A client of the live
+ * drive has to move on at some point, and a task may settle long after (a run reaped at its start
+ * deadline, a projection retried): this look is what keeps that from counting as a lost revision,
+ * while a revision the journal misses, or a re-attach that skips one, still ends the channel short
+ * of the last commit for `judgeChannels` to report.
+ */
+export const finishChannels = async (
+  options: Pick<DriveOptions, 'baseUrl' | 'concurrency' | 'streamIdleMs'>,
+  driven: DriveResult,
+): Promise<void> => {
+  const idleMs = options.streamIdleMs ?? defaultIdleMs;
+  const open = driven.traces.filter((trace) => trace.taskId !== undefined);
+  const finishStream = async (trace: TaskTrace): Promise<void> => {
+    if (terminalStates.has(lastState(trace) ?? '')) return;
+    const url = urlOf(options.baseUrl, trace);
+    const lastRevision = lastRevisionOf(trace);
+    const sightings: Sighting[] = [];
+    trace.streams.push(sightings);
+    const answer = await call(
+      trace,
+      url,
+      'SubscribeToTask',
+      { id: trace.taskId },
+      lastRevision !== undefined ? { 'Last-Event-ID': String(lastRevision) } : {},
+    );
+    if (answer.kind === 'json') trace.errors.push(`final subscribe ${answer.body.error?.code}`);
+    else await readStream(answer, sightings, trace, idleMs);
+  };
+  const finishPoll = async (trace: TaskTrace): Promise<void> => {
+    const taskId = trace.taskId!;
+    const list = driven.polls.get(taskId) ?? [];
+    if (terminalStates.has(list.at(-1)?.state ?? '')) return;
+    const answer = await rpc(urlOf(options.baseUrl, trace), 'GetTask', { id: taskId }).catch(() => undefined);
+    const status = (answer?.kind === 'json' ? answer.body.result?.status : undefined) as
+      | { state?: string; timestamp?: string }
+      | undefined;
+    if (status?.state === undefined) return;
+    list.push({ state: status.state, timestamp: status.timestamp ?? '', at: Date.now() });
+    driven.polls.set(taskId, list);
+  };
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < open.length) {
+      const trace = open[next++]!;
+      await finishPoll(trace);
+      await finishStream(trace).catch((error: unknown) => {
+        trace.errors.push(`final stream: ${(error as Error).message}`);
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency }, worker));
+};
+
 type StatusBody = { statusUpdate?: { taskId: string; status: { state: string; timestamp: string } } };
 
 /** The webhook's status updates per task, in arrival order (every POST, duplicates included). */
@@ -378,7 +466,7 @@ export const webhookSightings = (posts: readonly ReceivedPost[]): Map<string, Si
     const update = (post.body as StatusBody).statusUpdate;
     if (update === undefined) continue;
     const list = byTask.get(update.taskId) ?? [];
-    list.push({ state: update.status.state, timestamp: update.status.timestamp });
+    list.push({ state: update.status.state, timestamp: update.status.timestamp, at: post.at });
     byTask.set(update.taskId, list);
   }
   return byTask;
@@ -393,9 +481,18 @@ export interface Verdict {
 }
 
 /**
+ * How long an SSE stream may stay silent while the journal already holds a revision it owes (seen
+ * there by the poller or the webhook) before the judge calls it stalled. Generous for a loaded
+ * machine: an idle stream reads the journal every second and waits 5 s at most for a gap.
+ */
+export const stallMs = 30_000;
+
+/**
  * Judges every channel against the commits: each sighting is a committed revision (same state and
  * timestamp, and the same revision when the channel names one), each channel's revisions never go
- * back, the webhook got every revision, and every channel ends at the task's last revision.
+ * back, the webhook got every revision, and every channel ends at the task's last revision. A
+ * stream the driver dropped as idle must not have been silent for `stallMs` while the journal held
+ * a revision after the last one shown (the re-subscription would otherwise hide a stalled stream).
  */
 export const judgeChannels = (input: {
   readonly commits: ReadonlyMap<string, readonly Committed[]>;
@@ -455,6 +552,31 @@ export const judgeChannels = (input: {
     };
     const trace = input.traces.find((candidate) => candidate.taskId === taskId);
     if (trace) {
+      // When the journal held each revision: the first time the poller or the webhook showed it.
+      const sightingsOf = [...(input.polls.get(taskId) ?? []), ...(input.webhook.get(taskId) ?? [])];
+      const visibleAt = (commit: Committed): number =>
+        Math.min(
+          ...sightingsOf
+            .filter((seen) => seen.state === commit.state && seen.timestamp === commit.timestamp)
+            .map((seen) => seen.at ?? Infinity),
+        );
+      for (const drop of trace.idleDrops) {
+        const shown = Math.max(
+          0,
+          ...trace.streams
+            .slice(0, drop.stream + 1)
+            .flat()
+            .map((seen) => committedRevisionOf(seen, ordered) ?? 0),
+        );
+        // Silent while both open and able to read the revision: from the later of the two.
+        const owedFor = (commit: Committed) => drop.at - Math.max(visibleAt(commit), drop.openedAt);
+        const owed = ordered.find((commit) => commit.revision > shown && owedFor(commit) >= stallMs);
+        if (owed) {
+          violations.push(
+            `sse ${taskId}: a stream stayed silent ${Math.round(owedFor(owed) / 1000)} s while revision ${owed.revision} was in the journal`,
+          );
+        }
+      }
       // Within one stream strictly increasing; a later stream may start at the revision the last ended on.
       const all: number[] = [];
       for (const stream of trace.streams) {
@@ -480,6 +602,10 @@ export const judgeChannels = (input: {
   }
   return { tasks: input.commits.size, revisions, sightings: counts, webhookDuplicates, violations };
 };
+
+const committedRevisionOf = (seen: Sighting, committed: readonly Committed[]): number | undefined =>
+  seen.revision ??
+  committed.find((commit) => commit.state === seen.state && commit.timestamp === seen.timestamp)?.revision;
 
 /** True once the webhook has each task's last committed revision. */
 export const webhookCaughtUp = (

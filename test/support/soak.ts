@@ -5,6 +5,7 @@ import { abandonedRunReason, unstartedRunReason } from '../../shared/app/reap-ru
 import {
   driveTasks,
   faultProofConfig,
+  finishChannels,
   judgeChannels,
   recordCommits,
   terminalStates,
@@ -97,6 +98,8 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
     await receiver
       .waitFor((posts) => webhookCaughtUp(recorder.commits, posts), Math.max(1_000, deadline - Date.now()))
       .catch(() => {});
+    // Settled: a stream or poll the drive left short of a terminal state looks once more.
+    await finishChannels({ baseUrl: stack.baseUrl, concurrency: options.concurrency }, driven);
     const drainedMs = performance.now() - began - startedMs - drivenMs;
 
     const problems: string[] = [];
