@@ -180,16 +180,23 @@ const openSnapshot = async (
     return (await openAt(deps, view, wanted, options)) ?? openAtView(deps, view, options);
   }
 
-  const view = await getVisibleView(deps, input.caller, input.taskId);
   const resumeAfter = parseLastEventId(input.start.lastEventId);
-  if (resumeAfter !== undefined && resumeAfter !== view.revision) {
+  const view = await getVisibleView(deps, input.caller, input.taskId).catch((error: unknown) => {
+    // A client that re-attaches has seen the task: a journal without it yet is a late projection.
+    if (resumeAfter !== undefined && error instanceof TaskNotFoundError) return undefined;
+    throw error;
+  });
+  if (resumeAfter !== undefined && resumeAfter !== view?.revision) {
     // A re-attach: the task as the client last saw it, then every revision it missed — also when
     // the task has ended meanwhile (the stream then closes after the terminal event). The view may
     // also lag the event the client saw (the projector writes the event first): the task is then
     // rebuilt from that event too, never shown at an older revision (I-ORDER).
-    const resumed = await openAt(deps, view, resumeAfter, options);
+    const resumed =
+      (view && (await openAt(deps, view, resumeAfter, options))) ??
+      (await openAheadOfJournal(deps, input, resumeAfter, view, timing));
     if (resumed !== undefined) return resumed;
   }
+  if (view === undefined) throw new TaskNotFoundError(input.taskId);
   if (isTerminal(view.state)) {
     throw new UnsupportedOperationError('Task is in a terminal state; there is nothing to subscribe to', {
       taskId: input.taskId,
@@ -246,6 +253,34 @@ const openAt = async (
     expiresAt: view.expiresAt,
     pending: events.filter((candidate) => candidate.revision > revision),
   };
+};
+
+/**
+ * A re-attach after a revision the journal holds neither as a view nor as an event (decision
+ * 0032): the client saw it in a stream that opened from the committed row while the projection was
+ * late. Like SendStreamingMessage's own write (I-RYW), the view is waited for (bounded), and if it
+ * is still behind, the snapshot comes from the committed row — never a revision older than the one
+ * the client saw (I-ORDER). Undefined when the view is not behind, or no committed revision is that
+ * far (not a revision this server sent): an ordinary re-attach.
+ */
+const openAheadOfJournal = async (
+  deps: StreamTaskDeps,
+  input: StreamTaskInput,
+  resumeAfter: number,
+  view: JournalView | undefined,
+  timing: StreamTiming,
+): Promise<Opening | undefined> => {
+  if (view !== undefined && view.revision >= resumeAfter) return undefined;
+  const row = await deps.tasks.getTask(input.taskId);
+  if (row === undefined || !sameOwner(row.owner, input.caller) || row.revision < resumeAfter)
+    return undefined;
+  const caughtUp = await waitForView(deps, input.caller, input.taskId, {
+    minRevision: resumeAfter,
+    timeoutMs: timing.projectionWaitMs,
+  });
+  if (caughtUp === undefined) return openFromCommittedRow(deps, input);
+  const options = { historyLength: input.historyLength };
+  return (await openAt(deps, caughtUp, resumeAfter, options)) ?? openAtView(deps, caughtUp, options);
 };
 
 /**

@@ -365,6 +365,63 @@ describe('streamTask: SubscribeToTask', () => {
     ]);
   });
 
+  it('waits for a journal behind the revision the client re-attaches after, never showing an older one (decision 0032)', async () => {
+    const s = setup();
+    const created = await s.create('tck-artifact-text');
+    await s.core.runNext();
+    // Committed up to COMPLETED(3); the journal holds only SUBMITTED(1). The client saw WORKING(2)
+    // in a stream that opened from the committed row (its projection was more than 10 s late).
+    await s.project(1);
+    s.at(2_000, () => s.project());
+    const began = s.nowMs();
+    const items = await collect(
+      s.stream({ taskId: created.taskId, start: { kind: 'subscribe', lastEventId: '2' } }),
+      s.nowMs,
+    );
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:WORKING#2',
+      'artifact:Generated text content',
+      'status:COMPLETED#3',
+    ]);
+    expect(items[0]!.at - began).toBeGreaterThanOrEqual(2_000);
+  });
+
+  it('opens from the committed row when the journal stays behind the re-attach (decision 0032)', async () => {
+    const s = setup();
+    const created = await s.create('tck-artifact-text');
+    await s.core.runNext();
+    await s.project(1);
+    const began = s.nowMs();
+    const items = await collect(
+      s.stream({ taskId: created.taskId, start: { kind: 'subscribe', lastEventId: '2' } }),
+      s.nowMs,
+    );
+    // After projectionWaitMs: the committed task as of its row (COMPLETED), then the stream ends.
+    expect(items.map(({ item }) => describeItem(item))).toEqual(['task:COMPLETED#3']);
+    expect(items[0]!.at - began).toBeGreaterThanOrEqual(timing.projectionWaitMs);
+  });
+
+  it('re-attaches to a task the journal does not hold yet instead of answering TaskNotFound (decision 0032)', async () => {
+    const s = setup();
+    const taskId = (await s.create('tck-input-required')).taskId;
+    await s.core.runNext();
+    s.at(1_000, () => s.project());
+    const stream = s.stream({ taskId, start: { kind: 'subscribe', lastEventId: '1' } });
+    const first = await stream.next();
+    expect(describeItem(first.value as StreamItem)).toBe('task:SUBMITTED#1');
+    expect(describeItem((await stream.next()).value as StreamItem)).toBe('status:WORKING#2');
+    expect(describeItem((await stream.next()).value as StreamItem)).toBe('status:INPUT_REQUIRED#3');
+    await stream.return(undefined);
+    // Without Last-Event-ID, or after a revision never committed, the journal decides as before.
+    const other = (await s.create('tck-input-required')).taskId;
+    await expect(s.stream({ taskId: other, start: { kind: 'subscribe' } }).next()).rejects.toBeInstanceOf(
+      TaskNotFoundError,
+    );
+    await expect(
+      s.stream({ taskId: other, start: { kind: 'subscribe', lastEventId: '9' } }).next(),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
+  });
+
   it('reads Last-Event-ID as a revision, and ignores anything else', () => {
     expect(parseLastEventId('7')).toBe(7);
     expect(parseLastEventId(' 12 ')).toBe(12);
