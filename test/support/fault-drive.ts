@@ -161,6 +161,9 @@ export interface DriveOptions {
 
 const defaultIdleMs = 60_000;
 
+/** How long a client keeps re-subscribing to one task after creating it before it moves on. */
+const liveBudgetMs = 240_000;
+
 const sightingOf = (frame: SseFrame): Sighting | undefined => {
   const result = frame.data?.result as
     | {
@@ -192,6 +195,7 @@ const readStream = async (
   trace: TaskTrace,
   idleMs: number,
   openedAt = Date.now(),
+  onSighting?: (seen: Sighting) => void,
 ): Promise<string | undefined> => {
   if (answer.kind === 'json') {
     trace.errors.push(`json ${answer.body.error?.code ?? answer.status}`);
@@ -216,7 +220,10 @@ const readStream = async (
       if (frame.data?.error) trace.errors.push(`sse ${frame.data.error.code}`);
       taskId ??= taskIdOf(frame);
       const seen = sightingOf(frame);
-      if (seen) sightings.push(seen);
+      if (seen) {
+        sightings.push(seen);
+        onSighting?.(seen);
+      }
     }
   } catch (error) {
     trace.errors.push(`stream ${(error as Error).name}`);
@@ -279,14 +286,14 @@ const driveTask = async (
   if (taskId === undefined) return;
   trace.taskId = taskId;
   onTaskId(taskId, url);
-  let answered = false;
+  let answering: Promise<void> | undefined;
   // Re-subscribe until the task is terminal: a stream cut by a fault resumes where it was. The
-  // client then moves on; a task still not terminal here is finished by `finishChannels`.
-  for (
-    let round = 0;
-    round < 20 && trace.idleDrops.length < 3 && !terminalStates.has(lastState(trace) ?? '');
-    round++
-  ) {
+  // client moves on after `liveBudgetMs` or 3 idle drops (a task still not terminal then is
+  // finished by `finishChannels`). A bound in time, not in rounds: under injected throttling a
+  // fresh stream often dies within seconds, and 20 rounds were gone before a run that waited in the
+  // queue reached INPUT_REQUIRED (never answered) or was reaped (decision 0032).
+  const giveUpAt = Date.now() + liveBudgetMs;
+  while (Date.now() < giveUpAt && trace.idleDrops.length < 3 && !terminalStates.has(lastState(trace) ?? '')) {
     const sightings: Sighting[] = [];
     trace.streams.push(sightings);
     const lastRevision = lastRevisionOf(trace);
@@ -307,30 +314,50 @@ const driveTask = async (
     const openedAt = Date.now();
     const seen = first.done ? undefined : sightingOf(first.value as SseFrame);
     if (seen) sightings.push(seen);
-    if (seen?.state === 'TASK_STATE_INPUT_REQUIRED' && !answered) {
-      answered = true;
-      // Another request ends the interruption; the subscriber must see its result. An internal
-      // error (an injected fault) is answered by asking again.
-      for (let attempt = 1; attempt <= 5; attempt++) {
-        const reply =
-          trace.kind === 'canceled'
-            ? await call(trace, url, 'CancelTask', { id: taskId })
-            : await call(trace, url, 'SendMessage', {
-                message: {
-                  messageId: `tck-artifact-text-${randomUUID()}`,
-                  role: 'ROLE_USER',
-                  taskId,
-                  parts: [{ text: 'more' }],
-                },
-                configuration: { returnImmediately: true },
-              });
-        const error = reply.kind === 'json' ? reply.body.error : undefined;
-        if (error) trace.errors.push(`follow-up ${error.code}`);
-        if (error?.code !== -32603) break;
-        await new Promise((wake) => setTimeout(wake, 300 * attempt));
+    // Another request ends the interruption; the subscriber must see its result. Sent as soon as
+    // the stream shows INPUT_REQUIRED, first event or later (it stays open through it), not after
+    // an idle drop.
+    const answerAt = (shown: Sighting | undefined) => {
+      if (shown?.state === 'TASK_STATE_INPUT_REQUIRED' && answering === undefined) {
+        answering = answerInterruption(trace, url, taskId).catch((error: unknown) => {
+          trace.errors.push(`follow-up gave up: ${(error as Error).message}`);
+        });
       }
-    }
-    await readStream({ ...answer, frames: iteratorAsGenerator(frames) }, sightings, trace, idleMs, openedAt);
+    };
+    answerAt(seen);
+    await readStream(
+      { ...answer, frames: iteratorAsGenerator(frames) },
+      sightings,
+      trace,
+      idleMs,
+      openedAt,
+      answerAt,
+    );
+    await answering;
+    // A stream cut by an error: a short pause, so a persistent failure is no busy loop.
+    if (!terminalStates.has(lastState(trace) ?? '')) await new Promise((wake) => setTimeout(wake, 250));
+  }
+};
+
+/** Ends a task's interruption: the follow-up message, or CancelTask; asked again after an internal error. */
+const answerInterruption = async (trace: TaskTrace, url: string, taskId: string): Promise<void> => {
+  for (let attempt = 1; attempt <= 5; attempt++) {
+    const reply =
+      trace.kind === 'canceled'
+        ? await call(trace, url, 'CancelTask', { id: taskId })
+        : await call(trace, url, 'SendMessage', {
+            message: {
+              messageId: `tck-artifact-text-${randomUUID()}`,
+              role: 'ROLE_USER',
+              taskId,
+              parts: [{ text: 'more' }],
+            },
+            configuration: { returnImmediately: true },
+          });
+    const error = reply.kind === 'json' ? reply.body.error : undefined;
+    if (error) trace.errors.push(`follow-up ${error.code}`);
+    if (error?.code !== -32603) return;
+    await new Promise((wake) => setTimeout(wake, 300 * attempt));
   }
 };
 
