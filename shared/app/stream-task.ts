@@ -30,6 +30,11 @@ export interface StreamTiming {
   readonly projectionWaitMs: number;
   /** How long a missing revision is waited for before the stream moves past it. */
   readonly gapWaitMs: number;
+  /**
+   * Failed journal reads in a row that end the stream with an error; fewer cost a poll (the
+   * delay still doubles), not the stream (decision 0037).
+   */
+  readonly maxReadFailures: number;
 }
 
 export const defaultStreamTiming: StreamTiming = {
@@ -41,6 +46,7 @@ export const defaultStreamTiming: StreamTiming = {
   maxDurationMs: 14 * 60_000,
   projectionWaitMs: 10_000,
   gapWaitMs: 5_000,
+  maxReadFailures: 3,
 };
 
 export interface StreamTaskDeps extends ReadTaskDeps {
@@ -107,8 +113,18 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
   let delay = timing.firstPollMs;
   let gapSince: number | undefined;
   let pending = opening.pending;
+  let readFailures = 0;
   for (;;) {
-    const events = pending ?? (await deps.journal.listEvents(input.taskId, cursor));
+    let events: readonly JournalEvent[] = [];
+    try {
+      events = pending ?? (await deps.journal.listEvents(input.taskId, cursor));
+      readFailures = 0;
+    } catch (error) {
+      // A read the SDK's own retries did not save (a throttle, a timeout) is a missed poll: the
+      // cursor has not moved, so the next read asks for the same revisions (I-ORDER holds).
+      readFailures += 1;
+      if (readFailures >= timing.maxReadFailures) throw error;
+    }
     pending = undefined;
     let progressed = false;
     for (const event of events) {

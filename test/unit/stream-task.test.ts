@@ -37,6 +37,7 @@ const timing: StreamTiming = {
   maxDurationMs: 60_000,
   projectionWaitMs: 10_000,
   gapWaitMs: 5_000,
+  maxReadFailures: 3,
 };
 
 type Image = [StoredTask | undefined, StoredTask];
@@ -541,5 +542,56 @@ describe('streamTask: SubscribeToTask', () => {
       'status:COMPLETED#3',
     ]);
     expect(s.nowMs() - startedAt).toBeGreaterThanOrEqual(timing.gapWaitMs);
+  });
+
+  // The in-memory journal cannot throttle, and DynamoDB Local never does: the failed reads are a
+  // mocked rejection standing for a throttle the SDK's own retries did not absorb.
+  it('rides out failed journal reads fewer than maxReadFailures in a row, missing no revision', async () => {
+    const s = setup();
+    const created = await s.create('tck-artifact-text');
+    await s.project();
+    s.at(50, async () => {
+      await s.core.runNext();
+      await s.project();
+    });
+    const throttled = Object.assign(new Error('Rate of requests exceeds the allowed throughput'), {
+      name: 'ThrottlingException',
+    });
+    s.listEvents.mockRejectedValueOnce(throttled).mockRejectedValueOnce(throttled);
+    const items = await collect(
+      s.stream({
+        taskId: created.taskId,
+        start: { kind: 'created', revision: created.revision },
+        closeAt: 'terminal-or-interrupted',
+      }),
+      s.nowMs,
+    );
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:SUBMITTED#1',
+      'status:WORKING#2',
+      'artifact:Generated text content',
+      'status:COMPLETED#3',
+    ]);
+  });
+
+  it('ends with the read error after maxReadFailures failed reads in a row', async () => {
+    const s = setup();
+    const created = await s.create('tck-artifact-text');
+    await s.project();
+    const throttled = Object.assign(new Error('Rate of requests exceeds the allowed throughput'), {
+      name: 'ThrottlingException',
+    });
+    for (let i = 0; i < timing.maxReadFailures; i++) s.listEvents.mockRejectedValueOnce(throttled);
+    const seen: string[] = [];
+    await expect(async () => {
+      for await (const item of s.stream({
+        taskId: created.taskId,
+        start: { kind: 'created', revision: created.revision },
+        closeAt: 'terminal-or-interrupted',
+      }))
+        seen.push(describeItem(item));
+    }).rejects.toBe(throttled);
+    expect(seen).toEqual(['task:SUBMITTED#1']);
+    expect(s.listEvents).toHaveBeenCalledTimes(timing.maxReadFailures);
   });
 });
