@@ -12,7 +12,7 @@
  * Linux only (/proc). Prints one block per round and the medians over rounds.
  */
 import { subscribe } from 'node:diagnostics_channel';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -24,6 +24,7 @@ import { benchConfig, benchTokens } from './lib/bench-config.ts';
 import { pool, RpcClient, stateOf } from './lib/client.ts';
 import { type CpuProfile, renderProfileSummary, summarizeProfile } from './lib/cpu-profile.ts';
 import { diffSnapshots, handlerCapacity, Meter, type MeterSnapshot } from './lib/meter.ts';
+import { cpuMsOf, dynamoDbLocalPid } from './lib/proc-cpu.ts';
 import { round, summarize } from './lib/stats.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
@@ -42,39 +43,6 @@ const ROUNDS = Number(args.rounds);
 const sleep = (ms: number): Promise<void> => new Promise((wake) => setTimeout(wake, ms));
 const log = (line: string): void => {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
-};
-
-const ticksPerSecond = 100; // USER_HZ on Linux
-/** User + system CPU milliseconds of a process (all its threads), from /proc/<pid>/stat. */
-const cpuMsOf = (pid: number | 'self'): number => {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces) start at field 3.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const utime = Number(fields[11]);
-  const stime = Number(fields[12]);
-  return ((utime + stime) * 1000) / ticksPerSecond;
-};
-
-/** DynamoDB Local's Java process: the one whose command line holds the jar and our port. */
-const javaPidFor = (port: number): number => {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let cmdline: string[];
-    try {
-      cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-    } catch {
-      continue;
-    }
-    const portAt = cmdline.indexOf('-port');
-    if (
-      cmdline[0]?.endsWith('java') &&
-      cmdline.some((arg) => arg.endsWith('DynamoDBLocal.jar')) &&
-      cmdline[portAt + 1] === String(port)
-    ) {
-      return Number(entry);
-    }
-  }
-  throw new Error(`no DynamoDB Local java process on port ${port}`);
 };
 
 const meter = new Meter();
@@ -158,7 +126,7 @@ const main = async () => {
     },
     log: () => {},
   });
-  const javaPid = javaPidFor(dynamodb.port);
+  const javaPid = dynamoDbLocalPid(dynamodb.port);
   const portNames = new Map([
     [String(dynamodb.port), 'dynamodb-local'],
     [new URL(sqs.endpoint).port, 'sqs-emulator'],
