@@ -5,9 +5,11 @@ import {
   WaitHistory,
   waitForView,
 } from '../../shared/app/read-task.ts';
+import { sendMessage } from '../../shared/app/send-message.ts';
 import { isTerminal } from '../../shared/domain/a2a.ts';
 import type { JournalRepository } from '../../shared/domain/ports.ts';
 import type { JournalView } from '../../shared/domain/projection.ts';
+import { alice, createCore, userMessage } from '../support/core-fixture.ts';
 
 const owner = { tenant: 't1', principal: 'p1' };
 const view = (revision: number, state: JournalView['state']): JournalView =>
@@ -178,5 +180,37 @@ describe('the first poll is deferred by what recent waits of the same kind took 
     for (let i = 0; i < journalWaitTiming.historySize; i++) await waitSettled(landing(400, history).deps);
     expect(history.firstPollMs('settled:default')).toBeGreaterThanOrEqual(deferredTo(400 - poll));
     expect(history.firstPollMs('settled:default')).toBeLessThanOrEqual(deferredTo(400 + poll));
+  });
+
+  it('SendMessage remembers a blocking wait under its profile and a returnImmediately one as a projection', async () => {
+    const core = createCore();
+    const waitHistory = new WaitHistory();
+    let now = Date.parse('2026-11-30T12:00:00.000Z');
+    // Each sleep is 400 ms on this clock, in which the run executes and the stream projects.
+    const deps = {
+      ...core.deps,
+      waitHistory,
+      clock: { now: () => new Date(now) },
+      sleep: async () => {
+        now += 400;
+        while (core.queued.length > 0) await core.runNext();
+        await core.projectAll();
+      },
+    };
+    const blocking = await sendMessage(deps, {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('hi'),
+    });
+    expect(blocking.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(waitHistory.firstPollMs('settled:default')).toBe(deferredTo(400));
+    expect(waitHistory.firstPollMs('projected')).toBe(0);
+    await sendMessage(deps, {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('hi again'),
+      configuration: { returnImmediately: true },
+    });
+    expect(waitHistory.firstPollMs('projected')).toBe(deferredTo(400));
   });
 });
