@@ -22,9 +22,9 @@ import { startLocalStack } from '../infra/local/local-stack.ts';
 import { startSqsEmulator } from '../infra/local/sqs-emulator.ts';
 import { benchConfig, benchTokens } from './lib/bench-config.ts';
 import { pool, RpcClient, stateOf } from './lib/client.ts';
+import { cpuMsOf, dynamoDbLocalPid } from './lib/cpu.ts';
 import { type CpuProfile, renderProfileSummary, summarizeProfile } from './lib/cpu-profile.ts';
 import { diffSnapshots, handlerCapacity, Meter, type MeterSnapshot } from './lib/meter.ts';
-import { cpuMsOf, dynamoDbLocalPid } from './lib/proc-cpu.ts';
 import { round, summarize } from './lib/stats.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';

@@ -13,7 +13,7 @@ import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@a
 import { startDynamoDbLocal } from '../infra/local/dynamodb-local.ts';
 import { localCredentials } from '../infra/local/local-stack.ts';
 import { pool } from './lib/client.ts';
-import { cpuMsOf, dynamoDbLocalPid } from './lib/proc-cpu.ts';
+import { cpuMsOf, dynamoDbLocalPid } from './lib/cpu.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 const { values: args } = parseArgs({ options: { requests: { type: 'string', default: '3000' } } });

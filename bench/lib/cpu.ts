@@ -1,5 +1,23 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
+/** CPU time of the local stack's processes, from Linux's /proc (decisions 0033, 0035). */
+
+const ticksPerSecond = 100; // USER_HZ on Linux
+
+/** Parent pid and user + system CPU milliseconds (all threads) of a process, from /proc/<pid>/stat. */
+const statOf = (pid: number | 'self'): { ppid: number; cpuMs: number } => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces and parentheses) start at field 3.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return {
+    ppid: Number(fields[1]),
+    cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond,
+  };
+};
+
+/** User + system CPU milliseconds of a process (all its threads). */
+export const cpuMsOf = (pid: number | 'self'): number => statOf(pid).cpuMs;
+
 /**
  * CPU seconds used so far by this process and by its descendants (DynamoDB Local's JVM), from /proc
  * where there is one (elsewhere the descendants count 0). The local stack's handlers, pollers,
@@ -9,16 +27,11 @@ export const cpuSeconds = (): { node: number; children: number } => {
   const usage = process.cpuUsage();
   let children = 0;
   try {
-    const tick = 100; // USER_HZ
-    const stats = new Map<number, { ppid: number; cpu: number }>();
+    const stats = new Map<number, { ppid: number; cpuMs: number }>();
     for (const entry of readdirSync('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
       try {
-        const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-        stats.set(Number(entry), {
-          ppid: Number(fields[1]),
-          cpu: (Number(fields[11]) + Number(fields[12])) / tick,
-        });
+        stats.set(Number(entry), statOf(Number(entry)));
       } catch {
         // the process ended meanwhile
       }
@@ -29,9 +42,31 @@ export const cpuSeconds = (): { node: number; children: number } => {
       }
       return false;
     };
-    for (const [pid, stat] of stats) if (descends(pid)) children += stat.cpu;
+    for (const [pid, stat] of stats) if (descends(pid)) children += stat.cpuMs / 1000;
   } catch {
     // not Linux: children stay 0
   }
   return { node: (usage.user + usage.system) / 1e6, children };
+};
+
+/** DynamoDB Local's Java process: the one whose command line holds the jar and `port`. */
+export const dynamoDbLocalPid = (port: number): number => {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let cmdline: string[];
+    try {
+      cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    const portAt = cmdline.indexOf('-port');
+    if (
+      cmdline[0]?.endsWith('java') &&
+      cmdline.some((arg) => arg.endsWith('DynamoDBLocal.jar')) &&
+      cmdline[portAt + 1] === String(port)
+    ) {
+      return Number(entry);
+    }
+  }
+  throw new Error(`no DynamoDB Local java process on port ${port}`);
 };
