@@ -2,7 +2,7 @@ import type { StreamEnd, Task, TaskState } from '../domain/a2a.ts';
 import { endsStream, isTerminal } from '../domain/a2a.ts';
 import { TaskNotFoundError, UnsupportedOperationError } from '../domain/errors.ts';
 import { type JournalEvent, type JournalView, viewOf } from '../domain/projection.ts';
-import { type Owner, sameOwner } from '../domain/task.ts';
+import { isExpired, type Owner, sameOwner } from '../domain/task.ts';
 import { type CreateTaskDeps, type CreateTaskInput, createTask } from './create-task.ts';
 import { openStreamResponses } from './journal-events.ts';
 import { getVisibleView, projectedWait, type ReadTaskDeps, toTask, waitForView } from './read-task.ts';
@@ -288,7 +288,12 @@ const openAheadOfJournal = async (
 ): Promise<Opening | undefined> => {
   if (view !== undefined && view.revision >= resumeAfter) return undefined;
   const row = await deps.tasks.getTask(input.taskId);
-  if (row === undefined || !sameOwner(row.owner, input.caller) || row.revision < resumeAfter)
+  if (
+    row === undefined ||
+    !sameOwner(row.owner, input.caller) ||
+    isExpired(row.expiresAt, deps.clock.now()) || // purged meanwhile: TaskNotFound (I-PURGE)
+    row.revision < resumeAfter
+  )
     return undefined;
   const caughtUp = await waitForView(deps, input.caller, input.taskId, {
     minRevision: resumeAfter,
@@ -305,7 +310,8 @@ const openAheadOfJournal = async (
  */
 const openFromCommittedRow = async (deps: StreamTaskDeps, input: StreamTaskInput): Promise<Opening> => {
   const row = await deps.tasks.getTask(input.taskId);
-  if (row === undefined || !sameOwner(row.owner, input.caller)) throw new TaskNotFoundError(input.taskId);
+  if (row === undefined || !sameOwner(row.owner, input.caller) || isExpired(row.expiresAt, deps.clock.now()))
+    throw new TaskNotFoundError(input.taskId);
   const view = viewOf(row);
   return {
     task: await toTask(deps, view, { historyLength: input.historyLength }, row),

@@ -423,6 +423,22 @@ describe('streamTask: SubscribeToTask', () => {
     ).rejects.toBeInstanceOf(TaskNotFoundError);
   });
 
+  it('answers TaskNotFound at once to a re-attach after retention passed, the journal gone or not (I-PURGE)', async () => {
+    const s = setup();
+    const taskId = (await s.create('tck-input-required')).taskId;
+    await s.core.runNext();
+    const expiredAt = Math.floor(s.nowMs() / 1000) - 1;
+    const row = s.core.tasks.tasks.get(taskId);
+    if (row === undefined) throw new Error('no task row');
+    s.core.tasks.tasks.set(taskId, { ...row, expiresAt: expiredAt });
+    // Not projected: the journal does not hold the task; the committed row is past retention.
+    const began = s.nowMs();
+    await expect(
+      s.stream({ taskId, start: { kind: 'subscribe', lastEventId: '1' } }).next(),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
+    expect(s.nowMs() - began).toBeLessThan(timing.projectionWaitMs);
+  });
+
   it('reads Last-Event-ID as a revision, and ignores anything else', () => {
     expect(parseLastEventId('7')).toBe(7);
     expect(parseLastEventId(' 12 ')).toBe(12);
