@@ -40,7 +40,6 @@ const { values: args } = parseArgs({
 const TASKS = Number(args.tasks);
 const CONCURRENCY = Number(args.concurrency);
 const ROUNDS = Number(args.rounds);
-const sleep = (ms: number): Promise<void> => new Promise((wake) => setTimeout(wake, ms));
 const log = (line: string): void => {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
 };
@@ -55,15 +54,6 @@ subscribe('http.client.request.start', (message) => {
   const port = host.slice(host.lastIndexOf(':') + 1);
   httpRequests.set(port, (httpRequests.get(port) ?? 0) + 1);
 });
-const settle = async (quietMs = 400): Promise<void> => {
-  let last = JSON.stringify(meter.snapshot().invocations);
-  for (;;) {
-    await sleep(quietMs);
-    const now = JSON.stringify(meter.snapshot().invocations);
-    if (now === last) return;
-    last = now;
-  }
-};
 
 /** DynamoDB requests per task by `function: Operation`, and capacity units per task. */
 const dynamoDbPerTask = (delta: MeterSnapshot, tasks: number) => {
@@ -144,7 +134,7 @@ const main = async () => {
   try {
     log(`warm-up (java pid ${javaPid})`);
     await pool(60, CONCURRENCY, (i) => send(i, 'warm-up'));
-    await settle();
+    await meter.settle();
     for (let r = 0; r < ROUNDS; r++) {
       const load = round(loadavg()[0] ?? 0);
       const before = meter.snapshot();
@@ -161,7 +151,7 @@ const main = async () => {
       const latencies = await pool(TASKS, CONCURRENCY, (i) => send(i, 'cpu'));
       const wallMs = performance.now() - began;
       // Work the tasks caused after their responses (projection of the last ones, pollers' tails).
-      await settle();
+      await meter.settle();
       const node = cpuMsOf('self') - node0;
       const java = cpuMsOf(javaPid) - java0;
       const delta = diffSnapshots(meter.snapshot(), before);

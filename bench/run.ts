@@ -95,17 +95,6 @@ const config = benchConfig;
 
 const meter = new Meter();
 
-/** Waits until no handler invocation has started or ended for a while (the stack is idle). */
-const settle = async (quietMs = 400): Promise<void> => {
-  let last = JSON.stringify(meter.snapshot().invocations);
-  for (;;) {
-    await sleep(quietMs);
-    const now = JSON.stringify(meter.snapshot().invocations);
-    if (now === last) return;
-    last = now;
-  }
-};
-
 interface Measured {
   readonly tasks: number;
   readonly apiRequests: number;
@@ -237,13 +226,13 @@ const measured = async (
   clients: readonly RpcClient[],
   work: () => Promise<number>,
 ): Promise<Measured & { wallMs: number }> => {
-  await settle();
+  await meter.settle();
   const before = meter.snapshot();
   const requestsBefore = clients.reduce((total, client) => total + client.requests, 0);
   const began = performance.now();
   const tasks = await work();
   const wallMs = performance.now() - began;
-  await settle();
+  await meter.settle();
   const delta = diffSnapshots(meter.snapshot(), before);
   const apiRequests = clients.reduce((total, client) => total + client.requests, 0) - requestsBefore;
   const usage = usageOf(delta, tasks, apiRequests, deployment);
@@ -677,7 +666,7 @@ const scalePhase = async (stack: LocalStack, deployment: Deployment, hasListTask
   for (const [k, size] of sizes.entries()) {
     log(`scale: seeding ${size.stored} tasks for ${size.principal}`);
     const seedMs = await seedJournal({ tenant: 'bench', principal: size.principal }, size.stored);
-    await settle();
+    await meter.settle();
     let afterOwnSeeding: LatencySummary | undefined;
     if (hasListTasks) {
       for (let i = 0; i < 5; i++) await listTasks(k)();
@@ -806,7 +795,7 @@ const main = async () => {
     await pool(40, CONCURRENCY, async (i) => {
       expectState(await main.send(`warm-up ${i}`), 'TASK_STATE_COMPLETED', 'warm-up');
     });
-    await settle();
+    await meter.settle();
 
     // 1. Single-turn, blocking, CONCURRENCY clients, ROUNDS rounds.
     const kmsBefore = kms.counts();

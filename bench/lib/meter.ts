@@ -136,6 +136,17 @@ export class Meter {
     for (const undo of this.undo.splice(0).reverse()) undo();
   }
 
+  /** Waits until no handler invocation has started or ended for `quietMs` (the stack is idle). */
+  async settle(quietMs = 400): Promise<void> {
+    let last = JSON.stringify(this.invocations);
+    for (;;) {
+      await new Promise((wake) => setTimeout(wake, quietMs));
+      const now = JSON.stringify(this.invocations);
+      if (now === last) return;
+      last = now;
+    }
+  }
+
   snapshot(): MeterSnapshot {
     return structuredClone({
       requests: this.requests,
