@@ -16,10 +16,8 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { startDynamoDbLocal } from '../infra/local/dynamodb-local.ts';
-import { startKmsEmulator } from '../infra/local/kms-emulator.ts';
+import { ensureDynamoDbLocalJar } from '../infra/local/dynamodb-local.ts';
 import { startLocalStack } from '../infra/local/local-stack.ts';
-import { startSqsEmulator } from '../infra/local/sqs-emulator.ts';
 import { benchConfig, benchTokens } from './lib/bench-config.ts';
 import { pool, RpcClient, stateOf } from './lib/client.ts';
 import { cpuMsOf, dynamoDbLocalPid } from './lib/cpu.ts';
@@ -99,28 +97,15 @@ const median = (values: number[]): number => {
 
 const main = async () => {
   meter.install();
-  const [dynamodb, sqs, kms] = await Promise.all([
-    startDynamoDbLocal(),
-    startSqsEmulator(),
-    startKmsEmulator(),
-  ]);
-  const stack = await startLocalStack({
-    port: 0,
-    config: benchConfig,
-    prefix: 'bench-cpu',
-    endpoints: {
-      dynamodb: dynamodb.endpoint,
-      dynamodbStreams: dynamodb.endpoint,
-      sqs: sqs.endpoint,
-      kms: kms.url,
-    },
-    log: () => {},
-  });
-  const javaPid = dynamoDbLocalPid(dynamodb.port);
+  // The local stack starts (and stops) its own emulators, as `npm start` does.
+  await ensureDynamoDbLocalJar();
+  const stack = await startLocalStack({ port: 0, config: benchConfig, prefix: 'bench-cpu', log: () => {} });
+  const portOf = (url: string): string => new URL(url).port;
+  const javaPid = dynamoDbLocalPid(Number(portOf(stack.endpoints.dynamodb)));
   const portNames = new Map([
-    [String(dynamodb.port), 'dynamodb-local'],
-    [new URL(sqs.endpoint).port, 'sqs-emulator'],
-    [new URL(kms.url).port, 'kms-emulator'],
+    [portOf(stack.endpoints.dynamodb), 'dynamodb-local'],
+    [portOf(stack.endpoints.sqs), 'sqs-emulator'],
+    [portOf(stack.endpoints.kms), 'kms-emulator'],
   ]);
   const client = new RpcClient(`${stack.baseUrl}/agents/default`, benchTokens.main);
   const send = async (i: number, label: string): Promise<number> => {
@@ -203,7 +188,6 @@ const main = async () => {
     }
   } finally {
     await stack.stop();
-    await Promise.allSettled([dynamodb.stop(), sqs.stop(), kms.stop()]);
     meter.uninstall();
   }
   const pick = (get: (result: RoundResult) => number) => round(median(results.map(get)), 2);
