@@ -165,8 +165,9 @@ export const waitForView = async (
   const sleep = deps.sleep ?? defaultSleep;
   const startedAt = deps.clock.now().getTime();
   const deadline = startedAt + options.timeoutMs;
-  const history = options.kind === undefined ? undefined : deps.waitHistory;
-  const firstPollMs = Math.min(history?.firstPollMs(options.kind as string) ?? 0, options.timeoutMs);
+  const { kind } = options;
+  const history = kind === undefined ? undefined : deps.waitHistory;
+  const firstPollMs = kind === undefined ? 0 : Math.min(history?.firstPollMs(kind) ?? 0, options.timeoutMs);
   if (firstPollMs > 0) await sleep(firstPollMs);
   const activeUntil = startedAt + firstPollMs + journalWaitTiming.activeWindowMs;
   let delay: number = journalWaitTiming.activePollMs;
@@ -183,7 +184,7 @@ export const waitForView = async (
     ) {
       latest = view;
       if (options.until === undefined || options.until(view.state)) {
-        history?.record(options.kind as string, deps.clock.now().getTime() - startedAt, polls === 1);
+        if (kind !== undefined) history?.record(kind, deps.clock.now().getTime() - startedAt, polls === 1);
         return view;
       }
     }

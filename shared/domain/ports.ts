@@ -217,10 +217,6 @@ export interface PushConfigRepository {
   delete(taskId: string, configId: string): Promise<void>;
 }
 
-/**
- * The caller-readable record of webhook deliveries (decision 0025): one item per (task, config,
- * revision) in the task's partition, one attempt appended per delivery attempt.
- */
 /** A page of a task's delivery records: at most `limit`, one config's only when given, after `after`. */
 export interface PushDeliveryPage {
   readonly limit: number;
@@ -228,6 +224,10 @@ export interface PushDeliveryPage {
   readonly after?: { readonly configId: string; readonly revision: number };
 }
 
+/**
+ * The caller-readable record of webhook deliveries (decision 0025): one item per (task, config,
+ * revision) in the task's partition, one attempt appended per delivery attempt.
+ */
 export interface PushDeliveryLog {
   /** Appends the attempt; 'duplicate' when an attempt with the same id was appended already. */
   append(entry: DeliveryAttemptEntry): Promise<'recorded' | 'duplicate'>;
