@@ -22,13 +22,15 @@ import type { AddressInfo } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { REPO_ROOT } from '../infra/house-function.ts';
 import { startDynamoDbLocal } from '../infra/local/dynamodb-local.ts';
 import { startKmsEmulator } from '../infra/local/kms-emulator.ts';
 import { createLocalClients, type LocalStack, startLocalStack } from '../infra/local/local-stack.ts';
 import { startSqsEmulator } from '../infra/local/sqs-emulator.ts';
 import { createContentCodec, createJournalRepository } from '../shared/adapters/composition.ts';
+import { packSealedHeaders, unpackSealedHeaders } from '../shared/adapters/dynamodb/sealed-headers.ts';
 import { readRuntimeEnv } from '../shared/config/runtime-env.ts';
 import { projectRevision, type StoredTask } from '../shared/domain/projection.ts';
 import { anchorInstallLine, startAnchor } from './anchor/sdk-server.ts';
@@ -558,8 +560,16 @@ const sampleItemSizes = async (stack: LocalStack, taskId: string): Promise<ItemS
         ExpressionAttributeValues: { ':pk': { S: `TASK#${taskId}` }, ':evt': { S: 'EVT#' } },
       }),
     );
-    const without = (item: Record<string, unknown>, names: string[]) =>
-      Object.fromEntries(Object.entries(item).filter(([name]) => !names.includes(name)));
+    // The item as first written, without its content: blobs re-assembled, content dropped, and the
+    // rest stored as the adapter would have stored it (decision 0039: headers shared by two blobs once).
+    const without = (item: Record<string, AttributeValue>, names: string[]) =>
+      marshall(
+        packSealedHeaders(
+          Object.fromEntries(
+            Object.entries(unpackSealedHeaders(unmarshall(item))).filter(([name]) => !names.includes(name)),
+          ),
+        ),
+      );
     const content = ['statusMessage', 'artifacts'];
     let auditRows = 0;
     let auditRowBytes = 0;

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, localCredentials, startLocalStack } from '../../infra/local/local-stack.ts';
 import { auditContentField } from '../../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
+import { unpackSealedHeaders } from '../../shared/adapters/dynamodb/sealed-headers.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { purgeExpired } from '../../shared/app/purge-expired.ts';
 import { parseConfig } from '../../shared/config/config.ts';
@@ -142,7 +143,9 @@ describe('privacy by policy through the local stack', () => {
   const contentsOf = async (taskId: string) => {
     const items = (await scanAll()).filter((item) => item.pk === `TASK#${taskId}`);
     const opened: string[] = [];
-    for (const item of items) {
+    for (const stored of items) {
+      // Blobs re-assembled with the header their item stores once (decision 0039).
+      const item = unpackSealedHeaders(stored);
       for (const field of ['statusMessage', 'artifacts', 'history', 'content'] as const) {
         const blob = item[field];
         if (!(blob instanceof Uint8Array)) continue;

@@ -5,10 +5,13 @@ import {
   type _Record as StreamRecord,
 } from '@aws-sdk/client-dynamodb-streams';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { itemSize } from '../../bench/lib/meter.ts';
 import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { keys } from '../../shared/adapters/dynamodb/entities.ts';
+import { unpackSealedHeaders } from '../../shared/adapters/dynamodb/sealed-headers.ts';
 import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
@@ -295,6 +298,59 @@ describe('core path against the emulators', () => {
     expect(await projectRecord(journal, undefined, first)).toBe('written');
     expect((await journal.getView(taskId))!.revision).toBe(3);
     expect((await journal.listEvents(taskId, 0)).map((event) => event.revision)).toEqual([1, 3]);
+  });
+
+  it('stores a completed task’s shared blob header once, smaller, and reads it back through the repository (0039)', async () => {
+    const { taskId } = await createTask(deps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('pack me'),
+    });
+    await executeRun(deps(), queued.at(-1)!);
+    const raw = await getRaw(taskId);
+    const headers = raw.sealHeaders as Uint8Array[];
+    expect(headers).toHaveLength(1);
+    const header = headers[0]!;
+    const fields = ['statusMessage', 'artifacts', 'history'].filter((field) => raw[field] !== undefined);
+    expect(fields.length).toBeGreaterThanOrEqual(2);
+    for (const field of fields) expect([...(raw[field] as Uint8Array).subarray(0, 2)]).toEqual([0, 0]);
+    // The same item as stored before this change: every blob whole.
+    const before = unpackSealedHeaders(raw);
+    const saved = (fields.length - 1) * header.length - 2 * fields.length - ('sealHeaders'.length + 3 + 1);
+    expect(itemSize(marshall(raw))).toBe(itemSize(marshall(before)) - saved);
+    expect(saved).toBeGreaterThan(100);
+
+    // Read back through the repository and opened by a reader with no cached data key (KMS Decrypt).
+    const fresh = () =>
+      new TaskContentCodec(
+        new KmsSealer({ kms: env.clients.kms, keyId: env.resources.key.keyId, installation: 'test' }),
+      );
+    const task = (await tasks.getTask(taskId))!;
+    expect(Buffer.from(task.sealedArtifacts!).subarray(0, header.length)).toEqual(Buffer.from(header));
+    expect(await fresh().openArtifacts(taskId, task.sealedArtifacts)).toEqual([
+      expect.objectContaining({ parts: [{ text: 'pack me' }] }),
+    ]);
+    expect(await fresh().openHistory(taskId, task.sealedHistory)).toHaveLength(2);
+
+    // Projected: the view and event are packed too, and read back (also through the owner index) they open.
+    expect(await projectRecord(journal, undefined, task)).toBe('written');
+    const { Item: rawView } = await env.clients.doc.send(
+      new GetCommand({ TableName: env.resources.tables.Journal.name, Key: keys.view(taskId) }),
+    );
+    expect(rawView?.sealHeaders).toHaveLength(1);
+    const view = (await journal.getView(taskId))!;
+    expect(await fresh().openArtifacts(taskId, view.sealedArtifacts)).toHaveLength(1);
+    const page = await journal.listViews({ owner: alice, now: new Date(), limit: 100 });
+    const listed = page.views.find((candidate) => candidate.taskId === taskId);
+    expect(await fresh().openArtifacts(taskId, listed?.sealedArtifacts)).toHaveLength(1);
+    const [event] = await journal.listEvents(taskId, 2);
+    expect(await fresh().openArtifacts(taskId, event?.sealedArtifacts)).toHaveLength(1);
+
+    // An item written before this change (no header list, every blob whole) reads as before: no migration.
+    await env.clients.doc.send(new PutCommand({ TableName: env.resources.tables.State.name, Item: before }));
+    const legacy = (await tasks.getTask(taskId))!;
+    expect(Buffer.from(legacy.sealedArtifacts!)).toEqual(Buffer.from(task.sealedArtifacts!));
+    expect(await fresh().openArtifacts(taskId, legacy.sealedArtifacts)).toHaveLength(1);
   });
 
   const getRaw = async (taskId: string) =>

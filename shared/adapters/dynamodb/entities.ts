@@ -4,6 +4,7 @@ import { type ApprovalRecord, approvalDecisions } from '../../domain/approvals.t
 import type { JournalEvent, JournalView, StoredTask } from '../../domain/projection.ts';
 import type { StoredPushConfig } from '../../domain/push.ts';
 import { type RunRecord, runStatuses } from '../../domain/task.ts';
+import { packSealedHeaders, unpackSealedHeaders } from './sealed-headers.ts';
 
 /**
  * Every DynamoDB entity declared once: its keys and its attribute schema. Item types are derived
@@ -57,11 +58,17 @@ const blob = z.preprocess(
   z.custom<Uint8Array>((value) => value instanceof Uint8Array),
 );
 
+/**
+ * The headers an item's sealed blobs share, stored once (decision 0039): the schemas of items
+ * with blobs parse it and re-assemble the blobs byte for byte (`unpackSealedHeaders`).
+ */
+const sealHeaders = z.array(blob).optional();
+
 const jsonObject = z.record(z.string(), z.json());
 
 const taskState = z.enum(taskStates);
 
-export const taskItemSchema = z.object({
+const taskItemFields = z.object({
   pk: z.string(),
   sk: z.literal('TASK'),
   taskId: z.string(),
@@ -79,7 +86,9 @@ export const taskItemSchema = z.object({
   statusMessage: blob.optional(),
   artifacts: blob.optional(),
   history: blob.optional(),
+  sealHeaders,
 });
+export const taskItemSchema = taskItemFields.transform(unpackSealedHeaders);
 export type TaskItem = z.infer<typeof taskItemSchema>;
 
 const ceiling = z.enum(['none', 'metadata', 'redacted', 'full']);
@@ -144,7 +153,7 @@ export const profileItemSchema = z.object({
 });
 export type ProfileItem = z.infer<typeof profileItemSchema>;
 
-export const viewItemSchema = z.object({
+const viewItemFields = z.object({
   pk: z.string(),
   sk: z.literal('VIEW'),
   taskId: z.string(),
@@ -161,10 +170,12 @@ export const viewItemSchema = z.object({
   artifacts: blob.optional(),
   metadata: jsonObject.optional(),
   expiresAt: z.number(),
+  sealHeaders,
 });
+export const viewItemSchema = viewItemFields.transform(unpackSealedHeaders);
 export type ViewItem = z.infer<typeof viewItemSchema>;
 
-export const eventItemSchema = z.object({
+const eventItemFields = z.object({
   pk: z.string(),
   sk: z.string().startsWith('EVT#'),
   taskId: z.string(),
@@ -178,10 +189,12 @@ export const eventItemSchema = z.object({
   artifacts: blob.optional(),
   metadata: jsonObject.optional(),
   expiresAt: z.number(),
+  sealHeaders,
 });
+export const eventItemSchema = eventItemFields.transform(unpackSealedHeaders);
 export type EventItem = z.infer<typeof eventItemSchema>;
 
-export const pushConfigItemSchema = z.object({
+const pushConfigItemFields = z.object({
   pk: z.string(),
   sk: z.string().startsWith('PUSH#'),
   taskId: z.string(),
@@ -194,15 +207,21 @@ export const pushConfigItemSchema = z.object({
   protocolVersion: z.enum(['1.0', '0.3']).optional(),
   expiresAt: z.number(),
   afterRevision: z.number().optional(),
+  sealHeaders,
 });
+export const pushConfigItemSchema = pushConfigItemFields.transform(unpackSealedHeaders);
 export type PushConfigItem = z.infer<typeof pushConfigItemSchema>;
 
 /** The item without its undefined attributes (DynamoDB stores no undefined). */
 export const withoutUndefined = <T extends Record<string, unknown>>(item: T): T =>
   Object.fromEntries(Object.entries(item).filter(([, value]) => value !== undefined)) as T;
 
+/** An item with sealed blobs as stored: no undefined attributes, shared blob headers once (decision 0039). */
+const toSealedItem = <T extends Record<string, unknown>>(item: T): T =>
+  packSealedHeaders(withoutUndefined(item));
+
 export const toTaskItem = (task: StoredTask): TaskItem =>
-  withoutUndefined({
+  toSealedItem({
     ...keys.task(task.taskId),
     taskId: task.taskId,
     contextId: task.contextId,
@@ -333,7 +352,7 @@ export const fromApprovalItem = (item: ApprovalItem): ApprovalRecord => ({
 });
 
 export const toViewItem = (view: JournalView): ViewItem =>
-  withoutUndefined({
+  toSealedItem({
     ...keys.view(view.taskId),
     taskId: view.taskId,
     contextId: view.contextId,
@@ -366,7 +385,7 @@ export const fromViewItem = (item: ViewItem): JournalView => ({
 });
 
 export const toEventItem = (event: JournalEvent): EventItem =>
-  withoutUndefined({
+  toSealedItem({
     ...keys.event(event.taskId, event.revision),
     taskId: event.taskId,
     contextId: event.contextId,
@@ -418,7 +437,7 @@ export const counterItemSchema = z.looseObject({
 export type CounterItem = z.infer<typeof counterItemSchema>;
 
 export const toPushConfigItem = (config: StoredPushConfig): PushConfigItem =>
-  withoutUndefined({
+  toSealedItem({
     ...keys.push(config.taskId, config.configId),
     taskId: config.taskId,
     configId: config.configId,
