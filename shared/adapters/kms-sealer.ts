@@ -25,7 +25,9 @@ import type { SealContext, Sealer } from '../domain/ports.ts';
  *   offset 18+K+E   16   GCM tag
  *   offset 34+K+E   …    ciphertext (as long as the plaintext)
  *
- * IV and tag lengths are fixed by the version, so they carry no length prefix. The GCM AAD is the
+ * IV and tag lengths are fixed by the version, so they carry no length prefix. The DynamoDB adapter
+ * stores a header that several blobs of one item share once per item (decision 0039,
+ * dynamodb/sealed-headers.ts) and re-assembles each blob byte for byte: `open` always sees whole blobs. The GCM AAD is the
  * header (bytes 0 … 6+K+E) followed by the canonical JSON of `{field, taskId}`: the context
  * binding makes a blob moved to another task or field fail, and authenticating the header means
  * an edited key id or flag fails too, even when the data key comes from the cache.

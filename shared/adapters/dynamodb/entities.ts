@@ -88,7 +88,7 @@ const taskItemFields = z.object({
   history: blob.optional(),
   sealHeaders,
 });
-export const taskItemSchema = taskItemFields.transform(unpackSealedHeaders);
+export const taskItemSchema = taskItemFields.overwrite(unpackSealedHeaders);
 export type TaskItem = z.infer<typeof taskItemSchema>;
 
 const ceiling = z.enum(['none', 'metadata', 'redacted', 'full']);
@@ -172,7 +172,7 @@ const viewItemFields = z.object({
   expiresAt: z.number(),
   sealHeaders,
 });
-export const viewItemSchema = viewItemFields.transform(unpackSealedHeaders);
+export const viewItemSchema = viewItemFields.overwrite(unpackSealedHeaders);
 export type ViewItem = z.infer<typeof viewItemSchema>;
 
 const eventItemFields = z.object({
@@ -191,7 +191,7 @@ const eventItemFields = z.object({
   expiresAt: z.number(),
   sealHeaders,
 });
-export const eventItemSchema = eventItemFields.transform(unpackSealedHeaders);
+export const eventItemSchema = eventItemFields.overwrite(unpackSealedHeaders);
 export type EventItem = z.infer<typeof eventItemSchema>;
 
 const pushConfigItemFields = z.object({
@@ -209,7 +209,7 @@ const pushConfigItemFields = z.object({
   afterRevision: z.number().optional(),
   sealHeaders,
 });
-export const pushConfigItemSchema = pushConfigItemFields.transform(unpackSealedHeaders);
+export const pushConfigItemSchema = pushConfigItemFields.overwrite(unpackSealedHeaders);
 export type PushConfigItem = z.infer<typeof pushConfigItemSchema>;
 
 /** The item without its undefined attributes (DynamoDB stores no undefined). */
