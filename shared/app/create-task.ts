@@ -167,17 +167,10 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
     item: { ...run, taskId: plan.task.taskId },
     expect: 'absent',
   };
-  if (pushWrites.length > 0) {
-    // An inline push config must not outlive a follow-up that lost its race: one transaction.
-    await deps.tasks.commit({ writes: [plan.taskWrite, runWrite, ...pushWrites] });
-  } else {
-    // The run first, the task row last, each one single-item put at half a transaction's units
-    // (decision 0027). The task row is the commit point: a run without it (a crash in between, or
-    // a follow-up that lost a race for the task) is never queued and the reaper settles it at its
-    // start deadline; a task row never exists without its run.
-    await deps.tasks.commit({ writes: [runWrite] });
-    await deps.tasks.commit({ writes: [plan.taskWrite] });
-  }
+  // One commit: the task row holds its current run (decision 0038), so without an inline push
+  // config this is one single-item write; with one, one transaction (a push config must not
+  // attach itself to a task whose follow-up lost its race). Nothing is queued before it.
+  await deps.tasks.commit({ writes: [plan.taskWrite, runWrite, ...pushWrites] });
   failpoint('create.afterCommit');
   try {
     await deps.queue.enqueue({ taskId: plan.task.taskId, runId });

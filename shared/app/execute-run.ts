@@ -122,10 +122,9 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
 };
 
 /**
- * The claim (I-ONCE) is one conditional put of the run, then the WORKING revision is a second
- * put of the task (decision 0027): two single-item writes bill half a transaction. Between them
- * the run is ours: a task write that loses to a cancel settles the run as the reread decides; a
- * crash there leaves a RUNNING run the reaper ends at its lease, as a crash after the claim did.
+ * The claim (I-ONCE) and the WORKING revision are one write (decision 0038: the task row holds
+ * its current run), conditioned on the run version and the task revision read. A lost condition
+ * means another delivery claimed the run, or a cancel ended it: the reread decides which.
  */
 const claim = async (
   deps: ExecuteRunDeps,
@@ -142,14 +141,6 @@ const claim = async (
     // A resumed run holds its opened state in memory; the sealed copy is not kept past the wait.
     sealedSuspension: undefined,
   };
-  try {
-    await deps.tasks.commit({
-      writes: [{ entity: 'run', item: claimedRun, expect: { version: run.version } }],
-    });
-  } catch (error) {
-    if (error instanceof VersionConflictError) return undefined;
-    throw error;
-  }
   const workingTask: StoredTask = {
     ...task,
     state: 'TASK_STATE_WORKING',
@@ -160,14 +151,22 @@ const claim = async (
   };
   try {
     await deps.tasks.commit({
-      writes: [{ entity: 'task', item: workingTask, expect: { revision: task.revision } }],
+      writes: [
+        { entity: 'run', item: claimedRun, expect: { version: run.version } },
+        { entity: 'task', item: workingTask, expect: { revision: task.revision } },
+      ],
     });
     return { run: claimedRun, task: workingTask };
   } catch (error) {
     if (!(error instanceof VersionConflictError)) throw error;
-    const fresh = await reread(deps, claimedRun, task);
-    if (fresh.kind === 'ended') return { ended: fresh.result };
-    // Nothing but a cancel moves a task with a queued run; the lease ends this one otherwise.
+    const { run: fresh, task: freshTask } = await deps.tasks.getRunWithTask(task.taskId, run.runId);
+    // Claimed by another delivery, or settled (a cancel): this delivery is a duplicate.
+    if (fresh === undefined || fresh.status !== 'QUEUED') return undefined;
+    if (freshTask === undefined || freshTask.currentRunId !== run.runId || isTerminal(freshTask.state)) {
+      await settleRunOnly(deps, fresh, 'CANCELED');
+      return { ended: 'canceled' };
+    }
+    // Still queued under a task that moved otherwise: let the queue deliver it again.
     throw error;
   }
 };

@@ -215,15 +215,15 @@ describe('audit trail, purge and admin command against the emulators', () => {
     const later = new Date(createdAt.getTime() + 2 * day * 1000);
     const report = await purgeExpired({ stores }, later);
     expect(report.tasks).toBe(1);
-    // state: task + run by expiry; the push config with its task.
-    expect(report.tables.state).toEqual({ expired: 2, deleted: 3, skipped: 0, withTask: 1 });
+    // state: the task row (holding its run, decision 0038) by expiry; the push config with its task.
+    expect(report.tables.state).toEqual({ expired: 1, deleted: 2, skipped: 0, withTask: 1 });
     // journal: one view and two events; audit: claim, attempt, settle — all with their task.
     expect(report.tables.journal).toEqual({ expired: 0, deleted: 3, skipped: 0, withTask: 3 });
     expect(report.tables.audit).toEqual({ expired: 0, deleted: 3, skipped: 0, withTask: 3 });
     for (const table of Object.values(tables)) {
       expect(await partition(table, expiring.taskId)).toEqual([]);
     }
-    expect((await partition(tables.state, kept.taskId)).length).toBe(2);
+    expect((await partition(tables.state, kept.taskId)).length).toBe(1);
     expect((await partition(tables.journal, kept.taskId)).length).toBe(3);
     expect((await partition(tables.audit, kept.taskId)).length).toBe(3);
   });

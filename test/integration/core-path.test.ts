@@ -143,7 +143,7 @@ describe('core path against the emulators', () => {
     expect((await tasks.getRun(taskId, run.runId))!.status).toBe('RUNNING');
   });
 
-  it('reads a run with its task in one strongly consistent query of one read unit, past the partition’s other items (0036)', async () => {
+  it('reads the current run with its task in one strongly consistent read of the task row, one read unit; earlier runs from their own rows (0036, 0038)', async () => {
     const { taskId } = await createTask(deps(), {
       caller: alice,
       profileId: 'default',
@@ -151,8 +151,8 @@ describe('core path against the emulators', () => {
     });
     const task = (await tasks.getTask(taskId))!;
     const run = (await tasks.getRun(taskId, task.currentRunId))!;
-    // Neighbours in the partition: an earlier run whose id sorts after this one (inside the
-    // queried range) and one that sorts before it, both settled; a push config before them.
+    // Neighbours in the partition: earlier runs in rows of their own (settled), whose ids sort
+    // after and before this one, and a push config.
     const other = (runId: string) => ({ ...run, runId, status: 'COMPLETED' as const, version: 3 });
     const after = other('ffffffff-ffff-4fff-bfff-ffffffffffff');
     const before = other('00000000-0000-4000-8000-000000000000');
@@ -187,8 +187,8 @@ describe('core path against the emulators', () => {
     } finally {
       env.clients.doc.middlewareStack.remove('countReads');
     }
-    // Two GetItems would bill 1 RRU each; the task and its runs together are far below 4 KB.
-    expect(reads).toEqual([{ command: 'QueryCommand', consistent: true, units: 1 }]);
+    // The task row holds its current run (decision 0038): one GetItem, 1 RRU under 4 KB.
+    expect(reads).toEqual([{ command: 'GetItemCommand', consistent: true, units: 1 }]);
 
     expect(await tasks.getRunWithTask(taskId, after.runId)).toEqual({ run: after, task });
     expect(await tasks.getRunWithTask(taskId, 'no-such-run')).toEqual({ run: undefined, task });
@@ -196,6 +196,82 @@ describe('core path against the emulators', () => {
       run: undefined,
       task: undefined,
     });
+  });
+
+  it('commits a task with its run in single-item writes of the task row: create, claim, complete; a follow-up moves the run it replaces to its own row (0038)', async () => {
+    const tck = (providerId: string) => new ScriptedProvider(providerId, 'tck');
+    const writes: { command?: string; table?: string; units?: number; indexUnits?: number }[] = [];
+    env.clients.doc.middlewareStack.add(
+      // biome-ignore lint/suspicious/noExplicitAny: the SDK's handler types differ per command.
+      (next: any, context: { commandName?: string }) => async (args: any) => {
+        if (!/Put|Update|Transact|Delete/.test(context.commandName ?? '')) return next(args);
+        args.input.ReturnConsumedCapacity = 'INDEXES';
+        const result = await next(args);
+        const [consumed] = [result.output.ConsumedCapacity].flat();
+        writes.push({
+          command: context.commandName,
+          table: args.input.TableName,
+          units: consumed?.Table?.CapacityUnits,
+          indexUnits: Object.values(consumed?.GlobalSecondaryIndexes ?? {}).reduce(
+            (total: number, index) => total + ((index as { CapacityUnits?: number }).CapacityUnits ?? 0),
+            0,
+          ),
+        });
+        return result;
+      },
+      { step: 'initialize', name: 'countWrites' },
+    );
+    const stateWrites = () => writes.filter((write) => write.table === env.resources.tables.State.name);
+    try {
+      const first = await createTask(deps(), {
+        caller: alice,
+        profileId: 'default',
+        message: userMessage('ask me', { messageId: 'tck-input-required-1' }),
+      });
+      const firstRunId = (await tasks.getTask(first.taskId))!.currentRunId;
+      expect(
+        await executeRun({ ...deps(), providerFor: tck }, { taskId: first.taskId, runId: firstRunId }),
+      ).toBe('input-required');
+      // Create, claim (WORKING), complete: one UpdateItem each, no transaction, and the lease index
+      // is written at the create and at the settle only (the claim keeps the lease, 0027).
+      expect(stateWrites().map((write) => write.command)).toEqual([
+        'UpdateItemCommand',
+        'UpdateItemCommand',
+        'UpdateItemCommand',
+      ]);
+      expect(stateWrites().map((write) => write.indexUnits)).toEqual([1, 0, 1]);
+
+      writes.length = 0;
+      const second = await createTask(deps(), {
+        caller: alice,
+        profileId: 'default',
+        message: userMessage('here it is', { messageId: 'tck-artifact-text-2', taskId: first.taskId }),
+      });
+      const task = (await tasks.getTask(first.taskId))!;
+      expect(second.taskId).toBe(first.taskId);
+      expect(task.currentRunId).not.toBe(firstRunId);
+      // The replaced run, settled, went to its own row before the task row took the new one.
+      expect(stateWrites().map((write) => write.command)).toEqual(['PutItemCommand', 'UpdateItemCommand']);
+      const { Item: archived } = await env.clients.doc.send(
+        new GetCommand({
+          TableName: env.resources.tables.State.name,
+          Key: keys.run(first.taskId, firstRunId),
+        }),
+      );
+      expect(archived).toMatchObject({ status: 'COMPLETED', version: 3, taskId: first.taskId });
+      expect(await tasks.getRun(first.taskId, firstRunId)).toMatchObject({ status: 'COMPLETED', version: 3 });
+      expect(await tasks.getRun(first.taskId, task.currentRunId)).toMatchObject({
+        status: 'QUEUED',
+        version: 1,
+      });
+      expect(
+        await executeRun({ ...deps(), providerFor: tck }, { taskId: first.taskId, runId: task.currentRunId }),
+      ).toBe('completed');
+      expect((await tasks.getRun(first.taskId, firstRunId))!.status).toBe('COMPLETED');
+      expect((await tasks.getTask(first.taskId))!.state).toBe('TASK_STATE_COMPLETED');
+    } finally {
+      env.clients.doc.middlewareStack.remove('countWrites');
+    }
   });
 
   it('refuses to open a sealed blob moved to another task or another field', async () => {

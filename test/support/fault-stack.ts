@@ -64,6 +64,7 @@ export const readTaskRows = async (
   );
   const tasks = new Map<string, TaskRow>();
   const runs = new Map<string, RunRow>();
+  const current = new Set<string>();
   try {
     let start: Record<string, unknown> | undefined;
     do {
@@ -79,7 +80,15 @@ export const readTaskRows = async (
             ...(item.metadata?.reason ? { reason: String(item.metadata.reason) } : {}),
             hasResult: item.statusMessage !== undefined && item.artifacts !== undefined,
           });
-        } else if (String(item.sk).startsWith('RUN#')) {
+          // The current run lives in its task row (decision 0038); it wins over an archived copy.
+          if (item.run) {
+            current.add(String(item.run.runId));
+            runs.set(String(item.run.runId), {
+              status: String(item.run.status),
+              taskId: String(item.taskId),
+            });
+          }
+        } else if (String(item.sk).startsWith('RUN#') && !current.has(String(item.runId))) {
           runs.set(String(item.runId), { status: String(item.status), taskId: String(item.taskId) });
         }
       }

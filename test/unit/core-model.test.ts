@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { toTransactWriteInput } from '../../shared/adapters/dynamodb/write-plan.ts';
+import {
+  groupPlan,
+  toTaskRowUpdate,
+  toTransactWriteInput,
+} from '../../shared/adapters/dynamodb/write-plan.ts';
 import { taskStates } from '../../shared/domain/a2a.ts';
 import { projectRevision, type StoredTask } from '../../shared/domain/projection.ts';
 import {
@@ -41,47 +45,110 @@ const run: RunRecord = {
   expiresAt: 2_000_000_000,
 };
 
-describe('write plans → TransactWriteItems', () => {
-  it('conditions every put on the version or revision it read (I-LOCK)', () => {
-    const input = toTransactWriteInput(
+describe('write plans → DynamoDB writes (decision 0038)', () => {
+  const completing = {
+    writes: [
       {
-        writes: [
-          { entity: 'run', item: { ...run, status: 'COMPLETED', version: 3 }, expect: { version: 2 } },
-          {
-            entity: 'task',
-            item: task(3, { sealedArtifacts: new Uint8Array([1, 2]) }),
-            expect: { revision: 2 },
-          },
-        ],
+        entity: 'run' as const,
+        item: { ...run, status: 'COMPLETED' as const, version: 3 },
+        expect: { version: 2 },
       },
-      'state',
-      'token-1',
+      {
+        entity: 'task' as const,
+        item: task(3, { sealedArtifacts: new Uint8Array([1, 2]) }),
+        expect: { revision: 2 },
+      },
+    ],
+  };
+
+  it('writes a task and its current run as one update of the task row, conditioned on both (I-LOCK)', () => {
+    const grouped = groupPlan(completing);
+    expect(grouped.puts).toEqual([]);
+    expect(grouped.rows).toHaveLength(1);
+    const { input, sets, removes } = toTaskRowUpdate(grouped.rows[0]!, 'state');
+    expect(input).toMatchObject({ TableName: 'state', Key: { pk: 'TASK#t1', sk: 'TASK' } });
+    expect(input.ConditionExpression).toBe(
+      '#revision = :expectedRevision AND #run.#runId = :runId AND #run.#version = :expectedVersion',
     );
-    expect(input.ClientRequestToken).toBe('token-1');
-    const [runPut, taskPut] = input.TransactItems!.map((item) => item.Put!);
-    expect(runPut).toMatchObject({
-      TableName: 'state',
-      ConditionExpression: '#version = :expectedVersion',
-      ExpressionAttributeValues: { ':expectedVersion': 2 },
-      Item: { pk: 'TASK#t1', sk: 'RUN#r1', status: 'COMPLETED', version: 3 },
+    expect(input.ExpressionAttributeValues).toMatchObject({
+      ':expectedRevision': 2,
+      ':runId': 'r1',
+      ':expectedVersion': 2,
     });
-    expect(taskPut).toMatchObject({
-      ConditionExpression: '#revision = :expectedRevision',
-      ExpressionAttributeValues: { ':expectedRevision': 2 },
-      Item: { pk: 'TASK#t1', sk: 'TASK', revision: 3, artifacts: new Uint8Array([1, 2]) },
+    expect(sets).toMatchObject({
+      revision: 3,
+      artifacts: new Uint8Array([1, 2]),
+      run: { runId: 'r1', status: 'COMPLETED', version: 3 },
+    });
+    // The settled run has no lease: the lease index entry goes with it.
+    expect(removes).toEqual(expect.arrayContaining(['leaseUntil', 'leaseShard', 'statusMessage']));
+    expect(input.UpdateExpression).toMatch(/^SET .* REMOVE /);
+  });
+
+  it("a task write alone keeps the row's run and lease; a run write alone keeps the task", () => {
+    const taskOnly = toTaskRowUpdate(
+      groupPlan({ writes: [{ entity: 'task', item: task(4), expect: { revision: 3 } }] }).rows[0]!,
+      's',
+    );
+    expect(Object.keys(taskOnly.sets)).not.toContain('run');
+    expect([...taskOnly.removes, ...Object.keys(taskOnly.sets)]).not.toContain('leaseUntil');
+    const runOnly = toTaskRowUpdate(
+      groupPlan({
+        writes: [
+          { entity: 'run', item: { ...run, leaseUntil: 5 }, expect: { version: 2, leaseExpiredBefore: 9 } },
+        ],
+      }).rows[0]!,
+      's',
+    );
+    expect(Object.keys(runOnly.sets).sort()).toEqual(['leaseShard', 'leaseUntil', 'run']);
+    expect(runOnly.removes).toEqual([]);
+    expect(runOnly.input.ConditionExpression).toBe(
+      '#run.#runId = :runId AND #run.#version = :expectedVersion AND #leaseUntil < :leaseExpiredBefore',
+    );
+  });
+
+  it('creates with attribute_not_exists and leaves absent fields out of the row', () => {
+    const { input, sets } = toTaskRowUpdate(
+      groupPlan({
+        writes: [
+          { entity: 'run', item: { ...run, status: 'QUEUED', version: 0 }, expect: 'absent' },
+          { entity: 'task', item: task(1), expect: 'absent' },
+        ],
+      }).rows[0]!,
+      's',
+    );
+    expect(input.ConditionExpression).toBe('attribute_not_exists(pk)');
+    expect(Object.keys(sets)).not.toContain('artifacts');
+    expect(Object.values(sets)).not.toContain(undefined);
+    expect(Object.values(input.ExpressionAttributeValues ?? {})).not.toContain(undefined);
+  });
+
+  it('keeps a run the task write does not point to, approvals and push configs as items of their own', () => {
+    const grouped = groupPlan({
+      writes: [
+        { entity: 'run', item: { ...run, runId: 'r0' }, expect: { version: 2 } },
+        ...completing.writes,
+      ],
+    });
+    expect(grouped.rows).toHaveLength(1);
+    expect(grouped.puts.map((write) => write.entity === 'run' && write.item.runId)).toEqual(['r0']);
+    const input = toTransactWriteInput(grouped, 'state', 'token-1');
+    expect(input.ClientRequestToken).toBe('token-1');
+    expect(input.TransactItems!.map((item) => Object.keys(item)[0])).toEqual(['Update', 'Put']);
+    expect(input.TransactItems![1]!.Put).toMatchObject({
+      ConditionExpression: '#version = :expectedVersion',
+      Item: { pk: 'TASK#t1', sk: 'RUN#r0' },
     });
   });
 
-  it('creates with attribute_not_exists and leaves absent fields out of the item', () => {
-    const input = toTransactWriteInput(
-      { writes: [{ entity: 'task', item: task(1), expect: 'absent' }] },
-      's',
-      't',
+  it('conditions a follow-up on the run it replaces', () => {
+    const row = { ...groupPlan(completing).rows[0]!, replaces: { runId: 'r0', version: 4 } };
+    expect(toTaskRowUpdate(row, 's').input.ConditionExpression).toContain(
+      '#run.#runId = :replacedRunId AND #run.#version = :replacedVersion',
     );
-    const put = input.TransactItems![0]!.Put!;
-    expect(put.ConditionExpression).toBe('attribute_not_exists(pk)');
-    expect(Object.keys(put.Item!)).not.toContain('artifacts');
-    expect(Object.values(put.Item!)).not.toContain(undefined);
+    expect(toTaskRowUpdate({ ...row, replaces: 'none' }, 's').input.ConditionExpression).toContain(
+      'attribute_not_exists(#run)',
+    );
   });
 });
 

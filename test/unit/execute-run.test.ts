@@ -55,12 +55,12 @@ describe('executeRun', () => {
   it('lets a concurrent cancel win: a canceled task never becomes COMPLETED', async () => {
     const core = createCore();
     const { taskId } = await core.send('race me');
-    // Claim happens first (run, then task: two writes); the cancel lands before the completing transaction.
+    // The claim (run and task: one write) happens first; the cancel lands before the completing write.
     let commits = 0;
     const original = core.tasks.commit.bind(core.tasks);
     core.tasks.commit = async (plan) => {
       commits++;
-      if (commits === 3) {
+      if (commits === 2) {
         const current = core.tasks.tasks.get(taskId)!;
         core.tasks.tasks.set(taskId, {
           ...current,
@@ -77,15 +77,15 @@ describe('executeRun', () => {
     expect(core.tasks.runs.get(task.currentRunId)!.status).toBe('CANCELED');
   });
 
-  it('claims with two single-item writes; a cancel between them ends the run CANCELED without a model call (I-ONCE)', async () => {
+  it('claims run and task in one write; a cancel that lands before it ends the run CANCELED without a model call (I-ONCE)', async () => {
     const core = createCore();
     const { taskId } = await core.send('cancel between');
     const plans: string[] = [];
     const original = core.tasks.commit.bind(core.tasks);
     core.tasks.commit = async (plan) => {
       plans.push(plan.writes.map((write) => write.entity).join('+'));
-      if (plans.length === 2) {
-        // A cancel commits after the run was claimed, before the WORKING revision (decision 0027).
+      if (plans.length === 1) {
+        // A cancel commits after the executor read the run, before its claim (decision 0038).
         const current = core.tasks.tasks.get(taskId)!;
         core.tasks.tasks.set(taskId, {
           ...current,
@@ -98,7 +98,7 @@ describe('executeRun', () => {
       return original(plan);
     };
     expect(await core.runNext()).toBe('canceled');
-    expect(plans.slice(0, 2)).toEqual(['run', 'task']);
+    expect(plans[0]).toBe('run+task');
     const task = core.tasks.tasks.get(taskId)!;
     expect(task.state).toBe('TASK_STATE_CANCELED');
     expect(core.tasks.runs.get(task.currentRunId)!.status).toBe('CANCELED');
@@ -112,8 +112,8 @@ describe('executeRun', () => {
     const original = core.tasks.commit.bind(core.tasks);
     core.tasks.commit = async (plan) => {
       commits++;
-      // After the claim's two writes, before the completing transaction.
-      if (commits === 3) {
+      // After the claim's write, before the completing write.
+      if (commits === 2) {
         const runId = core.tasks.tasks.get(taskId)!.currentRunId;
         const run = core.tasks.runs.get(runId)!;
         core.tasks.runs.set(runId, { ...run, answerCeiling: 'metadata', version: run.version + 1 });

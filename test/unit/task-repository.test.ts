@@ -1,10 +1,10 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
-import { toRunItem, toTaskItem } from '../../shared/adapters/dynamodb/entities.ts';
-import { toPutInput } from '../../shared/adapters/dynamodb/write-plan.ts';
+import { keys, leaseAttributes, toEmbeddedRun, toTaskItem } from '../../shared/adapters/dynamodb/entities.ts';
+import { groupPlan, toTaskRowUpdate } from '../../shared/adapters/dynamodb/write-plan.ts';
 import { VersionConflictError } from '../../shared/domain/errors.ts';
 import type { PlannedWrite } from '../../shared/domain/ports.ts';
 import type { StoredTask } from '../../shared/domain/projection.ts';
@@ -26,44 +26,64 @@ const run: RunRecord = {
 };
 const claimWrite: PlannedWrite = { entity: 'run', item: run, expect: { version: 1 } };
 
+/** A task row (task attributes left out: the run write sets none) holding `stored` as its run. */
+const rowHolding = (stored: RunRecord) =>
+  marshall(
+    { ...keys.task('t1'), run: toEmbeddedRun(stored), ...leaseAttributes(stored) },
+    { removeUndefinedValues: true },
+  );
+
 /**
- * A client whose conditional put fails the way DynamoDB answers an SDK retry of a put whose first
- * answer was lost: condition failed, `ALL_OLD` = what is stored, `$metadata.attempts` > 1. The
- * emulator cannot lose an answer, hence the fake.
+ * A client whose conditional update fails the way DynamoDB answers an SDK retry of a write whose
+ * first answer was lost: condition failed, `ALL_OLD` = what is stored, `$metadata.attempts` > 1.
+ * The emulator cannot lose an answer, hence the fake. Puts succeed; every command is recorded.
  */
-const failingClient = (stored: RunRecord | StoredTask, attempts: number) =>
-  ({
-    send: async () => {
+const failingClient = (stored: RunRecord | StoredTask, attempts: number) => {
+  const sent: unknown[] = [];
+  const client = {
+    send: async (command: unknown) => {
+      sent.push(command);
+      if (command instanceof PutCommand) return {};
       throw new ConditionalCheckFailedException({
         message: 'The conditional request failed',
         $metadata: { attempts },
-        Item: marshall('runId' in stored ? toRunItem(stored) : toTaskItem(stored), {
-          removeUndefinedValues: true,
-        }),
+        Item:
+          'runId' in stored
+            ? rowHolding(stored)
+            : marshall(toTaskItem(stored), { removeUndefinedValues: true }),
       });
     },
-  }) as unknown as DynamoDBDocumentClient;
+  } as unknown as DynamoDBDocumentClient;
+  return { client, sent };
+};
 
 /** A blob in the sealer's version 1 layout: a header (key id "k", 3-byte encrypted key), then 28 + n bytes. */
 const sealedLike = (encryptedKey: number, body: number): Uint8Array =>
   Uint8Array.from([1, 0, 0, 1, 107, 0, 3, encryptedKey, 2, 3, ...new Array(28 + body).fill(body)]);
 
-describe('DynamoDbTaskRepository: a plan of one write is one conditional put (decision 0027)', () => {
-  it('builds the same condition a transaction item carries (I-LOCK)', () => {
-    expect(toPutInput(claimWrite, 'state')).toMatchObject({
+describe('DynamoDbTaskRepository: a write to the task row is one conditional update (decisions 0027, 0038)', () => {
+  it('sends a run write as an update of its task row, conditioned on the run and its version (I-LOCK)', async () => {
+    const { client, sent } = failingClient(run, 2);
+    await new DynamoDbTaskRepository(client, 'state').commit({ writes: [claimWrite] });
+    const [update] = sent;
+    expect(update).toBeInstanceOf(UpdateCommand);
+    expect((update as UpdateCommand).input).toMatchObject({
       TableName: 'state',
-      ConditionExpression: '#version = :expectedVersion',
-      ExpressionAttributeValues: { ':expectedVersion': 1 },
-      Item: { pk: 'TASK#t1', sk: 'RUN#r1', status: 'RUNNING', version: 2, leaseShard: expect.any(String) },
+      Key: { pk: 'TASK#t1', sk: 'TASK' },
+      ConditionExpression: '#run.#runId = :runId AND #run.#version = :expectedVersion',
+      ExpressionAttributeValues: { ':expectedVersion': 1, ':leaseShard': expect.any(String) },
     });
   });
 
-  it('takes a retried put that finds its own item stored as written', async () => {
-    const repository = new DynamoDbTaskRepository(failingClient(run, 2), 'state');
-    await expect(repository.commit({ writes: [claimWrite] })).resolves.toBeUndefined();
+  it('takes a retried update that finds the row as it writes it', async () => {
+    const { client, sent } = failingClient(run, 2);
+    await expect(
+      new DynamoDbTaskRepository(client, 'state').commit({ writes: [claimWrite] }),
+    ).resolves.toBeUndefined();
+    expect(sent).toHaveLength(1);
   });
 
-  it('takes a retried put of a task item whose blobs share a header: packed the same way each time (0039)', async () => {
+  it('takes a retried write of a task whose blobs share a header: packed the same way each time (0039)', async () => {
     const task: StoredTask = {
       taskId: 't1',
       contextId: 'c1',
@@ -80,27 +100,39 @@ describe('DynamoDbTaskRepository: a plan of one write is one conditional put (de
       sealedHistory: sealedLike(9, 3),
     };
     const write: PlannedWrite = { entity: 'task', item: task, expect: { revision: 2 } };
-    expect(toPutInput(write, 'state').Item).toHaveProperty('sealHeaders');
+    expect(toTaskRowUpdate(groupPlan({ writes: [write] }).rows[0]!, 'state').sets).toHaveProperty(
+      'sealHeaders',
+    );
     await expect(
-      new DynamoDbTaskRepository(failingClient(task, 2), 'state').commit({ writes: [write] }),
+      new DynamoDbTaskRepository(failingClient(task, 2).client, 'state').commit({ writes: [write] }),
     ).resolves.toBeUndefined();
     // The same task with another data key's blob stored: not the put's own item.
     const other = { ...task, sealedHistory: sealedLike(8, 3) };
     await expect(
-      new DynamoDbTaskRepository(failingClient(other, 2), 'state').commit({ writes: [write] }),
+      new DynamoDbTaskRepository(failingClient(other, 2).client, 'state').commit({ writes: [write] }),
     ).rejects.toBeInstanceOf(VersionConflictError);
   });
 
-  it('reports a conflict when another writer stored the item, even if it looks alike (I-ONCE)', async () => {
+  it('reports a conflict when another writer changed the row, even if it looks alike (I-ONCE)', async () => {
     // First attempt: whatever is stored, someone else wrote it.
     await expect(
-      new DynamoDbTaskRepository(failingClient(run, 1), 'state').commit({ writes: [claimWrite] }),
+      new DynamoDbTaskRepository(failingClient(run, 1).client, 'state').commit({ writes: [claimWrite] }),
     ).rejects.toBeInstanceOf(VersionConflictError);
-    // A retried put that finds a different item (another claim's lease) lost too.
+    // A retried update that finds a different run state (another claim's lease) lost too.
     await expect(
-      new DynamoDbTaskRepository(failingClient({ ...run, leaseUntil: 2_000 }, 3), 'state').commit({
+      new DynamoDbTaskRepository(failingClient({ ...run, leaseUntil: 2_000 }, 3).client, 'state').commit({
         writes: [claimWrite],
       }),
     ).rejects.toBeInstanceOf(VersionConflictError);
+  });
+
+  it("writes a run its task row no longer holds to the run's own row, with its version condition", async () => {
+    const { client, sent } = failingClient({ ...run, runId: 'r2' }, 1);
+    await new DynamoDbTaskRepository(client, 'state').commit({ writes: [claimWrite] });
+    expect(sent).toHaveLength(2);
+    expect((sent[1] as PutCommand).input).toMatchObject({
+      ConditionExpression: '#version = :expectedVersion',
+      Item: { pk: 'TASK#t1', sk: 'RUN#r1', version: 2 },
+    });
   });
 });

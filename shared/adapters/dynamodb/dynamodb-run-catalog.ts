@@ -1,10 +1,14 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { RunCatalog } from '../../domain/operations.ts';
 import type { RunRecord } from '../../domain/task.ts';
-import { fromRunItem, keys, runItemSchema } from './entities.ts';
+import { fromRunItem, keys, runItemSchema, runOfTaskItem, taskItemSchema } from './entities.ts';
 import { queryAll } from './query-all.ts';
 
-/** The run rows of a task, by one query on its partition (admin inspection; no content on run rows). */
+/**
+ * The runs of a task, by one query on its partition (admin inspection; no content on runs): the
+ * earlier runs' `RUN#` rows and the current run inside the task row (decision 0038), which sort
+ * together from `RUN#` to `TASK`.
+ */
 export class DynamoDbRunCatalog implements RunCatalog {
   constructor(
     private readonly client: DynamoDBDocumentClient,
@@ -12,14 +16,24 @@ export class DynamoDbRunCatalog implements RunCatalog {
   ) {}
 
   async listRuns(taskId: string): Promise<RunRecord[]> {
+    const task = keys.task(taskId);
     const items = await queryAll(this.client, {
       TableName: this.tableName,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': keys.task(taskId).pk, ':prefix': 'RUN#' },
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :runs AND :task',
+      ExpressionAttributeValues: { ':pk': task.pk, ':runs': 'RUN#', ':task': task.sk },
       ConsistentRead: true,
     });
-    return items
-      .map((item) => fromRunItem(runItemSchema.parse(item)))
-      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    const runs = new Map<string, RunRecord>();
+    for (const item of items) {
+      if (String(item.sk).startsWith('RUN#')) {
+        const run = fromRunItem(runItemSchema.parse(item));
+        runs.set(run.runId, run);
+      }
+    }
+    // The task row's copy is the current one: an archived copy of the same run may be older.
+    const row = items.find((item) => item.sk === task.sk);
+    const current = row && runOfTaskItem(taskItemSchema.parse(row));
+    if (current) runs.set(current.runId, current);
+    return [...runs.values()].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 }

@@ -6,10 +6,11 @@ import { keys, leaseShards } from './entities.ts';
 export const leaseIndexName = 'byLease';
 
 /**
- * Run leases in the state table (decision 0011). `renew` updates only the lease attributes,
- * conditioned on the run still being RUNNING — never the version, so the executor's completing
- * transaction keeps its expected version (I-LOCK). `listExpired` reads the sparse byLease index
- * (KEYS_ONLY; only RUNNING runs are in it), one query per shard.
+ * Run leases in the state table (decisions 0011, 0038). A running run is its task's current run,
+ * so its lease is the task row's `leaseUntil`/`leaseShard`. `renew` updates only those, conditioned
+ * on the row's run still being this one, RUNNING and not asked to cancel — never the version, so
+ * the executor's completing write keeps its expected version (I-LOCK). `listExpired` reads the
+ * sparse byLease index (KEYS_ONLY; only rows whose run holds a lease are in it), one query per shard.
  */
 export class DynamoDbRunLeases implements RunLeases {
   constructor(
@@ -22,19 +23,23 @@ export class DynamoDbRunLeases implements RunLeases {
       await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: keys.run(run.taskId, run.runId),
+          Key: keys.task(run.taskId),
           UpdateExpression: 'SET #leaseUntil = :leaseUntil, #leaseShard = :leaseShard',
           // A cancel request also stops the renewal: that is how a run in a long call learns of it.
-          ConditionExpression: '#status = :running AND #cancelRequested = :false',
+          ConditionExpression:
+            '#run.#runId = :runId AND #run.#status = :running AND #run.#cancelRequested = :false',
           ExpressionAttributeNames: {
             '#leaseUntil': 'leaseUntil',
             '#leaseShard': 'leaseShard',
+            '#run': 'run',
+            '#runId': 'runId',
             '#status': 'status',
             '#cancelRequested': 'cancelRequested',
           },
           ExpressionAttributeValues: {
             ':leaseUntil': leaseUntil,
             ':leaseShard': keys.leaseShard(run.runId),
+            ':runId': run.runId,
             ':running': 'RUNNING',
             ':false': false,
           },
@@ -44,8 +49,12 @@ export class DynamoDbRunLeases implements RunLeases {
       return 'renewed';
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
-        const old = error.Item;
-        return old?.status?.S === 'RUNNING' && old.cancelRequested?.BOOL === true ? 'canceled' : 'lost';
+        const old = error.Item?.run?.M;
+        return old?.runId?.S === run.runId &&
+          old.status?.S === 'RUNNING' &&
+          old.cancelRequested?.BOOL === true
+          ? 'canceled'
+          : 'lost';
       }
       throw error;
     }
@@ -56,23 +65,35 @@ export class DynamoDbRunLeases implements RunLeases {
     const { Item } = await this.client.send(
       new GetCommand({
         TableName: this.tableName,
-        Key: keys.run(run.taskId, run.runId),
-        ProjectionExpression: '#status, #cancelRequested',
-        ExpressionAttributeNames: { '#status': 'status', '#cancelRequested': 'cancelRequested' },
+        Key: keys.task(run.taskId),
+        ProjectionExpression: '#run.#runId, #run.#status, #run.#cancelRequested',
+        ExpressionAttributeNames: {
+          '#run': 'run',
+          '#runId': 'runId',
+          '#status': 'status',
+          '#cancelRequested': 'cancelRequested',
+        },
       }),
     );
-    if (Item?.status !== 'RUNNING') return 'lost';
-    return Item.cancelRequested === true ? 'canceled' : 'running';
+    const current = Item?.run;
+    if (current?.runId !== run.runId || current.status !== 'RUNNING') return 'lost';
+    return current.cancelRequested === true ? 'canceled' : 'running';
   }
 
   async listExpired(now: number, limit: number): Promise<RunRef[]> {
     const perShard = await Promise.all(
       Array.from({ length: leaseShards }, (_, shard) => this.queryShard(`LEASE#${shard}`, now, limit)),
     );
-    return perShard.flat().slice(0, limit);
+    const refs = await Promise.all(
+      perShard
+        .flat()
+        .slice(0, limit)
+        .map((key) => this.runRefOf(key)),
+    );
+    return refs.flatMap((ref) => (ref ? [ref] : []));
   }
 
-  private async queryShard(shard: string, now: number, limit: number): Promise<RunRef[]> {
+  private async queryShard(shard: string, now: number, limit: number): Promise<{ pk: string; sk: string }[]> {
     const { Items = [] } = await this.client.send(
       new QueryCommand({
         TableName: this.tableName,
@@ -83,11 +104,27 @@ export class DynamoDbRunLeases implements RunLeases {
         Limit: limit,
       }),
     );
-    return Items.flatMap((item) => {
-      const pk = String(item.pk ?? '');
-      const sk = String(item.sk ?? '');
-      if (!pk.startsWith('TASK#') || !sk.startsWith('RUN#')) return [];
-      return [{ taskId: pk.slice('TASK#'.length), runId: sk.slice('RUN#'.length) }];
-    });
+    return Items.map((item) => ({ pk: String(item.pk ?? ''), sk: String(item.sk ?? '') }));
+  }
+
+  /**
+   * The run a lease index entry stands for: a task row's current run (its id read from the row:
+   * the index holds keys only; expired leases are rare, so the extra read is too), or a run row.
+   */
+  private async runRefOf(key: { pk: string; sk: string }): Promise<RunRef | undefined> {
+    if (!key.pk.startsWith('TASK#')) return undefined;
+    const taskId = key.pk.slice('TASK#'.length);
+    if (key.sk.startsWith('RUN#')) return { taskId, runId: key.sk.slice('RUN#'.length) };
+    if (key.sk !== 'TASK') return undefined;
+    const { Item } = await this.client.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: keys.task(taskId),
+        ProjectionExpression: '#run.#runId',
+        ExpressionAttributeNames: { '#run': 'run', '#runId': 'runId' },
+      }),
+    );
+    const runId = Item?.run?.runId;
+    return typeof runId === 'string' ? { taskId, runId } : undefined;
   }
 }

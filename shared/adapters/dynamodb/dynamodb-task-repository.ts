@@ -5,20 +5,37 @@ import {
   GetCommand,
   PutCommand,
   TransactWriteCommand,
+  UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { VersionConflictError } from '../../domain/errors.ts';
-import type { PlannedWrite, TaskRepository, WritePlan } from '../../domain/ports.ts';
+import type { TaskRepository, WritePlan } from '../../domain/ports.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import type { RunRecord } from '../../domain/task.ts';
-import { fromRunItem, fromTaskItem, keys, runItemSchema, taskItemSchema } from './entities.ts';
-import { queryAll } from './query-all.ts';
-import { toPutInput, toTransactWriteInput } from './write-plan.ts';
+import {
+  fromRunItem,
+  fromTaskItem,
+  keys,
+  runItemSchema,
+  runOfTaskItem,
+  type TaskItem,
+  taskItemSchema,
+  toRunItem,
+} from './entities.ts';
+import {
+  groupPlan,
+  type ItemWrite,
+  type TaskRowWrite,
+  toPutInput,
+  toTaskRowUpdate,
+  toTransactWriteInput,
+} from './write-plan.ts';
 
 /**
- * Tasks and runs in the state table. A plan of several writes is one transaction of conditional
- * puts; a plan of one write is one conditional put (decision 0027: the same atomicity at half the
- * units).
+ * Tasks and runs in the state table. A task's current run lives in the task's row (decision
+ * 0038), so the writes that move both are one conditional UpdateItem; an earlier run has its own
+ * `RUN#` row. A plan that still touches several items is one transaction (decision 0027: a
+ * single item is atomic at half a transaction's units).
  */
 export class DynamoDbTaskRepository implements TaskRepository {
   constructor(
@@ -27,11 +44,18 @@ export class DynamoDbTaskRepository implements TaskRepository {
   ) {}
 
   async commit(plan: WritePlan): Promise<void> {
-    const [only, ...more] = plan.writes;
-    if (only !== undefined && more.length === 0) return this.put(only);
+    const grouped = groupPlan(plan);
+    const rows = await Promise.all(grouped.rows.map((row) => this.archivingReplacedRun(row)));
+    const [onlyRow] = rows;
+    const [onlyPut] = grouped.puts;
+    if (rows.length + grouped.puts.length === 1) {
+      return onlyRow ? this.updateRow(onlyRow) : this.put(onlyPut as ItemWrite);
+    }
     try {
       await this.client.send(
-        new TransactWriteCommand(toTransactWriteInput(plan, this.tableName, randomUUID())),
+        new TransactWriteCommand(
+          toTransactWriteInput({ rows, puts: grouped.puts }, this.tableName, randomUUID()),
+        ),
       );
     } catch (error) {
       if (error instanceof TransactionCanceledException && isConditionFailure(error)) {
@@ -41,57 +65,83 @@ export class DynamoDbTaskRepository implements TaskRepository {
     }
   }
 
-  private async put(write: PlannedWrite): Promise<void> {
+  /**
+   * A follow-up gives its task a new current run: the run it replaces is copied to its own row
+   * first (a plain put: the copy of a run the row still holds is harmless, reads prefer the row),
+   * and the row's write is conditioned on still holding that run unchanged.
+   */
+  private async archivingReplacedRun(row: TaskRowWrite): Promise<TaskRowWrite> {
+    if (row.task === undefined || row.task.expect === 'absent' || row.run?.expect !== 'absent') return row;
+    const replaced = (await this.readTaskRow(row.taskId)).run;
+    if (replaced === undefined) return { ...row, replaces: 'none' };
+    await this.client.send(new PutCommand({ TableName: this.tableName, Item: toRunItem(replaced) }));
+    return { ...row, replaces: { runId: replaced.runId, version: replaced.version } };
+  }
+
+  private async updateRow(row: TaskRowWrite): Promise<void> {
+    const update = toTaskRowUpdate(row, this.tableName);
+    try {
+      await this.client.send(new UpdateCommand(update.input));
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const stored = error.Item && unmarshall(error.Item);
+      // The SDK retried an update whose first answer was lost: if the row already holds what this
+      // update writes, the write happened (what a transaction's ClientRequestToken gives).
+      if (retried(error) && stored !== undefined && holds(stored, update.sets, update.removes)) return;
+      // A run write whose task row holds another run: the run has its own row (an earlier run).
+      if (row.task === undefined && row.run !== undefined && stored?.run?.runId !== row.run.item.runId) {
+        return this.put(row.run);
+      }
+      throw new VersionConflictError('A concurrent write changed the task or run', {}, { cause: error });
+    }
+  }
+
+  private async put(write: ItemWrite): Promise<void> {
     const input = toPutInput(write, this.tableName);
     try {
       await this.client.send(new PutCommand(input));
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      // The SDK retried a put whose first answer was lost: if the stored item is the one this put
-      // wrote, the write happened (what a transaction's ClientRequestToken gives the other path).
-      if (retried(error) && sameItem(error.Item, input.Item)) return;
+      // As in `updateRow`: a retried put that meets its own write has happened.
+      const stored = error.Item && unmarshall(error.Item);
+      if (retried(error) && stored !== undefined && sameItem(stored, input.Item)) return;
       throw new VersionConflictError('A concurrent write changed the task or run', {}, { cause: error });
     }
   }
 
   async getTask(taskId: string): Promise<StoredTask | undefined> {
-    const { Item } = await this.client.send(
-      new GetCommand({ TableName: this.tableName, Key: keys.task(taskId), ConsistentRead: true }),
-    );
-    return Item ? fromTaskItem(taskItemSchema.parse(Item)) : undefined;
+    return (await this.readTaskRow(taskId)).task;
   }
 
   async getRun(taskId: string, runId: string): Promise<RunRecord | undefined> {
-    const { Item } = await this.client.send(
-      new GetCommand({ TableName: this.tableName, Key: keys.run(taskId, runId), ConsistentRead: true }),
-    );
-    return Item ? fromRunItem(runItemSchema.parse(Item)) : undefined;
+    return (await this.getRunWithTask(taskId, runId)).run;
   }
 
   /**
-   * One strongly consistent query over the task's partition from `RUN#<runId>` to `TASK`
-   * (decision 0036): a query bills the items it reads together, 1 RRU per started 4 KB, where
-   * two GetItems bill 1 RRU each. The range holds the run, the task row and any other run of the
-   * task whose id sorts between them; approvals and push configs sort before it.
+   * The run and its task in one strongly consistent read of the task row when the run is the
+   * task's current one (decision 0038); an earlier run is read from its own row.
    */
   async getRunWithTask(
     taskId: string,
     runId: string,
   ): Promise<{ run: RunRecord | undefined; task: StoredTask | undefined }> {
-    const run = keys.run(taskId, runId);
-    const task = keys.task(taskId);
-    const items = await queryAll(this.client, {
-      TableName: this.tableName,
-      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :run AND :task',
-      ExpressionAttributeValues: { ':pk': task.pk, ':run': run.sk, ':task': task.sk },
-      ConsistentRead: true,
-    });
-    const runItem = items.find((item) => item.sk === run.sk);
-    const taskItem = items.find((item) => item.sk === task.sk);
-    return {
-      run: runItem && fromRunItem(runItemSchema.parse(runItem)),
-      task: taskItem && fromTaskItem(taskItemSchema.parse(taskItem)),
-    };
+    const row = await this.readTaskRow(taskId);
+    if (row.run?.runId === runId) return row;
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: keys.run(taskId, runId), ConsistentRead: true }),
+    );
+    return { run: Item ? fromRunItem(runItemSchema.parse(Item)) : undefined, task: row.task };
+  }
+
+  private async readTaskRow(
+    taskId: string,
+  ): Promise<{ task: StoredTask | undefined; run: RunRecord | undefined }> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: keys.task(taskId), ConsistentRead: true }),
+    );
+    if (Item === undefined) return { task: undefined, run: undefined };
+    const item: TaskItem = taskItemSchema.parse(Item);
+    return { task: fromTaskItem(item), run: runOfTaskItem(item) };
   }
 }
 
@@ -100,18 +150,24 @@ const isConditionFailure = (error: TransactionCanceledException): boolean =>
 
 const retried = (error: ConditionalCheckFailedException): boolean => (error.$metadata?.attempts ?? 1) > 1;
 
-/** An item as canonical JSON: attributes sorted, binary as base64, so two copies of one item compare equal. */
-const canonical = (item: unknown): string =>
-  JSON.stringify(item, function (this: Record<string, unknown>, key: string, value: unknown) {
+/** A value as canonical JSON: attributes sorted, binary as base64, so two copies of one value compare equal. */
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, function (this: Record<string, unknown>, key: string, item: unknown) {
     const raw = this[key];
     if (raw instanceof Uint8Array) return Buffer.from(raw).toString('base64');
-    return value && typeof value === 'object' && !Array.isArray(value)
-      ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : 1)))
-      : value;
+    return item && typeof item === 'object' && !Array.isArray(item)
+      ? Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : item;
   });
 
-/** The stored item (as DynamoDB returned it on the failed condition) equals the item this put sent. */
-const sameItem = (
-  stored: ConditionalCheckFailedException['Item'],
-  sent: Record<string, unknown> | undefined,
-): boolean => stored !== undefined && canonical(unmarshall(stored)) === canonical(sent);
+const sameItem = (stored: Record<string, unknown>, sent: Record<string, unknown> | undefined): boolean =>
+  canonical(stored) === canonical(sent);
+
+/** The stored item (as DynamoDB returned it on the failed condition) holds what a write sets and removes. */
+const holds = (
+  stored: Record<string, unknown>,
+  sets: Readonly<Record<string, unknown>> | undefined,
+  removes: readonly string[],
+): boolean =>
+  Object.entries(sets ?? {}).every(([name, value]) => canonical(stored[name]) === canonical(value)) &&
+  removes.every((name) => stored[name] === undefined);

@@ -68,36 +68,14 @@ const jsonObject = z.record(z.string(), z.json());
 
 const taskState = z.enum(taskStates);
 
-const taskItemFields = z.object({
-  pk: z.string(),
-  sk: z.literal('TASK'),
-  taskId: z.string(),
-  contextId: z.string(),
-  tenant: z.string(),
-  principal: z.string(),
-  profileId: z.string(),
-  state: taskState,
-  revision: z.number().int().positive(),
-  currentRunId: z.string(),
-  statusTimestamp: z.string(),
-  createdAt: z.string(),
-  metadata: jsonObject.optional(),
-  expiresAt: z.number(),
-  statusMessage: blob.optional(),
-  artifacts: blob.optional(),
-  history: blob.optional(),
-  sealHeaders,
-});
-export const taskItemSchema = taskItemFields.overwrite(unpackSealedHeaders);
-export type TaskItem = z.infer<typeof taskItemSchema>;
-
 const ceiling = z.enum(['none', 'metadata', 'redacted', 'full']);
 
-export const runItemSchema = z.object({
-  pk: z.string(),
-  sk: z.string().startsWith('RUN#'),
+/**
+ * A run's own attributes: the current run inside its task row (decision 0038), whose
+ * `leaseUntil` is its lease; an earlier run in its own `RUN#` row.
+ */
+export const embeddedRunSchema = z.object({
   runId: z.string(),
-  taskId: z.string(),
   profileId: z.string(),
   status: z.enum(runStatuses),
   version: z.number().int().nonnegative(),
@@ -113,9 +91,6 @@ export const runItemSchema = z.object({
       outputTokens: z.number().optional(),
     }),
   ),
-  leaseUntil: z.number().optional(),
-  /** Set exactly when `leaseUntil` is: the key of the sparse lease index. */
-  leaseShard: z.string().optional(),
   startBy: z.number().optional(),
   cancelRequested: z.boolean(),
   createdAt: z.string(),
@@ -141,7 +116,49 @@ export const runItemSchema = z.object({
     })
     .optional(),
 });
+export type EmbeddedRun = z.infer<typeof embeddedRunSchema>;
+
+/**
+ * A run that is no longer its task's current run (a follow-up replaced it), or one written before
+ * decision 0038: its own row in the task's partition.
+ */
+export const runItemSchema = embeddedRunSchema.extend({
+  pk: z.string(),
+  sk: z.string().startsWith('RUN#'),
+  taskId: z.string(),
+  leaseUntil: z.number().optional(),
+  /** Set exactly when `leaseUntil` is: the key of the sparse lease index. */
+  leaseShard: z.string().optional(),
+});
 export type RunItem = z.infer<typeof runItemSchema>;
+
+const taskItemFields = z.object({
+  pk: z.string(),
+  sk: z.literal('TASK'),
+  taskId: z.string(),
+  contextId: z.string(),
+  tenant: z.string(),
+  principal: z.string(),
+  profileId: z.string(),
+  state: taskState,
+  revision: z.number().int().positive(),
+  currentRunId: z.string(),
+  statusTimestamp: z.string(),
+  createdAt: z.string(),
+  metadata: jsonObject.optional(),
+  expiresAt: z.number(),
+  statusMessage: blob.optional(),
+  artifacts: blob.optional(),
+  history: blob.optional(),
+  sealHeaders,
+  /** The task's current run (decision 0038): one item, so one write commits both. */
+  run: embeddedRunSchema.optional(),
+  /** The current run's lease, set exactly while it has one: the keys of the sparse lease index. */
+  leaseUntil: z.number().optional(),
+  leaseShard: z.string().optional(),
+});
+export const taskItemSchema = taskItemFields.overwrite(unpackSealedHeaders);
+export type TaskItem = z.infer<typeof taskItemSchema>;
 
 /** A saved profile (no TTL: it lives until it is replaced or deleted). */
 export const profileItemSchema = z.object({
@@ -257,19 +274,16 @@ export const fromTaskItem = (item: TaskItem): StoredTask => ({
   sealedHistory: item.history,
 });
 
-export const toRunItem = (run: RunRecord): RunItem =>
+/** A run's own attributes, without keys or lease (the row that holds it carries those). */
+export const toEmbeddedRun = (run: RunRecord): EmbeddedRun =>
   withoutUndefined({
-    ...keys.run(run.taskId, run.runId),
     runId: run.runId,
-    taskId: run.taskId,
     profileId: run.profileId,
     status: run.status,
     version: run.version,
     answerCeiling: run.answerCeiling,
     auditCeiling: run.auditCeiling,
     attempts: [...run.attempts],
-    leaseUntil: run.leaseUntil,
-    leaseShard: run.leaseUntil === undefined ? undefined : keys.leaseShard(run.runId),
     startBy: run.startBy,
     cancelRequested: run.cancelRequested,
     createdAt: run.createdAt,
@@ -278,28 +292,46 @@ export const toRunItem = (run: RunRecord): RunItem =>
     suspension: run.sealedSuspension,
     approval: run.approval && withoutUndefined({ ...run.approval }),
     // The same shape; the item's type only drops `readonly`.
-    profile: run.profile as RunItem['profile'],
+    profile: run.profile as EmbeddedRun['profile'],
   });
 
-export const fromRunItem = (item: RunItem): RunRecord => ({
-  runId: item.runId,
-  taskId: item.taskId,
-  profileId: item.profileId,
-  status: item.status,
-  version: item.version,
-  answerCeiling: item.answerCeiling,
-  auditCeiling: item.auditCeiling,
-  attempts: item.attempts,
-  leaseUntil: item.leaseUntil,
-  ...(item.startBy !== undefined && { startBy: item.startBy }),
-  cancelRequested: item.cancelRequested,
-  createdAt: item.createdAt,
-  endedAt: item.endedAt,
-  expiresAt: item.expiresAt,
-  ...(item.suspension !== undefined && { sealedSuspension: item.suspension }),
-  ...(item.approval !== undefined && { approval: item.approval }),
-  ...(item.profile !== undefined && { profile: item.profile }),
+/** The lease index keys of a run's lease: both set, or both absent (decision 0011). */
+export const leaseAttributes = (run: RunRecord): { leaseUntil?: number; leaseShard?: string } =>
+  run.leaseUntil === undefined ? {} : { leaseUntil: run.leaseUntil, leaseShard: keys.leaseShard(run.runId) };
+
+export const toRunItem = (run: RunRecord): RunItem =>
+  withoutUndefined({
+    ...keys.run(run.taskId, run.runId),
+    taskId: run.taskId,
+    ...toEmbeddedRun(run),
+    ...leaseAttributes(run),
+  });
+
+const fromRunFields = (fields: EmbeddedRun, taskId: string, leaseUntil: number | undefined): RunRecord => ({
+  runId: fields.runId,
+  taskId,
+  profileId: fields.profileId,
+  status: fields.status,
+  version: fields.version,
+  answerCeiling: fields.answerCeiling,
+  auditCeiling: fields.auditCeiling,
+  attempts: fields.attempts,
+  leaseUntil,
+  ...(fields.startBy !== undefined && { startBy: fields.startBy }),
+  cancelRequested: fields.cancelRequested,
+  createdAt: fields.createdAt,
+  endedAt: fields.endedAt,
+  expiresAt: fields.expiresAt,
+  ...(fields.suspension !== undefined && { sealedSuspension: fields.suspension }),
+  ...(fields.approval !== undefined && { approval: fields.approval }),
+  ...(fields.profile !== undefined && { profile: fields.profile }),
 });
+
+export const fromRunItem = (item: RunItem): RunRecord => fromRunFields(item, item.taskId, item.leaseUntil);
+
+/** The current run its task row holds, if any. */
+export const runOfTaskItem = (item: TaskItem): RunRecord | undefined =>
+  item.run && fromRunFields(item.run, item.taskId, item.leaseUntil);
 
 export const approvalItemSchema = z.object({
   pk: z.string(),
