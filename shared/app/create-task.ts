@@ -88,7 +88,7 @@ const accepts = (modes: readonly string[], mediaType: string): boolean =>
 
 /**
  * SendMessage's write side: refuse what cannot be kept (I-REFUSE) before anything is written,
- * then create the task, its first run and its sealed history in one transaction, and queue the
+ * then create the task, its first run and its sealed history in one atomic commit, and queue the
  * run. A run that cannot be queued is settled FAILED at once (enqueue fails closed).
  */
 export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): Promise<CreatedTask> => {

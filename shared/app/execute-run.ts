@@ -85,7 +85,7 @@ const texts = {
 /**
  * Runs one queued run to its end (DESIGN.md §3). Claimed by one conditional write (I-ONCE),
  * ceilings tightened per provider attempt under the run lock (I-LOCK, I-TIGHTEN), and completed
- * in one transaction with the task's sealed result (I-RESULT). Any failure to store the result
+ * in one atomic commit with the task's sealed result (I-RESULT). Any failure to store the result
  * ends the run and the task FAILED.
  */
 export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Promise<ExecuteRunResult> => {
@@ -411,8 +411,9 @@ const finalContentOf = (outcome: AgentOutcome): FinalContent =>
 const maxSettleAttempts = 3;
 
 /**
- * The completing transaction (I-RESULT): run settled with version + 1 conditioned on the version
- * read, task in its new state with its sealed result. The answer ceiling is re-read under the
+ * The completing commit (I-RESULT): run settled with version + 1 conditioned on the version read,
+ * task in its new state with its sealed result, all or nothing (one write of the task row that
+ * holds its run, decision 0038). The answer ceiling is re-read under the
  * lock: a concurrent tightening makes the version check fail, and the settle retries with it.
  */
 const settle = async (

@@ -45,8 +45,10 @@ export interface RunMessage {
 }
 
 /**
- * A write plan: the items a use case wants committed together, each with the version it read.
- * Built as a pure value; the adapter turns it into one transaction (I-RESULT, I-LOCK).
+ * A write plan: what a use case wants committed together, all or nothing, each with the version
+ * it read (I-RESULT, I-LOCK). Built as a pure value; the adapter commits it atomically: a task and
+ * its current run are one item (decision 0038), so most plans are one conditional write, and a
+ * plan that touches several items is one transaction.
  */
 export type PlannedWrite =
   | {
