@@ -101,19 +101,40 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
   const undo: Array<() => void> = [];
   const requests = new Map<string, number[]>();
 
+  /**
+   * A task write is an update of the task row (decision 0038), alone or in a transaction; one that
+   * sets a revision commits it. Its values are named after the attributes (write-plan.ts).
+   */
+  const taskRowCommit = (
+    fn: string,
+    update: { Key?: Item; ExpressionAttributeValues?: Item } | undefined,
+  ) => {
+    const values = update?.ExpressionAttributeValues ?? {};
+    if (str(update?.Key?.sk) !== 'TASK' || values[':revision'] === undefined) return;
+    const item: Item = {
+      ...update?.Key,
+      revision: values[':revision'],
+      state: values[':state'],
+      statusTimestamp: values[':statusTimestamp'],
+    } as Item;
+    itemMark(`${fn}: commit`, item);
+    // The commit → SSE/webhook figures start here: the status timestamp set before the commit.
+    const timestamp = str(item.statusTimestamp);
+    if (timestamp) itemMark(`${fn}: status timestamp`, item, Date.parse(timestamp));
+  };
+
   const sdkMarks = (fn: string, operation: string, input: Record<string, unknown>, output: unknown): void => {
     if (operation === 'TransactWriteItems') {
-      const items = (input.TransactItems ?? []) as Array<{ Put?: { Item?: Item } }>;
-      for (const put of items) {
-        const sk = str(put.Put?.Item?.sk);
-        if (sk === 'TASK') {
-          itemMark(`${fn}: commit`, put.Put?.Item);
-          // The commit → SSE/webhook figures start here: the status timestamp set before the commit.
-          const timestamp = str(put.Put?.Item?.statusTimestamp);
-          if (timestamp) itemMark(`${fn}: status timestamp`, put.Put?.Item, Date.parse(timestamp));
-        }
-        if (sk === 'VIEW') itemMark(`${fn}: view put`, put.Put?.Item);
+      const items = (input.TransactItems ?? []) as Array<{
+        Put?: { Item?: Item };
+        Update?: { Key?: Item; ExpressionAttributeValues?: Item };
+      }>;
+      for (const write of items) {
+        taskRowCommit(fn, write.Update);
+        if (str(write.Put?.Item?.sk) === 'VIEW') itemMark(`${fn}: view put`, write.Put?.Item);
       }
+    } else if (operation === 'UpdateItem') {
+      taskRowCommit(fn, input as { Key?: Item; ExpressionAttributeValues?: Item });
     } else if (operation === 'PutItem') {
       const item = input.Item as Item | undefined;
       const sk = str(item?.sk) ?? '';

@@ -190,7 +190,7 @@ export const floorPaths: Readonly<Record<'blocking' | 'sse' | 'webhook', FloorPa
       { hop: 'client: frame' },
     ],
     steps: [
-      { label: 'status timestamp → commit (the completing transaction)' },
+      { label: 'status timestamp → commit (the completing write)' },
       { label: 'State stream → projector', streamWait: true },
       { label: 'projector: receive → event put' },
       { label: "event put → the stream's read (its poll)" },
@@ -210,7 +210,7 @@ export const floorPaths: Readonly<Record<'blocking' | 'sse' | 'webhook', FloorPa
       { hop: 'receiver: body' },
     ],
     steps: [
-      { label: 'status timestamp → commit (the completing transaction)' },
+      { label: 'status timestamp → commit (the completing write)' },
       { label: 'State stream → projector', streamWait: true },
       { label: 'projector: receive → event put' },
       { label: 'Journal stream → pusher', streamWait: true },

@@ -14,6 +14,7 @@ import {
   itemSize,
   transactionalIndexUnits,
   transactionalUnits,
+  updatedItem,
 } from '../../bench/lib/meter.ts';
 import { evaluateTargets } from '../../bench/lib/report.ts';
 import { median, medianOfRounds, percentile, summarize } from '../../bench/lib/stats.ts';
@@ -157,6 +158,33 @@ describe('DynamoDB sizing for transactions (AWS rules, not DynamoDB Local’s)',
     });
     expect(units.get('State')).toBe(2 + 4);
     expect(units.get('Journal')).toBe(2);
+  });
+
+  it('sizes an update in a transaction by its key and the attributes it sets (0038)', () => {
+    const update = {
+      TableName: 'bench-State',
+      Key: { pk: { S: 'TASK#t' }, sk: { S: 'TASK' } },
+      UpdateExpression: 'SET #history = :history, #revision = :revision REMOVE #leaseUntil',
+      ConditionExpression: '#revision = :expectedRevision',
+      ExpressionAttributeNames: {
+        '#history': 'history',
+        '#revision': 'revision',
+        '#leaseUntil': 'leaseUntil',
+      },
+      ExpressionAttributeValues: {
+        ':history': { S: 'h'.repeat(1500) },
+        ':revision': { N: '3' },
+        ':expectedRevision': { N: '2' },
+      },
+    };
+    expect(updatedItem(update)).toEqual({
+      pk: { S: 'TASK#t' },
+      sk: { S: 'TASK' },
+      history: { S: 'h'.repeat(1500) },
+      revision: { N: '3' },
+    });
+    // 1,500 B of history with its key: 2 KB started, 2 units each inside a transaction.
+    expect(transactionalUnits({ TransactItems: [{ Update: update }] }).get('State')).toBe(4);
   });
 
   it('counts the index writes of a transaction twice and keeps the undocumented second unit apart (0036)', () => {
