@@ -3,6 +3,7 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { type InvocationStart, observeInvocationStarts } from '../../infra/local/lambda-pollers.ts';
 import { addSdkClientHook, type SdkClient } from '../../shared/adapters/composition.ts';
+import { assignedItem, type UpdateRequest } from '../../shared/adapters/dynamodb/write-plan.ts';
 import { creatorOf } from './meter.ts';
 import { median } from './stats.ts';
 
@@ -103,20 +104,11 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
 
   /**
    * A task write is an update of the task row (decision 0038), alone or in a transaction; one that
-   * sets a revision commits it. Its values are named after the attributes (write-plan.ts).
+   * sets a revision commits it.
    */
-  const taskRowCommit = (
-    fn: string,
-    update: { Key?: Item; ExpressionAttributeValues?: Item } | undefined,
-  ) => {
-    const values = update?.ExpressionAttributeValues ?? {};
-    if (str(update?.Key?.sk) !== 'TASK' || values[':revision'] === undefined) return;
-    const item: Item = {
-      ...update?.Key,
-      revision: values[':revision'],
-      state: values[':state'],
-      statusTimestamp: values[':statusTimestamp'],
-    } as Item;
+  const taskRowCommit = (fn: string, update: UpdateRequest | undefined) => {
+    const item = update && (assignedItem(update) as Item);
+    if (!item || str(item.sk) !== 'TASK' || item.revision === undefined) return;
     itemMark(`${fn}: commit`, item);
     // The commit → SSE/webhook figures start here: the status timestamp set before the commit.
     const timestamp = str(item.statusTimestamp);
@@ -127,14 +119,14 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
     if (operation === 'TransactWriteItems') {
       const items = (input.TransactItems ?? []) as Array<{
         Put?: { Item?: Item };
-        Update?: { Key?: Item; ExpressionAttributeValues?: Item };
+        Update?: UpdateRequest;
       }>;
       for (const write of items) {
         taskRowCommit(fn, write.Update);
         if (str(write.Put?.Item?.sk) === 'VIEW') itemMark(`${fn}: view put`, write.Put?.Item);
       }
     } else if (operation === 'UpdateItem') {
-      taskRowCommit(fn, input as { Key?: Item; ExpressionAttributeValues?: Item });
+      taskRowCommit(fn, input as UpdateRequest);
     } else if (operation === 'PutItem') {
       const item = input.Item as Item | undefined;
       const sk = str(item?.sk) ?? '';

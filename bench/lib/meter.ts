@@ -1,5 +1,6 @@
 import { type InvocationRecord, observeInvocations } from '../../infra/local/lambda-pollers.ts';
 import { addSdkClientHook, type SdkClient } from '../../shared/adapters/composition.ts';
+import { assignedItem, type UpdateRequest } from '../../shared/adapters/dynamodb/write-plan.ts';
 import { billedMilliseconds, sqsBilledRequests } from './cost-model.ts';
 
 /**
@@ -381,45 +382,25 @@ const valueSize = (value: unknown): number => {
  * (the new item's size; the items here grow or keep their size from one revision to the next,
  * so it is also the larger of old and new). DynamoDB Local reports 4 units per started KB of the
  * whole transaction instead (checked by the benchmark's calibration step), so its figure is not
- * used for transactions. An update is sized by its key and the attributes it sets (`updatedItem`):
+ * used for transactions. An update is sized by its key and the attributes it sets (`assignedItem`):
  * the whole row for the product's task writes, which set every task attribute (write-plan.ts),
  * a lower bound for an update that sets part of an item. A delete counts 2 units.
  */
 export const transactionalUnits = (input: Record<string, unknown>): Map<string, number> => {
   const units = new Map<string, number>();
-  const items = (input.TransactItems ?? []) as Array<Record<string, TransactionRequest>>;
+  const items = (input.TransactItems ?? []) as Array<
+    Record<string, UpdateRequest & { TableName?: string; Item?: Record<string, unknown> }>
+  >;
   for (const action of items) {
     for (const [kind, request] of Object.entries(action)) {
       if (kind === 'ConditionCheck') continue;
       const table = shortTableName(request.TableName ?? 'unknown');
-      const item = kind === 'Update' ? updatedItem(request) : request.Item;
+      const item = kind === 'Update' ? assignedItem(request) : request.Item;
       const size = item ? itemSize(item) : 1;
       units.set(table, (units.get(table) ?? 0) + 2 * Math.max(1, Math.ceil(size / 1024)));
     }
   }
   return units;
-};
-
-interface TransactionRequest {
-  readonly TableName?: string;
-  readonly Item?: Record<string, unknown>;
-  readonly Key?: Record<string, unknown>;
-  readonly UpdateExpression?: string;
-  readonly ExpressionAttributeNames?: Record<string, string>;
-  readonly ExpressionAttributeValues?: Record<string, unknown>;
-}
-
-/** An update's key with the attributes its SET clause assigns (`#name = :value` pairs). */
-export const updatedItem = (request: TransactionRequest): Record<string, unknown> => {
-  const item: Record<string, unknown> = { ...request.Key };
-  const set =
-    /(?:^|\s)SET (.*?)(?:\s(?:REMOVE|ADD|DELETE)\s|$)/.exec(request.UpdateExpression ?? '')?.[1] ?? '';
-  for (const assignment of set.split(',')) {
-    const [name, value] = assignment.split('=').map((part) => part.trim());
-    if (!name || !value) continue;
-    item[request.ExpressionAttributeNames?.[name] ?? name] = request.ExpressionAttributeValues?.[value];
-  }
-  return item;
 };
 
 /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { addSdkClientHook, type SdkClient } from '../../shared/adapters/composition.ts';
+import { assignedItem, type UpdateRequest } from '../../shared/adapters/dynamodb/write-plan.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { rpc, type SseFrame } from '../conformance/sse.ts';
 import type { ReceivedPost } from './webhook-receiver.ts';
@@ -97,7 +98,7 @@ export const recordCommits = (): { commits: Map<string, Committed[]>; stop: () =
       string,
       unknown
     >;
-    if (item.sk !== 'TASK' || typeof item.taskId !== 'string') return;
+    if (item.sk !== 'TASK' || typeof item.taskId !== 'string' || item.revision === undefined) return;
     const list = commits.get(item.taskId) ?? [];
     const revision = Number(item.revision);
     // A scrub rewrites a revision in place: the first write of a revision is its commit.
@@ -113,13 +114,20 @@ export const recordCommits = (): { commits: Map<string, Committed[]>; stop: () =
       // biome-ignore lint/suspicious/noExplicitAny: as above.
       (next: any) => async (args: any) => {
         const result = await next(args);
-        const input = args.input as {
+        const input = args.input as UpdateRequest & {
           TableName?: string;
           Item?: unknown;
-          TransactItems?: { Put?: { TableName?: string; Item?: unknown } }[];
+          TransactItems?: {
+            Put?: { TableName?: string; Item?: unknown };
+            Update?: UpdateRequest & { TableName?: string };
+          }[];
         };
-        keep(input.TableName, input.Item);
-        for (const write of input.TransactItems ?? []) keep(write.Put?.TableName, write.Put?.Item);
+        // A task write is an update of the task row that sets the task's revision (decision 0038).
+        keep(input.TableName, input.UpdateExpression ? assignedItem(input) : input.Item);
+        for (const write of input.TransactItems ?? []) {
+          keep(write.Put?.TableName, write.Put?.Item);
+          keep(write.Update?.TableName, write.Update && assignedItem(write.Update));
+        }
         return result;
       },
       { step: 'initialize', name: 'recordCommits', priority: 'low', override: true },

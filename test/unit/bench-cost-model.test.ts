@@ -14,10 +14,10 @@ import {
   itemSize,
   transactionalIndexUnits,
   transactionalUnits,
-  updatedItem,
 } from '../../bench/lib/meter.ts';
 import { evaluateTargets } from '../../bench/lib/report.ts';
 import { median, medianOfRounds, percentile, summarize } from '../../bench/lib/stats.ts';
+import { assignedItem } from '../../shared/adapters/dynamodb/write-plan.ts';
 
 const none: PerTaskUsage = {
   dynamodbReadUnits: 0,
@@ -177,7 +177,7 @@ describe('DynamoDB sizing for transactions (AWS rules, not DynamoDB Local’s)',
         ':expectedRevision': { N: '2' },
       },
     };
-    expect(updatedItem(update)).toEqual({
+    expect(assignedItem(update)).toEqual({
       pk: { S: 'TASK#t' },
       sk: { S: 'TASK' },
       history: { S: 'h'.repeat(1500) },

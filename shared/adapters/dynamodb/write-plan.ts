@@ -169,6 +169,31 @@ export const toTaskRowUpdate = (row: TaskRowWrite, tableName: string): TaskRowUp
   };
 };
 
+/** The parts of an UpdateItem request `assignedItem` reads (plain or wire-form values alike). */
+export interface UpdateRequest {
+  readonly Key?: Record<string, unknown>;
+  readonly UpdateExpression?: string;
+  readonly ExpressionAttributeNames?: Record<string, string>;
+  readonly ExpressionAttributeValues?: Record<string, unknown>;
+}
+
+/**
+ * What an update writes, as an item: its key and the attributes its SET clause assigns. For a
+ * task write (`toTaskRowUpdate` sets every task attribute) that is the task as committed. For
+ * tools that observe requests (the benchmark's meter and traces, the fault proofs' commit record).
+ */
+export const assignedItem = (request: UpdateRequest): Record<string, unknown> => {
+  const item: Record<string, unknown> = { ...request.Key };
+  const set =
+    /(?:^|\s)SET (.*?)(?:\s(?:REMOVE|ADD|DELETE)\s|$)/.exec(request.UpdateExpression ?? '')?.[1] ?? '';
+  for (const assignment of set.split(',')) {
+    const [name, value] = assignment.split('=').map((part) => part.trim());
+    if (!name || !value) continue;
+    item[request.ExpressionAttributeNames?.[name] ?? name] = request.ExpressionAttributeValues?.[value];
+  }
+  return item;
+};
+
 /** The condition of a planned put: absent, or the state the use case read (I-LOCK). */
 const conditionOf = (write: ItemWrite): Condition | undefined => {
   if (write.entity === 'push') return undefined;
