@@ -332,7 +332,8 @@ const formatInspection = (inspection: RunInspection): string[] => {
   for (const run of inspection.runs) {
     lines.push(
       `run ${run.runId}  ${run.status}  version ${run.version}  answer ${run.answerCeiling}  audit ${run.auditCeiling}${run.runId === task.currentRunId ? '  (current)' : ''}`,
-      `  created ${run.createdAt}${run.endedAt ? `  ended ${run.endedAt}` : ''}${run.cancelRequested ? '  cancel requested' : ''}`,
+      // How the run ended is the run record's (decision 0040: no settle row in the audit trail).
+      `  created ${run.createdAt}${run.endedAt ? `  ended ${run.endedAt} ${run.status}` : ''}${run.reason ? `  reason ${run.reason}` : ''}${run.cancelRequested ? '  cancel requested' : ''}`,
     );
     for (const attempt of run.attempts) {
       const tokens =

@@ -509,8 +509,8 @@ const commitFinal = async (
       { entity: 'task', item: finalTask, expect: { revision: task.revision } },
     ],
   });
+  // No audit row for the settle (decision 0040): the run record holds its status and end.
   failpoint('executor.insideSettle');
-  await recordAuditStep(deps, settledRun, { kind: 'settle', outcome: content.result });
 };
 
 /** Retention runs from the end of the run (I-PURGE). */
@@ -607,7 +607,6 @@ const settleWithoutContent = async (
         { entity: 'task', item: failedTask, expect: { revision: task.revision } },
       ],
     });
-    await recordAuditStep(deps, failedRun, { kind: 'settle', outcome: 'failed', reason });
   } catch (error) {
     if (!(error instanceof VersionConflictError)) throw error;
     // A cancel won the race: the task is already terminal; the run only needs settling.
@@ -634,7 +633,6 @@ const settleRunOnly = async (
     await deps.tasks.commit({
       writes: [{ entity: 'run', item: settledRun, expect: { version: run.version } }],
     });
-    await recordAuditStep(deps, settledRun, { kind: 'settle', outcome: status.toLowerCase() });
   } catch (error) {
     if (!(error instanceof VersionConflictError)) throw error;
   }

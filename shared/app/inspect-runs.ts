@@ -6,17 +6,24 @@ import { isExpired, type RunRecord, type TaskRecord } from '../domain/task.ts';
 
 /**
  * Run inspection for operators (`admin runs show <taskId>`): metadata only — the task's state,
- * its runs (status, version, ceilings, attempts) and its audit rows without content. Nothing here
- * opens a sealed field; the use case holds no sealer. Expired tasks are shown with `expired: true`
- * (operators may look at what the purge is about to delete; remote callers never can).
+ * its runs (status, version, ceilings, attempts, how they ended) and its audit rows without
+ * content. Nothing here opens a sealed field; the use case holds no sealer. Expired tasks are
+ * shown with `expired: true` (operators may look at what the purge is about to delete; remote
+ * callers never can).
+ *
+ * How a run ended is read from the run record (status, `endedAt`) and, for the failure reason,
+ * from its task: the audit trail has no settle row (decision 0040).
  */
 
 export interface RunInspection {
   readonly task: Omit<TaskRecord, 'owner'> & { readonly tenant: string; readonly principal: string };
   readonly expired: boolean;
-  readonly runs: readonly RunRecord[];
+  readonly runs: readonly InspectedRun[];
   readonly audit: readonly AuditRowSummary[];
 }
+
+/** A run as stored, with the public reason it failed for when its task holds it. */
+export type InspectedRun = RunRecord & { readonly reason?: string };
 
 export interface InspectRunsDeps {
   readonly tasks: Pick<TaskRepository, 'getTask'>;
@@ -50,5 +57,22 @@ export const inspectRuns = async (
     ...(stored.metadata !== undefined ? { metadata: stored.metadata } : {}),
     expiresAt: stored.expiresAt,
   };
-  return { task, expired: isExpired(stored.expiresAt, now), runs, audit };
+  return {
+    task,
+    expired: isExpired(stored.expiresAt, now),
+    runs: runs.map((run) => withReason(run, stored)),
+    audit,
+  };
+};
+
+/**
+ * A task's `metadata.reason` is written by the one commit that ends the task FAILED with its
+ * current run (executor, reaper, enqueue failure): a failed task takes no follow-up, so the reason
+ * belongs to that run and to no other.
+ */
+const withReason = (run: RunRecord, task: TaskRecord): InspectedRun => {
+  const reason = task.metadata?.reason;
+  const endedIt =
+    run.runId === task.currentRunId && run.status === 'FAILED' && task.state === 'TASK_STATE_FAILED';
+  return endedIt && typeof reason === 'string' ? { ...run, reason } : run;
 };

@@ -17,11 +17,14 @@ import { redactArtifacts, redactJson, redactMessage, redactText } from './redact
  * Audit rows never reach the journal or a remote caller; the admin command shows metadata only.
  */
 
+/**
+ * No `settle` kind (decision 0040): how a run ended is its run record's (status, `endedAt`,
+ * attempts) and its task's (`metadata.reason`), kept as long as these rows (I-PURGE).
+ */
 export const auditStepKinds = [
   'claim',
   'attempt',
   'tighten',
-  'settle',
   'suspend',
   'resume',
   'model-turn',
@@ -53,7 +56,7 @@ export interface AuditStep {
   /** ISO timestamp of the step. */
   readonly at: string;
   readonly providerId?: string;
-  /** For attempts: succeeded / failed; for settles: the run's result (completed, failed, …). */
+  /** Attempts: succeeded / failed / refused; model turns: the stop reason; tool calls: ok / error; resumes: the verdict. */
   readonly outcome?: string;
   /** A public reason code (RESULT_NOT_RETAINABLE, PROVIDER_FAILED, …), never text. */
   readonly reason?: string;

@@ -256,7 +256,6 @@ describe('approvals against the emulators', () => {
       'tool-call',
       'model-turn',
       'attempt',
-      'settle',
     ]);
     expect(rows.find((row) => row.kind === 'tool-call')).toMatchObject({
       toolNames: ['calculator'],

@@ -126,11 +126,18 @@ describe('audit trail, purge and admin command against the emulators', () => {
     const { taskId, result } = await runTask(config, 'default', `${marker} ${email}`);
     expect(result).toBe('completed');
     const items = await auditItems(taskId);
+    // Exactly claim and attempt for a single-turn task: no settle row (decision 0040) — how the
+    // run ended is on its run record, read back here from the table.
     expect(items.map((item) => [item.kind, item.level])).toEqual([
       ['claim', 'metadata'],
       ['attempt', 'metadata'],
-      ['settle', 'metadata'],
     ]);
+    const task = (await tasks.getTask(taskId))!;
+    expect(await tasks.getRun(taskId, task.currentRunId)).toMatchObject({
+      status: 'COMPLETED',
+      endedAt: expect.any(String),
+      attempts: [{ providerId: 'local', outcome: 'succeeded' }],
+    });
     for (const item of items) {
       expect(item.sk).toMatch(/^AUDIT#/);
       expect(item.content).toBeUndefined();
@@ -143,7 +150,7 @@ describe('audit trail, purge and admin command against the emulators', () => {
   it('at full: content is kept sealed (no plaintext in the table) and opens to the original', async () => {
     const { taskId } = await runTask(fullConfig(30), 'default', `${marker} ${email}`);
     const items = await auditItems(taskId);
-    expect(items.map((item) => item.level)).toEqual(['full', 'full', 'full']);
+    expect(items.map((item) => item.level)).toEqual(['full', 'full']);
     expect(serialize(items)).not.toContain(marker);
     const claim = await openContent(taskId, items[0]!);
     expect(claim.message?.parts).toEqual([{ text: `${marker} ${email}` }]);
@@ -158,7 +165,6 @@ describe('audit trail, purge and admin command against the emulators', () => {
       ['attempt', 'redacted'],
       ['tighten', 'redacted'],
       ['attempt', 'redacted'],
-      ['settle', 'redacted'],
     ]);
     const opened = [];
     for (const item of items) if (item.content) opened.push(await openContent(taskId, item));
@@ -175,10 +181,9 @@ describe('audit trail, purge and admin command against the emulators', () => {
       ['claim', 'metadata'],
       ['attempt', 'metadata'],
       ['tighten', 'metadata'],
-      ['settle', 'metadata'],
     ]);
     expect(items.every((item) => item.content === undefined)).toBe(true);
-    expect(items[3]).toMatchObject({ reason: 'RESULT_NOT_RETAINABLE' });
+    expect((await tasks.getTask(taskId))?.metadata).toEqual({ reason: 'RESULT_NOT_RETAINABLE' });
   });
 
   it('purges expired tasks with all their items in every table, and keeps the others', async () => {
@@ -217,15 +222,15 @@ describe('audit trail, purge and admin command against the emulators', () => {
     expect(report.tasks).toBe(1);
     // state: the task row (holding its run, decision 0038) by expiry; the push config with its task.
     expect(report.tables.state).toEqual({ expired: 1, deleted: 2, skipped: 0, withTask: 1 });
-    // journal: one view and two events; audit: claim, attempt, settle — all with their task.
+    // journal: one view and two events; audit: claim, attempt — all with their task.
     expect(report.tables.journal).toEqual({ expired: 0, deleted: 3, skipped: 0, withTask: 3 });
-    expect(report.tables.audit).toEqual({ expired: 0, deleted: 3, skipped: 0, withTask: 3 });
+    expect(report.tables.audit).toEqual({ expired: 0, deleted: 2, skipped: 0, withTask: 2 });
     for (const table of Object.values(tables)) {
       expect(await partition(table, expiring.taskId)).toEqual([]);
     }
     expect((await partition(tables.state, kept.taskId)).length).toBe(1);
     expect((await partition(tables.journal, kept.taskId)).length).toBe(3);
-    expect((await partition(tables.audit, kept.taskId)).length).toBe(3);
+    expect((await partition(tables.audit, kept.taskId)).length).toBe(2);
   });
 
   it('never deletes an item that is no longer expired (a follow-up extended it)', async () => {
@@ -289,18 +294,43 @@ describe('audit trail, purge and admin command against the emulators', () => {
         'attempt',
         'tighten',
         'attempt',
-        'settle',
       ]);
       expect(shown.audit[0].hasContent).toBe(true);
 
       const human = await admin('runs', 'show', taskId);
       expect(human.code).toBe(0);
       expect(human.stdout).toContain(`task ${taskId}  TASK_STATE_COMPLETED`);
+      expect(human.stdout).toContain(`ended ${shown.runs[0].endedAt} COMPLETED`);
       expect(human.stdout).toContain('content sealed');
       for (const output of [json.stdout, human.stdout]) {
         expect(output).not.toContain(marker);
         expect(output).not.toContain(email);
       }
+    });
+
+    it('runs show: how a run ended, from its run record and task, next to its audit steps (decision 0040)', async () => {
+      const { taskId, result } = await runTask(fullConfig(30), 'to-strict', `${marker} ${email}`);
+      expect(result).toBe('not-retainable');
+      const json = await admin('runs', 'show', taskId, '--json');
+      expect(json.code).toBe(0);
+      const shown = JSON.parse(json.stdout);
+      expect(shown.runs).toHaveLength(1);
+      expect(shown.runs[0]).toMatchObject({
+        status: 'FAILED',
+        endedAt: expect.any(String),
+        reason: 'RESULT_NOT_RETAINABLE',
+      });
+      expect(shown.audit.map((row: { kind: string }) => row.kind)).toEqual(['claim', 'attempt', 'tighten']);
+
+      const human = await admin('runs', 'show', taskId);
+      expect(human.code).toBe(0);
+      const lines = human.stdout.split('\n');
+      const ended = lines.findIndex((line) => line.includes(`ended ${shown.runs[0].endedAt} FAILED`));
+      expect(ended).toBeGreaterThan(0);
+      expect(lines[ended]).toContain('reason RESULT_NOT_RETAINABLE');
+      // Next to its audit steps: the run's lines, then its rows.
+      expect(lines[ended - 1]).toContain(`run ${shown.runs[0].runId}  FAILED`);
+      expect(lines.slice(ended + 1).filter((line) => line.startsWith('  audit ')).length).toBe(3);
     });
 
     it('profiles validate: refuses unpublishable profiles naming the setting, exit code 1', async () => {

@@ -149,13 +149,18 @@ describe('executeRun records its steps at the run audit ceiling', () => {
     const audit = new InMemoryAuditTrail();
     const { taskId } = await core.send(`${marker} hello`);
     expect(await runWithAudit(core, audit)).toBe('completed');
+    // No settle row (decision 0040): how the run ended is on the run record.
     expect(audit.entries.map((entry) => [entry.kind, entry.level])).toEqual([
       ['claim', 'metadata'],
       ['attempt', 'metadata'],
-      ['settle', 'metadata'],
     ]);
     expect(audit.entries[1]).toMatchObject({ providerId: 'local', outcome: 'succeeded', inputTokens: 0 });
-    expect(audit.entries[2]).toMatchObject({ outcome: 'completed' });
+    const task = core.tasks.tasks.get(taskId)!;
+    expect(core.tasks.runs.get(task.currentRunId)).toMatchObject({
+      status: 'COMPLETED',
+      endedAt: expect.any(String),
+      attempts: [{ providerId: 'local', outcome: 'succeeded', inputTokens: 0 }],
+    });
     expect(JSON.stringify(audit.entries)).not.toContain(marker);
     expect(audit.entries.every((entry) => entry.taskId === taskId && entry.content === undefined)).toBe(true);
   });
@@ -180,7 +185,6 @@ describe('executeRun records its steps at the run audit ceiling', () => {
       ['attempt', 'redacted', 'failed'],
       ['tighten', 'redacted', undefined],
       ['attempt', 'redacted', 'succeeded'],
-      ['settle', 'redacted', 'completed'],
     ]);
     expect(audit.entries[1]).toMatchObject({ providerId: 'failing', reason: 'PROVIDER_UNAVAILABLE' });
     expect(audit.entries[2]).toMatchObject({
@@ -197,16 +201,21 @@ describe('executeRun records its steps at the run audit ceiling', () => {
   it('follows a tightening to metadata: content written before it is removed, the failure is recorded with its reason', async () => {
     const core = createCore({ config: fullConfig() });
     const audit = new InMemoryAuditTrail();
-    await core.send(`${marker} words`, 'to-strict');
+    const { taskId } = await core.send(`${marker} words`, 'to-strict');
     expect(await runWithAudit(core, audit)).toBe('not-retainable');
     expect(audit.entries.map((entry) => [entry.kind, entry.level])).toEqual([
       ['claim', 'metadata'],
       ['attempt', 'metadata'],
       ['tighten', 'metadata'],
-      ['settle', 'metadata'],
     ]);
     expect(audit.entries[0]?.messageLength).toEqual({ parts: 1, characters: `${marker} words`.length });
-    expect(audit.entries[3]).toMatchObject({ outcome: 'failed', reason: 'RESULT_NOT_RETAINABLE' });
+    // The failure and its reason: on the run and its task (decision 0040), not in an audit row.
+    const task = core.tasks.tasks.get(taskId)!;
+    expect(task.metadata).toEqual({ reason: 'RESULT_NOT_RETAINABLE' });
+    expect(core.tasks.runs.get(task.currentRunId)).toMatchObject({
+      status: 'FAILED',
+      endedAt: expect.any(String),
+    });
     expect(JSON.stringify(audit.entries)).not.toContain(marker);
   });
 
@@ -217,6 +226,41 @@ describe('executeRun records its steps at the run audit ceiling', () => {
     expect(await runWithAudit(core, audit)).toBe('not-retainable');
     expect(audit.entries).toEqual([]);
     expect(core.tasks.tasks.get(taskId)?.metadata).toEqual({ reason: 'RESULT_NOT_RETAINABLE' });
+  });
+
+  it('writes no settle row on any way a run ends; the run record and its task say how (decision 0040)', async () => {
+    const core = createCore({
+      config: testConfig({
+        providers: { failing: { type: 'scripted', behavior: 'fail' } },
+        profiles: {
+          default: { name: 'Echo', description: 'x', providers: ['failing'] },
+          other: { name: 'Echo', description: 'x', providers: ['failing'] },
+        },
+      }),
+    });
+    // Failed without content: every provider failed.
+    const audit = new InMemoryAuditTrail();
+    const failed = await core.send('fails');
+    expect(await runWithAudit(core, audit)).toBe('failed');
+    expect(audit.entries.map((entry) => entry.kind)).toEqual(['claim', 'attempt']);
+    const failedTask = core.tasks.tasks.get(failed.taskId)!;
+    expect(failedTask.metadata).toEqual({ reason: 'PROVIDER_FAILED' });
+    expect(core.tasks.runs.get(failedTask.currentRunId)).toMatchObject({
+      status: 'FAILED',
+      endedAt: expect.any(String),
+      attempts: [{ providerId: 'failing', outcome: 'failed' }],
+    });
+    // Settled run-only: the task ended before its run was claimed (stands for a cancel that won).
+    const ended = await core.send('never runs', 'other');
+    const stored = core.tasks.tasks.get(ended.taskId)!;
+    core.tasks.tasks.set(ended.taskId, { ...stored, state: 'TASK_STATE_CANCELED' });
+    const before = audit.entries.length;
+    expect(await runWithAudit(core, audit)).toBe('canceled');
+    expect(audit.entries.length).toBe(before);
+    expect(core.tasks.runs.get(stored.currentRunId)).toMatchObject({
+      status: 'CANCELED',
+      endedAt: expect.any(String),
+    });
   });
 
   it('a scrub that fails is logged and does not fail the run', async () => {
@@ -253,7 +297,6 @@ describe('executeRun records its steps at the run audit ceiling', () => {
     expect(audit.entries.map((entry) => [entry.kind, entry.level])).toEqual([
       ['claim', 'metadata'],
       ['attempt', 'metadata'],
-      ['settle', 'full'],
     ]);
     expect(JSON.stringify(audit.entries)).not.toContain(marker);
   });
