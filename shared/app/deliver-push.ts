@@ -41,18 +41,21 @@ export interface EventRef {
   readonly taskId: string;
   readonly revision: number;
   readonly expiresAt: number;
+  /** The task row's push mark at this revision (decision 0041). */
+  readonly pushConfigured?: true;
 }
 
 /**
  * Queues one delivery per (live event, live config) for events of ONE task, given in revision
  * order: the configs are read once (after every event was committed, so a config stored before
- * any of them is seen), the deliveries queued in revision order. Returns how many.
+ * any of them is seen), the deliveries queued in revision order. Returns how many. Events without
+ * the push mark are wanted by no config (decision 0041): for them the configs are not read.
  */
 export const fanOutEvents = async (deps: FanOutDeps, events: readonly EventRef[]): Promise<number> => {
   const now = epochSeconds(deps.clock.now());
   const live = events.filter((event) => event.expiresAt > now);
   const taskId = live[0]?.taskId;
-  if (taskId === undefined) return 0;
+  if (taskId === undefined || !live.some((event) => event.pushConfigured)) return 0;
   const configs: StoredPushConfig[] = [];
   let afterConfigId: string | undefined;
   for (;;) {

@@ -202,8 +202,13 @@ export const createPushConfig = async (
   input: PushConfigInput,
 ): Promise<TaskPushNotificationConfig> => {
   validatePushConfigInput(input, deps.webhookPolicy, '');
-  const task = await ownedTask(deps, caller, taskId);
-  // The revision read here was committed before the config exists: it gets the later ones.
+  const read = await ownedTask(deps, caller, taskId);
+  // The push mark first, then the revision the config is stored with (decision 0041): every
+  // revision after it is committed on a row that carries the mark, so the pusher reads configs for
+  // it. A row read with the mark already carries it; a crash before the put leaves a mark alone.
+  const task = read.pushConfigured ? read : await deps.tasks.markPushConfigured(taskId);
+  if (task === undefined) throw new TaskNotFoundError(taskId);
+  // That revision was committed before the config exists: it gets the later ones (decision 0031).
   const config = await buildPushConfig(deps, task, input, task.revision);
   await deps.pushConfigs.put(config);
   return toTaskPushNotificationConfig(deps.pushCodec, config);

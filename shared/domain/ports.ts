@@ -86,6 +86,11 @@ export interface WritePlan {
 export interface TaskRepository {
   commit(plan: WritePlan): Promise<void>;
   getTask(taskId: string): Promise<StoredTask | undefined>;
+  /**
+   * Sets the push mark on an existing task row (decision 0041), one write that no task write
+   * undoes; the task as the mark left it, or undefined when the row does not exist.
+   */
+  markPushConfigured(taskId: string): Promise<StoredTask | undefined>;
   getRun(taskId: string, runId: string): Promise<RunRecord | undefined>;
   /** The run and its task, strongly consistent, read together (one request, decision 0036). */
   getRunWithTask(

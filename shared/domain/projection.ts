@@ -14,6 +14,11 @@ export interface StoredTask extends TaskRecord {
   readonly sealedStatusMessage?: SealedBlob;
   readonly sealedArtifacts?: SealedBlob;
   readonly sealedHistory?: SealedBlob;
+  /**
+   * The row's push mark (decision 0041): set once a push config was stored for the task and never
+   * cleared. Task writes neither set nor remove it; the projector copies it into the events.
+   */
+  readonly pushConfigured?: true;
 }
 
 export interface JournalView {
@@ -43,6 +48,11 @@ export interface JournalEvent {
   readonly sealedArtifacts?: SealedBlob;
   readonly metadata?: JsonObject;
   readonly expiresAt: number;
+  /**
+   * The task row carried the push mark when this revision committed (decision 0041): only then
+   * may a push config want the revision, so the pusher reads configs only for marked events.
+   */
+  readonly pushConfigured?: true;
 }
 
 export interface Projection {
@@ -102,6 +112,7 @@ export const projectRevision = (
     sealedArtifacts: artifactsChanged ? newImage.sealedArtifacts : undefined,
     metadata: newImage.metadata,
     expiresAt: newImage.expiresAt,
+    ...(newImage.pushConfigured && { pushConfigured: true }),
   };
   const previous = oldImage && { revision: oldImage.revision, expiresAt: oldImage.expiresAt };
   return previous ? { view, event, previous } : { view, event };

@@ -1,9 +1,3 @@
-import {
-  DescribeStreamCommand,
-  GetRecordsCommand,
-  GetShardIteratorCommand,
-  type _Record as StreamRecord,
-} from '@aws-sdk/client-dynamodb-streams';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,6 +17,7 @@ import { VersionConflictError } from '../../shared/domain/errors.ts';
 import type { AgentProvider, RunMessage } from '../../shared/domain/ports.ts';
 import { alice, testConfig, userMessage } from '../support/core-fixture.ts';
 import { createTestResources, type TestResources } from '../support/local-guard.ts';
+import { taskRowRecords } from '../support/state-stream.ts';
 
 /**
  * The core path against DynamoDB Local and the KMS endpoint: real conditional writes,
@@ -332,10 +327,7 @@ describe('core path against the emulators', () => {
     const message = queued.at(-1)!;
     await executeRun(deps(), message);
 
-    const records = (await readStream(env)).filter(
-      (record) =>
-        record.dynamodb?.Keys?.pk?.S === `TASK#${taskId}` && record.dynamodb?.Keys?.sk?.S === 'TASK',
-    );
+    const records = await taskRowRecords(env, taskId);
     expect(records.map((record) => record.eventName)).toEqual(['INSERT', 'MODIFY', 'MODIFY']);
     for (const pass of [1, 2]) {
       for (const record of records) {
@@ -436,28 +428,3 @@ describe('core path against the emulators', () => {
       )
     ).Item!;
 });
-
-/** Every record of the state table's stream so far (DynamoDB Local has one shard per table here). */
-const readStream = async (env: TestResources): Promise<StreamRecord[]> => {
-  const streamArn = env.resources.tables.State.streamArn!;
-  const { StreamDescription } = await env.clients.streams.send(
-    new DescribeStreamCommand({ StreamArn: streamArn }),
-  );
-  const records: StreamRecord[] = [];
-  for (const shard of StreamDescription?.Shards ?? []) {
-    let { ShardIterator: iterator } = await env.clients.streams.send(
-      new GetShardIteratorCommand({
-        StreamArn: streamArn,
-        ShardId: shard.ShardId!,
-        ShardIteratorType: 'TRIM_HORIZON',
-      }),
-    );
-    for (let i = 0; iterator && i < 20; i++) {
-      const page = await env.clients.streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
-      records.push(...(page.Records ?? []));
-      if ((page.Records ?? []).length === 0) break;
-      iterator = page.NextShardIterator;
-    }
-  }
-  return records;
-};

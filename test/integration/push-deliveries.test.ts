@@ -164,7 +164,7 @@ describe('the deliverer records each attempt', () => {
     for (const revision of [1, 2]) {
       expect(
         await fanOutEvents({ pushConfigs: deps.pushConfigs, deliveries: queue, clock: systemClock }, [
-          { taskId, revision, expiresAt },
+          { taskId, revision, expiresAt, pushConfigured: true },
         ]),
       ).toBe(1);
     }

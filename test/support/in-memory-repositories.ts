@@ -54,9 +54,17 @@ export class InMemoryTaskRepository implements TaskRepository {
         if (!ok) throw new VersionConflictError('approval no longer pending');
       }
     }
+    // As the adapter: a task write keeps the row's push mark and never sets it; a push config
+    // committed with its task marks the row (decision 0041).
+    const marked = new Set(
+      plan.writes.flatMap((write) => (write.entity === 'push' ? [write.item.taskId] : [])),
+    );
     for (const write of plan.writes) {
-      if (write.entity === 'task') this.tasks.set(write.item.taskId, write.item);
-      else if (write.entity === 'run') this.runs.set(write.item.runId, write.item);
+      if (write.entity === 'task') {
+        const { pushConfigured: _ignored, ...task } = write.item;
+        const mark = marked.has(task.taskId) || this.tasks.get(task.taskId)?.pushConfigured;
+        this.tasks.set(task.taskId, mark ? { ...task, pushConfigured: true } : task);
+      } else if (write.entity === 'run') this.runs.set(write.item.runId, write.item);
       else if (write.entity === 'approval') this.approvals.set(write.item.approvalId, write.item);
       else this.pushConfigs.set(`${write.item.taskId}#${write.item.configId}`, write.item);
     }
@@ -65,6 +73,14 @@ export class InMemoryTaskRepository implements TaskRepository {
 
   async getTask(taskId: string): Promise<StoredTask | undefined> {
     return this.tasks.get(taskId);
+  }
+
+  async markPushConfigured(taskId: string): Promise<StoredTask | undefined> {
+    const task = this.tasks.get(taskId);
+    if (task === undefined) return undefined;
+    const markedTask: StoredTask = { ...task, pushConfigured: true };
+    this.tasks.set(taskId, markedTask);
+    return markedTask;
   }
 
   async getRun(_taskId: string, runId: string): Promise<RunRecord | undefined> {

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { fromEventItem, pushMark, toEventItem } from '../../shared/adapters/dynamodb/entities.ts';
 import {
   groupPlan,
   toTaskRowUpdate,
@@ -149,6 +150,82 @@ describe('write plans → DynamoDB writes (decision 0038)', () => {
     expect(toTaskRowUpdate({ ...row, replaces: 'none' }, 's').input.ConditionExpression).toContain(
       'attribute_not_exists(#run)',
     );
+  });
+});
+
+describe('the push mark on the task row (decision 0041)', () => {
+  const pushConfig = {
+    taskId: 't1',
+    configId: 'hook',
+    url: 'https://hooks.example/in',
+    createdAt: '2026-11-30T00:00:00.000Z',
+    expiresAt: 2_000_000_000,
+    afterRevision: 0,
+  };
+  const touchesMark = (update: ReturnType<typeof toTaskRowUpdate>) =>
+    pushMark in update.sets ||
+    update.removes.includes(pushMark) ||
+    Object.values(update.input.ExpressionAttributeNames ?? {}).includes(pushMark);
+
+  it('a task write never sets nor removes it, whether the task it writes was read with or without it', () => {
+    for (const pushConfigured of [undefined, true] as const) {
+      const written = task(4, pushConfigured ? { pushConfigured } : {});
+      const plans = [
+        { writes: [{ entity: 'task' as const, item: written, expect: { revision: 3 } }] },
+        { writes: [{ entity: 'task' as const, item: written, expect: 'absent' as const }] },
+        {
+          writes: [
+            { entity: 'run' as const, item: { ...run, version: 3 }, expect: { version: 2 } },
+            { entity: 'task' as const, item: written, expect: { revision: 3 } },
+          ],
+        },
+        { writes: [{ entity: 'run' as const, item: { ...run, version: 3 }, expect: { version: 2 } }] },
+      ];
+      for (const plan of plans) {
+        const [row] = groupPlan(plan).rows;
+        expect(touchesMark(toTaskRowUpdate(row!, 's'))).toBe(false);
+      }
+    }
+  });
+
+  it('a push config committed with its task sets it in the same update of the task row', () => {
+    const grouped = groupPlan({
+      writes: [
+        { entity: 'task', item: task(1), expect: 'absent' },
+        { entity: 'run', item: { ...run, status: 'QUEUED', version: 1 }, expect: 'absent' },
+        { entity: 'push', item: pushConfig, expect: 'any' },
+      ],
+    });
+    expect(grouped.rows).toHaveLength(1);
+    const update = toTaskRowUpdate(grouped.rows[0]!, 's');
+    expect(update.sets).toMatchObject({ [pushMark]: true, revision: 1 });
+    expect(update.input.ConditionExpression).toBe('attribute_not_exists(pk)');
+    const transaction = toTransactWriteInput(grouped, 's', 'token');
+    expect(transaction.TransactItems?.[0]?.Update?.UpdateExpression).toContain(`#${pushMark} = :${pushMark}`);
+    expect(transaction.TransactItems?.[1]?.Put?.Item).toMatchObject({ sk: 'PUSH#hook' });
+    // A config without its task's write would leave the row unmarked: refused, never committed.
+    expect(() => groupPlan({ writes: [{ entity: 'push', item: pushConfig, expect: 'any' }] })).toThrow(
+      /decision 0041/,
+    );
+  });
+
+  it('set alone, it sets only the mark, on an existing row', () => {
+    const update = toTaskRowUpdate({ taskId: 't1', marksPush: true }, 's');
+    expect(update.sets).toEqual({ [pushMark]: true });
+    expect(update.removes).toEqual([]);
+    expect(update.input.ConditionExpression).toBe('attribute_exists(#pk)');
+  });
+
+  it('the projector copies it from the task image into the event, and only when the image carries it', () => {
+    const marked = projectRevision(task(1, { pushConfigured: true }), task(2, { pushConfigured: true }));
+    expect(marked?.event.pushConfigured).toBe(true);
+    expect(toEventItem(marked!.event)).toMatchObject({ [pushMark]: true });
+    expect(fromEventItem(toEventItem(marked!.event)).pushConfigured).toBe(true);
+    // The write that set the mark on a task's row carries it from then on; earlier ones do not.
+    expect(projectRevision(task(1), task(2, { pushConfigured: true }))?.event.pushConfigured).toBe(true);
+    const unmarked = projectRevision(task(1), task(2));
+    expect(unmarked?.event).not.toHaveProperty('pushConfigured');
+    expect(toEventItem(unmarked!.event)).not.toHaveProperty(pushMark);
   });
 });
 

@@ -4,12 +4,18 @@ import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
 import { createExtensionMethods } from '../../shared/app/a2a-methods.ts';
 import { buildAgentCard, pushDeliveriesExtension } from '../../shared/app/agent-card.ts';
 import { deliverPush, fanOutEvents, WebhookDeliveryFailedError } from '../../shared/app/deliver-push.ts';
-import { buildPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
+import { buildPushConfig, createPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
 import { listPushDeliveries } from '../../shared/app/push-deliveries.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
 import { InvalidParamsError, TaskNotFoundError } from '../../shared/domain/errors.ts';
 import type { PushConfigRepository, WebhookResult } from '../../shared/domain/ports.ts';
-import { type AttemptContext, deliveryBackoffSeconds, describeAttempt } from '../../shared/domain/push.ts';
+import {
+  type AttemptContext,
+  deliveryBackoffSeconds,
+  describeAttempt,
+  type StoredPushConfig,
+} from '../../shared/domain/push.ts';
+import { webhookPolicyFor } from '../../shared/domain/webhook-address.ts';
 import { alice, createCore, testConfig } from '../support/core-fixture.ts';
 import { InMemoryPushDeliveryLog } from '../support/in-memory-repositories.ts';
 
@@ -396,6 +402,7 @@ describe('fanOutEvents: a config gets the revisions committed after it existed (
       taskId: 't-1',
       revision,
       expiresAt: now.getTime() / 1000 + 3600,
+      pushConfigured: true as const,
     }));
     const count = await fanOutEvents(
       {
@@ -418,5 +425,103 @@ describe('fanOutEvents: a config gets the revisions committed after it existed (
     expect(revisionsOf('later')).toEqual([4, 5]);
     expect(revisionsOf('legacy')).toEqual([1, 2, 3, 4, 5]);
     expect(count).toBe(12);
+  });
+});
+
+describe('fanOutEvents reads push configs only for events that carry the push mark (decision 0041)', () => {
+  const pushCodec = new PushConfigCodec(new FakeSealer());
+  const expiresAt = now.getTime() / 1000 + 3600;
+  const fanOut = async (events: readonly { revision: number; pushConfigured?: true }[]) => {
+    const config = await buildPushConfig(
+      { pushCodec, clock: { now: () => now }, ids: { newId: () => 'hook' } },
+      { taskId: 't-1', expiresAt },
+      { url: 'https://hooks.example/in' },
+      0,
+    );
+    let lists = 0;
+    const queued: { revision: number }[] = [];
+    const count = await fanOutEvents(
+      {
+        pushConfigs: {
+          get: async () => undefined,
+          list: async () => {
+            lists++;
+            return { configs: [config], more: false };
+          },
+          put: async () => {},
+          delete: async () => {},
+        },
+        deliveries: { enqueue: async (deliveries) => void queued.push(...deliveries) },
+        clock: { now: () => now },
+      },
+      events.map((event) => ({ taskId: 't-1', expiresAt, ...event })),
+    );
+    return { lists, count, revisions: queued.map((delivery) => delivery.revision) };
+  };
+
+  it('a group of unmarked events (a task that never had a config) reads no config and queues nothing', async () => {
+    expect(await fanOut([{ revision: 1 }, { revision: 2 }, { revision: 3 }])).toEqual({
+      lists: 0,
+      count: 0,
+      revisions: [],
+    });
+  });
+
+  it('one marked event in the group reads the configs once; the configs decide the revisions', async () => {
+    expect(await fanOut([{ revision: 1 }, { revision: 2, pushConfigured: true }])).toEqual({
+      lists: 1,
+      count: 2,
+      revisions: [1, 2],
+    });
+    expect(await fanOut([{ revision: 3, pushConfigured: true }])).toEqual({
+      lists: 1,
+      count: 1,
+      revisions: [3],
+    });
+  });
+
+  it('CreateTaskPushNotificationConfig marks the row, then stores the revision the mark left: a revision committed in between is not the config’s', async () => {
+    const core = createCore();
+    const { taskId } = await core.send('hello');
+    const read = core.tasks.tasks.get(taskId)!;
+    const stored = new Map<string, StoredPushConfig>();
+    let marks = 0;
+    const tasks = Object.create(core.tasks) as typeof core.tasks;
+    tasks.markPushConfigured = async (id) => {
+      marks++;
+      // A writer that read before the config request commits the next revision, unmarked.
+      if (marks === 1)
+        await core.tasks.commit({
+          writes: [
+            {
+              entity: 'task',
+              item: { ...read, revision: read.revision + 1 },
+              expect: { revision: read.revision },
+            },
+          ],
+        });
+      return core.tasks.markPushConfigured(id);
+    };
+    const deps = {
+      tasks,
+      pushConfigs: {
+        get: async (_taskId: string, configId: string) => stored.get(configId),
+        list: async () => ({ configs: [...stored.values()], more: false }),
+        put: async (config: StoredPushConfig) => void stored.set(config.configId, config),
+        delete: async () => {},
+      },
+      pushCodec,
+      webhookPolicy: webhookPolicyFor(true, true),
+      clock: { now: () => new Date() },
+      ids: { newId: () => 'unused' },
+    };
+    await createPushConfig(deps, alice, taskId, { id: 'one', url: 'https://hooks.example/one' });
+    // That revision's event carries no mark, so the config must not want it (decision 0041).
+    expect(stored.get('one')?.afterRevision).toBe(read.revision + 1);
+    expect(core.tasks.tasks.get(taskId)?.pushConfigured).toBe(true);
+    // A row read with the mark needs no second mark; its revision was committed after the mark.
+    await createPushConfig(deps, alice, taskId, { id: 'two', url: 'https://hooks.example/two' });
+    expect(marks).toBe(1);
+    expect(stored.get('two')?.afterRevision).toBe(read.revision + 1);
   });
 });

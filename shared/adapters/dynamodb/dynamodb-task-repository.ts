@@ -113,6 +113,18 @@ export class DynamoDbTaskRepository implements TaskRepository {
     return (await this.readTaskRow(taskId)).task;
   }
 
+  async markPushConfigured(taskId: string): Promise<StoredTask | undefined> {
+    const { input } = toTaskRowUpdate({ taskId, marksPush: true }, this.tableName);
+    try {
+      // An update's returned image costs no read units.
+      const { Attributes } = await this.client.send(new UpdateCommand({ ...input, ReturnValues: 'ALL_NEW' }));
+      return Attributes && fromTaskItem(taskItemSchema.parse(Attributes));
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return undefined;
+      throw error;
+    }
+  }
+
   async getRun(taskId: string, runId: string): Promise<RunRecord | undefined> {
     return (await this.getRunWithTask(taskId, runId)).run;
   }

@@ -132,6 +132,9 @@ export const runItemSchema = embeddedRunSchema.extend({
 });
 export type RunItem = z.infer<typeof runItemSchema>;
 
+/** The task row's push mark attribute (decision 0041). */
+export const pushMark = 'pushConfigured' satisfies keyof TaskItem & keyof EventItem;
+
 const taskItemFields = z.object({
   pk: z.string(),
   sk: z.literal('TASK'),
@@ -156,6 +159,11 @@ const taskItemFields = z.object({
   /** The current run's lease, set exactly while it has one: the keys of the sparse lease index. */
   leaseUntil: z.number().optional(),
   leaseShard: z.string().optional(),
+  /**
+   * The push mark (decision 0041): set by the write that stores the task's first push config,
+   * never by a task write (`toTaskRowUpdate` leaves it out), never removed.
+   */
+  pushConfigured: z.boolean().optional(),
 });
 export const taskItemSchema = taskItemFields.overwrite(unpackSealedHeaders);
 export type TaskItem = z.infer<typeof taskItemSchema>;
@@ -206,6 +214,8 @@ const eventItemFields = z.object({
   artifacts: blob.optional(),
   metadata: jsonObject.optional(),
   expiresAt: z.number(),
+  /** The task row's push mark at this revision (decision 0041); absent when unmarked. */
+  pushConfigured: z.boolean().optional(),
   sealHeaders,
 });
 export const eventItemSchema = eventItemFields.overwrite(unpackSealedHeaders);
@@ -272,6 +282,7 @@ export const fromTaskItem = (item: TaskItem): StoredTask => ({
   sealedStatusMessage: item.statusMessage,
   sealedArtifacts: item.artifacts,
   sealedHistory: item.history,
+  ...(item.pushConfigured === true && { pushConfigured: true }),
 });
 
 /** A run's own attributes, without keys or lease (the row that holds it carries those). */
@@ -430,6 +441,7 @@ export const toEventItem = (event: JournalEvent): EventItem =>
     artifacts: event.sealedArtifacts,
     metadata: event.metadata,
     expiresAt: event.expiresAt,
+    pushConfigured: event.pushConfigured,
   });
 
 export const fromEventItem = (item: EventItem): JournalEvent => ({
@@ -443,6 +455,7 @@ export const fromEventItem = (item: EventItem): JournalEvent => ({
   sealedArtifacts: item.artifacts,
   metadata: item.metadata,
   expiresAt: item.expiresAt,
+  ...(item.pushConfigured === true && { pushConfigured: true }),
 });
 
 /**

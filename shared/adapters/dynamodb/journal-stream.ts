@@ -1,16 +1,22 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBRecord } from 'aws-lambda';
+import type { JournalEvent } from '../../domain/projection.ts';
 import { eventItemSchema } from './entities.ts';
 
 /** The journal event a stream record inserted (the pusher's input); its sealed content is not opened. */
 export const parseEventRecord = (
   record: DynamoDBRecord,
-): { readonly taskId: string; readonly revision: number; readonly expiresAt: number } => {
+): Pick<JournalEvent, 'taskId' | 'revision' | 'expiresAt' | 'pushConfigured'> => {
   const item = eventItemSchema.parse(
     unmarshall((record.dynamodb?.NewImage ?? {}) as Record<string, AttributeValue>),
   );
-  return { taskId: item.taskId, revision: item.revision, expiresAt: item.expiresAt };
+  return {
+    taskId: item.taskId,
+    revision: item.revision,
+    expiresAt: item.expiresAt,
+    ...(item.pushConfigured === true && { pushConfigured: true }),
+  };
 };
 
 /** The pusher's event-source filter: journal event items as they are inserted (never views, updates or TTL removals). */

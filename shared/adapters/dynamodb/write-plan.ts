@@ -3,6 +3,7 @@ import type { PlannedWrite, WritePlan } from '../../domain/ports.ts';
 import {
   keys,
   leaseAttributes,
+  pushMark,
   taskItemSchema,
   toApprovalItem,
   toEmbeddedRun,
@@ -40,6 +41,11 @@ export interface TaskRowWrite {
    * and archived it, or `'none'`. The write is conditioned on it still being there unchanged.
    */
   readonly replaces?: { readonly runId: string; readonly version: number } | 'none';
+  /**
+   * Sets the row's push mark (decision 0041): the plan stores a push config of this task (inline
+   * on SendMessage), or, alone (no task, no run), the mark on an existing row before a config.
+   */
+  readonly marksPush?: true;
 }
 
 /** A plan split into task-row writes and plain item puts (approvals, push configs, earlier runs). */
@@ -55,7 +61,7 @@ export interface GroupedPlan {
  * current, and a run the plan's task write does not point to, keep rows of their own. Pure.
  */
 export const groupPlan = (plan: WritePlan): GroupedPlan => {
-  const rows = new Map<string, { taskId: string; task?: TaskWrite; run?: RunWrite }>();
+  const rows = new Map<string, { taskId: string; task?: TaskWrite; run?: RunWrite; marksPush?: true }>();
   for (const write of plan.writes) {
     if (write.entity === 'task') rows.set(write.item.taskId, { taskId: write.item.taskId, task: write });
   }
@@ -64,6 +70,14 @@ export const groupPlan = (plan: WritePlan): GroupedPlan => {
     if (write.entity === 'task') continue;
     if (write.entity !== 'run') {
       puts.push(write);
+      if (write.entity === 'push') {
+        // The config's task row carries the push mark from the revision this plan commits on
+        // (decision 0041); a config stored without its task's write would go unseen by the pusher.
+        const row = rows.get(write.item.taskId);
+        if (row?.task === undefined)
+          throw new Error('A push config is committed with its task (decision 0041)');
+        row.marksPush = true;
+      }
       continue;
     }
     const row = rows.get(write.item.taskId);
@@ -76,9 +90,13 @@ export const groupPlan = (plan: WritePlan): GroupedPlan => {
   return { rows: [...rows.values()], puts };
 };
 
-/** The task attributes a task write sets or removes; the row's run and lease are the run write's. */
+/**
+ * The task attributes a task write sets or removes; the row's run and lease are the run write's,
+ * and its push mark is set only with a push config (decision 0041): a task write from a read
+ * older than the mark must not remove it.
+ */
 const taskAttributes = Object.keys(taskItemSchema.shape).filter(
-  (name) => !['pk', 'sk', 'run', 'leaseUntil', 'leaseShard'].includes(name),
+  (name) => !['pk', 'sk', 'run', 'leaseUntil', 'leaseShard', pushMark].includes(name),
 );
 
 /** A task-row write as an UpdateItem, and the attributes it leaves (to recognise it once applied). */
@@ -137,6 +155,11 @@ export const toTaskRowUpdate = (row: TaskRowWrite, tableName: string): TaskRowUp
       if (expect.leaseExpiredBefore !== undefined)
         conditions.push(`${name('leaseUntil')} < ${value('leaseExpiredBefore', expect.leaseExpiredBefore)}`);
     }
+  }
+  if (row.marksPush) {
+    assign(pushMark, true);
+    // The mark alone is set on an existing row only (never creates one).
+    if (row.task === undefined && row.run === undefined) conditions.push(`attribute_exists(${name('pk')})`);
   }
   if (row.replaces === 'none') conditions.push(`attribute_not_exists(${name('run')})`);
   else if (row.replaces !== undefined)
