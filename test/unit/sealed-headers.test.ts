@@ -1,10 +1,3 @@
-import { randomBytes } from 'node:crypto';
-import {
-  type DecryptCommand,
-  type DecryptCommandOutput,
-  GenerateDataKeyCommand,
-  type GenerateDataKeyCommandOutput,
-} from '@aws-sdk/client-kms';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -18,33 +11,9 @@ import {
 } from '../../shared/adapters/dynamodb/sealed-headers.ts';
 import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
-import { type KmsDataKeyClient, KmsSealer } from '../../shared/adapters/kms-sealer.ts';
+import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import type { StoredTask } from '../../shared/domain/projection.ts';
-
-const KEY_ARN = 'arn:aws:kms:us-east-1:000000000000:key/11111111-2222-3333-4444-555555555555';
-/** The size of the encrypted data key the local KMS emulator returns (AWS's is about 184 bytes). */
-const ENCRYPTED_KEY_BYTES = 98;
-
-/** A fake KMS: random data keys, each wrapped as random bytes it alone can map back (no real crypto needed here). */
-class FakeKms implements KmsDataKeyClient {
-  private readonly keys = new Map<string, Uint8Array>();
-
-  send(command: GenerateDataKeyCommand): Promise<GenerateDataKeyCommandOutput>;
-  send(command: DecryptCommand): Promise<DecryptCommandOutput>;
-  async send(
-    command: GenerateDataKeyCommand | DecryptCommand,
-  ): Promise<GenerateDataKeyCommandOutput | DecryptCommandOutput> {
-    if (command instanceof GenerateDataKeyCommand) {
-      const plaintext = randomBytes(32);
-      const wrapped = randomBytes(ENCRYPTED_KEY_BYTES);
-      this.keys.set(wrapped.toString('base64'), Uint8Array.from(plaintext));
-      return { KeyId: KEY_ARN, Plaintext: plaintext, CiphertextBlob: wrapped, $metadata: {} };
-    }
-    const key = this.keys.get(Buffer.from(command.input.CiphertextBlob ?? []).toString('base64'));
-    if (key === undefined) throw new Error('InvalidCiphertextException');
-    return { KeyId: KEY_ARN, Plaintext: Uint8Array.from(key), $metadata: {} };
-  }
-}
+import { ENCRYPTED_KEY_BYTES, FakeKms, KEY_ARN } from '../support/fake-kms.ts';
 
 const kms = new FakeKms();
 const newSealer = () => new KmsSealer({ kms, keyId: KEY_ARN, installation: 'unit-test' });
