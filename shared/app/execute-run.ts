@@ -99,7 +99,6 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
   }
 
   const claimed = await claim(deps, run, task);
-  if (claimed === undefined) return 'duplicate';
   if ('ended' in claimed) return claimed.ended;
   failpoint('executor.afterClaim');
   const lease = keepLease(deps, claimed.run);
@@ -130,7 +129,7 @@ const claim = async (
   deps: ExecuteRunDeps,
   run: RunRecord,
   task: StoredTask,
-): Promise<{ run: RunRecord; task: StoredTask } | { ended: ExecuteRunResult } | undefined> => {
+): Promise<{ run: RunRecord; task: StoredTask } | { ended: ExecuteRunResult }> => {
   const now = deps.clock.now();
   const claimedRun: RunRecord = {
     ...run,
@@ -159,13 +158,9 @@ const claim = async (
     return { run: claimedRun, task: workingTask };
   } catch (error) {
     if (!(error instanceof VersionConflictError)) throw error;
-    const { run: fresh, task: freshTask } = await deps.tasks.getRunWithTask(task.taskId, run.runId);
-    // Claimed by another delivery, or settled (a cancel): this delivery is a duplicate.
-    if (fresh === undefined || fresh.status !== 'QUEUED') return undefined;
-    if (freshTask === undefined || freshTask.currentRunId !== run.runId || isTerminal(freshTask.state)) {
-      await settleRunOnly(deps, fresh, 'CANCELED');
-      return { ended: 'canceled' };
-    }
+    // Claimed by another delivery or settled (duplicate), or its task canceled (the run ends here).
+    const fresh = await reread(deps, run, task, 'QUEUED');
+    if (fresh.kind === 'ended') return { ended: fresh.result };
     // Still queued under a task that moved otherwise: let the queue deliver it again.
     throw error;
   }
@@ -517,17 +512,21 @@ const commitFinal = async (
 const retentionFrom = (deps: ExecuteRunDeps, now: Date): number =>
   Math.floor(now.getTime() / 1000) + retentionSeconds(deps.config.privacy.retention, 'agentRun');
 
-/** After a lost version check: did a cancel end the task, or did a tightening change the ceiling? */
+/**
+ * After a lost version check: did a cancel end the task, or did a tightening change the ceiling?
+ * `status` is the one the run must still have to be this executor's (QUEUED at the claim).
+ */
 const reread = async (
   deps: ExecuteRunDeps,
   run: RunRecord,
   task: StoredTask,
+  status: RunStatus = 'RUNNING',
 ): Promise<
   { kind: 'retry'; run: RunRecord; task: StoredTask } | { kind: 'ended'; result: ExecuteRunResult }
 > => {
   const { run: freshRun, task: freshTask } = await deps.tasks.getRunWithTask(task.taskId, run.runId);
   if (freshRun === undefined || freshTask === undefined) return { kind: 'ended', result: 'missing' };
-  if (freshRun.status !== 'RUNNING') return { kind: 'ended', result: 'duplicate' };
+  if (freshRun.status !== status) return { kind: 'ended', result: 'duplicate' };
   if (freshRun.cancelRequested || isTerminal(freshTask.state) || freshTask.currentRunId !== run.runId) {
     await settleRunOnly(deps, freshRun, 'CANCELED');
     return { kind: 'ended', result: 'canceled' };

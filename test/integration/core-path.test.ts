@@ -80,7 +80,7 @@ describe('core path against the emulators', () => {
     expect(Buffer.from(Item?.history as Uint8Array).includes(Buffer.from('plain words'))).toBe(false);
   });
 
-  it('cancels the completing transaction on a stale run version and applies nothing (I-LOCK, I-RESULT)', async () => {
+  it('refuses the completing write on a stale run version and applies nothing (I-LOCK, I-RESULT)', async () => {
     const { taskId } = await createTask(deps(), {
       caller: alice,
       profileId: 'default',
@@ -106,7 +106,7 @@ describe('core path against the emulators', () => {
     expect((await tasks.getRun(taskId, run.runId))!).toMatchObject({ status: 'QUEUED', version: 2 });
   });
 
-  it('claims a run with one conditional put: of two concurrent claims exactly one wins (I-ONCE, I-LOCK)', async () => {
+  it('claims a run with one conditional write: of two concurrent claims exactly one wins (I-ONCE, I-LOCK)', async () => {
     const { taskId } = await createTask(deps(), {
       caller: alice,
       profileId: 'default',
