@@ -1,7 +1,12 @@
 import type { Config } from '../config/config.ts';
 import type { Message, Task } from '../domain/a2a.ts';
 import { isTerminal } from '../domain/a2a.ts';
-import { TaskNotCancelableError, TaskNotFoundError, VersionConflictError } from '../domain/errors.ts';
+import {
+  TaskBusyError,
+  TaskNotCancelableError,
+  TaskNotFoundError,
+  VersionConflictError,
+} from '../domain/errors.ts';
 import type { PlannedWrite } from '../domain/ports.ts';
 import { retentionSeconds } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
@@ -45,7 +50,9 @@ const maxAttempts = 5;
  * (conditioned on the revision read) and flags the current run (conditioned on its version,
  * I-LOCK); a run that is not executing (QUEUED, AWAITING_APPROVAL) is settled CANCELED at once,
  * a RUNNING one is settled by its executor, whose completing transaction now loses. A conflict
- * re-reads: a completion that won makes the cancel TaskNotCancelable. Idempotent on CANCELED.
+ * re-reads: a completion that won makes the cancel TaskNotCancelable, a cancel that won answers
+ * the canceled task (idempotent on CANCELED); a task that keeps moving answers TaskBusy, never an
+ * internal error.
  */
 export const cancelTask = async (deps: CancelTaskDeps, input: CancelTaskInput): Promise<Task> => {
   for (let attempt = 1; ; attempt++) {
@@ -64,7 +71,8 @@ export const cancelTask = async (deps: CancelTaskDeps, input: CancelTaskInput): 
       const canceled = await commitCancel(deps, task, run);
       return readAtRevision(deps, input.caller, canceled);
     } catch (error) {
-      if (!(error instanceof VersionConflictError) || attempt >= maxAttempts) throw error;
+      if (!(error instanceof VersionConflictError)) throw error;
+      if (attempt >= maxAttempts) throw new TaskBusyError(task.taskId);
     }
   }
 };

@@ -6,8 +6,11 @@ import {
   InvalidParamsError,
   PushNotificationNotSupportedError,
   ResultNotRetainableError,
+  TaskAlreadyWorkingError,
+  TaskBusyError,
   TaskNotFoundError,
   UnsupportedOperationError,
+  VersionConflictError,
 } from '../domain/errors.ts';
 import type { Metrics } from '../domain/metrics.ts';
 import type {
@@ -141,36 +144,7 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
     ...(deps.savedProfiles?.has(input.profileId) && { profile: runProfileOf(profile) }),
   };
 
-  const plan = input.message.taskId
-    ? await planFollowUp(deps, input, run, now, expiresAt)
-    : await planNewTask(deps, input, run, now, expiresAt);
-
-  const pushWrites =
-    inlinePush !== undefined && deps.pushCodec !== undefined
-      ? [
-          {
-            entity: 'push' as const,
-            // The config's own taskId "should be empty" on send (A2A.md §4): the new task's id wins.
-            // Written with the revision this message creates: that revision is the config's first.
-            item: await buildPushConfig(
-              { ...deps, pushCodec: deps.pushCodec },
-              plan.task,
-              { ...inlinePush, protocolVersion: input.protocolVersion },
-              plan.task.revision - 1,
-            ),
-            expect: 'any' as const,
-          },
-        ]
-      : [];
-  const runWrite: PlannedWrite = {
-    entity: 'run',
-    item: { ...run, taskId: plan.task.taskId },
-    expect: 'absent',
-  };
-  // One commit: the task row holds its current run (decision 0038), so without an inline push
-  // config this is one single-item write; with one, one transaction (a push config must not
-  // attach itself to a task whose follow-up lost its race). Nothing is queued before it.
-  await deps.tasks.commit({ writes: [plan.taskWrite, runWrite, ...pushWrites] });
+  const plan = await commitPlanned(deps, input, run, now, expiresAt, inlinePush);
   failpoint('create.afterCommit');
   try {
     await deps.queue.enqueue({ taskId: plan.task.taskId, runId });
@@ -183,6 +157,63 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
     return settleUnqueued(deps, plan.task, { ...run, taskId: plan.task.taskId });
   }
   return { taskId: plan.task.taskId, revision: plan.task.revision };
+};
+
+/** Of racing follow-ups exactly one wins the conditional write; a loser re-reads and answers for the task as it is. */
+const maxFollowUpAttempts = 3;
+
+/**
+ * Plans the task write and commits it with the run (and an inline push config). A follow-up that
+ * loses its conditional write re-reads the task: another follow-up continued it (TaskAlreadyWorking),
+ * or it ended or went (the refusals of `planFollowUp`); when the task still waits for input, it
+ * tries again, a bounded number of times.
+ */
+const commitPlanned = async (
+  deps: CreateTaskDeps,
+  input: CreateTaskInput,
+  run: RunRecord,
+  now: Date,
+  expiresAt: number,
+  inlinePush: SendMessageConfiguration['taskPushNotificationConfig'],
+): Promise<Plan> => {
+  for (let attempt = 1; ; attempt++) {
+    const plan = input.message.taskId
+      ? await planFollowUp(deps, input, run, now, expiresAt)
+      : await planNewTask(deps, input, run, now, expiresAt);
+
+    const pushWrites =
+      inlinePush !== undefined && deps.pushCodec !== undefined
+        ? [
+            {
+              entity: 'push' as const,
+              // The config's own taskId "should be empty" on send (A2A.md §4): the new task's id wins.
+              // Written with the revision this message creates: that revision is the config's first.
+              item: await buildPushConfig(
+                { ...deps, pushCodec: deps.pushCodec },
+                plan.task,
+                { ...inlinePush, protocolVersion: input.protocolVersion },
+                plan.task.revision - 1,
+              ),
+              expect: 'any' as const,
+            },
+          ]
+        : [];
+    const runWrite: PlannedWrite = {
+      entity: 'run',
+      item: { ...run, taskId: plan.task.taskId },
+      expect: 'absent',
+    };
+    // One commit: the task row holds its current run (decision 0038), so without an inline push
+    // config this is one single-item write; with one, one transaction (a push config must not
+    // attach itself to a task whose follow-up lost its race). Nothing is queued before it.
+    try {
+      await deps.tasks.commit({ writes: [plan.taskWrite, runWrite, ...pushWrites] });
+      return plan;
+    } catch (error) {
+      if (!(error instanceof VersionConflictError) || input.message.taskId === undefined) throw error;
+      if (attempt >= maxFollowUpAttempts) throw new TaskBusyError(input.message.taskId);
+    }
+  }
 };
 
 interface Plan {
@@ -242,12 +273,7 @@ const planFollowUp = async (
       state: current.state,
     });
   }
-  if (!isInterrupted(current.state)) {
-    throw new UnsupportedOperationError('Task is still working; send follow-ups when it asks for input', {
-      taskId,
-      state: current.state,
-    });
-  }
+  if (!isInterrupted(current.state)) throw new TaskAlreadyWorkingError(taskId, current.state);
   const message: Message = { ...input.message, taskId, contextId: current.contextId };
   const history = await deps.codec.openHistory(taskId, current.sealedHistory);
   const revision = current.revision + 1;
@@ -287,21 +313,27 @@ const settleUnqueued = async (
     sealedStatusMessage: sealed.sealedStatusMessage,
     metadata: { ...task.metadata, reason: 'ENQUEUE_FAILED' },
   };
-  await deps.tasks.commit({
-    writes: [
-      { entity: 'task', item: failed, expect: { revision: task.revision } },
-      {
-        entity: 'run',
-        item: {
-          ...run,
-          status: 'FAILED',
-          version: run.version + 1,
-          endedAt: now.toISOString(),
-          leaseUntil: undefined,
+  try {
+    await deps.tasks.commit({
+      writes: [
+        { entity: 'task', item: failed, expect: { revision: task.revision } },
+        {
+          entity: 'run',
+          item: {
+            ...run,
+            status: 'FAILED',
+            version: run.version + 1,
+            endedAt: now.toISOString(),
+            leaseUntil: undefined,
+          },
+          expect: { version: run.version },
         },
-        expect: { version: run.version },
-      },
-    ],
-  });
+      ],
+    });
+  } catch (error) {
+    // A cancel moved the task meanwhile: it answers for itself (its run is settled with it).
+    if (!(error instanceof VersionConflictError)) throw error;
+    return { taskId: task.taskId, revision: task.revision };
+  }
   return { taskId: failed.taskId, revision: failed.revision };
 };

@@ -16,6 +16,8 @@ export type DomainErrorCode =
   | 'EXTENSION_SUPPORT_REQUIRED'
   | 'VERSION_NOT_SUPPORTED'
   | 'RESULT_NOT_RETAINABLE'
+  | 'TASK_ALREADY_WORKING'
+  | 'TASK_BUSY'
   | 'INVALID_PARAMS'
   | 'VERSION_CONFLICT'
   | 'SEALING_FAILED'
@@ -107,6 +109,30 @@ export class ResultNotRetainableError extends DomainError {
       profile: profileId,
       setting,
     });
+  }
+}
+
+/**
+ * A message to a task that is already working on one: it was not interrupted when read, or
+ * another follow-up won the write that continues it (of racing follow-ups exactly one proceeds).
+ */
+export class TaskAlreadyWorkingError extends DomainError {
+  override readonly name = 'TaskAlreadyWorkingError';
+  readonly code = 'TASK_ALREADY_WORKING';
+  constructor(taskId: string, state: string) {
+    super('Task is already working on a message; send follow-ups when it asks for input', {
+      taskId,
+      state,
+    });
+  }
+}
+
+/** A write kept losing to concurrent writers of the same task, and each re-read allowed it again: retry. */
+export class TaskBusyError extends DomainError {
+  override readonly name = 'TaskBusyError';
+  readonly code = 'TASK_BUSY';
+  constructor(taskId: string) {
+    super('The task kept changing while this request was applied; retry', { taskId });
   }
 }
 

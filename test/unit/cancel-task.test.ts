@@ -6,6 +6,7 @@ import { toSendMessageResponse } from '../../shared/app/send-message.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import {
   ProviderUnavailableError,
+  TaskBusyError,
   TaskNotCancelableError,
   TaskNotFoundError,
 } from '../../shared/domain/errors.ts';
@@ -79,6 +80,22 @@ describe('cancelTask (A2A.md §11)', () => {
     const row = core.tasks.tasks.get(taskId)!;
     expect(row.state).toBe('TASK_STATE_COMPLETED');
     expect(await core.codec.openArtifacts(taskId, row.sealedArtifacts)).toHaveLength(1);
+  });
+
+  it('answers TaskBusy (never an internal error) when every re-read allows the cancel and every write loses', async () => {
+    const core = createCore();
+    const { taskId } = await core.send('busy');
+    const row = core.tasks.tasks.get(taskId)!;
+    // Another writer moves the task's revision just before each of the cancel's writes.
+    const moveOn = () => {
+      const current = core.tasks.tasks.get(taskId)!;
+      core.tasks.tasks.set(taskId, { ...current, revision: current.revision + 1 });
+      core.tasks.beforeCommit = moveOn;
+    };
+    core.tasks.beforeCommit = moveOn;
+    await expect(cancelTask(core.deps, { caller: alice, taskId })).rejects.toBeInstanceOf(TaskBusyError);
+    core.tasks.beforeCommit = undefined;
+    expect(core.tasks.tasks.get(taskId)!.state).toBe(row.state);
   });
 
   it('flags a RUNNING run; its executor loses the completion and settles the run CANCELED', async () => {

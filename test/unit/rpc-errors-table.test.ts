@@ -20,6 +20,8 @@ import {
   PushNotificationNotSupportedError,
   ResultNotRetainableError,
   SealingFailedError,
+  TaskAlreadyWorkingError,
+  TaskBusyError,
   TaskNotCancelableError,
   TaskNotFoundError,
   UnsupportedOperationError,
@@ -126,6 +128,22 @@ const a2aRows: readonly A2aRow[] = [
     domain: 'errors.example.test',
     metadata: { profile: 'default', setting: 'providers.strict.privacyLevel' },
   },
+  {
+    error: new TaskAlreadyWorkingError('t-4', 'TASK_STATE_WORKING'),
+    code: -32004,
+    message: 'This operation is not supported: the task is already working on a message',
+    reason: 'TASK_ALREADY_WORKING',
+    domain: 'errors.example.test',
+    metadata: { taskId: 't-4', state: 'TASK_STATE_WORKING' },
+  },
+  {
+    error: new TaskBusyError('t-5'),
+    code: -32004,
+    message: 'This operation is not supported right now: the task changed concurrently; retry',
+    reason: 'TASK_BUSY',
+    domain: 'errors.example.test',
+    metadata: { taskId: 't-5' },
+  },
 ];
 
 describe('toJsonRpcError: A2A errors', () => {
@@ -213,6 +231,8 @@ describe('jsonRpcErrorTable', () => {
     'EXTENSION_SUPPORT_REQUIRED',
     'VERSION_NOT_SUPPORTED',
     'RESULT_NOT_RETAINABLE',
+    'TASK_ALREADY_WORKING',
+    'TASK_BUSY',
     'INVALID_PARAMS',
     'VERSION_CONFLICT',
     'SEALING_FAILED',
@@ -234,6 +254,6 @@ describe('jsonRpcErrorTable', () => {
       .map((row) => row.detail)
       .filter((detail) => detail.kind === 'errorInfo' && detail.domain === 'installation')
       .map((detail) => (detail.kind === 'errorInfo' ? detail.reason : ''));
-    expect(installationReasons).toEqual(['RESULT_NOT_RETAINABLE']);
+    expect(installationReasons).toEqual(['RESULT_NOT_RETAINABLE', 'TASK_ALREADY_WORKING', 'TASK_BUSY']);
   });
 });

@@ -82,6 +82,18 @@ export const jsonRpcErrorTable: Readonly<Record<WireErrorCode, WireErrorRow>> = 
     message: 'This operation is not supported: the result could not be kept under the privacy policy',
     detail: { kind: 'errorInfo', reason: 'RESULT_NOT_RETAINABLE', domain: 'installation' },
   },
+  // Lost races (a follow-up to a task another follow-up continued, a cancel that kept losing) are
+  // UnsupportedOperationErrors on the wire with this installation's reason, never -32603.
+  TASK_ALREADY_WORKING: {
+    code: -32004,
+    message: 'This operation is not supported: the task is already working on a message',
+    detail: { kind: 'errorInfo', reason: 'TASK_ALREADY_WORKING', domain: 'installation' },
+  },
+  TASK_BUSY: {
+    code: -32004,
+    message: 'This operation is not supported right now: the task changed concurrently; retry',
+    detail: { kind: 'errorInfo', reason: 'TASK_BUSY', domain: 'installation' },
+  },
   INVALID_PARAMS: { code: -32602, message: 'Invalid parameters', detail: { kind: 'badRequest' } },
   VERSION_CONFLICT: internal,
   SEALING_FAILED: internal,
