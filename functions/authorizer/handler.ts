@@ -1,5 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { createJoseTokenVerifier } from '../../shared/adapters/jose-token-verifier.ts';
+import { authorizerFunction } from '../../shared/adapters/middy-presets.ts';
 import { createAuthenticator } from '../../shared/app/authenticate.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { createAuthorizer } from './authorizer.ts';
@@ -15,8 +16,11 @@ const { auth } = parseConfig(JSON.parse(configJson));
 const logger = new Logger({ serviceName: 'a2a-authorizer' });
 const verifier = auth.jwt ? createJoseTokenVerifier(auth.jwt) : undefined;
 
-export const handler = createAuthorizer({
-  auth,
-  authenticate: createAuthenticator(auth, verifier ? { verifier } : {}),
-  logger,
-});
+export const handler = authorizerFunction(
+  { logger },
+  createAuthorizer({
+    auth,
+    authenticate: createAuthenticator(auth, verifier ? { verifier } : {}),
+    logger,
+  }),
+);

@@ -11,7 +11,8 @@ import {
 } from '../../shared/adapters/composition.ts';
 import { DynamoDbPushDeliveryLog } from '../../shared/adapters/dynamodb/dynamodb-push-delivery-log.ts';
 import { deliveryQueueMaxReceiveCount } from '../../shared/adapters/dynamodb/tables.ts';
-import { createFunctionMetrics, withMetrics } from '../../shared/adapters/metrics.ts';
+import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
+import { sqsBatchFunction } from '../../shared/adapters/middy-presets.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { createDeliverRecords } from './deliver-records.ts';
 
@@ -20,8 +21,8 @@ const logger = new Logger({ serviceName: 'a2a-deliverer' });
 const metrics = createFunctionMetrics(env, 'deliverer');
 const documents = createDocumentClient();
 
-export const handler = withMetrics(
-  metrics,
+export const handler = sqsBatchFunction(
+  { logger, metrics },
   createDeliverRecords({
     deps: {
       pushConfigs: createPushConfigRepository(env, documents),

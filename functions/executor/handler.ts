@@ -1,5 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { SQSRecord } from 'aws-lambda';
 import {
   createAuditTrail,
   createContentCodec,
@@ -10,7 +10,8 @@ import {
   systemClock,
   webhookPolicyOf,
 } from '../../shared/adapters/composition.ts';
-import { createFunctionMetrics, withMetrics } from '../../shared/adapters/metrics.ts';
+import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
+import { sqsBatchFunction } from '../../shared/adapters/middy-presets.ts';
 import { processPartialBatch } from '../../shared/adapters/partial-batch.ts';
 import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
 import { executeRun } from '../../shared/app/execute-run.ts';
@@ -42,8 +43,6 @@ const runRecord = async (record: SQSRecord): Promise<void> => {
   logger.info('run handled', { taskId: message.taskId, runId: message.runId, result });
 };
 
-export const handler = withMetrics(
-  metrics,
-  async (event: SQSEvent): Promise<SQSBatchResponse> =>
-    processPartialBatch(event.Records, runRecord, (record) => record.messageId),
+export const handler = sqsBatchFunction({ logger, metrics }, async (event) =>
+  processPartialBatch(event.Records, runRecord, (record) => record.messageId),
 );

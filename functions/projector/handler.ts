@@ -1,9 +1,10 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { DynamoDBRecord } from 'aws-lambda';
 import { createJournalRepository } from '../../shared/adapters/composition.ts';
 import { processStreamByTask } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
-import { createFunctionMetrics, recordProjection, withMetrics } from '../../shared/adapters/metrics.ts';
+import { createFunctionMetrics, recordProjection } from '../../shared/adapters/metrics.ts';
+import { dynamoDbStreamFunction } from '../../shared/adapters/middy-presets.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
@@ -31,8 +32,6 @@ const projectStreamRecord = async (record: DynamoDBRecord): Promise<void> => {
  * projected before an earlier one that failed would reach the journal stream first, and the
  * webhooks fed from it would get the task's revisions out of order.
  */
-export const handler = withMetrics(
-  metrics,
-  async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> =>
-    processStreamByTask(event.Records, projectStreamRecord),
+export const handler = dynamoDbStreamFunction({ logger, metrics }, async (event) =>
+  processStreamByTask(event.Records, projectStreamRecord),
 );

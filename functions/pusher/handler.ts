@@ -1,11 +1,12 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { DynamoDBRecord } from 'aws-lambda';
 import {
   createDeliveryQueue,
   createPushConfigRepository,
   systemClock,
 } from '../../shared/adapters/composition.ts';
 import { parseEventRecord, processStreamTaskGroups } from '../../shared/adapters/dynamodb/journal-stream.ts';
+import { dynamoDbStreamFunction } from '../../shared/adapters/middy-presets.ts';
 import { fanOutEvents } from '../../shared/app/deliver-push.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
@@ -43,5 +44,6 @@ const fanOutTask = async (records: readonly DynamoDBRecord[]): Promise<void> => 
 };
 
 /** In stream order per task; the event-source filter passes only inserted event items (`sk` begins with EVT#). */
-export const handler = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> =>
-  processStreamTaskGroups(event.Records, fanOutTask);
+export const handler = dynamoDbStreamFunction({ logger }, async (event) =>
+  processStreamTaskGroups(event.Records, fanOutTask),
+);

@@ -1,5 +1,4 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { ScheduledEvent } from 'aws-lambda';
 import {
   createContentCodec,
   createDocumentClient,
@@ -7,7 +6,8 @@ import {
   createTaskRepository,
   systemClock,
 } from '../../shared/adapters/composition.ts';
-import { createFunctionMetrics, withMetrics } from '../../shared/adapters/metrics.ts';
+import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
+import { scheduledFunction } from '../../shared/adapters/middy-presets.ts';
 import { type ReapReport, reapExpiredRuns } from '../../shared/app/reap-runs.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
@@ -25,7 +25,7 @@ const deps = {
 };
 
 /** Every minute (EventBridge schedule): runs whose lease expired are settled FAILED, never run again. */
-export const handler = withMetrics(metrics, async (_event?: ScheduledEvent): Promise<ReapReport> => {
+export const handler = scheduledFunction({ logger, metrics }, async (): Promise<ReapReport> => {
   const report = await reapExpiredRuns(deps);
   if (report.found > 0) logger.info('expired leases handled', { ...report });
   if (report.reaped > 0) metrics.add('RunsReaped', report.reaped);

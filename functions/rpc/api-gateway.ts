@@ -1,7 +1,7 @@
-import type { Writable } from 'node:stream';
-import { finished } from 'node:stream/promises';
+import { Readable } from 'node:stream';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import type { Caller } from '../../shared/app/rpc/dispatcher.ts';
+import type { StreamingResponse } from '../../shared/adapters/middy-presets.ts';
+import type { Caller, SseEvent } from '../../shared/app/rpc/dispatcher.ts';
 import { formatSseEvent, type HttpRequest, type HttpResponse } from './http-app.ts';
 
 /** Translates between API Gateway's REST proxy event and the rpc function's HTTP surface. */
@@ -50,33 +50,19 @@ export const toHttpRequest = (event: APIGatewayProxyEvent, localMode: boolean): 
   };
 };
 
+/** The SSE events as text, each as soon as it is read from the journal. */
+async function* sseChunks(events: AsyncIterable<SseEvent>): AsyncGenerator<string> {
+  for await (const event of events) yield formatSseEvent(event);
+}
+
 /**
- * Writes a response to Lambda's response stream (API Gateway REST response streaming): status
- * and headers first, then the body, or each SSE event as soon as it is read from the journal.
+ * A response for Lambda's response stream (API Gateway REST response streaming): status and
+ * headers first, then the body, or each SSE event as it comes. A client that went away destroys
+ * the body; that returns the generator above and with it the use case's journal polling (the
+ * dispatcher returns its iterator) at the next event or heartbeat.
  */
-export const writeResponse = async (responseStream: Writable, response: HttpResponse): Promise<void> => {
-  const stream = awslambda.HttpResponseStream.from(responseStream, {
-    statusCode: response.status,
-    headers: response.headers,
-  });
-  if ('body' in response) {
-    stream.end(response.body);
-    await finished(stream);
-    return;
-  }
-  // A client that went away closes the stream; leaving the loop closes the use case's journal
-  // polling (the dispatcher returns its iterator) at the next event or heartbeat.
-  let gone = false;
-  const markGone = (): void => {
-    gone = true;
-  };
-  stream.once('close', markGone);
-  stream.once('error', markGone);
-  for await (const event of response.events) {
-    if (gone || stream.destroyed) break;
-    stream.write(formatSseEvent(event));
-  }
-  if (gone || stream.destroyed) return;
-  stream.end();
-  await finished(stream);
-};
+export const toStreamingResponse = (response: HttpResponse): StreamingResponse => ({
+  statusCode: response.status,
+  headers: response.headers,
+  body: 'body' in response ? response.body : Readable.from(sseChunks(response.events)),
+});

@@ -1,5 +1,4 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { APIGatewayProxyEvent } from 'aws-lambda';
 import {
   createContentCodec,
   createDocumentClient,
@@ -14,14 +13,15 @@ import {
   webhookPolicyOf,
 } from '../../shared/adapters/composition.ts';
 import { DynamoDbPushDeliveryLog } from '../../shared/adapters/dynamodb/dynamodb-push-delivery-log.ts';
-import { createFunctionMetrics, withMetrics } from '../../shared/adapters/metrics.ts';
+import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
+import { streamingHttpFunction } from '../../shared/adapters/middy-presets.ts';
 import { createA2aMethods, createExtensionMethods } from '../../shared/app/a2a-methods.ts';
 import { WaitHistory } from '../../shared/app/read-task.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
 import { createV03Methods } from '../../shared/app/rpc/v03-methods.ts';
 import { createProfileCatalog } from '../../shared/app/served-profiles.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
-import { toHttpRequest, writeResponse } from './api-gateway.ts';
+import { toHttpRequest, toStreamingResponse } from './api-gateway.ts';
 import { createHttpApp } from './http-app.ts';
 
 const env = readRuntimeEnv();
@@ -77,8 +77,6 @@ const app = createHttpApp({
 });
 
 /** A streaming Lambda: one endpoint answers plain JSON-RPC and SSE alike. */
-export const handler = awslambda.streamifyResponse(
-  withMetrics(metrics, async (event: APIGatewayProxyEvent, responseStream: awslambda.HttpResponseStream) => {
-    await writeResponse(responseStream, await app(toHttpRequest(event, env.localMode)));
-  }),
+export const handler = streamingHttpFunction({ logger, metrics }, async (event) =>
+  toStreamingResponse(await app(toHttpRequest(event, env.localMode))),
 );

@@ -21,6 +21,7 @@ import {
 import { startKmsEmulator } from './kms-emulator.ts';
 import {
   consoleLog,
+  createLambdaContext,
   createSqsPoller,
   createStreamPoller,
   type DynamoDbStreamLambdaHandler,
@@ -273,7 +274,7 @@ const startReaperTimer = async (intervalMs: number, log: LocalLog): Promise<() =
   const timer = setInterval(() => {
     if (reaping) return;
     reaping = true;
-    Promise.resolve(reap({}))
+    Promise.resolve(reap({}, createLambdaContext({ functionName: 'reaper' })))
       .catch((error: unknown) => log('warn', 'reaper: a tick failed', { error: (error as Error).name }))
       .finally(() => {
         reaping = false;

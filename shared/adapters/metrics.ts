@@ -8,8 +8,9 @@ import type { StoredTask } from '../domain/projection.ts';
 /**
  * Application metrics as CloudWatch embedded metric format (EMF) lines on stdout, through
  * Powertools Metrics (decision 0020). One instance per function, flushed once per invocation by
- * `withMetrics`; CloudWatch Logs turns each line into metric data. The dimensions are the
- * function's `service` (`a2a-<function>`) and the `installation`: never an id or content.
+ * the `logMetrics` middleware of its preset (middy-presets.ts); CloudWatch Logs turns each line
+ * into metric data. The dimensions are the function's `service` (`a2a-<function>`) and the
+ * `installation`: never an id or content.
  */
 
 export const METRICS_NAMESPACE = 'a2a-serverless';
@@ -17,9 +18,44 @@ export const METRICS_NAMESPACE = 'a2a-serverless';
 /** The `service` dimension (and POWERTOOLS_SERVICE_NAME) of a function. */
 export const serviceNameOf = (functionName: string): string => `a2a-${functionName}`;
 
-export interface FunctionMetrics extends Metrics {
+/**
+ * Powertools Metrics as the domain's `Metrics` port. The function presets (middy-presets.ts) flush
+ * it once per invocation with Powertools' `logMetrics` middleware, which calls
+ * `publishStoredMetrics`: here that writes one EMF line when something was added and publishing is
+ * on, stays silent otherwise (no "no metrics" warning on every quiet invocation), and never throws.
+ */
+export class FunctionMetrics extends PowertoolsMetrics implements Metrics {
+  constructor(
+    functionName: string,
+    installation: string,
+    private readonly enabled: boolean,
+  ) {
+    super({
+      namespace: METRICS_NAMESPACE,
+      serviceName: serviceNameOf(functionName),
+      defaultDimensions: { installation },
+    });
+  }
+
+  add(name: MetricName, value = 1): void {
+    this.addMetric(name, metricCatalog[name].unit, value);
+  }
+
   /** Writes what was added since the last flush as one EMF line; nothing when nothing was added. */
-  flush(): void;
+  flush(): void {
+    try {
+      if (this.enabled && this.hasStoredMetrics()) super.publishStoredMetrics();
+      else this.clearMetrics();
+    } catch {
+      // Metrics are for operators: a failure to write them never fails the invocation.
+      this.clearMetrics();
+    }
+  }
+
+  override publishStoredMetrics(): this {
+    this.flush();
+    return this;
+  }
 }
 
 const isTrue = (value: string): boolean => ['1', 'true', 'yes', 'on'].includes(value.trim().toLowerCase());
@@ -37,39 +73,8 @@ export const createFunctionMetrics = (
   env: Pick<RuntimeEnv, 'installation' | 'localMode'>,
   functionName: string,
   processEnv: NodeJS.ProcessEnv = process.env,
-): FunctionMetrics => {
-  const metrics = new PowertoolsMetrics({
-    namespace: METRICS_NAMESPACE,
-    serviceName: serviceNameOf(functionName),
-    defaultDimensions: { installation: env.installation },
-  });
-  const enabled = publishes(env.localMode, processEnv);
-  return {
-    add: (name: MetricName, value = 1) => {
-      metrics.addMetric(name, metricCatalog[name].unit, value);
-    },
-    flush: () => {
-      try {
-        if (enabled && metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
-        else metrics.clearMetrics();
-      } catch {
-        // Metrics are for operators: a failure to write them never fails the invocation.
-        metrics.clearMetrics();
-      }
-    },
-  };
-};
-
-/** The handler, with the metrics it added flushed when it returns or throws. */
-export const withMetrics =
-  <A extends unknown[], R>(metrics: FunctionMetrics, handler: (...args: A) => Promise<R>) =>
-  async (...args: A): Promise<R> => {
-    try {
-      return await handler(...args);
-    } finally {
-      metrics.flush();
-    }
-  };
+): FunctionMetrics =>
+  new FunctionMetrics(functionName, env.installation, publishes(env.localMode, processEnv));
 
 /** The projector's metrics of one stream record: its lag, and the task end a written revision commits. */
 export const recordProjection = (

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBStreamEvent } from 'aws-lambda';
+import type { Context, DynamoDBStreamEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { parseConfig } from '../../shared/config/config.ts';
@@ -64,10 +64,10 @@ beforeAll(async () => {
     log: () => {},
     handlers: {
       // The real projector module (imported at the first call, after the stack set its environment).
-      projector: async (event: DynamoDBStreamEvent) => {
+      projector: async (event: DynamoDBStreamEvent, context: Context) => {
         if (!gateOpen) await gate;
         const { handler } = await import('../../functions/projector/handler.ts');
-        return handler(event);
+        return handler(event, context);
       },
     },
   });

@@ -1,12 +1,13 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createLambdaContext } from '../../infra/local/lambda-pollers.ts';
 import {
   createFunctionMetrics,
   METRICS_NAMESPACE,
   recordProjection,
   serviceNameOf,
-  withMetrics,
 } from '../../shared/adapters/metrics.ts';
+import { scheduledFunction } from '../../shared/adapters/middy-presets.ts';
 import { createTask } from '../../shared/app/create-task.ts';
 import { executeRun } from '../../shared/app/execute-run.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
@@ -118,15 +119,18 @@ describe('createFunctionMetrics', () => {
     }
   });
 
-  it('flushes when the handler throws, and the error still reaches the caller', async () => {
+  it('flushes through the preset when the handler throws, and the error still reaches the caller', async () => {
     const metrics = createFunctionMetrics(deployed, 'deliverer', {});
-    const handler = withMetrics(metrics, async (fail: boolean) => {
+    let fail = true;
+    const handler = scheduledFunction({ logger: new Logger({ logLevel: 'SILENT' }), metrics }, async () => {
       metrics.add('PushAttempts');
       if (fail) throw new Error('boom');
       return 'ok';
     });
-    await expect(handler(true)).rejects.toThrow('boom');
-    expect(await handler(false)).toBe('ok');
+    const context = createLambdaContext({ functionName: 'deliverer' });
+    await expect(handler(undefined, context)).rejects.toThrow('boom');
+    fail = false;
+    expect(await handler(undefined, context)).toBe('ok');
     expect(emfLines()).toHaveLength(2);
     expect(total('PushAttempts')).toBe(2);
   });

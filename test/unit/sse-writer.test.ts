@@ -1,8 +1,8 @@
-import { PassThrough } from 'node:stream';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { writeResponse } from '../../functions/rpc/api-gateway.ts';
+import { PassThrough, Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { describe, expect, it } from 'vitest';
+import { toStreamingResponse } from '../../functions/rpc/api-gateway.ts';
 import { formatSseEvent } from '../../functions/rpc/http-app.ts';
-import { installLocalAwsLambdaGlobal } from '../../infra/local/lambda-streaming.ts';
 import type { SseEvent } from '../../shared/app/rpc/dispatcher.ts';
 
 /** The SSE framing of the rpc function and its writer to Lambda's response stream. */
@@ -26,21 +26,28 @@ describe('formatSseEvent', () => {
   });
 });
 
-describe('writeResponse', () => {
-  beforeAll(() => installLocalAwsLambdaGlobal());
-
+describe('toStreamingResponse', () => {
   const sse = (events: AsyncIterable<SseEvent>) => ({
     status: 200,
     headers: { 'Content-Type': 'text/event-stream' },
     events,
   });
 
+  /** What middy's streaming wrapper does with the body: pipes it into the response stream. */
+  const send = async (body: string | Readable, stream: PassThrough): Promise<void> => {
+    await pipeline(typeof body === 'string' ? Readable.from([body]) : body, stream).catch(() => {});
+  };
+
+  it('keeps status and headers, and writes a plain body as it is', async () => {
+    const response = toStreamingResponse({ status: 404, headers: { 'X-A': '1' }, body: '{"a":1}' });
+    expect(response).toMatchObject({ statusCode: 404, headers: { 'X-A': '1' }, body: '{"a":1}' });
+  });
+
   it('writes every event as it comes and ends the stream', async () => {
     const stream = new PassThrough();
     const chunks: string[] = [];
     stream.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
-    await writeResponse(
-      stream,
+    const response = toStreamingResponse(
       sse(
         (async function* () {
           yield { eventId: '1', message: envelope as never };
@@ -48,14 +55,19 @@ describe('writeResponse', () => {
         })(),
       ),
     );
+    await send(response.body, stream);
     expect(chunks.join('')).toBe(`id: 1\ndata: ${JSON.stringify(envelope)}\n\n: keep-alive\n\n`);
+    expect(stream.writableEnded).toBe(true);
   });
 
   it('stops reading events (and closes the producer) once the client has gone', async () => {
     const stream = new PassThrough();
     stream.resume();
     let produced = 0;
-    let closed = false;
+    let markClosed = (): void => {};
+    const closed = new Promise<void>((resolve) => {
+      markClosed = resolve;
+    });
     const events = (async function* () {
       try {
         for (;;) {
@@ -65,11 +77,12 @@ describe('writeResponse', () => {
           await new Promise((resolve) => setImmediate(resolve));
         }
       } finally {
-        closed = true;
+        markClosed();
       }
     })();
-    await writeResponse(stream, sse(events));
-    expect(closed).toBe(true);
+    await send(toStreamingResponse(sse(events)).body, stream);
+    // The producer is returned (a producer never closed times the test out), right after the client left.
+    await closed;
     expect(produced).toBe(3);
   });
 });
