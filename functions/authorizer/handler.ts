@@ -1,6 +1,6 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import { createJoseTokenVerifier } from '../../shared/adapters/jose-token-verifier.ts';
 import { authorizerFunction } from '../../shared/adapters/middy-presets.ts';
+import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createAuthenticator } from '../../shared/app/authenticate.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { createAuthorizer } from './authorizer.ts';
@@ -13,7 +13,7 @@ import { createAuthorizer } from './authorizer.ts';
 const configJson = process.env.A2A_CONFIG;
 if (!configJson) throw new Error('Missing environment variable A2A_CONFIG');
 const { auth } = parseConfig(JSON.parse(configJson));
-const logger = new Logger({ serviceName: 'a2a-authorizer' });
+const logger = createLogger('a2a-authorizer');
 const verifier = auth.jwt ? createJoseTokenVerifier(auth.jwt) : undefined;
 
 export const handler = authorizerFunction(

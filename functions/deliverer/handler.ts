@@ -1,4 +1,3 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import {
   createContentCodec,
   createDeliveryQueue,
@@ -13,11 +12,12 @@ import { DynamoDbPushDeliveryLog } from '../../shared/adapters/dynamodb/dynamodb
 import { deliveryQueueMaxReceiveCount } from '../../shared/adapters/dynamodb/tables.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { sqsBatchFunction } from '../../shared/adapters/middy-presets.ts';
+import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { createDeliverRecords } from './deliver-records.ts';
 
 const env = readRuntimeEnv();
-const logger = new Logger({ serviceName: 'a2a-deliverer' });
+const logger = createLogger('a2a-deliverer');
 const metrics = createFunctionMetrics(env, 'deliverer');
 const documents = createDocumentClient();
 

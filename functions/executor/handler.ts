@@ -1,4 +1,3 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSRecord } from 'aws-lambda';
 import {
   createAuditTrail,
@@ -13,13 +12,14 @@ import {
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { sqsBatchFunction } from '../../shared/adapters/middy-presets.ts';
 import { processPartialBatch } from '../../shared/adapters/partial-batch.ts';
+import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
 import { executeRun } from '../../shared/app/execute-run.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
 const env = readRuntimeEnv();
-const logger = new Logger({ serviceName: 'a2a-executor' });
+const logger = createLogger('a2a-executor');
 const metrics = createFunctionMetrics(env, 'executor');
 const deps = {
   tasks: createTaskRepository(env),

@@ -1,16 +1,16 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { createJournalRepository } from '../../shared/adapters/composition.ts';
 import { processStreamByTask } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { createFunctionMetrics, recordProjection } from '../../shared/adapters/metrics.ts';
 import { dynamoDbStreamFunction } from '../../shared/adapters/middy-presets.ts';
+import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
 const env = readRuntimeEnv();
-const logger = new Logger({ serviceName: 'a2a-projector' });
+const logger = createLogger('a2a-projector');
 const metrics = createFunctionMetrics(env, 'projector');
 const journal = createJournalRepository(env);
 

@@ -1,4 +1,3 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import type { DynamoDBRecord } from 'aws-lambda';
 import {
   createDeliveryQueue,
@@ -7,12 +6,13 @@ import {
 } from '../../shared/adapters/composition.ts';
 import { parseEventRecord, processStreamTaskGroups } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { dynamoDbStreamFunction } from '../../shared/adapters/middy-presets.ts';
+import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { fanOutEvents } from '../../shared/app/deliver-push.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
 const env = readRuntimeEnv();
-const logger = new Logger({ serviceName: 'a2a-pusher' });
+const logger = createLogger('a2a-pusher');
 const deps = {
   pushConfigs: createPushConfigRepository(env),
   deliveries: createDeliveryQueue(env),

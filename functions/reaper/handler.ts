@@ -1,4 +1,3 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import {
   createContentCodec,
   createDocumentClient,
@@ -8,11 +7,12 @@ import {
 } from '../../shared/adapters/composition.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { scheduledFunction } from '../../shared/adapters/middy-presets.ts';
+import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { type ReapReport, reapExpiredRuns } from '../../shared/app/reap-runs.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
 const env = readRuntimeEnv();
-const logger = new Logger({ serviceName: 'a2a-reaper' });
+const logger = createLogger('a2a-reaper');
 const metrics = createFunctionMetrics(env, 'reaper');
 const client = createDocumentClient();
 const deps = {

@@ -1,4 +1,3 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import {
   createContentCodec,
   createDocumentClient,
@@ -15,6 +14,7 @@ import {
 import { DynamoDbPushDeliveryLog } from '../../shared/adapters/dynamodb/dynamodb-push-delivery-log.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { streamingHttpFunction } from '../../shared/adapters/middy-presets.ts';
+import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createA2aMethods, createExtensionMethods } from '../../shared/app/a2a-methods.ts';
 import { WaitHistory } from '../../shared/app/read-task.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
@@ -25,7 +25,7 @@ import { toHttpRequest, toStreamingResponse } from './api-gateway.ts';
 import { createHttpApp } from './http-app.ts';
 
 const env = readRuntimeEnv();
-const logger = new Logger({ serviceName: 'a2a-rpc' });
+const logger = createLogger('a2a-rpc');
 const metrics = createFunctionMetrics(env, 'rpc');
 const documents = createDocumentClient();
 const tasks = createTaskRepository(env, documents);
