@@ -24,13 +24,16 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type AttributeValue, GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { createSealer } from '../functions/compose.ts';
 import { REPO_ROOT } from '../infra/house-function.ts';
 import { startDynamoDbLocal } from '../infra/local/dynamodb-local.ts';
 import { startKmsEmulator } from '../infra/local/kms-emulator.ts';
 import { createLocalClients, type LocalStack, startLocalStack } from '../infra/local/local-stack.ts';
 import { startSqsEmulator } from '../infra/local/sqs-emulator.ts';
-import { createContentCodec, createJournalRepository } from '../shared/adapters/composition.ts';
+import { DynamoDbJournalRepository } from '../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { packSealedHeaders, unpackSealedHeaders } from '../shared/adapters/dynamodb/sealed-headers.ts';
+import { createDocumentClient } from '../shared/adapters/sdk-clients.ts';
+import { TaskContentCodec } from '../shared/app/task-content.ts';
 import { readRuntimeEnv } from '../shared/config/runtime-env.ts';
 import { projectRevision, type StoredTask } from '../shared/domain/projection.ts';
 import { anchorInstallLine, startAnchor } from './anchor/sdk-server.ts';
@@ -606,8 +609,8 @@ const sampleItemSizes = async (stack: LocalStack, taskId: string): Promise<ItemS
 /** Stores `count` completed tasks of one owner in the journal, through the journal repository. */
 const seedJournal = async (owner: { tenant: string; principal: string }, count: number): Promise<number> => {
   const env = readRuntimeEnv();
-  const journal = createJournalRepository(env);
-  const codec = createContentCodec(env);
+  const journal = new DynamoDbJournalRepository(createDocumentClient(), env.journalTableName);
+  const codec = new TaskContentCodec(createSealer(env));
   const began = performance.now();
   const expiresAt = Math.floor(Date.now() / 1000) + 30 * 86_400;
   await pool(count, 32, async (i) => {

@@ -1,11 +1,11 @@
 import { type InvocationRecord, observeInvocations } from '../../infra/local/lambda-pollers.ts';
-import { addSdkClientHook, type SdkClient } from '../../shared/adapters/composition.ts';
 import { assignedItem, type UpdateRequest } from '../../shared/adapters/dynamodb/write-plan.ts';
+import { addSdkClientHook, type SdkClient } from '../../shared/adapters/sdk-clients.ts';
 import { billedMilliseconds, sqsBilledRequests } from './cost-model.ts';
 
 /**
  * Counts what the handlers use, from the outside (DESIGN §9: counted, not estimated):
- * - an SDK middleware on every client `shared/adapters/composition.ts` creates counts requests
+ * - an SDK middleware on every client `shared/adapters/sdk-clients.ts` creates counts requests
  *   per service and operation, asks DynamoDB for `ReturnConsumedCapacity: INDEXES` and adds up
  *   the read/write units it reports per table and index, and counts SQS payload chunks;
  * - the invocation observers of the local pollers and HTTP harness give each handler invocation

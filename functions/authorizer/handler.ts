@@ -2,7 +2,7 @@ import { createJoseTokenVerifier } from '../../shared/adapters/jose-token-verifi
 import { authorizerFunction } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createAuthenticator } from '../../shared/app/authenticate.ts';
-import { parseConfig } from '../../shared/config/config.ts';
+import { readAuthorizerEnv } from '../../shared/config/runtime-env.ts';
 import { createAuthorizer } from './authorizer.ts';
 
 /**
@@ -10,9 +10,7 @@ import { createAuthorizer } from './authorizer.ts';
  * cached per container) and API keys → (tenant, principal). No table, queue or KMS access.
  */
 
-const configJson = process.env.A2A_CONFIG;
-if (!configJson) throw new Error('Missing environment variable A2A_CONFIG');
-const { auth } = parseConfig(JSON.parse(configJson));
+const { auth } = readAuthorizerEnv().config;
 const logger = createLogger('a2a-authorizer');
 const verifier = auth.jwt ? createJoseTokenVerifier(auth.jwt) : undefined;
 

@@ -1,36 +1,37 @@
 import type { SQSRecord } from 'aws-lambda';
-import {
-  createAuditTrail,
-  createContentCodec,
-  createProviderFor,
-  createRunLeases,
-  createTaskRepository,
-  createToolRegistry,
-  systemClock,
-  webhookPolicyOf,
-} from '../../shared/adapters/composition.ts';
+import { DynamoDbAuditTrail } from '../../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
+import { DynamoDbRunLeases } from '../../shared/adapters/dynamodb/dynamodb-run-leases.ts';
+import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { sqsBatchFunction } from '../../shared/adapters/middy-presets.ts';
 import { processPartialBatch } from '../../shared/adapters/partial-batch.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
+import { createDocumentClient } from '../../shared/adapters/sdk-clients.ts';
 import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
+import { systemClock } from '../../shared/adapters/system.ts';
+import { createToolRegistry } from '../../shared/adapters/tools/static-tool-registry.ts';
 import { executeRun } from '../../shared/app/execute-run.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
+import { TaskContentCodec } from '../../shared/app/task-content.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
+import { createSealer, webhookPolicyOf } from '../compose.ts';
+import { createProviderFor } from './providers.ts';
 
 const env = readRuntimeEnv();
 const logger = createLogger('a2a-executor');
 const metrics = createFunctionMetrics(env, 'executor');
+const documents = createDocumentClient();
+const sealer = createSealer(env);
 const deps = {
-  tasks: createTaskRepository(env),
-  codec: createContentCodec(env),
+  tasks: new DynamoDbTaskRepository(documents, env.stateTableName),
+  codec: new TaskContentCodec(sealer),
   clock: systemClock,
   config: env.config,
   providerFor: createProviderFor(env),
-  leases: createRunLeases(env),
+  leases: new DynamoDbRunLeases(documents, env.stateTableName),
   ...(env.runLeaseMs ? { leaseMs: env.runLeaseMs } : {}),
   tools: createToolRegistry(webhookPolicyOf(env)),
-  audit: createAuditTrail(env),
+  audit: new DynamoDbAuditTrail(documents, env.auditTableName, sealer),
   logger,
   metrics,
 };

@@ -1,10 +1,11 @@
 import type { DynamoDBRecord } from 'aws-lambda';
-import { createJournalRepository } from '../../shared/adapters/composition.ts';
+import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { processStreamByTask } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { createFunctionMetrics, recordProjection } from '../../shared/adapters/metrics.ts';
 import { dynamoDbStreamFunction } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
+import { createDocumentClient } from '../../shared/adapters/sdk-clients.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
@@ -12,7 +13,7 @@ import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 const env = readRuntimeEnv();
 const logger = createLogger('a2a-projector');
 const metrics = createFunctionMetrics(env, 'projector');
-const journal = createJournalRepository(env);
+const journal = new DynamoDbJournalRepository(createDocumentClient(), env.journalTableName);
 
 /** One stream record = one committed revision; a failure is retried from the committed images. */
 const projectStreamRecord = async (record: DynamoDBRecord): Promise<void> => {

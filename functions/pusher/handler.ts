@@ -1,21 +1,20 @@
 import type { DynamoDBRecord } from 'aws-lambda';
-import {
-  createDeliveryQueue,
-  createPushConfigRepository,
-  systemClock,
-} from '../../shared/adapters/composition.ts';
+import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
 import { parseEventRecord, processStreamTaskGroups } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { dynamoDbStreamFunction } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
+import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
+import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
+import { systemClock } from '../../shared/adapters/system.ts';
 import { fanOutEvents } from '../../shared/app/deliver-push.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
-import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
+import { deliveryQueueUrlOf, readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
 const env = readRuntimeEnv();
 const logger = createLogger('a2a-pusher');
 const deps = {
-  pushConfigs: createPushConfigRepository(env),
-  deliveries: createDeliveryQueue(env),
+  pushConfigs: new DynamoDbPushConfigRepository(createDocumentClient(), env.stateTableName),
+  deliveries: new SqsDeliveryQueue(createSqsClient(), deliveryQueueUrlOf(env)),
   clock: systemClock,
 };
 

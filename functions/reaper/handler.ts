@@ -1,24 +1,23 @@
-import {
-  createContentCodec,
-  createDocumentClient,
-  createRunLeases,
-  createTaskRepository,
-  systemClock,
-} from '../../shared/adapters/composition.ts';
+import { DynamoDbRunLeases } from '../../shared/adapters/dynamodb/dynamodb-run-leases.ts';
+import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { scheduledFunction } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
+import { createDocumentClient } from '../../shared/adapters/sdk-clients.ts';
+import { systemClock } from '../../shared/adapters/system.ts';
 import { type ReapReport, reapExpiredRuns } from '../../shared/app/reap-runs.ts';
+import { TaskContentCodec } from '../../shared/app/task-content.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
+import { createSealer } from '../compose.ts';
 
 const env = readRuntimeEnv();
 const logger = createLogger('a2a-reaper');
 const metrics = createFunctionMetrics(env, 'reaper');
 const client = createDocumentClient();
 const deps = {
-  tasks: createTaskRepository(env, client),
-  leases: createRunLeases(env, client),
-  codec: createContentCodec(env),
+  tasks: new DynamoDbTaskRepository(client, env.stateTableName),
+  leases: new DynamoDbRunLeases(client, env.stateTableName),
+  codec: new TaskContentCodec(createSealer(env)),
   clock: systemClock,
   config: env.config,
   logger,

@@ -1,26 +1,23 @@
-import {
-  createContentCodec,
-  createDocumentClient,
-  createJournalRepository,
-  createPushConfigCodec,
-  createPushConfigRepository,
-  createRunQueue,
-  createSavedProfiles,
-  createTaskRepository,
-  systemClock,
-  uuidGenerator,
-  webhookPolicyOf,
-} from '../../shared/adapters/composition.ts';
+import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
+import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
 import { DynamoDbPushDeliveryLog } from '../../shared/adapters/dynamodb/dynamodb-push-delivery-log.ts';
+import { DynamoDbSavedProfiles } from '../../shared/adapters/dynamodb/dynamodb-saved-profiles.ts';
+import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { streamingHttpFunction } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
+import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
+import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
+import { systemClock, uuidGenerator } from '../../shared/adapters/system.ts';
 import { createA2aMethods, createExtensionMethods } from '../../shared/app/a2a-methods.ts';
+import { PushConfigCodec } from '../../shared/app/push-configs.ts';
 import { WaitHistory } from '../../shared/app/read-task.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
 import { createV03Methods } from '../../shared/app/rpc/v03-methods.ts';
 import { createProfileCatalog } from '../../shared/app/served-profiles.ts';
+import { TaskContentCodec } from '../../shared/app/task-content.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
+import { createSealer, webhookPolicyOf } from '../compose.ts';
 import { toHttpRequest, toStreamingResponse } from './api-gateway.ts';
 import { createHttpApp } from './http-app.ts';
 
@@ -28,20 +25,21 @@ const env = readRuntimeEnv();
 const logger = createLogger('a2a-rpc');
 const metrics = createFunctionMetrics(env, 'rpc');
 const documents = createDocumentClient();
-const tasks = createTaskRepository(env, documents);
+const sealer = createSealer(env);
+const tasks = new DynamoDbTaskRepository(documents, env.stateTableName);
 // Saved profiles overlay the deployment's, read at most once per 30 s (decision 0024).
 const profiles = createProfileCatalog({
   config: env.config,
-  saved: createSavedProfiles(env, documents),
+  saved: new DynamoDbSavedProfiles(documents, env.stateTableName),
   clock: systemClock,
   logger,
   ...(env.profileCacheMs ? { ttlMs: env.profileCacheMs } : {}),
 });
 const methods = createA2aMethods({
   tasks,
-  journal: createJournalRepository(env, documents),
-  queue: createRunQueue(env),
-  codec: createContentCodec(env),
+  journal: new DynamoDbJournalRepository(documents, env.journalTableName),
+  queue: new SqsRunQueue(createSqsClient(), env.runQueueUrl),
+  codec: new TaskContentCodec(sealer),
   clock: systemClock,
   // Defers the journal wait's first poll by what recent waits took (decision 0035).
   waitHistory: new WaitHistory(),
@@ -49,8 +47,8 @@ const methods = createA2aMethods({
   config: env.config,
   logger,
   metrics,
-  pushConfigs: createPushConfigRepository(env, documents),
-  pushCodec: createPushConfigCodec(env),
+  pushConfigs: new DynamoDbPushConfigRepository(documents, env.stateTableName),
+  pushCodec: new PushConfigCodec(sealer),
   webhookPolicy: webhookPolicyOf(env),
   profileCatalog: profiles,
   ...(env.runStartDeadlineMs ? { runStartDeadlineMs: env.runStartDeadlineMs } : {}),

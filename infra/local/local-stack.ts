@@ -5,9 +5,8 @@ import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { addSdkClientHook } from '../../shared/adapters/composition.ts';
 import { isJournalEventInsert } from '../../shared/adapters/dynamodb/journal-stream.ts';
-import { injectSdkFaults } from '../../shared/adapters/sdk-faults.ts';
+import { addSdkClientHook } from '../../shared/adapters/sdk-clients.ts';
 import { armFailpoints, disarmFailpoints } from '../../shared/app/failpoints.ts';
 import { type Config, defaultConfig } from '../../shared/config/config.ts';
 import { startDynamoDbLocal } from './dynamodb-local.ts';
@@ -33,6 +32,7 @@ import {
 } from './lambda-pollers.ts';
 import { installLocalAwsLambdaGlobal, isStreamingHandler, toHarnessHandler } from './lambda-streaming.ts';
 import { createResources, type LocalResources } from './resources.ts';
+import { injectSdkFaults } from './sdk-faults.ts';
 import { startSqsEmulator } from './sqs-emulator.ts';
 
 /**

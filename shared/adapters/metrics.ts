@@ -1,9 +1,8 @@
 import { Metrics as PowertoolsMetrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBRecord } from 'aws-lambda';
-import type { ProjectResult } from '../app/project-record.ts';
 import type { RuntimeEnv } from '../config/runtime-env.ts';
 import { type MetricName, type Metrics, metricCatalog, taskEndMetric } from '../domain/metrics.ts';
-import type { StoredTask } from '../domain/projection.ts';
+import type { ProjectResult, StoredTask } from '../domain/projection.ts';
 
 /**
  * Application metrics as CloudWatch embedded metric format (EMF) lines on stdout, through

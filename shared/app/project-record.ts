@@ -1,7 +1,5 @@
 import type { JournalRepository } from '../domain/ports.ts';
-import { projectRevision, type StoredTask } from '../domain/projection.ts';
-
-export type ProjectResult = 'written' | 'duplicate' | 'skipped';
+import { type ProjectResult, projectRevision, type StoredTask } from '../domain/projection.ts';
 
 /**
  * The projector's use case: one committed task image in, its revision in the journal out.

@@ -46,6 +46,17 @@ export const readRuntimeEnv = (env: NodeJS.ProcessEnv = process.env): RuntimeEnv
   ...optionalMs(env, 'PROFILE_CACHE_MS', 'profileCacheMs'),
 });
 
+/** The webhook delivery queue, which only the pusher and the deliverer are given. */
+export const deliveryQueueUrlOf = (env: Pick<RuntimeEnv, 'deliveryQueueUrl'>): string => {
+  if (!env.deliveryQueueUrl) throw new Error('Missing environment variable DELIVERY_QUEUE_URL');
+  return env.deliveryQueueUrl;
+};
+
+/** The authorizer's environment: only the configuration (it reads no table, queue or key). */
+export const readAuthorizerEnv = (env: NodeJS.ProcessEnv = process.env): Pick<RuntimeEnv, 'config'> => ({
+  config: parseConfig(JSON.parse(required(env, 'A2A_CONFIG'))),
+});
+
 const optionalMs = <K extends 'runLeaseMs' | 'runStartDeadlineMs' | 'profileCacheMs'>(
   env: NodeJS.ProcessEnv,
   name: string,

@@ -87,6 +87,9 @@ export const viewOf = (task: StoredTask): JournalView => ({
   expiresAt: task.expiresAt,
 });
 
+/** What projecting one stream record did: wrote its revision, found it already written, or had none. */
+export type ProjectResult = 'written' | 'duplicate' | 'skipped';
+
 /**
  * Projects one stream record. Returns nothing when the record carries no new revision
  * (a removal, or a write that did not advance the revision), so replays are harmless.

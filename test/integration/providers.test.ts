@@ -1,6 +1,6 @@
 import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createProviderFor } from '../../shared/adapters/composition.ts';
+import { createProviderFor } from '../../functions/executor/providers.ts';
 import { BedrockProvider } from '../../shared/adapters/providers/bedrock-provider.ts';
 import { OpenAiProvider } from '../../shared/adapters/providers/openai-provider.ts';
 import { createToolRegistry } from '../../shared/adapters/tools/static-tool-registry.ts';

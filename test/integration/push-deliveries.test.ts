@@ -3,7 +3,6 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeliverRecords } from '../../functions/deliverer/deliver-records.ts';
 import { createSqsPoller, type LocalLog, type SqsPoller } from '../../infra/local/lambda-pollers.ts';
-import { systemClock } from '../../shared/adapters/composition.ts';
 import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
 import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
@@ -16,6 +15,7 @@ import { deliveryQueueMaxReceiveCount } from '../../shared/adapters/dynamodb/tab
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
 import { createGuardedWebhookSender } from '../../shared/adapters/ssrf-guard.ts';
+import { systemClock } from '../../shared/adapters/system.ts';
 import { type DeliverDeps, deliverPush, fanOutEvents } from '../../shared/app/deliver-push.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import { purgeExpired } from '../../shared/app/purge-expired.ts';

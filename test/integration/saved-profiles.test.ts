@@ -6,9 +6,9 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdmin } from '../../infra/admin/cli.ts';
 import { type LocalStack, localCredentials, startLocalStack } from '../../infra/local/local-stack.ts';
-import { addSdkClientHook } from '../../shared/adapters/composition.ts';
 import { DynamoDbProfileStore } from '../../shared/adapters/dynamodb/dynamodb-profile-store.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
+import { addSdkClientHook } from '../../shared/adapters/sdk-clients.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 
@@ -38,7 +38,7 @@ let table: string[];
 let configFile: string;
 let store: DynamoDbProfileStore;
 let tasks: DynamoDbTaskRepository;
-/** Queries of the saved profiles' partition by the functions (SDK clients of composition.ts). */
+/** Queries of the saved profiles' partition by the functions (SDK clients of shared/adapters/sdk-clients.ts). */
 let profileQueries = 0;
 const removeHook = addSdkClientHook((client) => {
   // biome-ignore lint/suspicious/noExplicitAny: the SDK's handler types differ per client.

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { addSdkClientHook, type SdkClient } from '../../shared/adapters/composition.ts';
 import { assignedItem, type UpdateRequest } from '../../shared/adapters/dynamodb/write-plan.ts';
+import { addSdkClientHook, type SdkClient } from '../../shared/adapters/sdk-clients.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { rpc, type SseFrame } from '../conformance/sse.ts';
 import type { ReceivedPost } from './webhook-receiver.ts';

@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { allowedResource, createAuthorizer, unauthorized } from '../../functions/authorizer/authorizer.ts';
 import { TokenVerifierUnavailableError } from '../../shared/adapters/jose-token-verifier.ts';
 import { createAuthenticator } from '../../shared/app/authenticate.ts';
+import { defaultConfig } from '../../shared/config/config.ts';
+import { readAuthorizerEnv } from '../../shared/config/runtime-env.ts';
 
 /** The API Gateway REQUEST authorizer around the authenticate core (decision 0007). */
 
@@ -102,5 +104,15 @@ describe('the Lambda authorizer', () => {
       'arn:aws:execute-api:r:a:api/stage/*',
     );
     expect(allowedResource('not-an-arn')).toBe('not-an-arn');
+  });
+});
+
+describe("the authorizer's environment", () => {
+  it('is the validated configuration, and a missing A2A_CONFIG fails the cold start with its name', () => {
+    const config = { ...JSON.parse(JSON.stringify(defaultConfig)), auth: { apiKeys: auth.apiKeys } };
+    expect(readAuthorizerEnv({ A2A_CONFIG: JSON.stringify(config) }).config.auth.apiKeys).toEqual(
+      config.auth.apiKeys,
+    );
+    expect(() => readAuthorizerEnv({})).toThrow('Missing environment variable A2A_CONFIG');
   });
 });

@@ -8,7 +8,7 @@ import { DecryptCommand, KMSClient, KMSInternalException } from '@aws-sdk/client
 import { build } from 'esbuild';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEPLOYED_DEFINES } from '../../infra/house-function.ts';
-import { injectSdkFaults } from '../../shared/adapters/sdk-faults.ts';
+import { injectSdkFaults } from '../../infra/local/sdk-faults.ts';
 import {
   armFailpoints,
   disarmFailpoints,

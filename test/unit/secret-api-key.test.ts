@@ -1,6 +1,6 @@
 import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createProviderFor } from '../../shared/adapters/composition.ts';
+import { createProviderFor } from '../../functions/executor/providers.ts';
 import { OpenAiProvider } from '../../shared/adapters/providers/openai-provider.ts';
 import { API_KEY_TTL_MS, extensionApiKey } from '../../shared/adapters/providers/secret-api-key.ts';
 import { parseConfig } from '../../shared/config/config.ts';

@@ -1,0 +1,19 @@
+import { KmsSealer } from '../shared/adapters/kms-sealer.ts';
+import { createKmsClient } from '../shared/adapters/sdk-clients.ts';
+import type { RuntimeEnv } from '../shared/config/runtime-env.ts';
+import type { Sealer } from '../shared/domain/ports.ts';
+import { type WebhookPolicy, webhookPolicyFor } from '../shared/domain/webhook-address.ts';
+
+/**
+ * The wiring several composition roots (functions/<name>/handler.ts) share. Each root builds
+ * its adapters itself, once per cold start, from one document client and one sealer, so a
+ * function has one connection pool and one data-key cache and bundles only the adapters it uses.
+ */
+
+/** The function's one sealer: task content, push configs and audit entries share its data-key cache. */
+export const createSealer = (env: RuntimeEnv): Sealer =>
+  new KmsSealer({ kms: createKmsClient(), keyId: env.kmsKeyId, installation: env.installation });
+
+/** Local mode relaxes https and (unless `webhooks.allowLoopback: false`) loopback; deployments never. */
+export const webhookPolicyOf = (env: RuntimeEnv): WebhookPolicy =>
+  webhookPolicyFor(env.localMode, env.config.webhooks.allowLoopback);
