@@ -91,6 +91,7 @@ export const createInstallation = (app: App, options: InstallationOptions = {}):
     env,
     prefix,
     deletionProtection: config.deployment.deletionProtection,
+    capacity: config.deployment.dynamodb,
     description: `a2a-serverless ${stage}: tables, content key and queues (retained)`,
   });
   const service = new ServiceStack(app, `${prefix}-service`, {

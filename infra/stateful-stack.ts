@@ -1,6 +1,8 @@
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import {
   AttributeType,
+  Billing,
+  Capacity,
   type GlobalSecondaryIndexPropsV2,
   type ITableV2,
   ProjectionType,
@@ -27,6 +29,7 @@ import {
   stateTable,
   type TableDefinition,
 } from '../shared/adapters/dynamodb/tables.ts';
+import { type DynamodbCapacityConfig, defaultDynamodbCapacity } from '../shared/config/config.ts';
 
 /** What the service stack needs from the stateful one: object references, never names. */
 export interface StatefulResources {
@@ -52,6 +55,8 @@ export interface StatefulStackProps extends StackProps {
   readonly prefix: string;
   /** DynamoDB deletion protection on the three tables. @default true */
   readonly deletionProtection?: boolean;
+  /** On-demand or provisioned capacity with auto scaling (decision 0048). @default on demand */
+  readonly capacity?: DynamodbCapacityConfig;
 }
 
 /** Dead-letter queues keep what failed for the longest time SQS allows. */
@@ -75,11 +80,42 @@ const projectionTypes: Record<IndexDefinition['projection'], ProjectionType> = {
 
 const toAttribute = (key: KeyDefinition) => ({ name: key.name, type: attributeTypes[key.type] });
 
-const toIndex = (index: IndexDefinition): GlobalSecondaryIndexPropsV2 => ({
+/** Auto-scaled read and write capacity, tracking the target utilisation (provisioned billing only). */
+interface Throughput {
+  readonly readCapacity: Capacity;
+  readonly writeCapacity: Capacity;
+}
+
+/**
+ * A table's capacity (and each of its indexes', the same) from the configuration: undefined for
+ * on-demand billing. TableV2 declares the auto scaling on its AWS::DynamoDB::GlobalTable (target
+ * tracking on the table's and each index's consumed units, as `Table.autoScaleReadCapacity` and
+ * `autoScaleWriteCapacity` do with scalable targets of their own), so nothing else is created.
+ */
+export const throughputOf = (
+  capacity: DynamodbCapacityConfig,
+  tableId: TableDefinition['id'],
+): Throughput | undefined => {
+  if (capacity.billing !== 'provisioned') return undefined;
+  const override = capacity.tables[tableId];
+  const autoscaled = (range: { min: number; max: number }) =>
+    Capacity.autoscaled({
+      minCapacity: range.min,
+      maxCapacity: range.max,
+      targetUtilizationPercent: capacity.targetUtilizationPercent,
+    });
+  return {
+    readCapacity: autoscaled(override?.read ?? capacity.read),
+    writeCapacity: autoscaled(override?.write ?? capacity.write),
+  };
+};
+
+const toIndex = (index: IndexDefinition, throughput?: Throughput): GlobalSecondaryIndexPropsV2 => ({
   indexName: index.indexName,
   partitionKey: toAttribute(index.partitionKey),
   sortKey: toAttribute(index.sortKey),
   projectionType: projectionTypes[index.projection],
+  ...(throughput ?? {}),
 });
 
 /**
@@ -114,14 +150,17 @@ export class StatefulStack extends Stack implements StatefulResources {
       alias: `alias/${props.prefix}-content`,
     });
 
-    const createTable = (definition: TableDefinition): TableV2 =>
-      new TableV2(this, definition.id, {
+    const capacity = props.capacity ?? defaultDynamodbCapacity;
+    const createTable = (definition: TableDefinition): TableV2 => {
+      const throughput = throughputOf(capacity, definition.id);
+      return new TableV2(this, definition.id, {
         partitionKey: toAttribute(definition.partitionKey),
         sortKey: toAttribute(definition.sortKey),
-        // TableV2 bills on demand (PAY_PER_REQUEST) unless told otherwise.
+        // On demand (PAY_PER_REQUEST, TableV2's default) unless the configuration provisions it.
+        ...(throughput ? { billing: Billing.provisioned(throughput) } : {}),
         ...(definition.stream ? { dynamoStream: streamViewTypes[definition.stream] } : {}),
         timeToLiveAttribute: definition.timeToLiveAttribute,
-        globalSecondaryIndexes: definition.globalSecondaryIndexes.map(toIndex),
+        globalSecondaryIndexes: definition.globalSecondaryIndexes.map((index) => toIndex(index, throughput)),
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
         // Content is already sealed with the content key; an AWS-managed table key keeps
         // stream readers (the projector) free of any permission on the content key.
@@ -129,6 +168,7 @@ export class StatefulStack extends Stack implements StatefulResources {
         deletionProtection,
         removalPolicy: RemovalPolicy.RETAIN,
       });
+    };
 
     this.stateTable = createTable(stateTable);
     this.journalTable = createTable(journalTable);

@@ -187,3 +187,149 @@ export const costPerMillionTasks = (usage: PerTaskUsage, prices: Prices = usEast
  * steady load above one request per second per function the 5 % dominates.
  */
 export const defaultXraySampleRate = 0.05;
+
+/** DynamoDB provisioned capacity, Standard table class, per unit-hour (decision 0048). */
+export interface ProvisionedPrices {
+  readonly asOf: string;
+  readonly source: string;
+  readonly writeCapacityUnitHour: number;
+  readonly readCapacityUnitHour: number;
+}
+
+/** us-east-1 list prices for provisioned capacity (unchanged by the 2024-11-01 on-demand cut). */
+export const usEast1ProvisionedPrices: ProvisionedPrices = {
+  asOf: usEast1Prices.asOf,
+  source: 'aws.amazon.com/dynamodb/pricing/provisioned — not re-checked from this machine',
+  writeCapacityUnitHour: 0.00065,
+  readCapacityUnitHour: 0.00013,
+};
+
+/** What one table or index consumes per task (units, as the meter counts them). */
+export interface CapacityDemand {
+  /** `Table` or `Table/index`. */
+  readonly where: string;
+  readonly readUnitsPerTask: number;
+  readonly writeUnitsPerTask: number;
+}
+
+export interface ProvisionedLine {
+  readonly where: string;
+  /** Units provisioned: max(min, rate × units per task ÷ target utilisation). */
+  readonly readCapacity: number;
+  readonly writeCapacity: number;
+  readonly usdPerHour: number;
+}
+
+export interface ProvisionedCost {
+  readonly tasksPerSecond: number;
+  readonly targetUtilization: number;
+  readonly minCapacity: number;
+  readonly lines: readonly ProvisionedLine[];
+  readonly usdPerHour: number;
+  readonly usdPerMillionTasks: number;
+}
+
+/**
+ * DynamoDB at a steady `tasksPerSecond` with provisioned capacity whose auto scaling holds
+ * consumed ÷ provisioned at `targetUtilization` (target tracking): every table and index
+ * provisions its own read and write units, at least `minCapacity` each (the auto scaling minimum),
+ * billed per unit-hour. A provisioned unit serves one unit per second, so a table that consumes
+ * `u` units per task needs rate × u ÷ target units. Bursts above what is provisioned are not
+ * modelled: target tracking takes minutes to scale up (DynamoDB's burst capacity covers short ones).
+ */
+export const provisionedDynamodbCost = (
+  demand: readonly CapacityDemand[],
+  options: {
+    readonly tasksPerSecond: number;
+    readonly targetUtilization: number;
+    readonly minCapacity?: number;
+    readonly prices?: ProvisionedPrices;
+  },
+): ProvisionedCost => {
+  const { tasksPerSecond, targetUtilization } = options;
+  const minCapacity = options.minCapacity ?? 1;
+  const prices = options.prices ?? usEast1ProvisionedPrices;
+  const units = (perTask: number) => Math.max(minCapacity, (tasksPerSecond * perTask) / targetUtilization);
+  const lines = demand.map((table) => {
+    const readCapacity = units(table.readUnitsPerTask);
+    const writeCapacity = units(table.writeUnitsPerTask);
+    return {
+      where: table.where,
+      readCapacity,
+      writeCapacity,
+      usdPerHour: readCapacity * prices.readCapacityUnitHour + writeCapacity * prices.writeCapacityUnitHour,
+    };
+  });
+  const usdPerHour = lines.reduce((total, line) => total + line.usdPerHour, 0);
+  return {
+    tasksPerSecond,
+    targetUtilization,
+    minCapacity,
+    lines,
+    usdPerHour,
+    usdPerMillionTasks: (usdPerHour / (tasksPerSecond * 3600)) * 1_000_000,
+  };
+};
+
+/** The DynamoDB lines of a breakdown (on-demand request units). */
+const isDynamodbLine = (line: CostLine): boolean => line.item.startsWith('DynamoDB ');
+
+/**
+ * US$ per million tasks of a breakdown in both capacity modes: as counted (on demand), and with
+ * its DynamoDB lines replaced by the provisioned cost at the steady rate.
+ */
+export const capacityModes = (
+  breakdown: CostBreakdown,
+  provisioned: ProvisionedCost,
+): { onDemand: { dynamodb: number; total: number }; provisioned: { dynamodb: number; total: number } } => {
+  const dynamodb = breakdown.lines
+    .filter(isDynamodbLine)
+    .reduce((total, line) => total + line.usdPerMillionTasks, 0);
+  const rest = breakdown.usdPerMillionTasks - dynamodb;
+  return {
+    onDemand: { dynamodb, total: breakdown.usdPerMillionTasks },
+    provisioned: { dynamodb: provisioned.usdPerMillionTasks, total: rest + provisioned.usdPerMillionTasks },
+  };
+};
+
+/**
+ * The demand per table and index from the meter's per-function figures (`function: Table[/index]`
+ * → units per task), with every declared table and index present (an idle one still pays its
+ * minimum capacity).
+ */
+export const demandByTable = (
+  capacityByFunction: Readonly<Record<string, { readonly read: number; readonly write: number }>>,
+  declared: readonly string[],
+): CapacityDemand[] => {
+  const totals = new Map<string, { read: number; write: number }>(
+    declared.map((where) => [where, { read: 0, write: 0 }]),
+  );
+  for (const [key, units] of Object.entries(capacityByFunction)) {
+    const where = key.slice(key.indexOf(': ') + 2);
+    const total = totals.get(where) ?? { read: 0, write: 0 };
+    totals.set(where, { read: total.read + units.read, write: total.write + units.write });
+  }
+  return [...totals].map(([where, units]) => ({
+    where,
+    readUnitsPerTask: units.read,
+    writeUnitsPerTask: units.write,
+  }));
+};
+
+/**
+ * The committed report before write-through projection (commit ba4d7a3, `npx tsx bench/run.ts`,
+ * 2026-11-30, 3 × 500 tasks at 20 clients): the figures the issue 16 work is compared with.
+ */
+export const beforeWriteThrough = {
+  commit: 'ba4d7a3',
+  usdPerMillionTasks: 24.46,
+  usdPerMillionTasksOneClient: 25.14,
+  writeUnits: 25,
+  readUnits: 4.234,
+  rpcDurationUsdPerMillionTasks: 1.889,
+  blockingP50OneClientMs: 268.7,
+  blockingP50Ms: 596.6,
+  sseTerminalP50Ms: 527.6,
+  commitToSseP50Ms: 238,
+  commitToWebhookP50Ms: 1115,
+} as const;

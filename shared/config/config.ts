@@ -96,6 +96,41 @@ export const logRetentionDays = [
   1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
 ] as const;
 
+const capacityRange = z
+  .object({ min: z.number().int().min(1).max(40_000), max: z.number().int().min(1).max(40_000) })
+  .refine((range) => range.max >= range.min, { message: 'max must be at least min' });
+
+const tableCapacity = z.object({ read: capacityRange.optional(), write: capacityRange.optional() });
+
+/**
+ * DynamoDB capacity of the three tables and their indexes (decision 0048): on demand (the
+ * default), or provisioned with auto scaling that tracks a target utilisation between `min` and
+ * `max` units. `read`/`write` apply to every table and index unless `tables.<id>` overrides them.
+ */
+export const dynamodbCapacitySchema = z.object({
+  billing: z.enum(['onDemand', 'provisioned']).default('onDemand'),
+  targetUtilizationPercent: z.number().int().min(20).max(90).default(70),
+  read: capacityRange.default({ min: 1, max: 100 }),
+  write: capacityRange.default({ min: 1, max: 100 }),
+  tables: z
+    .object({
+      State: tableCapacity.optional(),
+      Journal: tableCapacity.optional(),
+      Audit: tableCapacity.optional(),
+    })
+    .default({}),
+});
+
+export type DynamodbCapacityConfig = z.infer<typeof dynamodbCapacitySchema>;
+
+export const defaultDynamodbCapacity: DynamodbCapacityConfig = {
+  billing: 'onDemand',
+  targetUtilizationPercent: 70,
+  read: { min: 1, max: 100 },
+  write: { min: 1, max: 100 },
+  tables: {},
+};
+
 /**
  * Read by the CDK app only (`cdk deploy -c config=…`, decision 0020), never by a function: it is
  * left out of the configuration the functions get.
@@ -119,6 +154,8 @@ export const deploymentConfigSchema = z.object({
   executorMaxConcurrency: z.number().int().min(2).max(1000).default(10),
   /** Serves the journal viewer at `GET /viewer` of the API (decision 0026). */
   viewer: z.boolean().default(false),
+  /** On-demand (default) or provisioned DynamoDB capacity with auto scaling (decision 0048). */
+  dynamodb: dynamodbCapacitySchema.default(defaultDynamodbCapacity),
   alarms: z
     .object({
       /** Subscribed to the alarm topic (SNS sends a confirmation mail first). */
@@ -172,6 +209,7 @@ export const configSchema = z.object({
     deletionProtection: true,
     executorMaxConcurrency: 10,
     viewer: false,
+    dynamodb: defaultDynamodbCapacity,
     alarms: { errorRatePercent: 5, iteratorAgeSeconds: 300 },
   }),
 });

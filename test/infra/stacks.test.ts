@@ -32,7 +32,7 @@ import {
 } from '../../shared/adapters/dynamodb/tables.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { deploymentAuthProblems } from '../../shared/config/auth.ts';
-import { defaultConfig } from '../../shared/config/config.ts';
+import { defaultConfig, defaultDynamodbCapacity } from '../../shared/config/config.ts';
 import { type MetricName, metricCatalog } from '../../shared/domain/metrics.ts';
 
 /**
@@ -1060,6 +1060,7 @@ describe('createInstallation', () => {
       deletionProtection: true,
       executorMaxConcurrency: 10,
       viewer: false,
+      dynamodb: defaultDynamodbCapacity,
       alarms: { errorRatePercent: 5, iteratorAgeSeconds: 300 },
     });
     stateful.allResourcesProperties('AWS::DynamoDB::GlobalTable', {

@@ -1,12 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import {
   billedMilliseconds,
+  capacityModes,
   costPerMillionTasks,
+  demandByTable,
   gbSeconds,
   type PerTaskUsage,
   type Prices,
+  provisionedDynamodbCost,
   sqsBilledRequests,
   usEast1Prices,
+  usEast1ProvisionedPrices,
 } from '../../bench/lib/cost-model.ts';
 import { computeFloor } from '../../bench/lib/floor.ts';
 import {
@@ -254,5 +258,71 @@ describe('target verdicts', () => {
     expect(of('module init')).toBe('met');
     expect(of('per-task cost at 10,000')).toBe('not met');
     expect(of('ListTasks p50')).toBe('met');
+  });
+});
+
+describe('provisioned DynamoDB capacity at a steady rate (decision 0048)', () => {
+  it('provisions rate × units per task ÷ target utilisation, per table and index, billed per unit-hour', () => {
+    const cost = provisionedDynamodbCost([{ where: 'State', readUnitsPerTask: 2, writeUnitsPerTask: 7 }], {
+      tasksPerSecond: 10,
+      targetUtilization: 0.7,
+    });
+    // 10 × 7 ÷ 0.7 = 100 WCU, 10 × 2 ÷ 0.7 = 28.57 RCU.
+    expect(cost.lines[0]?.writeCapacity).toBeCloseTo(100, 9);
+    expect(cost.lines[0]?.readCapacity).toBeCloseTo(200 / 7, 9);
+    const perHour = 100 * 0.00065 + (200 / 7) * 0.00013;
+    expect(cost.usdPerHour).toBeCloseTo(perHour, 12);
+    // 36,000 tasks an hour.
+    expect(cost.usdPerMillionTasks).toBeCloseTo((perHour / 36_000) * 1e6, 9);
+    // Per task: 7 WRU on demand = US$4.375 per million; provisioned at 70 %: 7 ÷ 0.7 × 0.00065 ÷ 3600 × 1e6.
+    expect(cost.usdPerMillionTasks).toBeCloseTo((7 / 0.7) * 0.180556 + (2 / 0.7) * 0.0361111, 3);
+  });
+
+  it('an idle table or index still pays its minimum capacity, which a higher rate spreads thinner', () => {
+    const idle = [{ where: 'Audit', readUnitsPerTask: 0, writeUnitsPerTask: 0 }];
+    const slow = provisionedDynamodbCost(idle, { tasksPerSecond: 1, targetUtilization: 0.7 });
+    const fast = provisionedDynamodbCost(idle, { tasksPerSecond: 10, targetUtilization: 0.7 });
+    expect(slow.lines[0]).toMatchObject({ readCapacity: 1, writeCapacity: 1 });
+    expect(slow.usdPerHour).toBeCloseTo(0.00078, 12);
+    expect(fast.usdPerMillionTasks).toBeCloseTo(slow.usdPerMillionTasks / 10, 9);
+    expect(usEast1ProvisionedPrices.writeCapacityUnitHour).toBe(0.00065);
+  });
+
+  it('sums the per-function demand per table and lists every declared table and index', () => {
+    expect(
+      demandByTable(
+        {
+          'rpc: State': { read: 1, write: 2 },
+          'executor: State': { read: 1, write: 4 },
+          'projector: Journal/byOwner': { read: 0, write: 6 },
+        },
+        ['State', 'State/byLease', 'Journal/byOwner'],
+      ),
+    ).toEqual([
+      { where: 'State', readUnitsPerTask: 2, writeUnitsPerTask: 6 },
+      { where: 'State/byLease', readUnitsPerTask: 0, writeUnitsPerTask: 0 },
+      { where: 'Journal/byOwner', readUnitsPerTask: 0, writeUnitsPerTask: 6 },
+    ]);
+  });
+
+  it('replaces only the DynamoDB lines of a breakdown', () => {
+    const breakdown = costPerMillionTasks({
+      ...none,
+      dynamodbWriteUnits: 25,
+      dynamodbReadUnits: 4,
+      apiRequests: 1,
+    });
+    const provisioned = provisionedDynamodbCost(
+      [{ where: 'State', readUnitsPerTask: 4, writeUnitsPerTask: 25 }],
+      { tasksPerSecond: 10, targetUtilization: 0.7 },
+    );
+    const modes = capacityModes(breakdown, provisioned);
+    expect(modes.onDemand.dynamodb).toBeCloseTo(25 * 0.625 + 4 * 0.125, 9);
+    expect(modes.onDemand.total).toBeCloseTo(breakdown.usdPerMillionTasks, 9);
+    expect(modes.provisioned.total).toBeCloseTo(
+      breakdown.usdPerMillionTasks - modes.onDemand.dynamodb + provisioned.usdPerMillionTasks,
+      9,
+    );
+    expect(modes.provisioned.dynamodb).toBeCloseTo(provisioned.usdPerMillionTasks, 9);
   });
 });
