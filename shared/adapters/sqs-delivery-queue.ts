@@ -3,6 +3,7 @@ import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import * as z from 'zod';
 import type { DeliveryQueue } from '../domain/ports.ts';
 import { deliveryDedupIdOf, deliveryGroupOf, type PushDelivery } from '../domain/push.ts';
+import { handleInGroups, oneAtATime } from './grouped-batch.ts';
 
 /** The delivery queue message: ids only; the config and the journal event are the state. */
 export const deliveryMessageSchema = z.object({
@@ -69,34 +70,17 @@ export interface FifoBatchHandlers {
 /**
  * Partial batch processing for a FIFO queue: message groups run concurrently (a slow webhook
  * does not hold up another group of the same batch), each group in order; after a failure the
- * group's later messages are not tried and are reported failed too, so order holds.
+ * group's later messages are not tried and are reported failed too, so order holds
+ * (grouped-batch.ts).
  */
 export const processFifoBatch = async (
   records: readonly SQSRecord[],
   handlers: FifoBatchHandlers,
 ): Promise<SQSBatchResponse> => {
-  const groups = new Map<string, SQSRecord[]>();
-  for (const record of records) {
-    const group = record.attributes.MessageGroupId ?? record.messageId;
-    groups.set(group, [...(groups.get(group) ?? []), record]);
-  }
-  const failed = new Set<string>();
-  await Promise.all(
-    [...groups.values()].map(async (group) => {
-      for (const [index, record] of group.entries()) {
-        try {
-          await handlers.handle(record);
-        } catch (error) {
-          for (const rest of group.slice(index)) failed.add(rest.messageId);
-          await handlers.onFailure?.(record, error).catch(() => {});
-          return;
-        }
-      }
-    }),
+  const failed = await handleInGroups(
+    records,
+    (record) => record.attributes.MessageGroupId ?? record.messageId,
+    oneAtATime(handlers.handle, handlers.onFailure),
   );
-  return {
-    batchItemFailures: records
-      .filter((record) => failed.has(record.messageId))
-      .map((record) => ({ itemIdentifier: record.messageId })),
-  };
+  return { batchItemFailures: failed.map((index) => ({ itemIdentifier: records[index]!.messageId })) };
 };
