@@ -1,5 +1,5 @@
 import type { Config } from '../config/config.ts';
-import type { Message, Task } from '../domain/a2a.ts';
+import type { Task } from '../domain/a2a.ts';
 import { isTerminal } from '../domain/a2a.ts';
 import {
   TaskBusyError,
@@ -7,17 +7,20 @@ import {
   TaskNotFoundError,
   VersionConflictError,
 } from '../domain/errors.ts';
-import type { PlannedWrite } from '../domain/ports.ts';
-import { retentionSeconds } from '../domain/privacy.ts';
+import type { TaskRowWrite } from '../domain/ports.ts';
+import { retentionExpiry } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
+import { taskAndRunWrite } from '../domain/row-writes.ts';
 import {
-  appendHistory,
   isExpired,
   isSettled,
   type Owner,
   type RunRecord,
+  reviseRun,
   sameOwner,
+  settleRun,
 } from '../domain/task.ts';
+import { endTaskWith } from './end-task.ts';
 import {
   projectedWait,
   type ReadOptions,
@@ -83,59 +86,39 @@ const commitCancel = async (
   run: RunRecord | undefined,
 ): Promise<StoredTask> => {
   const now = deps.clock.now();
-  const revision = task.revision + 1;
-  const statusMessage: Message = {
-    messageId: `${task.currentRunId}-canceled`,
-    role: 'ROLE_AGENT',
-    taskId: task.taskId,
-    contextId: task.contextId,
-    parts: [{ text: canceledText }],
-  };
-  const history = await deps.codec.openHistory(task.taskId, task.sealedHistory);
-  const sealed = await deps.codec.seal(task.taskId, {
-    statusMessage,
-    history: appendHistory(history, revision, [statusMessage]),
-  });
   // Retention runs from the end of the task (I-PURGE).
-  const expiresAt = Math.max(
-    task.expiresAt,
-    Math.floor(now.getTime() / 1000) + retentionSeconds(deps.config.privacy.retention, 'agentRun'),
+  const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
+  const canceledTask = await endTaskWith(
+    deps.codec,
+    task,
+    {
+      state: 'TASK_STATE_CANCELED',
+      messageId: `${task.currentRunId}-canceled`,
+      text: canceledText,
+      recordInHistory: true,
+      expiresAt,
+    },
+    now,
   );
-  const canceledTask: StoredTask = {
-    ...task,
-    state: 'TASK_STATE_CANCELED',
-    revision,
-    statusTimestamp: now.toISOString(),
-    sealedStatusMessage: sealed.sealedStatusMessage,
-    sealedHistory: sealed.sealedHistory,
-    expiresAt,
+  const row: TaskRowWrite = {
+    taskId: task.taskId,
+    task: canceledTask,
+    expect: { revision: task.revision },
+    before: task,
   };
-  const writes: PlannedWrite[] = [
-    { entity: 'task', item: canceledTask, expect: { revision: task.revision } },
-  ];
-  if (run !== undefined && !isSettled(run.status)) {
-    // Nothing executes a QUEUED or AWAITING_APPROVAL run right now: it ends here. A RUNNING run
-    // only gets the flag; its executor settles it (execute-run.ts `reread`).
-    const idle = run.status === 'QUEUED' || run.status === 'AWAITING_APPROVAL';
-    writes.push({
-      entity: 'run',
-      item: {
-        ...run,
-        cancelRequested: true,
-        version: run.version + 1,
-        expiresAt: Math.max(run.expiresAt, expiresAt),
-        ...(idle && {
-          status: 'CANCELED' as const,
-          endedAt: now.toISOString(),
-          leaseUntil: undefined,
-          // A run waiting for an approval never resumes: its sealed transcript goes (decision 0013).
-          sealedSuspension: undefined,
-        }),
-      },
-      expect: { version: run.version },
-    });
+  if (run === undefined || isSettled(run.status)) {
+    await deps.tasks.commit({ row });
+    return canceledTask;
   }
-  await deps.tasks.commit({ writes });
+  // Nothing executes a QUEUED or AWAITING_APPROVAL run right now: it ends here. A RUNNING run
+  // only gets the flag; its executor settles it (execute-run.ts `reread`).
+  const idle = run.status === 'QUEUED' || run.status === 'AWAITING_APPROVAL';
+  const flagged: RunRecord = { ...run, cancelRequested: true };
+  const canceledRun = idle
+    ? // A run waiting for an approval never resumes: its sealed transcript goes (decision 0013).
+      settleRun(flagged, 'CANCELED', now, canceledTask.expiresAt, { sealedSuspension: undefined })
+    : reviseRun(flagged, { expiresAt: Math.max(run.expiresAt, canceledTask.expiresAt) });
+  await deps.tasks.commit({ row: taskAndRunWrite(task, canceledTask, run, canceledRun) });
   return canceledTask;
 };
 

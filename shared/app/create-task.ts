@@ -16,15 +16,25 @@ import type { Metrics } from '../domain/metrics.ts';
 import type {
   Clock,
   IdGenerator,
-  PlannedWrite,
   PushConfigRepository,
   RunQueue,
   TaskRepository,
+  TaskRowWrite,
 } from '../domain/ports.ts';
-import { resolveProfilePrivacy, retentionSeconds } from '../domain/privacy.ts';
+import { resolveProfilePrivacy, retentionExpiry } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
-import { appendHistory, isExpired, type Owner, type RunRecord, sameOwner } from '../domain/task.ts';
+import { taskAndRunWrite } from '../domain/row-writes.ts';
+import {
+  advanceTask,
+  appendHistory,
+  isExpired,
+  type Owner,
+  type RunRecord,
+  sameOwner,
+  settleRun,
+} from '../domain/task.ts';
 import type { WebhookPolicy } from '../domain/webhook-address.ts';
+import { endTaskWith } from './end-task.ts';
 import { failpoint } from './failpoints.ts';
 import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from './push-configs.ts';
 import { defaultLeaseMs } from './run-lease.ts';
@@ -71,8 +81,6 @@ export interface CreatedTask {
   readonly revision: number;
 }
 
-const epochSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);
-
 /** The media type a part declares, or the one its kind implies. */
 const mediaTypeOf = (part: Part): string => {
   if (part.mediaType) return part.mediaType;
@@ -117,8 +125,7 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
   }
 
   const now = deps.clock.now();
-  const retention = retentionSeconds(deps.config.privacy.retention, 'agentRun');
-  const expiresAt = epochSeconds(now) + retention;
+  const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
   const runId = deps.ids.newId();
   const startDeadlineMs = deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs;
   const run: RunRecord = {
@@ -154,7 +161,7 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
       runId,
       error: error instanceof Error ? error.name : 'unknown',
     });
-    return settleUnqueued(deps, plan.task, { ...run, taskId: plan.task.taskId });
+    return settleUnqueued(deps, plan.task, plan.run);
   }
   return { taskId: plan.task.taskId, revision: plan.task.revision };
 };
@@ -198,16 +205,11 @@ const commitPlanned = async (
             },
           ]
         : [];
-    const runWrite: PlannedWrite = {
-      entity: 'run',
-      item: { ...run, taskId: plan.task.taskId },
-      expect: 'absent',
-    };
     // One commit: the task row holds its current run (decision 0038), so without an inline push
     // config this is one single-item write; with one, one transaction (a push config must not
     // attach itself to a task whose follow-up lost its race). Nothing is queued before it.
     try {
-      await deps.tasks.commit({ writes: [plan.taskWrite, runWrite, ...pushWrites] });
+      await deps.tasks.commit({ row: plan.row, items: pushWrites });
       return plan;
     } catch (error) {
       if (!(error instanceof VersionConflictError) || input.message.taskId === undefined) throw error;
@@ -218,7 +220,8 @@ const commitPlanned = async (
 
 interface Plan {
   readonly task: StoredTask;
-  readonly taskWrite: PlannedWrite;
+  readonly run: RunRecord;
+  readonly row: TaskRowWrite;
 }
 
 const planNewTask = async (
@@ -245,7 +248,8 @@ const planNewTask = async (
     expiresAt,
     sealedHistory: sealed.sealedHistory,
   };
-  return { task, taskWrite: { entity: 'task', item: task, expect: 'absent' } };
+  const taskRun: RunRecord = { ...run, taskId };
+  return { task, run: taskRun, row: { taskId, task, run: taskRun, expect: { revision: 'absent' } } };
 };
 
 /** A follow-up message continues an interrupted task as a new run (multi-turn, A2A.md §10). */
@@ -278,17 +282,27 @@ const planFollowUp = async (
   const history = await deps.codec.openHistory(taskId, current.sealedHistory);
   const revision = current.revision + 1;
   const sealed = await deps.codec.seal(taskId, { history: appendHistory(history, revision, [message]) });
-  const task: StoredTask = {
-    ...current,
-    state: 'TASK_STATE_SUBMITTED',
-    revision,
+  const task = advanceTask(current, 'TASK_STATE_SUBMITTED', now, {
     currentRunId: run.runId,
-    statusTimestamp: now.toISOString(),
     sealedStatusMessage: undefined,
     sealedHistory: sealed.sealedHistory,
     expiresAt: Math.max(current.expiresAt, expiresAt),
+  });
+  // The new run replaces the row's run, which moves to its own row (decision 0038).
+  const replaced = (await deps.tasks.getRunWithTask(taskId, current.currentRunId)).run;
+  const taskRun: RunRecord = { ...run, taskId };
+  return {
+    task,
+    run: taskRun,
+    row: {
+      taskId,
+      task,
+      run: taskRun,
+      expect: { revision: current.revision },
+      before: current,
+      archive: replaced ?? 'none',
+    },
   };
-  return { task, taskWrite: { entity: 'task', item: task, expect: { revision: current.revision } } };
 };
 
 const settleUnqueued = async (
@@ -297,38 +311,20 @@ const settleUnqueued = async (
   run: RunRecord,
 ): Promise<CreatedTask> => {
   const now = deps.clock.now();
-  const statusMessage: Message = {
-    messageId: `${run.runId}-unqueued`,
-    role: 'ROLE_AGENT',
-    taskId: task.taskId,
-    contextId: task.contextId,
-    parts: [{ text: 'The task could not be started; please try again.' }],
-  };
-  const sealed = await deps.codec.seal(task.taskId, { statusMessage });
-  const failed: StoredTask = {
-    ...task,
-    state: 'TASK_STATE_FAILED',
-    revision: task.revision + 1,
-    statusTimestamp: now.toISOString(),
-    sealedStatusMessage: sealed.sealedStatusMessage,
-    metadata: { ...task.metadata, reason: 'ENQUEUE_FAILED' },
-  };
+  const failed = await endTaskWith(
+    deps.codec,
+    task,
+    {
+      state: 'TASK_STATE_FAILED',
+      messageId: `${run.runId}-unqueued`,
+      text: 'The task could not be started; please try again.',
+      reason: 'ENQUEUE_FAILED',
+    },
+    now,
+  );
   try {
     await deps.tasks.commit({
-      writes: [
-        { entity: 'task', item: failed, expect: { revision: task.revision } },
-        {
-          entity: 'run',
-          item: {
-            ...run,
-            status: 'FAILED',
-            version: run.version + 1,
-            endedAt: now.toISOString(),
-            leaseUntil: undefined,
-          },
-          expect: { version: run.version },
-        },
-      ],
+      row: taskAndRunWrite(task, failed, run, settleRun(run, 'FAILED', now, run.expiresAt)),
     });
   } catch (error) {
     // A cancel moved the task meanwhile: it answers for itself (its run is settled with it).

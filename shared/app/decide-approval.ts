@@ -2,7 +2,9 @@ import { type ApprovalRecord, ApprovalRefusedError, type ApprovalRepository } fr
 import { VersionConflictError } from '../domain/errors.ts';
 import type { ApprovalVerdict } from '../domain/model.ts';
 import type { Clock, RunQueue, TaskRepository } from '../domain/ports.ts';
-import { isExpired, type RunRecord } from '../domain/task.ts';
+import type { StoredTask } from '../domain/projection.ts';
+import { runAloneWrite } from '../domain/row-writes.ts';
+import { isExpired, moveRun, type RunRecord } from '../domain/task.ts';
 
 export interface DecideApprovalDeps {
   readonly tasks: TaskRepository;
@@ -45,7 +47,7 @@ export const decideApproval = async (
     throw refused('ALREADY_DECIDED', approval.approvalId, `Already decided: ${approval.decision}.`);
   if (input.digest !== undefined && input.digest !== approval.digest)
     throw refused('DIGEST_MISMATCH', approval.approvalId, 'The digest does not match the pending calls.');
-  const run = await deps.tasks.getRun(approval.taskId, approval.runId);
+  const { run, task } = await deps.tasks.getRunWithTask(approval.taskId, approval.runId);
   if (!waitsFor(run, approval)) throw notAwaiting(approval);
 
   const reason = input.verdict === 'denied' ? input.reason?.slice(0, maxReasonLength) : undefined;
@@ -56,17 +58,16 @@ export const decideApproval = async (
     decidedAt: now.toISOString(),
     ...(reason !== undefined && { reason }),
   };
-  const queuedRun: RunRecord = {
-    ...run,
-    status: 'QUEUED',
-    version: run.version + 1,
+  const queuedRun = moveRun(run, 'QUEUED', {
     approval: { ...run.approval, verdict: input.verdict, ...(reason !== undefined && { reason }) },
-  };
+  });
+  const runWrite = runAloneWrite(task, run, queuedRun);
   try {
     await deps.tasks.commit({
-      writes: [
+      ...runWrite,
+      items: [
         { entity: 'approval', item: decided, expect: { decision: 'PENDING', digest: approval.digest } },
-        { entity: 'run', item: queuedRun, expect: { version: run.version } },
+        ...(runWrite.items ?? []),
       ],
     });
   } catch (error) {
@@ -79,7 +80,7 @@ export const decideApproval = async (
   try {
     await deps.queue.enqueue({ taskId: run.taskId, runId: run.runId });
   } catch (error) {
-    await undoDecision(deps, approval, decided, run, queuedRun);
+    await undoDecision(deps, approval, decided, run, queuedRun, task);
     throw error;
   }
   return decided;
@@ -102,16 +103,19 @@ const undoDecision = async (
   decided: ApprovalRecord,
   waiting: RunRecord,
   queued: RunRecord,
+  task: StoredTask | undefined,
 ): Promise<void> => {
+  const runWrite = runAloneWrite(
+    task,
+    queued,
+    moveRun(queued, 'AWAITING_APPROVAL', { approval: waiting.approval }),
+  );
   try {
     await deps.tasks.commit({
-      writes: [
+      ...runWrite,
+      items: [
         { entity: 'approval', item: pending, expect: { decision: decided.decision, digest: decided.digest } },
-        {
-          entity: 'run',
-          item: { ...waiting, version: queued.version + 1 },
-          expect: { version: queued.version },
-        },
+        ...(runWrite.items ?? []),
       ],
     });
   } catch (error) {
@@ -155,7 +159,7 @@ export const listPendingApprovals = async (
 const withdraw = async (deps: Pick<DecideApprovalDeps, 'tasks'>, approval: ApprovalRecord): Promise<void> => {
   try {
     await deps.tasks.commit({
-      writes: [
+      items: [
         {
           entity: 'approval',
           item: { ...approval, decision: 'WITHDRAWN' },

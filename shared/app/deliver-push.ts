@@ -15,6 +15,7 @@ import {
   type PushDelivery,
   type StoredPushConfig,
 } from '../domain/push.ts';
+import { epochSeconds } from '../domain/task.ts';
 import { failpoint } from './failpoints.ts';
 import { openStreamResponses, openTaskAt } from './journal-events.ts';
 import type { PushConfigCodec } from './push-configs.ts';
@@ -27,8 +28,6 @@ import type { TaskContentCodec } from './task-content.ts';
  * of its task, at least once, in revision order per (task, config). The pusher fans an event
  * out into one queue message per config; the deliverer turns one message into POSTs.
  */
-
-const epochSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);
 
 export interface FanOutDeps {
   readonly pushConfigs: PushConfigRepository;

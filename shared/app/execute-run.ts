@@ -19,18 +19,24 @@ import type {
   RunMessage,
   TaskRepository,
 } from '../domain/ports.ts';
-import { answerOutcome, ceilingsForAttempt, retentionSeconds } from '../domain/privacy.ts';
+import { answerOutcome, ceilingsForAttempt, retentionExpiry } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
 import { redactArtifacts, redactMessage } from '../domain/redaction.ts';
+import { runAloneWrite, taskAndRunWrite } from '../domain/row-writes.ts';
 import {
+  advanceTask,
   appendHistory,
   type HistoryEntry,
   historyAsOf,
+  moveRun,
   type ProviderAttempt,
   type RunRecord,
   type RunStatus,
+  reviseRun,
+  settleRun,
 } from '../domain/task.ts';
 import type { ToolRegistry } from '../domain/tools.ts';
+import { endTaskWith } from './end-task.ts';
 import { failpoint } from './failpoints.ts';
 import { recordAgentStep, recordAuditStep, recordTightening } from './record-audit.ts';
 import { claimLeaseUntil, keepLease, leaseUntilFrom } from './run-lease.ts';
@@ -94,7 +100,7 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
   if (run.status !== 'QUEUED') return 'duplicate';
   if (task === undefined) return 'missing';
   if (task.currentRunId !== run.runId || isTerminal(task.state)) {
-    await settleRunOnly(deps, run, 'CANCELED');
+    await settleRunOnly(deps, task, run, 'CANCELED');
     return 'canceled';
   }
 
@@ -131,30 +137,18 @@ const claim = async (
   task: StoredTask,
 ): Promise<{ run: RunRecord; task: StoredTask } | { ended: ExecuteRunResult }> => {
   const now = deps.clock.now();
-  const claimedRun: RunRecord = {
-    ...run,
-    status: 'RUNNING',
-    version: run.version + 1,
+  const claimedRun = moveRun(run, 'RUNNING', {
     leaseUntil: claimLeaseUntil(deps, run, now),
     startBy: undefined,
     // A resumed run holds its opened state in memory; the sealed copy is not kept past the wait.
     sealedSuspension: undefined,
-  };
-  const workingTask: StoredTask = {
-    ...task,
-    state: 'TASK_STATE_WORKING',
-    revision: task.revision + 1,
-    statusTimestamp: now.toISOString(),
+  });
+  const workingTask = advanceTask(task, 'TASK_STATE_WORKING', now, {
     // The "waiting for an approval" message ends with the wait.
     ...(run.sealedSuspension !== undefined && { sealedStatusMessage: undefined }),
-  };
+  });
   try {
-    await deps.tasks.commit({
-      writes: [
-        { entity: 'run', item: claimedRun, expect: { version: run.version } },
-        { entity: 'task', item: workingTask, expect: { revision: task.revision } },
-      ],
-    });
+    await deps.tasks.commit({ row: taskAndRunWrite(task, workingTask, run, claimedRun) });
     return { run: claimedRun, task: workingTask };
   } catch (error) {
     if (!(error instanceof VersionConflictError)) throw error;
@@ -325,14 +319,12 @@ const tightenForAttempt = async (
   if (next.audit === run.auditCeiling && next.answer === run.answerCeiling)
     return { kind: 'ready', run, task };
   deps.metrics?.add('Tightenings');
-  const tightenedRun: RunRecord = {
-    ...run,
+  const tightenedRun = reviseRun(run, {
     auditCeiling: next.audit,
     answerCeiling: next.answer,
-    version: run.version + 1,
     // A write of the live executor carries its lease forward: renewals do not move the version.
     leaseUntil: leaseUntilFrom(deps, deps.clock.now()),
-  };
+  });
   const tightening = {
     kind: 'tighten',
     providerId,
@@ -345,7 +337,7 @@ const tightenForAttempt = async (
   }
   if (answerOutcome(next.answer) !== 'keep-redacted' || run.answerCeiling !== 'full') {
     await deps.tasks.commit({
-      writes: [{ entity: 'run', item: tightenedRun, expect: { version: run.version } }],
+      row: { taskId: task.taskId, run: tightenedRun, expect: { runVersion: run.version } },
     });
     await recordTightening(deps, tightenedRun, tightening);
     return { kind: 'ready', run: tightenedRun, task };
@@ -353,19 +345,14 @@ const tightenForAttempt = async (
   // Scrubbing rewrites the row in place; the revision stays, so nothing new is projected.
   const sealed = await deps.codec.seal(task.taskId, { history: redactHistory(history) });
   const scrubbedTask: StoredTask = { ...task, sealedHistory: sealed.sealedHistory };
-  await deps.tasks.commit({
-    writes: [
-      { entity: 'run', item: tightenedRun, expect: { version: run.version } },
-      { entity: 'task', item: scrubbedTask, expect: { revision: task.revision } },
-    ],
-  });
+  await deps.tasks.commit({ row: taskAndRunWrite(task, scrubbedTask, run, tightenedRun) });
   await recordTightening(deps, tightenedRun, tightening);
   return { kind: 'ready', run: tightenedRun, task: scrubbedTask };
 };
 
 interface FinalContent {
   readonly state: TaskState;
-  readonly runStatus: RunStatus;
+  readonly runStatus: 'COMPLETED' | 'FAILED';
   readonly statusMessage?: Message;
   readonly artifacts?: readonly Artifact[];
   readonly result: ExecuteRunResult;
@@ -478,39 +465,23 @@ const commitFinal = async (
     artifacts: content.artifacts,
     history: appendHistory(history, revision, [content.statusMessage]),
   });
-  const finalTask: StoredTask = {
-    ...task,
-    state: content.state,
-    revision,
-    statusTimestamp: now.toISOString(),
+  const finalTask = advanceTask(task, content.state, now, {
     sealedStatusMessage: sealed.sealedStatusMessage,
     sealedArtifacts: sealed.sealedArtifacts ?? task.sealedArtifacts,
     sealedHistory: sealed.sealedHistory,
     ...(content.metadata && { metadata: { ...task.metadata, ...content.metadata } }),
     expiresAt: Math.max(task.expiresAt, retentionFrom(deps, now)),
-  };
-  const settledRun: RunRecord = {
-    ...run,
-    status: content.runStatus,
-    version: run.version + 1,
-    endedAt: now.toISOString(),
-    leaseUntil: undefined,
-    expiresAt: finalTask.expiresAt,
-  };
-  failpoint('executor.beforeSettle');
-  await deps.tasks.commit({
-    writes: [
-      { entity: 'run', item: settledRun, expect: { version: run.version } },
-      { entity: 'task', item: finalTask, expect: { revision: task.revision } },
-    ],
   });
+  const settledRun = settleRun(run, content.runStatus, now, finalTask.expiresAt);
+  failpoint('executor.beforeSettle');
+  await deps.tasks.commit({ row: taskAndRunWrite(task, finalTask, run, settledRun) });
   // No audit row for the settle (decision 0040): the run record holds its status and end.
   failpoint('executor.insideSettle');
 };
 
 /** Retention runs from the end of the run (I-PURGE). */
 const retentionFrom = (deps: ExecuteRunDeps, now: Date): number =>
-  Math.floor(now.getTime() / 1000) + retentionSeconds(deps.config.privacy.retention, 'agentRun');
+  retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
 
 /**
  * After a lost version check: did a cancel end the task, or did a tightening change the ceiling?
@@ -528,7 +499,7 @@ const reread = async (
   if (freshRun === undefined || freshTask === undefined) return { kind: 'ended', result: 'missing' };
   if (freshRun.status !== status) return { kind: 'ended', result: 'duplicate' };
   if (freshRun.cancelRequested || isTerminal(freshTask.state) || freshTask.currentRunId !== run.runId) {
-    await settleRunOnly(deps, freshRun, 'CANCELED');
+    await settleRunOnly(deps, freshTask, freshRun, 'CANCELED');
     return { kind: 'ended', result: 'canceled' };
   }
   return { kind: 'retry', run: freshRun, task: freshTask };
@@ -569,69 +540,45 @@ const settleWithoutContent = async (
   expectedVersion: number,
 ): Promise<void> => {
   const now = deps.clock.now();
-  const revision = task.revision + 1;
-  const statusMessage: Message = {
-    messageId: `${run.runId}-failed`,
-    role: 'ROLE_AGENT',
-    taskId: task.taskId,
-    contextId: task.contextId,
-    parts: [{ text }],
-  };
-  const keepsNothing = answerOutcome(run.answerCeiling) === 'not-retainable';
-  const sealed = await deps.codec.seal(task.taskId, { statusMessage });
-  const failedTask: StoredTask = {
-    ...task,
-    state: 'TASK_STATE_FAILED',
-    revision,
-    statusTimestamp: now.toISOString(),
-    sealedStatusMessage: sealed.sealedStatusMessage,
-    sealedArtifacts: keepsNothing ? undefined : task.sealedArtifacts,
-    sealedHistory: keepsNothing ? undefined : task.sealedHistory,
-    metadata: { ...task.metadata, reason },
-    // Retention runs from the end of the run, failed ones included (I-PURGE).
-    expiresAt: Math.max(task.expiresAt, retentionFrom(deps, now)),
-  };
-  const failedRun: RunRecord = {
-    ...run,
-    status: 'FAILED',
-    version: expectedVersion + 1,
-    endedAt: now.toISOString(),
-    leaseUntil: undefined,
-    expiresAt: Math.max(run.expiresAt, failedTask.expiresAt),
-  };
+  const dropContent = answerOutcome(run.answerCeiling) === 'not-retainable';
+  const failedTask = await endTaskWith(
+    deps.codec,
+    task,
+    {
+      state: 'TASK_STATE_FAILED',
+      messageId: `${run.runId}-failed`,
+      text,
+      reason,
+      dropContent,
+      // Retention runs from the end of the run, failed ones included (I-PURGE).
+      expiresAt: retentionFrom(deps, now),
+    },
+    now,
+  );
+  // The run as it was read: a tightening not yet committed rides on this write (`expectedVersion`).
+  const read: RunRecord = { ...run, version: expectedVersion };
+  const failedRun = settleRun(read, 'FAILED', now, failedTask.expiresAt);
   try {
-    await deps.tasks.commit({
-      writes: [
-        { entity: 'run', item: failedRun, expect: { version: expectedVersion } },
-        { entity: 'task', item: failedTask, expect: { revision: task.revision } },
-      ],
-    });
+    await deps.tasks.commit({ row: taskAndRunWrite(task, failedTask, read, failedRun) });
   } catch (error) {
     if (!(error instanceof VersionConflictError)) throw error;
     // A cancel won the race: the task is already terminal; the run only needs settling.
-    const fresh = await deps.tasks.getRun(run.taskId, run.runId);
-    if (fresh && fresh.status === 'RUNNING') await settleRunOnly(deps, fresh, 'CANCELED');
+    const fresh = await deps.tasks.getRunWithTask(run.taskId, run.runId);
+    if (fresh.run?.status === 'RUNNING') await settleRunOnly(deps, fresh.task, fresh.run, 'CANCELED');
   }
 };
 
+/** Settles a run that no longer owns its task (canceled, or the task moved on): the run alone. */
 const settleRunOnly = async (
   deps: ExecuteRunDeps,
+  task: StoredTask | undefined,
   run: RunRecord,
   status: 'CANCELED' | 'FAILED',
 ): Promise<void> => {
   const now = deps.clock.now();
-  const settledRun: RunRecord = {
-    ...run,
-    status,
-    version: run.version + 1,
-    endedAt: now.toISOString(),
-    leaseUntil: undefined,
-    expiresAt: Math.max(run.expiresAt, retentionFrom(deps, now)),
-  };
+  const settledRun = settleRun(run, status, now, retentionFrom(deps, now));
   try {
-    await deps.tasks.commit({
-      writes: [{ entity: 'run', item: settledRun, expect: { version: run.version } }],
-    });
+    await deps.tasks.commit(runAloneWrite(task, run, settledRun));
   } catch (error) {
     if (!(error instanceof VersionConflictError)) throw error;
   }

@@ -7,7 +7,7 @@ import {
 import type { Clock, IdGenerator, PushConfigRepository, Sealer, TaskRepository } from '../domain/ports.ts';
 import type { StoredTask } from '../domain/projection.ts';
 import { pushSecretField, type StoredPushConfig } from '../domain/push.ts';
-import { type Owner, sameOwner } from '../domain/task.ts';
+import { epochSeconds, type Owner, sameOwner } from '../domain/task.ts';
 import { checkWebhookUrl, type WebhookPolicy } from '../domain/webhook-address.ts';
 
 /**
@@ -172,8 +172,6 @@ export const toTaskPushNotificationConfig = async (
       : {}),
   };
 };
-
-const epochSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);
 
 /** The caller's task row, or TaskNotFound for a missing, foreign or expired one (I-OWNER, I-PURGE). */
 export const ownedTask = async (

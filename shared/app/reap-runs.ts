@@ -1,11 +1,12 @@
 import type { Config } from '../config/config.ts';
-import type { Message } from '../domain/a2a.ts';
 import { isTerminal } from '../domain/a2a.ts';
 import { VersionConflictError } from '../domain/errors.ts';
-import type { Clock, PlannedWrite, RunLeases, RunRef, TaskRepository } from '../domain/ports.ts';
-import { answerOutcome, retentionSeconds } from '../domain/privacy.ts';
+import type { Clock, RunLeases, RunRef, TaskRepository, WritePlan } from '../domain/ports.ts';
+import { answerOutcome, retentionExpiry } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
-import type { RunRecord } from '../domain/task.ts';
+import { runAloneWrite, taskAndRunWrite } from '../domain/row-writes.ts';
+import { type RunRecord, reviseRun, settleRun } from '../domain/task.ts';
+import { endTaskWith } from './end-task.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 export interface ReapRunsDeps {
@@ -59,33 +60,21 @@ const reapRun = async (deps: ReapRunsDeps, ref: RunRef, now: Date): Promise<bool
   if (run.status === 'QUEUED' && run.startBy !== undefined && run.startBy > now.getTime()) {
     // Held in the queue longer than the lease it was created with, but not past its start
     // deadline: wait until then (decision 0027). Fenced like a settle; never moves the version.
-    await deferStart(deps, run, now);
+    await deferStart(deps, task, run, now);
     return false;
   }
-  const expiresAt = Math.max(
-    run.expiresAt,
-    Math.floor(now.getTime() / 1000) + retentionSeconds(deps.config.privacy.retention, 'agentRun'),
-  );
+  const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
   const ownsTask = task !== undefined && task.currentRunId === run.runId && !isTerminal(task.state);
-  const settledRun: RunRecord = {
-    ...run,
-    // A task that moved on (canceled, or another run) keeps its state; only the run is settled.
-    status: !ownsTask && run.cancelRequested ? 'CANCELED' : 'FAILED',
-    version: run.version + 1,
-    endedAt: now.toISOString(),
-    leaseUntil: undefined,
-    expiresAt,
-  };
-  const writes: PlannedWrite[] = [
-    {
-      entity: 'run',
-      item: settledRun,
-      expect: { version: run.version, leaseExpiredBefore: now.getTime() },
-    },
-  ];
-  if (ownsTask) writes.push(await failedTask(deps, run, task, now, expiresAt));
+  // A task that moved on (canceled, or another run) keeps its state; only the run is settled.
+  const settledRun = settleRun(run, !ownsTask && run.cancelRequested ? 'CANCELED' : 'FAILED', now, expiresAt);
+  const fence = { leaseExpiredBefore: now.getTime() };
+  const plan: WritePlan = ownsTask
+    ? {
+        row: taskAndRunWrite(task, await failedTask(deps, run, task, now, expiresAt), run, settledRun, fence),
+      }
+    : runAloneWrite(task, run, settledRun, fence);
   try {
-    await deps.tasks.commit({ writes });
+    await deps.tasks.commit(plan);
   } catch (error) {
     if (error instanceof VersionConflictError) return false;
     throw error;
@@ -99,55 +88,38 @@ const reapRun = async (deps: ReapRunsDeps, ref: RunRef, now: Date): Promise<bool
   return true;
 };
 
-const deferStart = async (deps: ReapRunsDeps, run: RunRecord, now: Date): Promise<void> => {
+const deferStart = async (
+  deps: ReapRunsDeps,
+  task: StoredTask | undefined,
+  run: RunRecord,
+  now: Date,
+): Promise<void> => {
   try {
-    await deps.tasks.commit({
-      writes: [
-        {
-          entity: 'run',
-          item: { ...run, leaseUntil: run.startBy },
-          expect: { version: run.version, leaseExpiredBefore: now.getTime() },
-        },
-      ],
-    });
+    const deferred = reviseRun(run, { leaseUntil: run.startBy }, { keepVersion: true });
+    await deps.tasks.commit(runAloneWrite(task, run, deferred, { leaseExpiredBefore: now.getTime() }));
   } catch (error) {
     // Claimed or settled in between: nothing to defer.
     if (!(error instanceof VersionConflictError)) throw error;
   }
 };
 
-const failedTask = async (
+const failedTask = (
   deps: ReapRunsDeps,
   run: RunRecord,
   task: StoredTask,
   now: Date,
   expiresAt: number,
-): Promise<PlannedWrite> => {
-  const statusMessage: Message = {
-    messageId: `${run.runId}-failed`,
-    role: 'ROLE_AGENT',
-    taskId: task.taskId,
-    contextId: task.contextId,
-    parts: [{ text: run.status === 'QUEUED' ? unstartedRunText : abandonedRunText }],
-  };
-  const sealed = await deps.codec.seal(task.taskId, { statusMessage });
-  const keepsNothing = answerOutcome(run.answerCeiling) === 'not-retainable';
-  return {
-    entity: 'task',
-    item: {
-      ...task,
+): Promise<StoredTask> =>
+  endTaskWith(
+    deps.codec,
+    task,
+    {
       state: 'TASK_STATE_FAILED',
-      revision: task.revision + 1,
-      statusTimestamp: now.toISOString(),
-      sealedStatusMessage: sealed.sealedStatusMessage,
-      sealedArtifacts: keepsNothing ? undefined : task.sealedArtifacts,
-      sealedHistory: keepsNothing ? undefined : task.sealedHistory,
-      metadata: {
-        ...task.metadata,
-        reason: run.status === 'QUEUED' ? unstartedRunReason : abandonedRunReason,
-      },
-      expiresAt: Math.max(task.expiresAt, expiresAt),
+      messageId: `${run.runId}-failed`,
+      text: run.status === 'QUEUED' ? unstartedRunText : abandonedRunText,
+      reason: run.status === 'QUEUED' ? unstartedRunReason : abandonedRunReason,
+      dropContent: answerOutcome(run.answerCeiling) === 'not-retainable',
+      expiresAt,
     },
-    expect: { revision: task.revision },
-  };
-};
+    now,
+  );

@@ -2,7 +2,7 @@ import type { Config } from '../config/config.ts';
 import { type AuditEntry, type AuditStep, type AuditTrail, auditEntryAt } from '../domain/audit.ts';
 import type { AgentStep } from '../domain/model.ts';
 import type { Clock } from '../domain/ports.ts';
-import { isAtLeast, retentionSeconds } from '../domain/privacy.ts';
+import { isAtLeast, retentionExpiry } from '../domain/privacy.ts';
 import type { RunRecord } from '../domain/task.ts';
 
 export interface RecordAuditDeps {
@@ -40,10 +40,7 @@ export const recordAuditStep = async (
     const expiresAt =
       run.endedAt !== undefined
         ? run.expiresAt
-        : Math.max(
-            run.expiresAt,
-            Math.floor(now.getTime() / 1000) + retentionSeconds(deps.config.privacy.retention, 'agentRun'),
-          );
+        : Math.max(run.expiresAt, retentionExpiry(deps.config.privacy.retention, 'agentRun', now));
     entry = auditEntryAt(
       run.auditCeiling,
       { ...step, taskId: run.taskId, runId: run.runId, at: now.toISOString() },

@@ -9,9 +9,10 @@ import {
 } from '../domain/approvals.ts';
 import type { AgentSession, PendingToolTurn } from '../domain/model.ts';
 import type { Clock, TaskRepository } from '../domain/ports.ts';
-import { retentionSeconds } from '../domain/privacy.ts';
+import { retentionExpiry } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
-import { appendHistory, type HistoryEntry, type RunRecord } from '../domain/task.ts';
+import { taskAndRunWrite } from '../domain/row-writes.ts';
+import { advanceTask, appendHistory, type HistoryEntry, moveRun, type RunRecord } from '../domain/task.ts';
 import { type RecordAuditDeps, recordAuditStep } from './record-audit.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
@@ -78,8 +79,7 @@ export const suspendRun = async (deps: SuspendDeps, input: SuspendInput): Promis
     }),
   ]);
   // Runs waiting for an approval are kept for `privacy.retention.approval` (I-PURGE).
-  const expiresAt =
-    Math.floor(now.getTime() / 1000) + retentionSeconds(deps.config.privacy.retention, 'approval');
+  const expiresAt = retentionExpiry(deps.config.privacy.retention, 'approval', now);
   const approval: ApprovalRecord = {
     approvalId: approvalIdOf(task.taskId, revision),
     taskId: task.taskId,
@@ -90,30 +90,20 @@ export const suspendRun = async (deps: SuspendDeps, input: SuspendInput): Promis
     decision: 'PENDING',
     expiresAt,
   };
-  const waitingRun: RunRecord = {
-    ...run,
-    status: 'AWAITING_APPROVAL',
-    version: run.version + 1,
+  const waitingRun = moveRun(run, 'AWAITING_APPROVAL', {
     leaseUntil: undefined,
     sealedSuspension,
     approval: { approvalId: approval.approvalId, digest: approval.digest },
     expiresAt,
-  };
-  const waitingTask: StoredTask = {
-    ...task,
-    state: 'TASK_STATE_WORKING',
-    revision,
-    statusTimestamp: now.toISOString(),
+  });
+  const waitingTask = advanceTask(task, 'TASK_STATE_WORKING', now, {
     sealedStatusMessage: sealed.sealedStatusMessage,
     sealedHistory: sealed.sealedHistory,
     expiresAt,
-  };
+  });
   await deps.tasks.commit({
-    writes: [
-      { entity: 'run', item: waitingRun, expect: { version: run.version } },
-      { entity: 'task', item: waitingTask, expect: { revision: task.revision } },
-      { entity: 'approval', item: approval, expect: 'absent' },
-    ],
+    row: taskAndRunWrite(task, waitingTask, run, waitingRun),
+    items: [{ entity: 'approval', item: approval, expect: 'absent' }],
   });
   await recordAuditStep(deps, waitingRun, {
     kind: 'suspend',

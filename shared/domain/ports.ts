@@ -44,22 +44,48 @@ export interface RunMessage {
   readonly runId: string;
 }
 
+/** What a task-row write expects of the row its writer read (I-RESULT, I-LOCK). */
+export interface RowExpectation {
+  /** The task revision read; `'absent'` creates the row. Unset for a write of the current run alone. */
+  readonly revision?: number | 'absent';
+  /** The version of the current run read (the written run's id is the row's run id). */
+  readonly runVersion?: number;
+  /** Also require the stored lease to end before it (the reaper's fence: renewals keep the version). */
+  readonly leaseExpiredBefore?: number;
+}
+
 /**
- * A write plan: what a use case wants committed together, all or nothing, each with the version
- * it read (I-RESULT, I-LOCK). Built as a pure value; the adapter commits it atomically: a task and
- * its current run are one item (decision 0038), so most plans are one conditional write, and a
- * plan that touches several items is one transaction.
+ * The one write of a task row (decision 0042). The row holds the task and its current run
+ * (decision 0038), so a use case states here what the database writes: the task as it leaves it
+ * (a new revision, or an in-place scrub), the current run as it leaves it, both conditioned on
+ * what it read. Built as a pure value by the transition builders of `task.ts`.
  */
-export type PlannedWrite =
+export interface TaskRowWrite {
+  readonly taskId: string;
+  /** The task after this write; unset when only the current run changes (no new revision). */
+  readonly task?: StoredTask;
+  /** The current run after this write; unset when the run stays as it is. */
+  readonly run?: RunRecord;
+  readonly expect: RowExpectation;
+  /**
+   * The task row as its writer read it (the "before" image): the old image the write-through
+   * projects against (decision 0043). Unset for a new task.
+   */
+  readonly before?: StoredTask;
+  /**
+   * A follow-up gives the task a new current run: the run it replaces, copied to its own `RUN#`
+   * row before the write, which is conditioned on the row still holding it unchanged; `'none'`
+   * when the row holds no run.
+   */
+  readonly archive?: RunRecord | 'none';
+}
+
+/** A write of an item of its own beside (or instead of) the task row. */
+export type ItemWrite =
   | {
-      readonly entity: 'task';
-      readonly item: StoredTask;
-      readonly expect: 'absent' | { readonly revision: number };
-    }
-  | {
+      /** A run that is not its task's current one, in its own `RUN#` row. */
       readonly entity: 'run';
       readonly item: RunRecord;
-      /** `leaseExpiredBefore`: also require the stored lease to end before it (the reaper's fence). */
       readonly expect: 'absent' | { readonly version: number; readonly leaseExpiredBefore?: number };
     }
   | {
@@ -72,19 +98,37 @@ export type PlannedWrite =
       readonly expect: 'absent' | { readonly decision: ApprovalDecision; readonly digest: string };
     }
   | {
-      /** A push config; a config id given again replaces the earlier one (as a2a-js does). */
+      /**
+       * A push config, committed with its task's row write, which sets the row's push mark
+       * (decision 0041); a config id given again replaces the earlier one (as a2a-js does).
+       */
       readonly entity: 'push';
       readonly item: StoredPushConfig;
       readonly expect: 'any';
     };
 
+/**
+ * A write plan: what a use case commits together, all or nothing. At most one task row and items
+ * of their own; the adapter sends a plan of one write as one conditional write, more as one
+ * transaction.
+ */
 export interface WritePlan {
-  readonly writes: readonly PlannedWrite[];
+  readonly row?: TaskRowWrite;
+  readonly items?: readonly ItemWrite[];
+}
+
+/** What a commit knows of the row it wrote. */
+export interface CommitResult {
+  /**
+   * The task row as committed, when the write returned it (a single UpdateItem's `ALL_NEW`,
+   * push mark included); unset for a transaction, which returns nothing, or a plan without a row.
+   */
+  readonly committed?: StoredTask;
 }
 
 /** The state table: tasks and runs. Rejects with VersionConflictError when an expectation fails. */
 export interface TaskRepository {
-  commit(plan: WritePlan): Promise<void>;
+  commit(plan: WritePlan): Promise<CommitResult>;
   getTask(taskId: string): Promise<StoredTask | undefined>;
   /**
    * Sets the push mark on an existing task row (decision 0041), one write that no task write

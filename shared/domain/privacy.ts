@@ -1,3 +1,4 @@
+import { epochSeconds } from './task.ts';
 /**
  * Privacy levels and the two ceilings of a run (DESIGN.md §5, ADR-282, I-CEILING, I-REFUSE,
  * I-TIGHTEN). Pure functions over raw setting values: the configuration keeps levels as plain
@@ -248,6 +249,13 @@ export const retentionSeconds = (retention: RetentionSettings | undefined, kind:
   const days = typeof raw === 'number' && Number.isFinite(raw) && raw > 0 ? raw : defaultRetentionDays[kind];
   return Math.max(1, Math.round(Math.min(days, maxRetentionDays) * secondsPerDay));
 };
+
+/** When something kept under `kind` from `now` expires (epoch seconds, I-PURGE). */
+export const retentionExpiry = (
+  retention: RetentionSettings | undefined,
+  kind: RetentionKind,
+  now: Date,
+): number => epochSeconds(now) + retentionSeconds(retention, kind);
 
 const assertNever = (value: never): never => {
   throw new Error(`Unexpected value: ${String(value)}`);

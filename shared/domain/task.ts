@@ -112,9 +112,11 @@ export interface RunProfile {
 }
 
 const runTransitions: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
-  QUEUED: ['RUNNING', 'FAILED', 'CANCELED'],
+  // AWAITING_APPROVAL only when a queued run's approval decision is undone (decide-approval.ts).
+  QUEUED: ['RUNNING', 'AWAITING_APPROVAL', 'FAILED', 'CANCELED'],
   RUNNING: ['AWAITING_APPROVAL', 'COMPLETED', 'FAILED', 'CANCELED'],
-  AWAITING_APPROVAL: ['RUNNING', 'FAILED', 'CANCELED'],
+  // QUEUED: an operator decided; the run is queued again to continue (decision 0013).
+  AWAITING_APPROVAL: ['QUEUED', 'RUNNING', 'FAILED', 'CANCELED'],
   COMPLETED: [],
   FAILED: [],
   CANCELED: [],
@@ -178,6 +180,70 @@ export const taskStateForRun = (status: 'COMPLETED' | 'FAILED' | 'CANCELED'): Ta
   }
 };
 
+/** A status change the transition tables do not allow: a bug in the caller, never a caller's input. */
+export class IllegalTransitionError extends Error {
+  override readonly name = 'IllegalTransitionError';
+  constructor(entity: 'task' | 'run', from: string, to: string) {
+    super(`Illegal ${entity} transition ${from} → ${to}`);
+  }
+}
+
+/** Epoch seconds of an instant: the unit of every `expiresAt` (the TTL attribute). */
+export const epochSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);
+
+/**
+ * The task's next revision in `state` at `now` (decision 0042): the only way a task's state
+ * changes. Checks the task table (terminal states never move); `changes` are the other fields
+ * the revision sets (sealed content, metadata, expiry).
+ */
+export const advanceTask = <T extends TaskRecord>(
+  task: T,
+  state: TaskState,
+  now: Date,
+  changes: Partial<Omit<T, 'state' | 'revision' | 'statusTimestamp'>> = {},
+): T => {
+  if (!canTransitionTask(task.state, state)) throw new IllegalTransitionError('task', task.state, state);
+  return { ...task, ...changes, state, revision: task.revision + 1, statusTimestamp: now.toISOString() };
+};
+
+/**
+ * The run in `status`, its version incremented (I-LOCK): the only way a run's status changes.
+ * Checks the run table; `changes` are the other fields the write sets (lease, suspension …).
+ */
+export const moveRun = (
+  run: RunRecord,
+  status: RunStatus,
+  changes: Partial<Omit<RunRecord, 'status' | 'version'>> = {},
+): RunRecord => {
+  if (!canTransitionRun(run.status, status)) throw new IllegalTransitionError('run', run.status, status);
+  return { ...run, ...changes, status, version: run.version + 1 };
+};
+
+/** The run ended at `now`: settled, without a lease (its lease index entry goes), kept at least until `expiresAt`. */
+export const settleRun = (
+  run: RunRecord,
+  status: 'COMPLETED' | 'FAILED' | 'CANCELED',
+  now: Date,
+  expiresAt: number,
+  changes: Partial<Omit<RunRecord, 'status' | 'version'>> = {},
+): RunRecord =>
+  moveRun(run, status, {
+    ...changes,
+    endedAt: now.toISOString(),
+    leaseUntil: undefined,
+    expiresAt: Math.max(run.expiresAt, expiresAt),
+  });
+
+/**
+ * A change of a run that keeps its status (ceilings, cancel flag, lease): version incremented
+ * (I-LOCK) except for lease-only moves, which pass `keepVersion`.
+ */
+export const reviseRun = (
+  run: RunRecord,
+  changes: Partial<Omit<RunRecord, 'status' | 'version' | 'runId' | 'taskId'>>,
+  options: { readonly keepVersion?: boolean } = {},
+): RunRecord => ({ ...run, ...changes, version: options.keepVersion ? run.version : run.version + 1 });
+
 export function assertNever(value: never): never {
   throw new Error(`Unexpected value: ${String(value)}`);
 }
@@ -209,5 +275,4 @@ export const historyAsOf = (history: readonly HistoryEntry[], revision: number):
  * absent from the second its retention has passed: `expiresAt <= now`. Use it on every read of
  * a task, run, view, event, push config or audit row.
  */
-export const isExpired = (expiresAt: number, now: Date): boolean =>
-  expiresAt <= Math.floor(now.getTime() / 1000);
+export const isExpired = (expiresAt: number, now: Date): boolean => expiresAt <= epochSeconds(now);

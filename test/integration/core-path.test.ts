@@ -89,17 +89,15 @@ describe('core path against the emulators', () => {
     const task = (await tasks.getTask(taskId))!;
     const run = (await tasks.getRun(taskId, task.currentRunId))!;
     // A concurrent writer moves the run on (e.g. a tightening): version 1 → 2.
-    await tasks.commit({ writes: [{ entity: 'run', item: { ...run, version: 2 }, expect: { version: 1 } }] });
+    await tasks.commit({ row: { taskId, run: { ...run, version: 2 }, expect: { runVersion: 1 } } });
 
     const completion = tasks.commit({
-      writes: [
-        { entity: 'run', item: { ...run, status: 'COMPLETED', version: 2 }, expect: { version: 1 } },
-        {
-          entity: 'task',
-          item: { ...task, state: 'TASK_STATE_COMPLETED', revision: 2 },
-          expect: { revision: 1 },
-        },
-      ],
+      row: {
+        taskId,
+        task: { ...task, state: 'TASK_STATE_COMPLETED', revision: 2 },
+        run: { ...run, status: 'COMPLETED', version: 2 },
+        expect: { revision: 1, runVersion: 1 },
+      },
     });
     await expect(completion).rejects.toBeInstanceOf(VersionConflictError);
     expect((await tasks.getTask(taskId))!).toMatchObject({ state: 'TASK_STATE_SUBMITTED', revision: 1 });
@@ -116,13 +114,11 @@ describe('core path against the emulators', () => {
     const run = (await tasks.getRun(taskId, task.currentRunId))!;
     const claim = (leaseUntil: number) =>
       tasks.commit({
-        writes: [
-          {
-            entity: 'run',
-            item: { ...run, status: 'RUNNING', version: 2, leaseUntil },
-            expect: { version: 1 },
-          },
-        ],
+        row: {
+          taskId,
+          run: { ...run, status: 'RUNNING', version: 2, leaseUntil },
+          expect: { runVersion: 1 },
+        },
       });
     const outcomes = await Promise.allSettled([claim(1), claim(2)]);
     expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
@@ -132,7 +128,7 @@ describe('core path against the emulators', () => {
     // A stale single write applies nothing.
     await expect(
       tasks.commit({
-        writes: [{ entity: 'run', item: { ...run, status: 'FAILED', version: 2 }, expect: { version: 1 } }],
+        row: { taskId, run: { ...run, status: 'FAILED', version: 2 }, expect: { runVersion: 1 } },
       }),
     ).rejects.toBeInstanceOf(VersionConflictError);
     expect((await tasks.getRun(taskId, run.runId))!.status).toBe('RUNNING');
@@ -151,8 +147,8 @@ describe('core path against the emulators', () => {
     const other = (runId: string) => ({ ...run, runId, status: 'COMPLETED' as const, version: 3 });
     const after = other('ffffffff-ffff-4fff-bfff-ffffffffffff');
     const before = other('00000000-0000-4000-8000-000000000000');
-    await tasks.commit({ writes: [{ entity: 'run', item: after, expect: 'absent' }] });
-    await tasks.commit({ writes: [{ entity: 'run', item: before, expect: 'absent' }] });
+    await tasks.commit({ items: [{ entity: 'run', item: after, expect: 'absent' }] });
+    await tasks.commit({ items: [{ entity: 'run', item: before, expect: 'absent' }] });
     await env.clients.doc.send(
       new PutCommand({
         TableName: env.resources.tables.State.name,

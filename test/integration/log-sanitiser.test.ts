@@ -59,13 +59,13 @@ describe('nothing of a stored item in logs', () => {
     );
     const task = (await tasks.getTask(taskId))!;
     const run = (await tasks.getRun(taskId, task.currentRunId))!;
-    const stale = { entity: 'task' as const, item: { ...task, revision: 9 }, expect: { revision: 7 } };
+    const stale = { taskId, task: { ...task, revision: 9 }, expect: { revision: 7 } };
     const other = {
       entity: 'run' as const,
       item: { ...run, runId: crypto.randomUUID() },
       expect: 'absent' as const,
     };
-    const error = await tasks.commit({ writes: inTransaction ? [stale, other] : [stale] }).then(
+    const error = await tasks.commit({ row: stale, items: inTransaction ? [other] : [] }).then(
       () => undefined,
       (caught: unknown) => caught,
     );

@@ -143,8 +143,8 @@ const seedTask = async (url: string) => {
   const expiresAt = nowSeconds() + 3_600;
   const r1 = task(taskId, 1, 'TASK_STATE_WORKING', expiresAt);
   const r2 = task(taskId, 2, 'TASK_STATE_COMPLETED', expiresAt);
-  await tasks.commit({ writes: [{ entity: 'task', item: r1, expect: 'absent' }] });
-  await tasks.commit({ writes: [{ entity: 'task', item: r2, expect: { revision: 1 } }] });
+  await tasks.commit({ row: { taskId, task: r1, expect: { revision: 'absent' } } });
+  await tasks.commit({ row: { taskId, task: r2, expect: { revision: 1 }, before: r1 } });
   await projectRecord(deps.journal, undefined, r1);
   await projectRecord(deps.journal, r1, r2);
   const config = await buildPushConfig(
@@ -301,13 +301,7 @@ describe('the deliverer records each attempt', () => {
       );
     expect((await records()).Items).toHaveLength(1);
     await tasks.commit({
-      writes: [
-        {
-          entity: 'task',
-          item: { ...r2, revision: 3, expiresAt: nowSeconds() - 1 },
-          expect: { revision: 2 },
-        },
-      ],
+      row: { taskId, task: { ...r2, revision: 3, expiresAt: nowSeconds() - 1 }, expect: { revision: 2 } },
     });
     await expect(listPushDeliveries(deps, alice, taskId)).rejects.toBeInstanceOf(TaskNotFoundError);
     await purgeExpired(

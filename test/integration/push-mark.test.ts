@@ -109,18 +109,16 @@ describe('the push mark against the emulators', () => {
 
     // The stale writer commits revision 2 with the task as it read it (no mark): the row keeps it.
     await tasks.commit({
-      writes: [
-        {
-          entity: 'task',
-          item: {
-            ...stale,
-            state: 'TASK_STATE_WORKING',
-            revision: 2,
-            statusTimestamp: new Date().toISOString(),
-          },
-          expect: { revision: 1 },
+      row: {
+        taskId,
+        task: {
+          ...stale,
+          state: 'TASK_STATE_WORKING',
+          revision: 2,
+          statusTimestamp: new Date().toISOString(),
         },
-      ],
+        expect: { revision: 1 },
+      },
     });
     expect(await rawRow(taskId)).toMatchObject({ revision: 2, [pushMark]: true });
     expect((await tasks.getTask(taskId))?.pushConfigured).toBe(true);

@@ -200,7 +200,7 @@ describe('run leases and the reaper against the emulators', () => {
     // The process dies at the first write that holds the task row; any write before it goes through.
     const cut = Object.assign(Object.create(tasks) as DynamoDbTaskRepository, {
       commit: async (plan: Parameters<DynamoDbTaskRepository['commit']>[0]) => {
-        if (plan.writes.some((write) => write.entity === 'task')) throw new Error('crashed');
+        if (plan.row?.task !== undefined) throw new Error('crashed');
         return tasks.commit(plan);
       },
     });
@@ -231,8 +231,7 @@ describe('run leases and the reaper against the emulators', () => {
     const claims: number[] = [];
     const watching = Object.assign(Object.create(tasks) as DynamoDbTaskRepository, {
       commit: async (plan: Parameters<DynamoDbTaskRepository['commit']>[0]) => {
-        for (const write of plan.writes)
-          if (write.entity === 'run' && write.item.status === 'RUNNING') claims.push(write.item.leaseUntil!);
+        if (plan.row?.run?.status === 'RUNNING') claims.push(plan.row.run.leaseUntil!);
         return tasks.commit(plan);
       },
     });
@@ -321,13 +320,11 @@ describe('run leases and the reaper against the emulators', () => {
 
     // The reaper's fence: a reap that read the old lease loses against the renewal.
     const fenced = tasks.commit({
-      writes: [
-        {
-          entity: 'run',
-          item: { ...claimed, status: 'FAILED', version: claimed.version + 1, leaseUntil: undefined },
-          expect: { version: claimed.version, leaseExpiredBefore: afterFirstLease.getTime() },
-        },
-      ],
+      row: {
+        taskId,
+        run: { ...claimed, status: 'FAILED', version: claimed.version + 1, leaseUntil: undefined },
+        expect: { runVersion: claimed.version, leaseExpiredBefore: afterFirstLease.getTime() },
+      },
     });
     await expect(fenced).rejects.toBeInstanceOf(VersionConflictError);
 
@@ -352,13 +349,11 @@ describe('run leases and the reaper against the emulators', () => {
     // Something else settled the run (the reaper of another region's clock, an operator): the
     // next renewal finds it no longer RUNNING and aborts the in-flight request.
     await tasks.commit({
-      writes: [
-        {
-          entity: 'run',
-          item: { ...running, status: 'FAILED', version: running.version + 1, leaseUntil: undefined },
-          expect: { version: running.version },
-        },
-      ],
+      row: {
+        taskId,
+        run: { ...running, status: 'FAILED', version: running.version + 1, leaseUntil: undefined },
+        expect: { runVersion: running.version },
+      },
     });
     expect(await live).not.toBe('completed');
     // The held request was abandoned by the client before its answer was released.

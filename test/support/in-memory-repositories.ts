@@ -1,6 +1,7 @@
 import type { ApprovalRecord } from '../../shared/domain/approvals.ts';
 import { VersionConflictError } from '../../shared/domain/errors.ts';
 import type {
+  CommitResult,
   JournalRepository,
   PushDeliveryLog,
   PushDeliveryPage,
@@ -28,19 +29,42 @@ export class InMemoryTaskRepository implements TaskRepository {
   /** Runs before each commit is applied; lets a test interleave a concurrent writer. */
   beforeCommit: ((plan: WritePlan) => Promise<void> | void) | undefined;
 
-  async commit(plan: WritePlan): Promise<void> {
+  async commit(plan: WritePlan): Promise<CommitResult> {
     const hook = this.beforeCommit;
     if (hook) {
       this.beforeCommit = undefined;
       await hook(plan);
     }
-    for (const write of plan.writes) {
-      if (write.entity === 'task') {
-        const current = this.tasks.get(write.item.taskId);
-        const ok =
-          write.expect === 'absent' ? current === undefined : current?.revision === write.expect.revision;
-        if (!ok) throw new VersionConflictError('task revision mismatch');
-      } else if (write.entity === 'run') {
+    const row = plan.row;
+    const items = plan.items ?? [];
+    if (row) {
+      const current = this.tasks.get(row.taskId);
+      const { revision, runVersion, leaseExpiredBefore } = row.expect;
+      if (
+        revision === 'absent'
+          ? current !== undefined
+          : revision !== undefined && current?.revision !== revision
+      )
+        throw new VersionConflictError('task revision mismatch');
+      // The row's run is the task's current one (as the adapter: one row holds both).
+      const rowRun = current && this.runs.get(current.currentRunId);
+      if (
+        runVersion !== undefined &&
+        (rowRun?.runId !== row.run?.runId ||
+          rowRun?.version !== runVersion ||
+          (leaseExpiredBefore !== undefined && !((rowRun?.leaseUntil ?? 0) < leaseExpiredBefore)))
+      )
+        throw new VersionConflictError('run version mismatch');
+      if (
+        row.archive !== undefined &&
+        (row.archive === 'none'
+          ? rowRun !== undefined
+          : rowRun?.runId !== row.archive.runId || rowRun.version !== row.archive.version)
+      )
+        throw new VersionConflictError('replaced run changed');
+    }
+    for (const write of items) {
+      if (write.entity === 'run') {
         const current = this.runs.get(write.item.runId);
         const ok =
           write.expect === 'absent' ? current === undefined : current?.version === write.expect.version;
@@ -52,23 +76,28 @@ export class InMemoryTaskRepository implements TaskRepository {
             ? current === undefined
             : current?.decision === write.expect.decision && current.digest === write.expect.digest;
         if (!ok) throw new VersionConflictError('approval no longer pending');
+      } else if (row?.task === undefined || row.taskId !== write.item.taskId) {
+        throw new Error('A push config is committed with its task (decision 0041)');
       }
     }
     // As the adapter: a task write keeps the row's push mark and never sets it; a push config
     // committed with its task marks the row (decision 0041).
-    const marked = new Set(
-      plan.writes.flatMap((write) => (write.entity === 'push' ? [write.item.taskId] : [])),
-    );
-    for (const write of plan.writes) {
-      if (write.entity === 'task') {
-        const { pushConfigured: _ignored, ...task } = write.item;
-        const mark = marked.has(task.taskId) || this.tasks.get(task.taskId)?.pushConfigured;
-        this.tasks.set(task.taskId, mark ? { ...task, pushConfigured: true } : task);
-      } else if (write.entity === 'run') this.runs.set(write.item.runId, write.item);
+    const marked = items.some((write) => write.entity === 'push');
+    let committed: StoredTask | undefined;
+    if (row?.task) {
+      const { pushConfigured: _ignored, ...task } = row.task;
+      const mark = marked || this.tasks.get(task.taskId)?.pushConfigured;
+      committed = mark ? { ...task, pushConfigured: true } : task;
+      this.tasks.set(task.taskId, committed);
+    }
+    if (row?.run) this.runs.set(row.run.runId, row.run);
+    for (const write of items) {
+      if (write.entity === 'run') this.runs.set(write.item.runId, write.item);
       else if (write.entity === 'approval') this.approvals.set(write.item.approvalId, write.item);
       else this.pushConfigs.set(`${write.item.taskId}#${write.item.configId}`, write.item);
     }
     this.commits++;
+    return items.length === 0 && committed ? { committed } : {};
   }
 
   async getTask(taskId: string): Promise<StoredTask | undefined> {

@@ -2,19 +2,26 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fromEventItem, pushMark, toEventItem } from '../../shared/adapters/dynamodb/entities.ts';
 import {
-  groupPlan,
+  rowUpdateOf,
   toTaskRowUpdate,
   toTransactWriteInput,
 } from '../../shared/adapters/dynamodb/write-plan.ts';
 import { taskStates } from '../../shared/domain/a2a.ts';
+import type { WritePlan } from '../../shared/domain/ports.ts';
 import { projectRevision, type StoredTask } from '../../shared/domain/projection.ts';
+import { runAloneWrite } from '../../shared/domain/row-writes.ts';
 import {
+  advanceTask,
   appendHistory,
   canTransitionRun,
   canTransitionTask,
   historyAsOf,
+  IllegalTransitionError,
+  moveRun,
   type RunRecord,
   runStatuses,
+  settleRun,
+  taskStateForRun,
 } from '../../shared/domain/task.ts';
 import { InMemoryJournalRepository } from '../support/in-memory-repositories.ts';
 
@@ -46,27 +53,21 @@ const run: RunRecord = {
   expiresAt: 2_000_000_000,
 };
 
-describe('write plans → DynamoDB writes (decision 0038)', () => {
-  const completing = {
-    writes: [
-      {
-        entity: 'run' as const,
-        item: { ...run, status: 'COMPLETED' as const, version: 3 },
-        expect: { version: 2 },
-      },
-      {
-        entity: 'task' as const,
-        item: task(3, { sealedArtifacts: new Uint8Array([1, 2]) }),
-        expect: { revision: 2 },
-      },
-    ],
+describe('write plans → DynamoDB writes (decisions 0038, 0042)', () => {
+  const completing: WritePlan = {
+    row: {
+      taskId: 't1',
+      task: task(3, { sealedArtifacts: new Uint8Array([1, 2]) }),
+      run: { ...run, status: 'COMPLETED' as const, version: 3 },
+      expect: { revision: 2, runVersion: 2 },
+      before: task(2),
+    },
   };
 
   it('writes a task and its current run as one update of the task row, conditioned on both (I-LOCK)', () => {
-    const grouped = groupPlan(completing);
-    expect(grouped.puts).toEqual([]);
-    expect(grouped.rows).toHaveLength(1);
-    const { input, sets, removes } = toTaskRowUpdate(grouped.rows[0]!, 'state');
+    const row = rowUpdateOf(completing);
+    expect(row).toBeDefined();
+    const { input, sets, removes } = toTaskRowUpdate(row!, 'state');
     expect(input).toMatchObject({ TableName: 'state', Key: { pk: 'TASK#t1', sk: 'TASK' } });
     expect(input.ConditionExpression).toBe(
       '#revision = :expectedRevision AND #run.#runId = :runId AND #run.#version = :expectedVersion',
@@ -87,18 +88,11 @@ describe('write plans → DynamoDB writes (decision 0038)', () => {
   });
 
   it("a task write alone keeps the row's run and lease; a run write alone keeps the task", () => {
-    const taskOnly = toTaskRowUpdate(
-      groupPlan({ writes: [{ entity: 'task', item: task(4), expect: { revision: 3 } }] }).rows[0]!,
-      's',
-    );
+    const taskOnly = toTaskRowUpdate({ taskId: 't1', task: task(4), expect: { revision: 3 } }, 's');
     expect(Object.keys(taskOnly.sets)).not.toContain('run');
     expect([...taskOnly.removes, ...Object.keys(taskOnly.sets)]).not.toContain('leaseUntil');
     const runOnly = toTaskRowUpdate(
-      groupPlan({
-        writes: [
-          { entity: 'run', item: { ...run, leaseUntil: 5 }, expect: { version: 2, leaseExpiredBefore: 9 } },
-        ],
-      }).rows[0]!,
+      { taskId: 't1', run: { ...run, leaseUntil: 5 }, expect: { runVersion: 2, leaseExpiredBefore: 9 } },
       's',
     );
     expect(Object.keys(runOnly.sets).sort()).toEqual(['leaseShard', 'leaseUntil', 'run']);
@@ -110,12 +104,12 @@ describe('write plans → DynamoDB writes (decision 0038)', () => {
 
   it('creates with attribute_not_exists and leaves absent fields out of the row', () => {
     const { input, sets } = toTaskRowUpdate(
-      groupPlan({
-        writes: [
-          { entity: 'run', item: { ...run, status: 'QUEUED', version: 0 }, expect: 'absent' },
-          { entity: 'task', item: task(1), expect: 'absent' },
-        ],
-      }).rows[0]!,
+      {
+        taskId: 't1',
+        task: task(1),
+        run: { ...run, status: 'QUEUED', version: 0 },
+        expect: { revision: 'absent' },
+      },
       's',
     );
     expect(input.ConditionExpression).toBe('attribute_not_exists(pk)');
@@ -124,30 +118,33 @@ describe('write plans → DynamoDB writes (decision 0038)', () => {
     expect(Object.values(input.ExpressionAttributeValues ?? {})).not.toContain(undefined);
   });
 
-  it('keeps a run the task write does not point to, approvals and push configs as items of their own', () => {
-    const grouped = groupPlan({
-      writes: [
-        { entity: 'run', item: { ...run, runId: 'r0' }, expect: { version: 2 } },
-        ...completing.writes,
-      ],
-    });
-    expect(grouped.rows).toHaveLength(1);
-    expect(grouped.puts.map((write) => write.entity === 'run' && write.item.runId)).toEqual(['r0']);
-    const input = toTransactWriteInput(grouped, 'state', 'token-1');
+  it('keeps a run that is not the current one, approvals and push configs as items of their own', () => {
+    const plan: WritePlan = {
+      ...completing,
+      items: [{ entity: 'run', item: { ...run, runId: 'r0' }, expect: { version: 2 } }],
+    };
+    const input = toTransactWriteInput(plan, 'state', 'token-1');
     expect(input.ClientRequestToken).toBe('token-1');
     expect(input.TransactItems!.map((item) => Object.keys(item)[0])).toEqual(['Update', 'Put']);
     expect(input.TransactItems![1]!.Put).toMatchObject({
       ConditionExpression: '#version = :expectedVersion',
       Item: { pk: 'TASK#t1', sk: 'RUN#r0' },
     });
+    // A run alone goes to the task row while it is the current run, else to its own row.
+    expect(runAloneWrite(task(2), run, { ...run, version: 3 })).toEqual({
+      row: { taskId: 't1', run: { ...run, version: 3 }, expect: { runVersion: 2 } },
+    });
+    expect(runAloneWrite(task(2, { currentRunId: 'r9' }), run, { ...run, version: 3 }).items).toEqual([
+      { entity: 'run', item: { ...run, version: 3 }, expect: { version: 2 } },
+    ]);
   });
 
   it('conditions a follow-up on the run it replaces', () => {
-    const row = { ...groupPlan(completing).rows[0]!, replaces: { runId: 'r0', version: 4 } };
+    const row = { ...completing.row!, archive: { ...run, runId: 'r0', version: 4 } };
     expect(toTaskRowUpdate(row, 's').input.ConditionExpression).toContain(
       '#run.#runId = :replacedRunId AND #run.#version = :replacedVersion',
     );
-    expect(toTaskRowUpdate({ ...row, replaces: 'none' }, 's').input.ConditionExpression).toContain(
+    expect(toTaskRowUpdate({ ...row, archive: 'none' }, 's').input.ConditionExpression).toContain(
       'attribute_not_exists(#run)',
     );
   });
@@ -170,41 +167,41 @@ describe('the push mark on the task row (decision 0041)', () => {
   it('a task write never sets nor removes it, whether the task it writes was read with or without it', () => {
     for (const pushConfigured of [undefined, true] as const) {
       const written = task(4, pushConfigured ? { pushConfigured } : {});
-      const plans = [
-        { writes: [{ entity: 'task' as const, item: written, expect: { revision: 3 } }] },
-        { writes: [{ entity: 'task' as const, item: written, expect: 'absent' as const }] },
+      const plans: WritePlan[] = [
+        { row: { taskId: 't1', task: written, expect: { revision: 3 } } },
+        { row: { taskId: 't1', task: written, expect: { revision: 'absent' } } },
         {
-          writes: [
-            { entity: 'run' as const, item: { ...run, version: 3 }, expect: { version: 2 } },
-            { entity: 'task' as const, item: written, expect: { revision: 3 } },
-          ],
+          row: {
+            taskId: 't1',
+            task: written,
+            run: { ...run, version: 3 },
+            expect: { revision: 3, runVersion: 2 },
+          },
         },
-        { writes: [{ entity: 'run' as const, item: { ...run, version: 3 }, expect: { version: 2 } }] },
+        { row: { taskId: 't1', run: { ...run, version: 3 }, expect: { runVersion: 2 } } },
       ];
-      for (const plan of plans) {
-        const [row] = groupPlan(plan).rows;
-        expect(touchesMark(toTaskRowUpdate(row!, 's'))).toBe(false);
-      }
+      for (const plan of plans) expect(touchesMark(toTaskRowUpdate(rowUpdateOf(plan)!, 's'))).toBe(false);
     }
   });
 
   it('a push config committed with its task sets it in the same update of the task row', () => {
-    const grouped = groupPlan({
-      writes: [
-        { entity: 'task', item: task(1), expect: 'absent' },
-        { entity: 'run', item: { ...run, status: 'QUEUED', version: 1 }, expect: 'absent' },
-        { entity: 'push', item: pushConfig, expect: 'any' },
-      ],
-    });
-    expect(grouped.rows).toHaveLength(1);
-    const update = toTaskRowUpdate(grouped.rows[0]!, 's');
+    const plan: WritePlan = {
+      row: {
+        taskId: 't1',
+        task: task(1),
+        run: { ...run, status: 'QUEUED', version: 1 },
+        expect: { revision: 'absent' },
+      },
+      items: [{ entity: 'push', item: pushConfig, expect: 'any' }],
+    };
+    const update = toTaskRowUpdate(rowUpdateOf(plan)!, 's');
     expect(update.sets).toMatchObject({ [pushMark]: true, revision: 1 });
     expect(update.input.ConditionExpression).toBe('attribute_not_exists(pk)');
-    const transaction = toTransactWriteInput(grouped, 's', 'token');
+    const transaction = toTransactWriteInput(plan, 's', 'token');
     expect(transaction.TransactItems?.[0]?.Update?.UpdateExpression).toContain(`#${pushMark} = :${pushMark}`);
     expect(transaction.TransactItems?.[1]?.Put?.Item).toMatchObject({ sk: 'PUSH#hook' });
     // A config without its task's write would leave the row unmarked: refused, never committed.
-    expect(() => groupPlan({ writes: [{ entity: 'push', item: pushConfig, expect: 'any' }] })).toThrow(
+    expect(() => rowUpdateOf({ items: [{ entity: 'push', item: pushConfig, expect: 'any' }] })).toThrow(
       /decision 0041/,
     );
   });
@@ -308,6 +305,58 @@ describe('state machines', () => {
     }
     expect(canTransitionRun('QUEUED', 'RUNNING')).toBe(true);
     expect(canTransitionRun('RUNNING', 'QUEUED')).toBe(false);
+  });
+});
+
+describe('transition builders (decision 0042)', () => {
+  it('change a task state exactly when the task table allows it, one revision at a time', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...taskStates), fc.constantFrom(...taskStates), (from, to) => {
+        const now = new Date(1_800_000_000_000);
+        const before = task(5, { state: from });
+        if (!canTransitionTask(from, to)) {
+          expect(() => advanceTask(before, to, now)).toThrow(IllegalTransitionError);
+          return;
+        }
+        const after = advanceTask(before, to, now, { metadata: { reason: 'X' } });
+        expect(after).toEqual({
+          ...before,
+          state: to,
+          revision: 6,
+          statusTimestamp: now.toISOString(),
+          metadata: { reason: 'X' },
+        });
+      }),
+    );
+  });
+
+  it('change a run status exactly when the run table allows it, always under a new version (I-LOCK)', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...runStatuses), fc.constantFrom(...runStatuses), (from, to) => {
+        const before = { ...run, status: from };
+        if (!canTransitionRun(from, to)) {
+          expect(() => moveRun(before, to)).toThrow(IllegalTransitionError);
+          return;
+        }
+        expect(moveRun(before, to)).toEqual({ ...before, status: to, version: before.version + 1 });
+      }),
+    );
+  });
+
+  it('a settled run has ended, holds no lease and is kept at least as long as before', () => {
+    const now = new Date(1_800_000_000_000);
+    for (const status of ['COMPLETED', 'FAILED', 'CANCELED'] as const) {
+      const settled = settleRun({ ...run, leaseUntil: 5 }, status, now, 1);
+      expect(settled).toMatchObject({
+        status,
+        version: 3,
+        endedAt: now.toISOString(),
+        expiresAt: run.expiresAt,
+      });
+      expect(settled.leaseUntil).toBeUndefined();
+      expect(taskStateForRun(status)).toBe(`TASK_STATE_${status}`);
+      expect(() => settleRun(settled, status, now, 1)).toThrow(IllegalTransitionError);
+    }
   });
 });
 

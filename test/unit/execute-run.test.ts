@@ -83,7 +83,12 @@ describe('executeRun', () => {
     const plans: string[] = [];
     const original = core.tasks.commit.bind(core.tasks);
     core.tasks.commit = async (plan) => {
-      plans.push(plan.writes.map((write) => write.entity).join('+'));
+      const written = [
+        plan.row?.run && 'run',
+        plan.row?.task && 'task',
+        ...(plan.items ?? []).map((write) => write.entity),
+      ];
+      plans.push(written.filter(Boolean).join('+'));
       if (plans.length === 1) {
         // A cancel commits after the executor read the run, before its claim (decision 0038).
         const current = core.tasks.tasks.get(taskId)!;

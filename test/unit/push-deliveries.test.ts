@@ -492,13 +492,11 @@ describe('fanOutEvents reads push configs only for events that carry the push ma
       // A writer that read before the config request commits the next revision, unmarked.
       if (marks === 1)
         await core.tasks.commit({
-          writes: [
-            {
-              entity: 'task',
-              item: { ...read, revision: read.revision + 1 },
-              expect: { revision: read.revision },
-            },
-          ],
+          row: {
+            taskId: read.taskId,
+            task: { ...read, revision: read.revision + 1 },
+            expect: { revision: read.revision },
+          },
         });
       return core.tasks.markPushConfigured(id);
     };

@@ -48,14 +48,11 @@ const setup = () => {
   const unprojected: Image[] = [];
   const commit = core.tasks.commit.bind(core.tasks);
   core.tasks.commit = async (plan: WritePlan) => {
-    const before = new Map<string, StoredTask | undefined>();
-    for (const write of plan.writes) {
-      if (write.entity === 'task') before.set(write.item.taskId, core.tasks.tasks.get(write.item.taskId));
-    }
-    await commit(plan);
-    for (const write of plan.writes) {
-      if (write.entity === 'task') unprojected.push([before.get(write.item.taskId), write.item]);
-    }
+    const taskId = plan.row?.taskId;
+    const before = taskId === undefined ? undefined : core.tasks.tasks.get(taskId);
+    const result = await commit(plan);
+    if (plan.row?.task) unprojected.push([before, plan.row.task]);
+    return result;
   };
   const project = async (count = Number.POSITIVE_INFINITY) => {
     for (let i = 0; i < count && unprojected.length > 0; i++) {

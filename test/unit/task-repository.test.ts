@@ -4,10 +4,11 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { keys, leaseAttributes, toEmbeddedRun, toTaskItem } from '../../shared/adapters/dynamodb/entities.ts';
-import { groupPlan, toTaskRowUpdate } from '../../shared/adapters/dynamodb/write-plan.ts';
+import { toTaskRowUpdate } from '../../shared/adapters/dynamodb/write-plan.ts';
 import { VersionConflictError } from '../../shared/domain/errors.ts';
-import type { PlannedWrite } from '../../shared/domain/ports.ts';
+import type { WritePlan } from '../../shared/domain/ports.ts';
 import type { StoredTask } from '../../shared/domain/projection.ts';
+import { runAloneWrite } from '../../shared/domain/row-writes.ts';
 import type { RunRecord } from '../../shared/domain/task.ts';
 
 const run: RunRecord = {
@@ -24,7 +25,7 @@ const run: RunRecord = {
   createdAt: '2026-11-30T00:00:00.000Z',
   expiresAt: 2_000_000_000,
 };
-const claimWrite: PlannedWrite = { entity: 'run', item: run, expect: { version: 1 } };
+const claimWrite: WritePlan = { row: { taskId: 't1', run, expect: { runVersion: 1 } } };
 
 /** A task row (task attributes left out: the run write sets none) holding `stored` as its run. */
 const rowHolding = (stored: RunRecord) =>
@@ -64,7 +65,7 @@ const sealedLike = (encryptedKey: number, body: number): Uint8Array =>
 describe('DynamoDbTaskRepository: a write to the task row is one conditional update (decisions 0027, 0038)', () => {
   it('sends a run write as an update of its task row, conditioned on the run and its version (I-LOCK)', async () => {
     const { client, sent } = failingClient(run, 2);
-    await new DynamoDbTaskRepository(client, 'state').commit({ writes: [claimWrite] });
+    await new DynamoDbTaskRepository(client, 'state').commit(claimWrite);
     const [update] = sent;
     expect(update).toBeInstanceOf(UpdateCommand);
     expect((update as UpdateCommand).input).toMatchObject({
@@ -77,9 +78,7 @@ describe('DynamoDbTaskRepository: a write to the task row is one conditional upd
 
   it('takes a retried update that finds the row as it writes it', async () => {
     const { client, sent } = failingClient(run, 2);
-    await expect(
-      new DynamoDbTaskRepository(client, 'state').commit({ writes: [claimWrite] }),
-    ).resolves.toBeUndefined();
+    await expect(new DynamoDbTaskRepository(client, 'state').commit(claimWrite)).resolves.toEqual({});
     expect(sent).toHaveLength(1);
   });
 
@@ -99,40 +98,48 @@ describe('DynamoDbTaskRepository: a write to the task row is one conditional upd
       sealedArtifacts: sealedLike(9, 2),
       sealedHistory: sealedLike(9, 3),
     };
-    const write: PlannedWrite = { entity: 'task', item: task, expect: { revision: 2 } };
-    expect(toTaskRowUpdate(groupPlan({ writes: [write] }).rows[0]!, 'state').sets).toHaveProperty(
-      'sealHeaders',
-    );
+    const write: WritePlan = { row: { taskId: 't1', task, expect: { revision: 2 } } };
+    expect(toTaskRowUpdate(write.row!, 'state').sets).toHaveProperty('sealHeaders');
     await expect(
-      new DynamoDbTaskRepository(failingClient(task, 2).client, 'state').commit({ writes: [write] }),
-    ).resolves.toBeUndefined();
+      new DynamoDbTaskRepository(failingClient(task, 2).client, 'state').commit(write),
+    ).resolves.toEqual({});
     // The same task with another data key's blob stored: not the put's own item.
     const other = { ...task, sealedHistory: sealedLike(8, 3) };
     await expect(
-      new DynamoDbTaskRepository(failingClient(other, 2).client, 'state').commit({ writes: [write] }),
+      new DynamoDbTaskRepository(failingClient(other, 2).client, 'state').commit(write),
     ).rejects.toBeInstanceOf(VersionConflictError);
   });
 
   it('reports a conflict when another writer changed the row, even if it looks alike (I-ONCE)', async () => {
     // First attempt: whatever is stored, someone else wrote it.
     await expect(
-      new DynamoDbTaskRepository(failingClient(run, 1).client, 'state').commit({ writes: [claimWrite] }),
+      new DynamoDbTaskRepository(failingClient(run, 1).client, 'state').commit(claimWrite),
     ).rejects.toBeInstanceOf(VersionConflictError);
     // A retried update that finds a different run state (another claim's lease) lost too.
     await expect(
-      new DynamoDbTaskRepository(failingClient({ ...run, leaseUntil: 2_000 }, 3).client, 'state').commit({
-        writes: [claimWrite],
-      }),
+      new DynamoDbTaskRepository(failingClient({ ...run, leaseUntil: 2_000 }, 3).client, 'state').commit(
+        claimWrite,
+      ),
     ).rejects.toBeInstanceOf(VersionConflictError);
   });
 
-  it("writes a run its task row no longer holds to the run's own row, with its version condition", async () => {
+  it("a run its task row no longer holds is the plan's own row (decision 0042); a row write for it is a conflict", async () => {
+    // The use case says where the run lives: a task whose current run is another one.
+    const task = { currentRunId: 'r2' } as StoredTask;
     const { client, sent } = failingClient({ ...run, runId: 'r2' }, 1);
-    await new DynamoDbTaskRepository(client, 'state').commit({ writes: [claimWrite] });
-    expect(sent).toHaveLength(2);
-    expect((sent[1] as PutCommand).input).toMatchObject({
+    await new DynamoDbTaskRepository(client, 'state').commit(
+      runAloneWrite(task, { ...run, version: 1 }, run),
+    );
+    expect(sent).toHaveLength(1);
+    expect((sent[0] as PutCommand).input).toMatchObject({
       ConditionExpression: '#version = :expectedVersion',
       Item: { pk: 'TASK#t1', sk: 'RUN#r1', version: 2 },
     });
+    // No fallback: a row write whose row holds another run changed nothing.
+    await expect(
+      new DynamoDbTaskRepository(failingClient({ ...run, runId: 'r2' }, 1).client, 'state').commit(
+        claimWrite,
+      ),
+    ).rejects.toBeInstanceOf(VersionConflictError);
   });
 });

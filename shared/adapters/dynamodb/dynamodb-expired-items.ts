@@ -1,5 +1,6 @@
 import { DeleteCommand, type DynamoDBDocumentClient, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { ExpiredItemStore, ItemKey } from '../../domain/operations.ts';
+import { epochSeconds } from '../../domain/task.ts';
 
 /**
  * One table's items by their TTL attribute `expiresAt`, for the operator's purge. Finding expired
@@ -101,5 +102,3 @@ export class DynamoDbExpiredItems implements ExpiredItemStore {
     }
   }
 }
-
-const epochSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);

@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { VersionConflictError } from '../../domain/errors.ts';
-import type { TaskRepository, WritePlan } from '../../domain/ports.ts';
+import type { CommitResult, ItemWrite, TaskRepository, WritePlan } from '../../domain/ports.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import type { RunRecord } from '../../domain/task.ts';
 import {
@@ -23,9 +23,8 @@ import {
   toRunItem,
 } from './entities.ts';
 import {
-  groupPlan,
-  type ItemWrite,
-  type TaskRowWrite,
+  type RowUpdate,
+  rowUpdateOf,
   toPutInput,
   toTaskRowUpdate,
   toTransactWriteInput,
@@ -34,8 +33,9 @@ import {
 /**
  * Tasks and runs in the state table. A task's current run lives in the task's row (decision
  * 0038), so the writes that move both are one conditional UpdateItem; an earlier run has its own
- * `RUN#` row. A plan that still touches several items is one transaction (decision 0027: a
- * single item is atomic at half a transaction's units).
+ * `RUN#` row. A use case's plan names the row write and the items of their own (decision 0042);
+ * a plan that touches several items is one transaction (decision 0027: a single item is atomic
+ * at half a transaction's units).
  */
 export class DynamoDbTaskRepository implements TaskRepository {
   constructor(
@@ -43,20 +43,28 @@ export class DynamoDbTaskRepository implements TaskRepository {
     private readonly tableName: string,
   ) {}
 
-  async commit(plan: WritePlan): Promise<void> {
-    const grouped = groupPlan(plan);
-    const rows = await Promise.all(grouped.rows.map((row) => this.archivingReplacedRun(row)));
-    const [onlyRow] = rows;
-    const [onlyPut] = grouped.puts;
-    if (rows.length + grouped.puts.length === 1) {
-      return onlyRow ? this.updateRow(onlyRow) : this.put(onlyPut as ItemWrite);
+  /**
+   * A plan of one write is one conditional write (decision 0027); the row write returns the row as
+   * committed (`ALL_NEW`, no read units). More writes are one transaction, which returns nothing.
+   * A follow-up's replaced run is copied to its own row first (a plain put: the copy of a run the
+   * row still holds is harmless, reads prefer the row).
+   */
+  async commit(plan: WritePlan): Promise<CommitResult> {
+    const row = rowUpdateOf(plan);
+    const items = plan.items ?? [];
+    if (row?.archive !== undefined && row.archive !== 'none')
+      await this.client.send(new PutCommand({ TableName: this.tableName, Item: toRunItem(row.archive) }));
+    const [onlyItem] = items;
+    if (row !== undefined && items.length === 0) return { committed: await this.updateRow(row) };
+    if (row === undefined && onlyItem !== undefined && items.length === 1) {
+      await this.put(onlyItem);
+      return {};
     }
     try {
       await this.client.send(
-        new TransactWriteCommand(
-          toTransactWriteInput({ rows, puts: grouped.puts }, this.tableName, randomUUID()),
-        ),
+        new TransactWriteCommand(toTransactWriteInput(plan, this.tableName, randomUUID())),
       );
+      return {};
     } catch (error) {
       if (error instanceof TransactionCanceledException && isConditionFailure(error)) {
         throw new VersionConflictError('A concurrent write changed the task or run', {}, { cause: error });
@@ -65,33 +73,21 @@ export class DynamoDbTaskRepository implements TaskRepository {
     }
   }
 
-  /**
-   * A follow-up gives its task a new current run: the run it replaces is copied to its own row
-   * first (a plain put: the copy of a run the row still holds is harmless, reads prefer the row),
-   * and the row's write is conditioned on still holding that run unchanged.
-   */
-  private async archivingReplacedRun(row: TaskRowWrite): Promise<TaskRowWrite> {
-    if (row.task === undefined || row.task.expect === 'absent' || row.run?.expect !== 'absent') return row;
-    const replaced = (await this.readTaskRow(row.taskId)).run;
-    if (replaced === undefined) return { ...row, replaces: 'none' };
-    await this.client.send(new PutCommand({ TableName: this.tableName, Item: toRunItem(replaced) }));
-    return { ...row, replaces: { runId: replaced.runId, version: replaced.version } };
-  }
-
-  private async updateRow(row: TaskRowWrite): Promise<void> {
+  /** The row as the update left it; undefined when a retried update found its own write applied. */
+  private async updateRow(row: RowUpdate): Promise<StoredTask | undefined> {
     const update = toTaskRowUpdate(row, this.tableName);
     try {
-      await this.client.send(new UpdateCommand(update.input));
+      const { Attributes } = await this.client.send(
+        new UpdateCommand({ ...update.input, ReturnValues: 'ALL_NEW' }),
+      );
+      return Attributes && fromTaskItem(taskItemSchema.parse(Attributes));
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const stored = error.Item && unmarshall(error.Item);
       // The SDK retried an update whose first answer was lost: if the row already holds what this
       // update writes, the write happened (what a transaction's ClientRequestToken gives).
-      if (retried(error) && stored !== undefined && holds(stored, update.sets, update.removes)) return;
-      // A run write whose task row holds another run: the run has its own row (an earlier run).
-      if (row.task === undefined && row.run !== undefined && stored?.run?.runId !== row.run.item.runId) {
-        return this.put(row.run);
-      }
+      if (retried(error) && stored !== undefined && holds(stored, update.sets, update.removes))
+        return undefined;
       throw new VersionConflictError('A concurrent write changed the task or run', {}, { cause: error });
     }
   }

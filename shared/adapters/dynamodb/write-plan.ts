@@ -1,5 +1,5 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { PlannedWrite, WritePlan } from '../../domain/ports.ts';
+import type { ItemWrite, TaskRowWrite, WritePlan } from '../../domain/ports.ts';
 import {
   keys,
   leaseAttributes,
@@ -22,72 +22,28 @@ type Condition = Pick<
   'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
 >;
 
-type TaskWrite = Extract<PlannedWrite, { entity: 'task' }>;
-type RunWrite = Extract<PlannedWrite, { entity: 'run' }>;
-/** Everything but a task write is an item of its own. */
-export type ItemWrite = Exclude<PlannedWrite, TaskWrite>;
-
 /**
- * One write to a task row (decision 0038): its task attributes, its current run, or both. A run
- * lives in its task's row while it is the task's current run, so the writes that move task and
- * run together (create, claim, complete, cancel, settle) are one single-item write.
+ * A task-row write as the adapter sends it: the plan's row write, and whether it sets the row's
+ * push mark (decision 0041) — when the plan stores a push config of this task (inline on
+ * SendMessage), or alone (no task, no run: `markPushConfigured`) on an existing row.
  */
-export interface TaskRowWrite {
+export interface RowUpdate extends Partial<Omit<TaskRowWrite, 'taskId'>> {
   readonly taskId: string;
-  readonly task?: TaskWrite;
-  readonly run?: RunWrite;
-  /**
-   * A row whose task takes a new run (a follow-up): the run it replaces, as the repository read
-   * and archived it, or `'none'`. The write is conditioned on it still being there unchanged.
-   */
-  readonly replaces?: { readonly runId: string; readonly version: number } | 'none';
-  /**
-   * Sets the row's push mark (decision 0041): the plan stores a push config of this task (inline
-   * on SendMessage), or, alone (no task, no run), the mark on an existing row before a config.
-   */
   readonly marksPush?: true;
 }
 
-/** A plan split into task-row writes and plain item puts (approvals, push configs, earlier runs). */
-export interface GroupedPlan {
-  readonly rows: readonly TaskRowWrite[];
-  readonly puts: readonly ItemWrite[];
-}
-
 /**
- * Groups a plan by item: a run goes into its task's row when the plan's task write names it as
- * the current run, or when the plan changes it without writing its task (the repository falls
- * back to the run's own row if the task row no longer holds it); a new run no task write makes
- * current, and a run the plan's task write does not point to, keep rows of their own. Pure.
+ * The row write of a plan with its push mark: a push config is committed with its task's write,
+ * which marks the row from the revision the config starts after (decision 0041); a config stored
+ * without it would go unseen by the pusher, so such a plan is refused. Pure.
  */
-export const groupPlan = (plan: WritePlan): GroupedPlan => {
-  const rows = new Map<string, { taskId: string; task?: TaskWrite; run?: RunWrite; marksPush?: true }>();
-  for (const write of plan.writes) {
-    if (write.entity === 'task') rows.set(write.item.taskId, { taskId: write.item.taskId, task: write });
-  }
-  const puts: ItemWrite[] = [];
-  for (const write of plan.writes) {
-    if (write.entity === 'task') continue;
-    if (write.entity !== 'run') {
-      puts.push(write);
-      if (write.entity === 'push') {
-        // The config's task row carries the push mark from the revision this plan commits on
-        // (decision 0041); a config stored without its task's write would go unseen by the pusher.
-        const row = rows.get(write.item.taskId);
-        if (row?.task === undefined)
-          throw new Error('A push config is committed with its task (decision 0041)');
-        row.marksPush = true;
-      }
-      continue;
-    }
-    const row = rows.get(write.item.taskId);
-    if (row === undefined && write.expect !== 'absent')
-      rows.set(write.item.taskId, { taskId: write.item.taskId, run: write });
-    else if (row === undefined) puts.push(write);
-    else if (row.run === undefined && row.task?.item.currentRunId === write.item.runId) row.run = write;
-    else puts.push(write);
-  }
-  return { rows: [...rows.values()], puts };
+export const rowUpdateOf = (plan: WritePlan): RowUpdate | undefined => {
+  const pushes = (plan.items ?? []).filter((write) => write.entity === 'push');
+  const row = plan.row;
+  if (pushes.some((write) => row?.task === undefined || write.item.taskId !== row.taskId))
+    throw new Error('A push config is committed with its task (decision 0041)');
+  if (row === undefined) return undefined;
+  return pushes.length > 0 ? { ...row, marksPush: true } : row;
 };
 
 /**
@@ -110,9 +66,10 @@ export interface TaskRowUpdate {
  * A task-row write as one conditional UpdateItem: it sets exactly the attributes of what it writes
  * (the task's, or the run's and its lease), so a task write keeps the row's run and a run write
  * keeps the task. Conditions: the task revision and the run version the use case read (I-LOCK),
- * the run being the row's current one, and the reaper's lease fence. Pure: unit tests assert on it.
+ * the run being the row's current one, the reaper's lease fence, and for a follow-up the run it
+ * replaces. Pure: unit tests assert on it.
  */
-export const toTaskRowUpdate = (row: TaskRowWrite, tableName: string): TaskRowUpdate => {
+export const toTaskRowUpdate = (row: RowUpdate, tableName: string): TaskRowUpdate => {
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = {};
   const sets: Record<string, unknown> = {};
@@ -130,42 +87,40 @@ export const toTaskRowUpdate = (row: TaskRowWrite, tableName: string): TaskRowUp
     if (content === undefined) removes.push(attribute);
     else sets[attribute] = content;
   };
+  const expect = row.expect ?? {};
 
   if (row.task) {
-    const item: Record<string, unknown> = toTaskItem(row.task.item);
+    const item: Record<string, unknown> = toTaskItem(row.task);
     for (const attribute of taskAttributes) assign(attribute, item[attribute]);
-    conditions.push(
-      row.task.expect === 'absent'
-        ? 'attribute_not_exists(pk)'
-        : `${name('revision')} = ${value('expectedRevision', row.task.expect.revision)}`,
-    );
   }
+  if (expect.revision === 'absent') conditions.push('attribute_not_exists(pk)');
+  else if (expect.revision !== undefined)
+    conditions.push(`${name('revision')} = ${value('expectedRevision', expect.revision)}`);
   if (row.run) {
-    const lease = leaseAttributes(row.run.item);
-    assign('run', toEmbeddedRun(row.run.item));
+    const lease = leaseAttributes(row.run);
+    assign('run', toEmbeddedRun(row.run));
     assign('leaseUntil', lease.leaseUntil);
     assign('leaseShard', lease.leaseShard);
-    const expect = row.run.expect;
-    if (expect !== 'absent') {
+    if (expect.runVersion !== undefined) {
       conditions.push(
-        `${name('run')}.${name('runId')} = ${value('runId', row.run.item.runId)}`,
-        `${name('run')}.${name('version')} = ${value('expectedVersion', expect.version)}`,
+        `${name('run')}.${name('runId')} = ${value('runId', row.run.runId)}`,
+        `${name('run')}.${name('version')} = ${value('expectedVersion', expect.runVersion)}`,
       );
-      // The reaper's fence: the lease must still be over, since renewals do not move the version.
-      if (expect.leaseExpiredBefore !== undefined)
-        conditions.push(`${name('leaseUntil')} < ${value('leaseExpiredBefore', expect.leaseExpiredBefore)}`);
     }
   }
+  // The reaper's fence: the lease must still be over, since renewals do not move the version.
+  if (expect.leaseExpiredBefore !== undefined)
+    conditions.push(`${name('leaseUntil')} < ${value('leaseExpiredBefore', expect.leaseExpiredBefore)}`);
   if (row.marksPush) {
     assign(pushMark, true);
     // The mark alone is set on an existing row only (never creates one).
     if (row.task === undefined && row.run === undefined) conditions.push(`attribute_exists(${name('pk')})`);
   }
-  if (row.replaces === 'none') conditions.push(`attribute_not_exists(${name('run')})`);
-  else if (row.replaces !== undefined)
+  if (row.archive === 'none') conditions.push(`attribute_not_exists(${name('run')})`);
+  else if (row.archive !== undefined)
     conditions.push(
-      `${name('run')}.${name('runId')} = ${value('replacedRunId', row.replaces.runId)}`,
-      `${name('run')}.${name('version')} = ${value('replacedVersion', row.replaces.version)}`,
+      `${name('run')}.${name('runId')} = ${value('replacedRunId', row.archive.runId)}`,
+      `${name('run')}.${name('version')} = ${value('replacedVersion', row.archive.version)}`,
     );
 
   const setClause = Object.entries(sets).map(
@@ -269,15 +224,18 @@ export const toPutInput = (write: ItemWrite, tableName: string): ConditionalPut 
   };
 };
 
-/** Turns a grouped plan into the parameters of one TransactWriteItems call. Pure: unit tests assert on it. */
+/** Turns a plan into the parameters of one TransactWriteItems call. Pure: unit tests assert on it. */
 export const toTransactWriteInput = (
-  plan: GroupedPlan,
+  plan: WritePlan,
   tableName: string,
   clientRequestToken: string,
-): TransactWriteCommandInput => ({
-  TransactItems: [
-    ...plan.rows.map((row) => ({ Update: toTaskRowUpdate(row, tableName).input })),
-    ...plan.puts.map((write) => ({ Put: toPutInput(write, tableName) })),
-  ],
-  ClientRequestToken: clientRequestToken,
-});
+): TransactWriteCommandInput => {
+  const row = rowUpdateOf(plan);
+  return {
+    TransactItems: [
+      ...(row ? [{ Update: toTaskRowUpdate(row, tableName).input }] : []),
+      ...(plan.items ?? []).map((write) => ({ Put: toPutInput(write, tableName) })),
+    ],
+    ClientRequestToken: clientRequestToken,
+  };
+};

@@ -1,0 +1,38 @@
+import type { RowExpectation, TaskRowWrite, WritePlan } from './ports.ts';
+import type { StoredTask } from './projection.ts';
+import type { RunRecord } from './task.ts';
+
+/**
+ * The plans use cases commit (decision 0042): they say what the database writes. A task and its
+ * current run share the task row (decision 0038), so a change of both is one row write on the
+ * revision and the run version read; a run that is not its task's current one has its own row.
+ */
+
+/** Task and its current run in one write of the task row, conditioned on what was read (I-LOCK). */
+export const taskAndRunWrite = (
+  before: StoredTask,
+  task: StoredTask,
+  read: RunRecord,
+  run: RunRecord,
+  expect: Omit<RowExpectation, 'revision' | 'runVersion'> = {},
+): TaskRowWrite => ({
+  taskId: before.taskId,
+  task,
+  run,
+  expect: { ...expect, revision: before.revision, runVersion: read.version },
+  before,
+});
+
+/**
+ * A change of a run alone (no new task revision): in its task's row while it is the task's
+ * current run (`task` as read with it), else in its own row.
+ */
+export const runAloneWrite = (
+  task: StoredTask | undefined,
+  read: RunRecord,
+  run: RunRecord,
+  expect: Omit<RowExpectation, 'revision' | 'runVersion'> = {},
+): WritePlan =>
+  task?.currentRunId === read.runId
+    ? { row: { taskId: read.taskId, run, expect: { ...expect, runVersion: read.version } } }
+    : { items: [{ entity: 'run', item: run, expect: { ...expect, version: read.version } }] };
