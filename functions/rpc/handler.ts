@@ -2,6 +2,7 @@ import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamo
 import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
 import { DynamoDbPushDeliveryLog } from '../../shared/adapters/dynamodb/dynamodb-push-delivery-log.ts';
 import { DynamoDbSavedProfiles } from '../../shared/adapters/dynamodb/dynamodb-saved-profiles.ts';
+import { DynamoDbStreamSlots } from '../../shared/adapters/dynamodb/dynamodb-stream-slots.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { streamingHttpFunction } from '../../shared/adapters/middy-presets.ts';
@@ -51,6 +52,8 @@ const methods = createA2aMethods({
   pushCodec: new PushConfigCodec(sealer),
   webhookPolicy: webhookPolicyOf(env),
   profileCatalog: profiles,
+  // Open streams per caller, counted across instances in the state table (decision 0052).
+  streamSlots: new DynamoDbStreamSlots(documents, env.stateTableName, systemClock),
   ...(env.runStartDeadlineMs ? { runStartDeadlineMs: env.runStartDeadlineMs } : {}),
   ...(env.runLeaseMs ? { runLeaseMs: env.runLeaseMs } : {}),
 });

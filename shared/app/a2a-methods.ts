@@ -4,7 +4,7 @@ import {
   PushNotificationNotSupportedError,
   UnsupportedOperationError,
 } from '../domain/errors.ts';
-import type { AgentCaller, Owner } from '../domain/task.ts';
+import type { Owner } from '../domain/task.ts';
 import { buildExtendedAgentCard, declaresExtendedCard, implementedCapabilities } from './agent-card.ts';
 import { cancelTask } from './cancel-task.ts';
 import { listTasks } from './list-tasks.ts';
@@ -27,16 +27,12 @@ import {
 import { a2aParamsSchemas, extensionParamsSchemas } from './rpc/schemas.ts';
 import { type SendMessageDeps, sendMessage, toSendMessageResponse } from './send-message.ts';
 import type { ProfileCatalog } from './served-profiles.ts';
-import { sendStreamingMessage, subscribeToTask } from './stream-task.ts';
+import { type StreamTaskDeps, sendStreamingMessage, subscribeToTask } from './stream-task.ts';
 
 /** Who calls when the installation runs without authentication (DESIGN.md §10). */
 export const anonymousCaller: Owner = { tenant: 'local', principal: 'local' };
 
-/** The caller at the agent whose endpoint was asked: the scope of every task it names (I-OWNER). */
-const callerOf = (ctx: RequestContext): AgentCaller => {
-  const { tenant, principal } = ctx.caller ?? anonymousCaller;
-  return { tenant, principal, profileId: ctx.profileId };
-};
+const callerOf = (ctx: RequestContext): Owner => ctx.caller ?? anonymousCaller;
 
 const streamingOff = () => new UnsupportedOperationError('Streaming is not supported by this agent');
 const pushOff = () => new PushNotificationNotSupportedError();
@@ -46,10 +42,11 @@ const pushDeps = (deps: SendMessageDeps) => {
   return requirePushDeps(deps);
 };
 
-export type A2aMethodsDeps = SendMessageDeps & {
-  /** The profiles served, saved ones included (decision 0024); absent = `config.profiles` only. */
-  readonly profileCatalog?: ProfileCatalog;
-};
+export type A2aMethodsDeps = SendMessageDeps &
+  Pick<StreamTaskDeps, 'streamSlots'> & {
+    /** The profiles served, saved ones included (decision 0024); absent = `config.profiles` only. */
+    readonly profileCatalog?: ProfileCatalog;
+  };
 
 /** The deps of a call that resolves its profile: the configuration with the profiles served now. */
 const withServedProfiles = async (deps: A2aMethodsDeps): Promise<SendMessageDeps> => {
@@ -94,7 +91,7 @@ export const createA2aMethods = (deps: A2aMethodsDeps): A2aMethodTable => ({
   }),
   SubscribeToTask: defineMethod(a2aParamsSchemas.SubscribeToTask, async (params, ctx) => {
     if (!implementedCapabilities.streaming) throw streamingOff();
-    return toStreamResult(subscribeToTask(deps, callerOf(ctx), params.id, ctx.lastEventId));
+    return toStreamResult(await subscribeToTask(deps, callerOf(ctx), params.id, ctx.lastEventId));
   }),
   ListTasks: defineMethod(a2aParamsSchemas.ListTasks, (params, ctx) =>
     listTasks(deps, {

@@ -25,7 +25,6 @@ import { resolveProfilePrivacy, retentionExpiry } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
 import { taskAndRunWrite } from '../domain/row-writes.ts';
 import {
-  type AgentCaller,
   advanceTask,
   appendHistory,
   isExpired,
@@ -37,6 +36,7 @@ import {
 import type { WebhookPolicy } from '../domain/webhook-address.ts';
 import { endTaskWith } from './end-task.ts';
 import { failpoint } from './failpoints.ts';
+import { checkMessageLimits, checkPushConfigLimit, limitsOf } from './limits.ts';
 import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from './push-configs.ts';
 import { defaultLeaseMs } from './run-lease.ts';
 import { runProfileOf } from './served-profiles.ts';
@@ -75,13 +75,6 @@ export interface CreateTaskInput {
   /** The version the request came in; an inline push config keeps it (its webhook body). */
   readonly protocolVersion?: ProtocolVersion;
 }
-
-/** The sender at the agent it sent to: the scope in which it reads the task it created (I-OWNER). */
-export const senderOf = (input: CreateTaskInput): AgentCaller => ({
-  tenant: input.caller.tenant,
-  principal: input.caller.principal,
-  profileId: input.profileId,
-});
 
 /** The committed revision a caller may wait for, and the task it belongs to. */
 export interface CreatedTask {
@@ -127,6 +120,7 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
     validatePushConfigInput(inlinePush, deps.webhookPolicy, 'configuration.taskPushNotificationConfig.');
   }
 
+  checkMessageLimits(input.message, limitsOf(deps.config));
   for (const part of input.message.parts) {
     const mediaType = mediaTypeOf(part);
     if (!accepts(profile.inputModes, mediaType)) throw new ContentTypeNotSupportedError(mediaType);
@@ -195,6 +189,17 @@ const commitPlanned = async (
     const plan = input.message.taskId
       ? await planFollowUp(deps, input, run, now, expiresAt)
       : await planNewTask(deps, input, run, now, expiresAt);
+    // A new task has no configs yet; a continued one may be at its limit (checked once it is the caller's).
+    if (inlinePush !== undefined && input.message.taskId !== undefined && deps.pushConfigs !== undefined) {
+      await checkPushConfigLimit(
+        deps.pushConfigs,
+        plan.task.taskId,
+        inlinePush.id,
+        limitsOf(deps.config),
+        'configuration.taskPushNotificationConfig',
+        Math.floor(now.getTime() / 1000),
+      );
+    }
 
     const pushWrites =
       inlinePush !== undefined && deps.pushCodec !== undefined
@@ -246,7 +251,7 @@ const planNewTask = async (
   const task: StoredTask = {
     taskId,
     contextId,
-    owner: { tenant: input.caller.tenant, principal: input.caller.principal },
+    owner: input.caller,
     profileId: input.profileId,
     state: 'TASK_STATE_SUBMITTED',
     revision: 1,

@@ -1,3 +1,4 @@
+import type { Config } from '../config/config.ts';
 import type { AuthenticationInfo, ProtocolVersion, TaskPushNotificationConfig } from '../domain/a2a.ts';
 import {
   InvalidParamsError,
@@ -7,8 +8,9 @@ import {
 import type { Clock, IdGenerator, PushConfigRepository, Sealer, TaskRepository } from '../domain/ports.ts';
 import type { StoredTask } from '../domain/projection.ts';
 import { pushSecretField, type StoredPushConfig } from '../domain/push.ts';
-import { type AgentCaller, epochSeconds, isOwnTask } from '../domain/task.ts';
+import { epochSeconds, type Owner, sameOwner } from '../domain/task.ts';
 import { checkWebhookUrl, type WebhookPolicy } from '../domain/webhook-address.ts';
+import { checkPushConfigLimit, limitsOf } from './limits.ts';
 
 /**
  * Push notification config CRUD (A2A.md §7, §2.1): owner-checked against the task row, allowed
@@ -59,6 +61,8 @@ export class PushConfigCodec {
 
 export interface PushConfigDeps {
   readonly tasks: TaskRepository;
+  /** Its `limits.pushConfigsPerTask` (decision 0052). */
+  readonly config?: Pick<Config, 'limits'>;
   readonly pushConfigs: PushConfigRepository;
   readonly pushCodec: PushConfigCodec;
   readonly webhookPolicy: WebhookPolicy;
@@ -173,14 +177,18 @@ export const toTaskPushNotificationConfig = async (
   };
 };
 
-/** The caller's task row, or TaskNotFound for a missing, foreign or expired one, or another agent's (I-OWNER, I-PURGE). */
+/** The caller's task row, or TaskNotFound for a missing, foreign or expired one (I-OWNER, I-PURGE). */
 export const ownedTask = async (
   deps: Pick<PushConfigDeps, 'tasks' | 'clock'>,
-  caller: AgentCaller,
+  caller: Owner,
   taskId: string,
 ): Promise<StoredTask> => {
   const task = await deps.tasks.getTask(taskId);
-  if (task === undefined || !isOwnTask(task, caller) || task.expiresAt <= epochSeconds(deps.clock.now())) {
+  if (
+    task === undefined ||
+    !sameOwner(task.owner, caller) ||
+    task.expiresAt <= epochSeconds(deps.clock.now())
+  ) {
     throw new TaskNotFoundError(taskId);
   }
   return task;
@@ -191,12 +199,20 @@ const live = (deps: PushConfigDeps, config: StoredPushConfig | undefined): confi
 
 export const createPushConfig = async (
   deps: PushConfigDeps,
-  caller: AgentCaller,
+  caller: Owner,
   taskId: string,
   input: PushConfigInput,
 ): Promise<TaskPushNotificationConfig> => {
   validatePushConfigInput(input, deps.webhookPolicy, '');
   const read = await ownedTask(deps, caller, taskId);
+  await checkPushConfigLimit(
+    deps.pushConfigs,
+    taskId,
+    input.id,
+    limitsOf(deps.config),
+    'id',
+    epochSeconds(deps.clock.now()),
+  );
   // The push mark first, then the revision the config is stored with (decision 0041): every
   // revision after it is committed on a row that carries the mark, so the pusher reads configs for
   // it. A row read with the mark already carries it; a crash before the put leaves a mark alone.
@@ -210,7 +226,7 @@ export const createPushConfig = async (
 
 export const getPushConfig = async (
   deps: PushConfigDeps,
-  caller: AgentCaller,
+  caller: Owner,
   taskId: string,
   configId: string,
 ): Promise<TaskPushNotificationConfig> => {
@@ -235,7 +251,7 @@ const decodeToken = (token: string): string => {
 
 export const listPushConfigs = async (
   deps: PushConfigDeps,
-  caller: AgentCaller,
+  caller: Owner,
   taskId: string,
   page: { readonly pageSize?: number; readonly pageToken?: string } = {},
 ): Promise<{ configs: TaskPushNotificationConfig[]; nextPageToken?: string }> => {
@@ -259,7 +275,7 @@ export const listPushConfigs = async (
 /** Idempotent: a config that is already gone answers like a deleted one (A2A §7). */
 export const deletePushConfig = async (
   deps: PushConfigDeps,
-  caller: AgentCaller,
+  caller: Owner,
   taskId: string,
   configId: string,
 ): Promise<void> => {

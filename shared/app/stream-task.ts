@@ -1,10 +1,12 @@
 import type { StreamEnd, Task, TaskState } from '../domain/a2a.ts';
 import { endsStream, isTerminal } from '../domain/a2a.ts';
 import { TaskNotFoundError, UnsupportedOperationError } from '../domain/errors.ts';
+import type { StreamSlots } from '../domain/ports.ts';
 import { type JournalEvent, type JournalView, viewOf } from '../domain/projection.ts';
-import { type AgentCaller, isExpired, isOwnTask, sameOwner } from '../domain/task.ts';
-import { type CreateTaskDeps, type CreateTaskInput, createTask, senderOf } from './create-task.ts';
+import { isExpired, type Owner, sameOwner } from '../domain/task.ts';
+import { type CreateTaskDeps, type CreateTaskInput, createTask } from './create-task.ts';
 import { openStreamResponses } from './journal-events.ts';
+import { withStreamSlot } from './limits.ts';
 import { getVisibleView, projectedWait, type ReadTaskDeps, toTask, waitForView } from './read-task.ts';
 import type { StreamComment, StreamItem } from './rpc/dispatcher.ts';
 
@@ -51,6 +53,8 @@ export const defaultStreamTiming: StreamTiming = {
 
 export interface StreamTaskDeps extends ReadTaskDeps {
   readonly streamTiming?: Partial<StreamTiming>;
+  /** The caller's open streams across rpc instances (`limits.streamsPerCaller`); none: uncounted. */
+  readonly streamSlots?: StreamSlots;
 }
 
 /** Where a stream starts: right after the caller's own write, or at a (re-)subscription. */
@@ -59,7 +63,7 @@ export type StreamStart =
   | { readonly kind: 'subscribe'; readonly lastEventId?: string };
 
 export interface StreamTaskInput {
-  readonly caller: AgentCaller;
+  readonly caller: Owner;
   readonly taskId: string;
   readonly start: StreamStart;
   /**
@@ -254,7 +258,6 @@ const openAt = async (
     taskId: view.taskId,
     contextId: event.contextId,
     owner: event.owner,
-    profileId: view.profileId,
     state: event.state,
     revision,
     statusTimestamp: event.statusTimestamp,
@@ -291,7 +294,7 @@ const openAheadOfJournal = async (
   const row = await deps.tasks.getTask(input.taskId);
   if (
     row === undefined ||
-    !isOwnTask(row, input.caller) ||
+    !sameOwner(row.owner, input.caller) ||
     isExpired(row.expiresAt, deps.clock.now()) || // purged meanwhile: TaskNotFound (I-PURGE)
     row.revision < resumeAfter
   )
@@ -311,7 +314,7 @@ const openAheadOfJournal = async (
  */
 const openFromCommittedRow = async (deps: StreamTaskDeps, input: StreamTaskInput): Promise<Opening> => {
   const row = await deps.tasks.getTask(input.taskId);
-  if (row === undefined || !isOwnTask(row, input.caller) || isExpired(row.expiresAt, deps.clock.now()))
+  if (row === undefined || !sameOwner(row.owner, input.caller) || isExpired(row.expiresAt, deps.clock.now()))
     throw new TaskNotFoundError(input.taskId);
   const view = viewOf(row);
   return {
@@ -342,28 +345,32 @@ export const streamTimingOf = (deps: StreamMethodDeps): Partial<StreamTiming> =>
 export const sendStreamingMessage = async (
   deps: StreamMethodDeps,
   input: CreateTaskInput & { readonly historyLength?: number },
-): Promise<AsyncGenerator<StreamItem>> => {
-  const created = await createTask(deps, input);
-  return streamTask(
-    { ...deps, streamTiming: streamTimingOf(deps) },
-    {
-      caller: senderOf(input),
-      taskId: created.taskId,
-      start: { kind: 'created', revision: created.revision },
-      closeAt: 'terminal-or-interrupted',
-      historyLength: input.historyLength,
-    },
-  );
-};
+): Promise<AsyncGenerator<StreamItem>> =>
+  // The slot first: a caller at the limit is refused before the task is created.
+  withStreamSlot(deps, input.caller, deps.ids.newId(), async () => {
+    const created = await createTask(deps, input);
+    return streamTask(
+      { ...deps, streamTiming: streamTimingOf(deps) },
+      {
+        caller: input.caller,
+        taskId: created.taskId,
+        start: { kind: 'created', revision: created.revision },
+        closeAt: 'terminal-or-interrupted',
+        historyLength: input.historyLength,
+      },
+    );
+  });
 
 /** SubscribeToTask: the current task (or, with Last-Event-ID, what was missed) until a terminal state. */
 export const subscribeToTask = (
   deps: StreamMethodDeps,
-  caller: AgentCaller,
+  caller: Owner,
   taskId: string,
   lastEventId?: string,
-): AsyncGenerator<StreamItem> =>
-  streamTask(
-    { ...deps, streamTiming: streamTimingOf(deps) },
-    { caller, taskId, start: { kind: 'subscribe', lastEventId }, closeAt: 'terminal' },
+): Promise<AsyncGenerator<StreamItem>> =>
+  withStreamSlot(deps, caller, deps.ids.newId(), async () =>
+    streamTask(
+      { ...deps, streamTiming: streamTimingOf(deps) },
+      { caller, taskId, start: { kind: 'subscribe', lastEventId }, closeAt: 'terminal' },
+    ),
   );

@@ -156,20 +156,6 @@ export const deploymentConfigSchema = z.object({
   viewer: z.boolean().default(false),
   /** On-demand (default) or provisioned DynamoDB capacity with auto scaling (decision 0048). */
   dynamodb: dynamodbCapacitySchema.default(defaultDynamodbCapacity),
-  /**
-   * How long API Gateway reuses an authorizer's answer for the same `Authorization` header
-   * (JWT installations only; decision 0055): a token stays accepted up to this long after it
-   * expires or is revoked. 0 authorizes every request afresh. Keep it below the issuer's
-   * shortest token lifetime.
-   */
-  authorizerCacheSeconds: z.number().int().min(0).max(3600).default(60),
-  /** The API stage's request rate (per second, steady) and burst for all callers together (decision 0055). */
-  throttle: z
-    .object({
-      rateLimit: z.number().positive().max(10_000).default(100),
-      burstLimit: z.number().int().min(1).max(5_000).default(200),
-    })
-    .default({ rateLimit: 100, burstLimit: 200 }),
   alarms: z
     .object({
       /** Subscribed to the alarm topic (SNS sends a confirmation mail first). */
@@ -209,6 +195,18 @@ export const configSchema = z.object({
       maxStreamSeconds: z.number().positive().max(900).default(840),
     })
     .default({ heartbeatSeconds: 15, maxStreamSeconds: 840 }),
+  /**
+   * What one request may ask for (docs/configuration.md `limits`, decision 0052): above a limit it
+   * is refused with an ErrorInfo reason naming the limit, before anything is stored.
+   */
+  limits: z
+    .object({
+      pushConfigsPerTask: z.number().int().min(1).max(100).default(10),
+      partsPerMessage: z.number().int().min(1).max(1000).default(100),
+      metadataBytes: z.number().int().min(256).max(262_144).default(16_384),
+      streamsPerCaller: z.number().int().min(1).max(1000).default(10),
+    })
+    .default({ pushConfigsPerTask: 10, partsPerMessage: 100, metadataBytes: 16_384, streamsPerCaller: 10 }),
   /** ErrorInfo domain for this installation's own reasons (A2A.md §17). */
   errorDomain: z.string().min(1).default('a2a-serverless.local'),
   /** Request bodies above this many bytes are refused with -32600 (decision 0006). */
@@ -224,8 +222,6 @@ export const configSchema = z.object({
     executorMaxConcurrency: 10,
     viewer: false,
     dynamodb: defaultDynamodbCapacity,
-    authorizerCacheSeconds: 60,
-    throttle: { rateLimit: 100, burstLimit: 200 },
     alarms: { errorRatePercent: 5, iteratorAgeSeconds: 300 },
   }),
 });

@@ -18,6 +18,8 @@ export type DomainErrorCode =
   | 'RESULT_NOT_RETAINABLE'
   | 'TASK_ALREADY_WORKING'
   | 'TASK_BUSY'
+  | 'LIMIT_EXCEEDED'
+  | 'STREAM_LIMIT_EXCEEDED'
   | 'INVALID_PARAMS'
   | 'VERSION_CONFLICT'
   | 'SEALING_FAILED'
@@ -133,6 +135,39 @@ export class TaskBusyError extends DomainError {
   readonly code = 'TASK_BUSY';
   constructor(taskId: string) {
     super('The task kept changing while this request was applied; retry', { taskId });
+  }
+}
+
+/** The documented limits a request can meet (docs/configuration.md `limits`). */
+export type LimitName =
+  | 'PUSH_CONFIGS_PER_TASK'
+  | 'PARTS_PER_MESSAGE'
+  | 'METADATA_BYTES'
+  | 'STREAMS_PER_CALLER';
+
+/**
+ * A request above one of the installation's limits, refused before anything is stored. Its wire
+ * reason names the limit (`<limit>_EXCEEDED`), its metadata the setting and the maximum.
+ */
+export class LimitExceededError extends DomainError {
+  override readonly name = 'LimitExceededError';
+  readonly code: 'LIMIT_EXCEEDED' | 'STREAM_LIMIT_EXCEEDED';
+  readonly reason: `${LimitName}_EXCEEDED`;
+  readonly violations: readonly FieldViolation[];
+  constructor(
+    limit: LimitName,
+    limits: {
+      readonly setting: string;
+      readonly max: number;
+      readonly field?: string;
+      readonly description: string;
+    },
+  ) {
+    super(limits.description, { limit: limits.setting, max: String(limits.max) });
+    this.code = limit === 'STREAMS_PER_CALLER' ? 'STREAM_LIMIT_EXCEEDED' : 'LIMIT_EXCEEDED';
+    this.reason = `${limit}_EXCEEDED`;
+    this.violations =
+      limits.field === undefined ? [] : [{ field: limits.field, description: limits.description }];
   }
 }
 

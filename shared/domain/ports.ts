@@ -3,7 +3,7 @@ import type { ApprovalDecision, ApprovalRecord } from './approvals.ts';
 import type { AgentSession, AgentStep } from './model.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
 import type { DeliveryAttemptEntry, PushDelivery, PushDeliveryRecord, StoredPushConfig } from './push.ts';
-import type { AgentCaller, RunRecord } from './task.ts';
+import type { Owner, RunRecord } from './task.ts';
 import type { EnabledTool } from './tools.ts';
 
 /**
@@ -159,9 +159,9 @@ export interface JournalRepository {
   countViews(filter: ViewFilter): Promise<number>;
 }
 
-/** What ListTasks filters on; every filter is optional except the owner and its agent (I-OWNER). */
+/** What ListTasks filters on; every filter is optional except the owner (I-OWNER). */
 export interface ViewFilter {
-  readonly owner: AgentCaller;
+  readonly owner: Owner;
   readonly contextId?: string;
   readonly state?: TaskState;
   /** Inclusive lower bound on the status timestamp, `YYYY-MM-DDTHH:mm:ss.sssZ`. */
@@ -325,4 +325,25 @@ export type TokenVerification =
  */
 export interface TokenVerifier {
   verify(token: string): Promise<TokenVerification>;
+}
+
+/** One of a caller's stream slots, held by one open stream. */
+export interface StreamSlot {
+  readonly index: number;
+  readonly streamId: string;
+}
+
+/**
+ * The caller's open streams, counted across every rpc instance (decision 0052): a stream holds a
+ * slot of the caller's `max`, leased for `leaseMs` (its longest life), released when it ends.
+ */
+export interface StreamSlots {
+  /** A free (or lapsed) slot, now the stream's; undefined when all `max` are held. */
+  acquire(
+    owner: Owner,
+    streamId: string,
+    options: { readonly max: number; readonly leaseMs: number },
+  ): Promise<StreamSlot | undefined>;
+  /** Idempotent; a slot that another stream took over after its lease is left alone. */
+  release(owner: Owner, slot: StreamSlot): Promise<void>;
 }

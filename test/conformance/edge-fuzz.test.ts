@@ -88,7 +88,8 @@ for (const row of Object.values(jsonRpcErrorTable)) {
     entry.reasons.add(row.detail.reason);
     entry.domains.add(domain);
     detailByCode.set(row.code, entry);
-  } else if (known === undefined) {
+  } else if (known === undefined && row.detail.kind !== 'limit') {
+    // A limit's ErrorInfo + BadRequest needs requests above a limit, which the fuzzer never builds.
     detailByCode.set(row.code, { kind: row.detail.kind });
   }
 }

@@ -13,7 +13,7 @@ import type {
 } from '../../shared/domain/ports.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from '../../shared/domain/projection.ts';
 import type { DeliveryAttemptEntry, PushDeliveryRecord, StoredPushConfig } from '../../shared/domain/push.ts';
-import { isOwnTask, type RunRecord } from '../../shared/domain/task.ts';
+import type { RunRecord } from '../../shared/domain/task.ts';
 
 /**
  * Fakes of the repositories with the same all-or-nothing, version-conditioned semantics as the
@@ -164,7 +164,8 @@ export class InMemoryJournalRepository implements JournalRepository {
     return [...this.views.values()]
       .filter(
         (view) =>
-          isOwnTask(view, filter.owner) &&
+          view.owner.tenant === filter.owner.tenant &&
+          view.owner.principal === filter.owner.principal &&
           view.expiresAt > nowSeconds &&
           (filter.contextId === undefined || view.contextId === filter.contextId) &&
           (filter.state === undefined || view.state === filter.state) &&

@@ -233,6 +233,8 @@ describe('jsonRpcErrorTable', () => {
     'RESULT_NOT_RETAINABLE',
     'TASK_ALREADY_WORKING',
     'TASK_BUSY',
+    'LIMIT_EXCEEDED',
+    'STREAM_LIMIT_EXCEEDED',
     'INVALID_PARAMS',
     'VERSION_CONFLICT',
     'SEALING_FAILED',

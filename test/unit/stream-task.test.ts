@@ -270,7 +270,7 @@ describe('streamTask: SubscribeToTask', () => {
     await expect(s.stream({ taskId: 'nope', start: { kind: 'subscribe' } }).next()).rejects.toBeInstanceOf(
       TaskNotFoundError,
     );
-    const bob = { tenant: 't1', principal: 'bob', profileId: 'default' };
+    const bob = { tenant: 't1', principal: 'bob' };
     await expect(
       s.stream({ taskId, caller: bob, start: { kind: 'subscribe' } }).next(),
     ).rejects.toBeInstanceOf(TaskNotFoundError);

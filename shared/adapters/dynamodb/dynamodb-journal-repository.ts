@@ -24,7 +24,7 @@ import { queryAll } from './query-all.ts';
 /** Where the view is expected before a revision is written: absent, or at a revision and expiry. */
 type ExpectedView = { readonly revision: number; readonly expiresAt: number } | undefined;
 
-export const byOwnerIndex = 'byOwner';
+const byOwnerIndex = 'byOwner';
 /** Attempts at the view write before the projector's own retry takes over. */
 const maxPutAttempts = 3;
 
@@ -146,7 +146,7 @@ export class DynamoDbJournalRepository implements JournalRepository {
       return {
         Update: {
           TableName: this.tableName,
-          Key: counterKeys.item({ ...view.owner, profileId: view.profileId }, day),
+          Key: counterKeys.item(view.owner.tenant, view.owner.principal, day),
           UpdateExpression: `ADD ${adds.join(', ')} SET #expiresAt = :ttl`,
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
@@ -258,7 +258,7 @@ export class DynamoDbJournalRepository implements JournalRepository {
   /** Days after today count whole; today counts from the current hour on (decision 0006). */
   private async countFromCounters(filter: ViewFilter): Promise<number> {
     const today = expiryBucket(Math.floor(filter.now.getTime() / 1000));
-    const first = counterKeys.item(filter.owner, today.day);
+    const first = counterKeys.item(filter.owner.tenant, filter.owner.principal, today.day);
     let count = 0;
     let exclusiveStartKey: Record<string, unknown> | undefined;
     do {
@@ -304,7 +304,7 @@ const keyRange = (
   after: ViewQuery['after'],
 ): (Expression & { readonly exclusiveUpper?: string }) | undefined => {
   const names = { '#ownerKey': 'ownerKey', '#ownerSort': 'ownerSort' };
-  const owner = keys.ownerKey(filter.owner.tenant, filter.owner.principal, filter.owner.profileId);
+  const owner = keys.ownerKey(filter.owner.tenant, filter.owner.principal);
   const lower = filter.statusTimestampAfter;
   const upper = after && keys.ownerSort(after.statusTimestamp, after.taskId);
   if (lower !== undefined && upper !== undefined) {

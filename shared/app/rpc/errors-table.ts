@@ -1,5 +1,5 @@
 import type { DomainErrorCode, FieldViolation } from '../../domain/errors.ts';
-import { InvalidParamsError, isDomainError } from '../../domain/errors.ts';
+import { InvalidParamsError, isDomainError, LimitExceededError } from '../../domain/errors.ts';
 import { assertNever } from '../../domain/task.ts';
 
 /**
@@ -20,6 +20,8 @@ export type WireErrorCode = DomainErrorCode | ProtocolErrorCode;
 /** What goes into `error.data`: an ErrorInfo (A2A errors), a BadRequest (validation) or nothing. */
 export type ErrorDetailKind =
   | { readonly kind: 'errorInfo'; readonly reason: string; readonly domain: 'a2a' | 'installation' }
+  /** This installation's ErrorInfo with the reason the error names (a limit), then its field violations. */
+  | { readonly kind: 'limit' }
   | { readonly kind: 'badRequest' }
   | { readonly kind: 'none' };
 
@@ -95,6 +97,17 @@ export const jsonRpcErrorTable: Readonly<Record<WireErrorCode, WireErrorRow>> = 
     detail: { kind: 'errorInfo', reason: 'TASK_BUSY', domain: 'installation' },
   },
   INVALID_PARAMS: { code: -32602, message: 'Invalid parameters', detail: { kind: 'badRequest' } },
+  // A request above a documented limit (docs/configuration.md `limits`): the reason names it.
+  LIMIT_EXCEEDED: {
+    code: -32602,
+    message: 'Invalid parameters: a limit is exceeded',
+    detail: { kind: 'limit' },
+  },
+  STREAM_LIMIT_EXCEEDED: {
+    code: -32004,
+    message: 'This operation is not supported right now: too many open streams',
+    detail: { kind: 'limit' },
+  },
   VERSION_CONFLICT: internal,
   SEALING_FAILED: internal,
   ENQUEUE_FAILED: internal,
@@ -155,9 +168,21 @@ export const isInternalError = (error: unknown): boolean => rowOf(error).code ==
 
 const violationsOf = (error: unknown): readonly FieldViolation[] => {
   if (error instanceof JsonRpcProtocolError) return error.violations;
-  if (error instanceof InvalidParamsError) return error.violations;
+  if (error instanceof InvalidParamsError || error instanceof LimitExceededError) return error.violations;
   return [];
 };
+
+const errorInfoOf = (
+  error: unknown,
+  reason: string,
+  domain: string,
+  options: ErrorMappingOptions,
+): ErrorInfoDetail => ({
+  '@type': errorInfoType,
+  reason,
+  domain,
+  metadata: { ...(isDomainError(error) ? error.details : {}), timestamp: options.now().toISOString() },
+});
 
 /** Maps any thrown value to the JSON-RPC error object that may leave the installation. */
 export const toJsonRpcError = (error: unknown, options: ErrorMappingOptions): JsonRpcErrorObject => {
@@ -172,18 +197,30 @@ export const toJsonRpcError = (error: unknown, options: ErrorMappingOptions): Js
         ? { code, message }
         : { code, message, data: [{ '@type': badRequestType, fieldViolations: violations }] };
     }
-    case 'errorInfo': {
-      const details = isDomainError(error) ? error.details : {};
+    case 'errorInfo':
       return {
         code,
         message,
         data: [
-          {
-            '@type': errorInfoType,
-            reason: detail.reason,
-            domain: detail.domain === 'a2a' ? a2aErrorDomain : options.errorDomain,
-            metadata: { ...details, timestamp: options.now().toISOString() },
-          },
+          errorInfoOf(
+            error,
+            detail.reason,
+            detail.domain === 'a2a' ? a2aErrorDomain : options.errorDomain,
+            options,
+          ),
+        ],
+      };
+    case 'limit': {
+      const violations = violationsOf(error);
+      const reason = error instanceof LimitExceededError ? error.reason : 'LIMIT_EXCEEDED';
+      return {
+        code,
+        message,
+        data: [
+          errorInfoOf(error, reason, options.errorDomain, options),
+          ...(violations.length === 0
+            ? []
+            : [{ '@type': badRequestType, fieldViolations: violations } satisfies BadRequestDetail]),
         ],
       };
     }
