@@ -12,6 +12,7 @@ import {
   type AttemptResult,
   configWantsRevision,
   describeAttempt,
+  owedRevisions,
   type PushDelivery,
   type StoredPushConfig,
 } from '../domain/push.ts';
@@ -90,22 +91,40 @@ export interface DeliverDeps {
 
 /** What became of one delivery. Failures worth a retry are thrown as WebhookDeliveryFailedError. */
 export type DeliveryOutcome =
-  | { readonly kind: 'delivered'; readonly posts: number }
+  | {
+      readonly kind: 'delivered';
+      readonly posts: number;
+      /** Older revisions this message delivered first, having overtaken theirs (decision 0045). */
+      readonly earlier?: readonly number[];
+    }
   /** The config was deleted or expired: nothing to deliver to. */
   | { readonly kind: 'config-gone' }
   /** The event is no longer in the journal (purged with its task). */
   | { readonly kind: 'event-gone' }
   /** The SSRF guard refused the target (a private address, a redirect to it…); not retried. */
-  | { readonly kind: 'refused'; readonly reason: string };
+  | { readonly kind: 'refused'; readonly reason: string }
+  /** Settled already (a duplicate message) or not wanted by the config: nothing is posted. */
+  | { readonly kind: 'not-owed' };
 
 /** A POST failed (network, timeout, non-2xx, redirect): the queue retries it with backoff. */
 export class WebhookDeliveryFailedError extends Error {
-  override readonly name = 'WebhookDeliveryFailedError';
+  override readonly name: string = 'WebhookDeliveryFailedError';
   constructor(
     readonly reason: string,
     readonly status?: number,
   ) {
     super(`Webhook delivery failed: ${reason}${status ? ` (HTTP ${status})` : ''}`);
+  }
+}
+
+/**
+ * An older revision the delivery owes first is not in the journal yet (its projection is still
+ * on the stream backstop): nothing is posted, the queue retries the message with backoff.
+ */
+export class EarlierRevisionPendingError extends WebhookDeliveryFailedError {
+  override readonly name = 'EarlierRevisionPendingError';
+  constructor(readonly revision: number) {
+    super('earlier revision not in the journal yet');
   }
 }
 
@@ -192,11 +211,38 @@ const recordAttempt = async (
   }
 };
 
+/** One revision's POSTs to one config, recorded (decision 0025); an internal failure is recorded and rethrown. */
+const attemptRevision = async (
+  deps: DeliverDeps,
+  delivery: PushDelivery,
+  config: StoredPushConfig,
+  events: readonly JournalEvent[],
+  event: JournalEvent,
+  context: AttemptContext | undefined,
+): Promise<Awaited<ReturnType<typeof postRevision>>> => {
+  let result: Awaited<ReturnType<typeof postRevision>>;
+  try {
+    result = await postRevision(deps, config, events, event);
+  } catch (error) {
+    await recordAttempt(deps, delivery, event, context, { kind: 'error' });
+    throw error;
+  }
+  await recordAttempt(deps, delivery, event, context, result);
+  return result;
+};
+
 /**
- * Delivers one revision to one config: its bodies, one POST each, in order. Any failed
+ * Delivers one message's revision to one config: its bodies, one POST each, in order. Any failed
  * POST fails the whole delivery, which is then retried from its first POST (receivers get
  * duplicates, never a gap or a reordering). With an attempt context, the attempt's outcome is
  * recorded for the caller; a config or event that is gone records nothing.
+ *
+ * With a delivery log, the message delivers every revision its config is still owed up to its
+ * own, oldest first (`owedRevisions`, decision 0045): a revision fanned out directly by its writer
+ * can reach the queue before an older one that waits for the stream backstop, and the webhook must
+ * still get the older one first; a message for a revision already settled (a late duplicate)
+ * posts nothing. At the queue's last attempt an older revision that fails is given up and the
+ * next one is tried, as its own message would have been.
  */
 export const deliverPush = async (
   deps: DeliverDeps,
@@ -206,23 +252,43 @@ export const deliverPush = async (
   const now = epochSeconds(deps.clock.now());
   const config = await deps.pushConfigs.get(delivery.taskId, delivery.configId);
   if (config === undefined || config.expiresAt <= now) return { kind: 'config-gone' };
+  const owed =
+    deps.deliveryLog === undefined
+      ? [delivery.revision]
+      : owedRevisions(
+          config,
+          delivery.revision,
+          await deps.deliveryLog.settledThrough(delivery.taskId, delivery.configId),
+        );
+  const oldest = owed[0];
+  if (oldest === undefined) return { kind: 'not-owed' };
   // A v0.3 body is the task as of the revision: its artifacts may come from an earlier event.
   const events = await deps.journal.listEvents(
     delivery.taskId,
-    config.protocolVersion === '0.3' ? 0 : delivery.revision - 1,
+    config.protocolVersion === '0.3' ? 0 : oldest - 1,
   );
   const event = events.find((candidate) => candidate.revision === delivery.revision);
   if (event === undefined || event.expiresAt <= now) return { kind: 'event-gone' };
 
-  let result: Awaited<ReturnType<typeof postRevision>>;
-  try {
-    result = await postRevision(deps, config, events, event);
-  } catch (error) {
-    await recordAttempt(deps, delivery, event, context, { kind: 'error' });
-    throw error;
+  const lastAttempt = context !== undefined && context.attempt >= context.maxAttempts;
+  const earlier: number[] = [];
+  let posts = 0;
+  for (const revision of owed) {
+    const owedEvent = events.find((candidate) => candidate.revision === revision);
+    if (owedEvent === undefined) throw new EarlierRevisionPendingError(revision);
+    // An older revision can expire before the message's own (a follow-up extended the task).
+    if (owedEvent.expiresAt <= now) continue;
+    const result = await attemptRevision(deps, { ...delivery, revision }, config, events, owedEvent, context);
+    if (revision === delivery.revision) {
+      if (result.kind === 'refused') return { kind: 'refused', reason: result.reason };
+      if (result.kind === 'failed') throw new WebhookDeliveryFailedError(result.reason, result.status);
+      posts += result.posts;
+    } else if (result.kind === 'failed' && !lastAttempt) {
+      throw new WebhookDeliveryFailedError(result.reason, result.status);
+    } else if (result.kind === 'delivered') {
+      posts += result.posts;
+      earlier.push(revision);
+    }
   }
-  await recordAttempt(deps, delivery, event, context, result);
-  if (result.kind === 'refused') return { kind: 'refused', reason: result.reason };
-  if (result.kind === 'failed') throw new WebhookDeliveryFailedError(result.reason, result.status);
-  return { kind: 'delivered', posts: result.posts };
+  return { kind: 'delivered', posts, ...(earlier.length > 0 ? { earlier } : {}) };
 };

@@ -282,6 +282,12 @@ export interface PushDeliveryPage {
 export interface PushDeliveryLog {
   /** Appends the attempt; 'duplicate' when an attempt with the same id was appended already. */
   append(entry: DeliveryAttemptEntry): Promise<'recorded' | 'duplicate'>;
+  /**
+   * The highest revision whose delivery to the config is settled (delivered, refused or given
+   * up), read strongly consistent: the watermark that keeps a webhook's revisions in order and
+   * delivers none twice after SQS's deduplication window (decision 0045). Undefined: none yet.
+   */
+  settledThrough(taskId: string, configId: string): Promise<number | undefined>;
   /** One page in (configId, revision) order, after `after` when given; expired records included. */
   list(
     taskId: string,

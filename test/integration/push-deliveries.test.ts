@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeliverRecords } from '../../functions/deliverer/deliver-records.ts';
@@ -24,6 +25,7 @@ import { listPushDeliveries } from '../../shared/app/push-deliveries.ts';
 import { TaskContentCodec } from '../../shared/app/task-content.ts';
 import { TaskNotFoundError } from '../../shared/domain/errors.ts';
 import type { StoredTask } from '../../shared/domain/projection.ts';
+import { deliveryGroupOf } from '../../shared/domain/push.ts';
 import { webhookPolicyFor } from '../../shared/domain/webhook-address.ts';
 import { alice } from '../support/core-fixture.ts';
 import { createTestResources, type TestResources } from '../support/local-guard.ts';
@@ -55,6 +57,8 @@ let tasks: DynamoDbTaskRepository;
 let deps: DeliverDeps & { deliveryLog: DynamoDbPushDeliveryLog; tasks: DynamoDbTaskRepository };
 /** Write units DynamoDB reported for each delivery-record append. */
 const appendUnits: number[] = [];
+/** Read units DynamoDB reported for each read of the settled revision (decision 0045). */
+const settledReadUnits: number[] = [];
 const warnings: Array<{ message: string; fields: Record<string, unknown> }> = [];
 const logger = {
   info: () => {},
@@ -98,6 +102,9 @@ beforeAll(async () => {
     if (command.constructor.name === 'UpdateCommand') {
       appendUnits.push(output.ConsumedCapacity?.CapacityUnits ?? Number.NaN);
     }
+    if (command.constructor.name === 'QueryCommand' && command.input.ScanIndexForward === false) {
+      settledReadUnits.push(output.ConsumedCapacity?.CapacityUnits ?? Number.NaN);
+    }
     return output;
   }) as never;
   deps = {
@@ -135,6 +142,14 @@ afterAll(async () => {
   await poller?.stop();
   await receiver?.close();
   env?.destroy();
+});
+
+/** The first receive of a delivery message, as the deliverer's handler describes it. */
+const firstAttempt = (attemptId: string) => ({
+  attempt: 1,
+  maxAttempts: deliveryQueueMaxReceiveCount,
+  retryBaseSeconds: 1,
+  attemptId,
 });
 
 /** A committed task at revisions 1 (WORKING) and 2 (COMPLETED), projected, with one push config. */
@@ -234,16 +249,7 @@ describe('the deliverer records each attempt', () => {
 
   it('another caller reads none of them (I-OWNER); an unknown task is TaskNotFound too', async () => {
     const { taskId } = await seedTask(`${receiver.url}/hook`);
-    await deliverPush(
-      deps,
-      { taskId, configId: 'hook', revision: 2 },
-      {
-        attempt: 1,
-        maxAttempts: deliveryQueueMaxReceiveCount,
-        retryBaseSeconds: 1,
-        attemptId: `direct-${taskId}#1`,
-      },
-    );
+    await deliverPush(deps, { taskId, configId: 'hook', revision: 1 }, firstAttempt(`direct-${taskId}#1`));
     expect((await listPushDeliveries(deps, alice, taskId)).deliveries).toHaveLength(1);
     await expect(listPushDeliveries(deps, bob, taskId)).rejects.toBeInstanceOf(TaskNotFoundError);
     await expect(listPushDeliveries(deps, alice, `t-${randomUUID()}`)).rejects.toBeInstanceOf(
@@ -253,21 +259,24 @@ describe('the deliverer records each attempt', () => {
 
   it('a record DynamoDB refuses is logged; the webhook still gets the revision exactly once', async () => {
     const { taskId } = await seedTask(`${receiver.url}/refused-record`);
+    // Revision 1 is settled first, so revision 2's message owes only itself (decision 0045).
+    await deliverPush(deps, { taskId, configId: 'hook', revision: 1 }, firstAttempt(`r1-${taskId}#1`));
     const before = receiver.posts.length;
     warnings.length = 0;
+    // Appends go to a missing table; the settled revision is read from the real one (decision 0045).
+    const missing = new DynamoDbPushDeliveryLog(env.clients.doc, `${env.prefix}-Missing`);
     const broken = {
       ...deps,
-      deliveryLog: new DynamoDbPushDeliveryLog(env.clients.doc, `${env.prefix}-Missing`),
+      deliveryLog: {
+        append: missing.append.bind(missing),
+        list: missing.list.bind(missing),
+        settledThrough: deps.deliveryLog.settledThrough.bind(deps.deliveryLog),
+      },
     };
     const outcome = await deliverPush(
       broken,
       { taskId, configId: 'hook', revision: 2 },
-      {
-        attempt: 1,
-        maxAttempts: deliveryQueueMaxReceiveCount,
-        retryBaseSeconds: 1,
-        attemptId: `broken-${taskId}#1`,
-      },
+      firstAttempt(`broken-${taskId}#1`),
     );
     expect(outcome).toEqual({ kind: 'delivered', posts: 1 });
     expect(receiver.posts.slice(before).map((post) => post.path)).toEqual(['/refused-record']);
@@ -281,16 +290,7 @@ describe('the deliverer records each attempt', () => {
 
   it('records go with their task: TaskNotFound once it expired, physically gone after the purge (I-PURGE)', async () => {
     const { taskId, r2 } = await seedTask(`${receiver.url}/hook`);
-    await deliverPush(
-      deps,
-      { taskId, configId: 'hook', revision: 1 },
-      {
-        attempt: 1,
-        maxAttempts: deliveryQueueMaxReceiveCount,
-        retryBaseSeconds: 1,
-        attemptId: `purge-${taskId}#1`,
-      },
-    );
+    await deliverPush(deps, { taskId, configId: 'hook', revision: 1 }, firstAttempt(`purge-${taskId}#1`));
     const records = () =>
       env.clients.doc.send(
         new QueryCommand({
@@ -309,5 +309,66 @@ describe('the deliverer records each attempt', () => {
       new Date(),
     );
     expect((await records()).Items).toEqual([]);
+  });
+});
+
+/** No message left in the delivery queue, visible or in flight: the deliverer handled all of them. */
+const queueDrained = () =>
+  waitFor(async () => {
+    const { Attributes = {} } = await env.clients.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: env.resources.queues.DeliveryQueue.url,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
+    return (
+      Attributes.ApproximateNumberOfMessages === '0' &&
+      Attributes.ApproximateNumberOfMessagesNotVisible === '0'
+    );
+  });
+
+describe('order per webhook when a revision overtakes an older one on the queue (decision 0045)', () => {
+  it('revision 2 queued before 1 (as a direct fan-out ahead of the backstop): the webhook gets 1, 2; a late 1 posts nothing', async () => {
+    const { taskId } = await seedTask(`${receiver.url}/overtaken`);
+    const queue = new SqsDeliveryQueue(env.clients.sqs, env.resources.queues.DeliveryQueue.url);
+    const fanOut = { pushConfigs: deps.pushConfigs, deliveries: queue, clock: systemClock };
+    const posts = () => receiver.posts.filter((post) => post.path === '/overtaken');
+    const revisionsPosted = () =>
+      posts().map(
+        (post) => (post.body as { statusUpdate: { status: { state: string } } }).statusUpdate.status.state,
+      );
+    settledReadUnits.length = 0;
+    for (const revision of [2, 1]) {
+      await fanOutEvents(fanOut, [
+        { taskId, revision, expiresAt: nowSeconds() + 3_600, pushConfigured: true },
+      ]);
+    }
+    const read = () => listPushDeliveries(deps, alice, taskId);
+    await waitFor(async () => (await read()).deliveries.filter((d) => d.state === 'DELIVERED').length === 2);
+    // Revision 1's own message arrives after 2's delivered both; give it time to be handled.
+    await waitFor(async () => settledReadUnits.length >= 2);
+    expect(revisionsPosted()).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+
+    // The same revision queued again after SQS's 5-minute deduplication window (another
+    // deduplication id stands in for the elapsed window): the delivery records absorb it.
+    await env.clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: env.resources.queues.DeliveryQueue.url,
+        MessageBody: JSON.stringify({ taskId, configId: 'hook', revision: 1 }),
+        MessageGroupId: deliveryGroupOf({ taskId, configId: 'hook' }),
+        MessageDeduplicationId: `${taskId}#hook#1#after-the-window`,
+      }),
+    );
+    await waitFor(async () => settledReadUnits.length >= 3);
+    await queueDrained();
+    expect(revisionsPosted()).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    expect((await read()).deliveries.map((d) => [d.revision, d.state, d.attempts.length])).toEqual([
+      [1, 'DELIVERED', 1],
+      [2, 'DELIVERED', 1],
+    ]);
+    // The watermark read: one strongly consistent Query per message, one read unit when it finds
+    // records (DynamoDB Local reports 0 for the empty first one; AWS bills it 1, decision 0036).
+    expect(settledReadUnits).toEqual([0, 1, 1]);
+    console.info(`push-deliveries: settled-revision reads ${settledReadUnits.join(', ')} RRU per message`);
   });
 });

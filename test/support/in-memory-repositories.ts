@@ -12,7 +12,12 @@ import type {
   WritePlan,
 } from '../../shared/domain/ports.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from '../../shared/domain/projection.ts';
-import type { DeliveryAttemptEntry, PushDeliveryRecord, StoredPushConfig } from '../../shared/domain/push.ts';
+import {
+  type DeliveryAttemptEntry,
+  isSettledDelivery,
+  type PushDeliveryRecord,
+  type StoredPushConfig,
+} from '../../shared/domain/push.ts';
 import type { RunRecord } from '../../shared/domain/task.ts';
 
 /**
@@ -198,6 +203,14 @@ export class InMemoryPushDeliveryLog implements PushDeliveryLog {
       lastAttemptId: entry.attemptId,
     });
     return 'recorded';
+  }
+
+  async settledThrough(taskId: string, configId: string): Promise<number | undefined> {
+    const settled = [...this.records.values()]
+      .filter((record) => record.taskId === taskId && record.configId === configId)
+      .filter((record) => isSettledDelivery(record.state))
+      .map((record) => record.revision);
+    return settled.length > 0 ? Math.max(...settled) : undefined;
   }
 
   async list(

@@ -157,7 +157,11 @@ describe('deliverPush records each attempt', () => {
     // DynamoDB refusing the write is also proven against the emulator (integration test).
     const failing = {
       ...f.deps,
-      deliveryLog: { append: async () => Promise.reject(new Error('throttled')), list: f.deliveryLog.list },
+      deliveryLog: {
+        append: async () => Promise.reject(new Error('throttled')),
+        list: f.deliveryLog.list,
+        settledThrough: f.deliveryLog.settledThrough.bind(f.deliveryLog),
+      },
     };
     const delivery = { taskId: f.taskId, configId: 'hook-1', revision: 1 };
     expect(await deliverPush(failing, delivery, context(1))).toEqual({ kind: 'delivered', posts: 1 });

@@ -5,6 +5,7 @@ import {
   attemptOutcomes,
   type DeliveryAttemptEntry,
   deliveryStates,
+  isSettledDelivery,
   type PushDeliveryRecord,
 } from '../../domain/push.ts';
 import { keys, withoutUndefined } from './entities.ts';
@@ -54,6 +55,8 @@ export const deliveryItemSchema = z.object({
   expiresAt: z.number(),
 });
 export type DeliveryItem = z.infer<typeof deliveryItemSchema>;
+
+const settledItemSchema = deliveryItemSchema.pick({ revision: true, state: true });
 
 export const fromDeliveryItem = (item: DeliveryItem): PushDeliveryRecord => ({
   taskId: item.taskId,
@@ -115,6 +118,39 @@ export class DynamoDbPushDeliveryLog implements PushDeliveryLog {
       if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return 'duplicate';
       throw error;
     }
+  }
+
+  /**
+   * Newest revision first, a few records a page, until a settled one: usually the first record
+   * read (the one before the message's revision), so one strongly consistent read unit (records
+   * stay under 1 KB; decision 0045). Only `revision` and `state` are needed.
+   */
+  async settledThrough(taskId: string, configId: string): Promise<number | undefined> {
+    let exclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const result = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          ExpressionAttributeNames: { '#revision': 'revision', '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':pk': keys.task(taskId).pk,
+            ':prefix': deliveryKeys.configPrefix(configId),
+          },
+          ProjectionExpression: '#revision, #state',
+          ScanIndexForward: false,
+          ConsistentRead: true,
+          Limit: 4,
+          ExclusiveStartKey: exclusiveStartKey,
+        }),
+      );
+      const settled = (result.Items ?? [])
+        .map((item) => settledItemSchema.parse(item))
+        .find((item) => isSettledDelivery(item.state));
+      if (settled !== undefined) return settled.revision;
+      exclusiveStartKey = result.LastEvaluatedKey;
+    } while (exclusiveStartKey !== undefined);
+    return undefined;
   }
 
   async list(

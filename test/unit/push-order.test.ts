@@ -1,0 +1,216 @@
+import { describe, expect, it } from 'vitest';
+import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
+import {
+  type DeliverDeps,
+  deliverPush,
+  EarlierRevisionPendingError,
+  WebhookDeliveryFailedError,
+} from '../../shared/app/deliver-push.ts';
+import { projectRecord } from '../../shared/app/project-record.ts';
+import { buildPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
+import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import type { WebhookResult } from '../../shared/domain/ports.ts';
+import type { StoredTask } from '../../shared/domain/projection.ts';
+import { type AttemptContext, owedRevisions } from '../../shared/domain/push.ts';
+import { alice } from '../support/core-fixture.ts';
+import { InMemoryJournalRepository, InMemoryPushDeliveryLog } from '../support/in-memory-repositories.ts';
+
+/**
+ * Order per (task, webhook) when a revision can reach the delivery queue ahead of an older one
+ * (decision 0045): the writer fans a revision out directly while an older revision, whose direct
+ * fan-out failed, still waits for the stream backstop. The deliverer delivers what is owed in
+ * revision order and nothing at or below what is settled.
+ */
+
+const context = (attempt: number, maxAttempts = 10): AttemptContext => ({
+  attempt,
+  maxAttempts,
+  retryBaseSeconds: 2,
+  attemptId: `m-${attempt}#${attempt}`,
+});
+
+describe('owedRevisions', () => {
+  it('owes every wanted revision after the settled one, up to the message’s, oldest first', () => {
+    expect(owedRevisions({ afterRevision: 0 }, 3, undefined)).toEqual([1, 2, 3]);
+    expect(owedRevisions({ afterRevision: 0 }, 3, 1)).toEqual([2, 3]);
+    expect(owedRevisions({ afterRevision: 0 }, 3, 2)).toEqual([3]);
+    // A config created at revision 3 never gets 1–3, whatever is settled.
+    expect(owedRevisions({ afterRevision: 3 }, 5, undefined)).toEqual([4, 5]);
+    expect(owedRevisions({ afterRevision: 3 }, 5, 1)).toEqual([4, 5]);
+    // Configs stored before decision 0031 want every revision.
+    expect(owedRevisions({}, 2, undefined)).toEqual([1, 2]);
+  });
+
+  it('owes nothing for a revision already settled or not wanted: a late duplicate posts nothing', () => {
+    expect(owedRevisions({ afterRevision: 0 }, 2, 2)).toEqual([]);
+    expect(owedRevisions({ afterRevision: 0 }, 2, 3)).toEqual([]);
+    expect(owedRevisions({ afterRevision: 4 }, 3, undefined)).toEqual([]);
+  });
+});
+
+const states = ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED'] as const;
+
+/** A task at revisions 1–3 in the journal (only `projected` of them), one config, a scripted webhook. */
+const fixture = async (options: { projected?: number[]; answers?: WebhookResult[] } = {}) => {
+  const sealer = new FakeSealer();
+  const codec = new TaskContentCodec(sealer);
+  const journal = new InMemoryJournalRepository();
+  const taskId = 'task-order';
+  const expiresAt = Math.floor(Date.now() / 1000) + 3_600;
+  const image = (revision: number): StoredTask => ({
+    taskId,
+    contextId: 'ctx-order',
+    owner: alice,
+    profileId: 'default',
+    state: states[revision - 1] ?? 'TASK_STATE_COMPLETED',
+    revision,
+    currentRunId: 'run-1',
+    statusTimestamp: new Date(Date.UTC(2026, 11, 1, 10, 0, revision)).toISOString(),
+    createdAt: new Date().toISOString(),
+    expiresAt,
+  });
+  for (const revision of options.projected ?? [1, 2, 3]) {
+    await projectRecord(journal, revision > 1 ? image(revision - 1) : undefined, image(revision));
+  }
+  const pushCodec = new PushConfigCodec(sealer);
+  const config = await buildPushConfig(
+    { pushCodec, clock: { now: () => new Date() }, ids: { newId: () => 'hook' } },
+    { taskId, expiresAt },
+    { url: 'https://hooks.example/in' },
+    0,
+  );
+  const answers = [...(options.answers ?? [])];
+  const posted: string[] = [];
+  const deliveryLog = new InMemoryPushDeliveryLog();
+  const deps: DeliverDeps = {
+    pushConfigs: {
+      get: async () => config,
+      list: async () => ({ configs: [config], more: false }),
+      put: async () => {},
+      delete: async () => {},
+    },
+    journal,
+    codec,
+    pushCodec,
+    sender: {
+      post: async (request): Promise<WebhookResult> => {
+        const answer = answers.shift() ?? { kind: 'delivered', status: 200 };
+        const body = JSON.parse(request.body) as { statusUpdate: { status: { state: string } } };
+        if (answer.kind === 'delivered') posted.push(body.statusUpdate.status.state);
+        return answer;
+      },
+    },
+    clock: { now: () => new Date() },
+    deliveryLog,
+  };
+  const records = () =>
+    [...deliveryLog.records.values()].map((record) => [
+      record.revision,
+      record.state,
+      record.attempts.map((attempt) => attempt.attempt),
+    ]);
+  return { taskId, deps, posted, deliveryLog, records };
+};
+
+const message = (taskId: string, revision: number) => ({ taskId, configId: 'hook', revision });
+
+describe('deliverPush keeps the webhook’s order when a message overtook an older one', () => {
+  it('revision 3 queued first (1 and 2 still on the backstop): 1, 2, 3 in order; their late messages post nothing', async () => {
+    const f = await fixture();
+    expect(await deliverPush(f.deps, message(f.taskId, 3), context(1))).toEqual({
+      kind: 'delivered',
+      posts: 3,
+      earlier: [1, 2],
+    });
+    expect(f.posted).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    expect(f.records()).toEqual([
+      [1, 'DELIVERED', [1]],
+      [2, 'DELIVERED', [1]],
+      [3, 'DELIVERED', [1]],
+    ]);
+    // The backstop's messages for 1 and 2 arrive after SQS's 5-minute window: nothing is posted.
+    for (const revision of [1, 2, 3]) {
+      expect(await deliverPush(f.deps, message(f.taskId, revision), context(1))).toEqual({
+        kind: 'not-owed',
+      });
+    }
+    expect(f.posted).toHaveLength(3);
+  });
+
+  it('in order, each message delivers only its own revision (no extra reads of what is settled)', async () => {
+    const f = await fixture();
+    for (const revision of [1, 2, 3]) {
+      expect(await deliverPush(f.deps, message(f.taskId, revision), context(1))).toEqual({
+        kind: 'delivered',
+        posts: 1,
+      });
+    }
+    expect(f.posted).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+  });
+
+  it('an older revision that fails stops the message before its own: the retry goes on from the older one', async () => {
+    const f = await fixture({
+      answers: [
+        { kind: 'delivered', status: 200 },
+        { kind: 'failed', reason: 'timeout' },
+      ],
+    });
+    await expect(deliverPush(f.deps, message(f.taskId, 3), context(1))).rejects.toBeInstanceOf(
+      WebhookDeliveryFailedError,
+    );
+    expect(f.posted).toEqual(['TASK_STATE_SUBMITTED']);
+    expect(f.records()).toEqual([
+      [1, 'DELIVERED', [1]],
+      [2, 'RETRYING', [1]],
+    ]);
+    expect(await deliverPush(f.deps, message(f.taskId, 3), context(2))).toEqual({
+      kind: 'delivered',
+      posts: 2,
+      earlier: [2],
+    });
+    expect(f.posted).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    expect(f.records()).toEqual([
+      [1, 'DELIVERED', [1]],
+      [2, 'DELIVERED', [1, 2]],
+      [3, 'DELIVERED', [2]],
+    ]);
+  });
+
+  it('at the last attempt an older revision that fails is given up and the message’s own is still tried', async () => {
+    const f = await fixture({ answers: [{ kind: 'failed', reason: 'http status', status: 503 }] });
+    expect(await deliverPush(f.deps, message(f.taskId, 2), context(10, 10))).toEqual({
+      kind: 'delivered',
+      posts: 1,
+    });
+    expect(f.records()).toEqual([
+      [1, 'GAVE_UP', [10]],
+      [2, 'DELIVERED', [10]],
+    ]);
+    expect(f.posted).toEqual(['TASK_STATE_WORKING']);
+  });
+
+  it('an older revision not in the journal yet: nothing is posted, the message is retried', async () => {
+    // Revision 2's projection waits for the stream backstop; 3 is in the journal (a stand-in for
+    // a journal gap, which the write-through never leaves behind).
+    const f = await fixture({ projected: [1, 3] });
+    await deliverPush(f.deps, message(f.taskId, 1), context(1));
+    const failure = deliverPush(f.deps, message(f.taskId, 3), context(1));
+    await expect(failure).rejects.toBeInstanceOf(EarlierRevisionPendingError);
+    await expect(failure).rejects.toMatchObject({
+      revision: 2,
+      reason: 'earlier revision not in the journal yet',
+    });
+    expect(f.posted).toEqual(['TASK_STATE_SUBMITTED']);
+    expect(f.records()).toEqual([[1, 'DELIVERED', [1]]]);
+  });
+
+  it('without a delivery log, a message delivers its own revision only (as before decision 0045)', async () => {
+    const f = await fixture();
+    const { deliveryLog: _log, ...withoutLog } = f.deps;
+    expect(await deliverPush(withoutLog, message(f.taskId, 3), context(1))).toEqual({
+      kind: 'delivered',
+      posts: 1,
+    });
+    expect(f.posted).toEqual(['TASK_STATE_COMPLETED']);
+  });
+});
