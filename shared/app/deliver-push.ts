@@ -1,6 +1,5 @@
 import type {
   Clock,
-  DeliveryQueue,
   JournalRepository,
   PushConfigRepository,
   PushDeliveryLog,
@@ -10,7 +9,6 @@ import type { JournalEvent } from '../domain/projection.ts';
 import {
   type AttemptContext,
   type AttemptResult,
-  configWantsRevision,
   describeAttempt,
   owedRevisions,
   type PushDelivery,
@@ -25,57 +23,11 @@ import { toV03Task } from './rpc/v03-shapes.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 /**
- * Webhook delivery (DESIGN.md §3, A2A.md §7, §17): every journal event goes to every push config
- * of its task, at least once, in revision order per (task, config). The pusher fans an event
- * out into one queue message per config; the deliverer turns one message into POSTs.
+ * Webhook delivery (docs/decisions/0009, A2A §7): every journal event goes to every push config
+ * of its task, at least once, in revision order per (task, config). The fan-out
+ * (`fan-out-events.ts`) turns an event into one queue message per config; the deliverer turns
+ * one message into POSTs.
  */
-
-export interface FanOutDeps {
-  readonly pushConfigs: PushConfigRepository;
-  readonly deliveries: DeliveryQueue;
-  readonly clock: Clock;
-}
-
-/** A committed journal event, as much of it as the fan-out needs (no content: the pusher holds no key). */
-export interface EventRef {
-  readonly taskId: string;
-  readonly revision: number;
-  readonly expiresAt: number;
-  /** The task row's push mark at this revision (decision 0041). */
-  readonly pushConfigured?: true;
-}
-
-/**
- * Queues one delivery per (live event, live config) for events of ONE task, given in revision
- * order: the configs are read once (after every event was committed, so a config stored before
- * any of them is seen), the deliveries queued in revision order. Returns how many. Events without
- * the push mark are wanted by no config (decision 0041): for them the configs are not read.
- */
-export const fanOutEvents = async (deps: FanOutDeps, events: readonly EventRef[]): Promise<number> => {
-  const now = epochSeconds(deps.clock.now());
-  const live = events.filter((event) => event.expiresAt > now);
-  const taskId = live[0]?.taskId;
-  if (taskId === undefined || !live.some((event) => event.pushConfigured)) return 0;
-  const configs: StoredPushConfig[] = [];
-  let afterConfigId: string | undefined;
-  for (;;) {
-    const page = await deps.pushConfigs.list(taskId, {
-      limit: 100,
-      ...(afterConfigId !== undefined ? { afterConfigId } : {}),
-    });
-    for (const config of page.configs) if (config.expiresAt > now) configs.push(config);
-    afterConfigId = page.configs.at(-1)?.configId;
-    if (!page.more || afterConfigId === undefined) break;
-  }
-  // A config gets only the revisions committed after it existed, not older ones this batch carries.
-  const deliveries: PushDelivery[] = live.flatMap((event) =>
-    configs
-      .filter((config) => configWantsRevision(config, event.revision))
-      .map((config) => ({ taskId, configId: config.configId, revision: event.revision })),
-  );
-  if (deliveries.length > 0) await deps.deliveries.enqueue(deliveries);
-  return deliveries.length;
-};
 
 export interface DeliverDeps {
   readonly pushConfigs: PushConfigRepository;
@@ -99,7 +51,7 @@ export type DeliveryOutcome =
     }
   /** The config was deleted or expired: nothing to deliver to. */
   | { readonly kind: 'config-gone' }
-  /** The event is no longer in the journal (purged with its task). */
+  /** The event expired with its task (retention passed); the purge takes it next. */
   | { readonly kind: 'event-gone' }
   /** The SSRF guard refused the target (a private address, a redirect to it…); not retried. */
   | { readonly kind: 'refused'; readonly reason: string }
@@ -118,13 +70,16 @@ export class WebhookDeliveryFailedError extends Error {
 }
 
 /**
- * An older revision the delivery owes first is not in the journal yet (its projection is still
- * on the stream backstop): nothing is posted, the queue retries the message with backoff.
+ * A revision the delivery owes is not in the journal yet: its write-through failed and its
+ * projection still waits for the stream backstop, or a writer fanned it out before projecting it.
+ * Nothing is posted; the queue retries the message with backoff. (A wanted revision's event
+ * cannot have expired while its config lives: the config carries the task's expiry as of a
+ * revision at or before it, and expiries only grow.)
  */
-export class EarlierRevisionPendingError extends WebhookDeliveryFailedError {
-  override readonly name = 'EarlierRevisionPendingError';
+export class RevisionNotProjectedError extends WebhookDeliveryFailedError {
+  override readonly name = 'RevisionNotProjectedError';
   constructor(readonly revision: number) {
-    super('earlier revision not in the journal yet');
+    super('revision not in the journal yet');
   }
 }
 
@@ -268,14 +223,15 @@ export const deliverPush = async (
     config.protocolVersion === '0.3' ? 0 : oldest - 1,
   );
   const event = events.find((candidate) => candidate.revision === delivery.revision);
-  if (event === undefined || event.expiresAt <= now) return { kind: 'event-gone' };
+  if (event === undefined) throw new RevisionNotProjectedError(delivery.revision);
+  if (event.expiresAt <= now) return { kind: 'event-gone' };
 
   const lastAttempt = context !== undefined && context.attempt >= context.maxAttempts;
   const earlier: number[] = [];
   let posts = 0;
   for (const revision of owed) {
     const owedEvent = events.find((candidate) => candidate.revision === revision);
-    if (owedEvent === undefined) throw new EarlierRevisionPendingError(revision);
+    if (owedEvent === undefined) throw new RevisionNotProjectedError(revision);
     // An older revision can expire before the message's own (a follow-up extended the task).
     if (owedEvent.expiresAt <= now) continue;
     const result = await attemptRevision(deps, { ...delivery, revision }, config, events, owedEvent, context);

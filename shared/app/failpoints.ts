@@ -29,6 +29,8 @@ export const failpointNames = [
   'projector.midBatch',
   /** A pusher record fails in the middle of its batch (the stream retries from it). */
   'pusher.midBatch',
+  /** A writer's direct fan-out of a revision it projected fails before queuing (the pusher backs it up). */
+  'push.directFanOut',
   /** A webhook delivery fails after one of its POSTs was received (the answer lost): a duplicate. */
   'deliverer.post',
   /** Any KMS call (GenerateDataKey, Decrypt …) fails with KMSInternalException. */

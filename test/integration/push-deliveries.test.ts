@@ -17,7 +17,9 @@ import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
 import { createGuardedWebhookSender } from '../../shared/adapters/ssrf-guard.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
-import { type DeliverDeps, deliverPush, fanOutEvents } from '../../shared/app/deliver-push.ts';
+import { type DeliverDeps, deliverPush } from '../../shared/app/deliver-push.ts';
+import { armFailpoints, disarmFailpoints } from '../../shared/app/failpoints.ts';
+import { fanOutEvents, fanOutProjected } from '../../shared/app/fan-out-events.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import { purgeExpired } from '../../shared/app/purge-expired.ts';
 import { buildPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
@@ -370,5 +372,80 @@ describe('order per webhook when a revision overtakes an older one on the queue 
     // records (DynamoDB Local reports 0 for the empty first one; AWS bills it 1, decision 0036).
     expect(settledReadUnits).toEqual([0, 1, 1]);
     console.info(`push-deliveries: settled-revision reads ${settledReadUnits.join(', ')} RRU per message`);
+  });
+});
+
+describe('the writer’s direct fan-out, with the journal stream as its backstop (decision 0045)', () => {
+  it('the direct fan-out of revision 2 fails (failpoint): the webhook still gets 1, 2, 3 in order, each once', async () => {
+    const taskId = `t-${randomUUID()}`;
+    const expiresAt = nowSeconds() + 3_600;
+    const queue = new SqsDeliveryQueue(env.clients.sqs, env.resources.queues.DeliveryQueue.url);
+    const fanOut = { pushConfigs: deps.pushConfigs, deliveries: queue, clock: systemClock, logger };
+    const images = (['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED'] as const).map(
+      (state, index) => ({ ...task(taskId, index + 1, state, expiresAt), pushConfigured: true as const }),
+    );
+    await deps.pushConfigs.put(
+      await buildPushConfig(
+        { pushCodec: deps.pushCodec, clock: systemClock, ids: { newId: () => 'hook' } },
+        { taskId, expiresAt },
+        { url: `${receiver.url}/direct` },
+        0,
+      ),
+    );
+    warnings.length = 0;
+    const results: string[] = [];
+    armFailpoints('push.directFanOut=#2');
+    try {
+      // Each writer: its commit, its write-through, then the direct fan-out of its event.
+      for (const [index, image] of images.entries()) {
+        const before = images[index - 1];
+        await tasks.commit({
+          row: before
+            ? { taskId, task: image, expect: { revision: before.revision }, before }
+            : { taskId, task: image, expect: { revision: 'absent' } },
+        });
+        await projectRecord(deps.journal, before, image);
+        results.push(
+          await fanOutProjected(fanOut, {
+            taskId,
+            revision: image.revision,
+            expiresAt,
+            pushConfigured: true,
+          }),
+        );
+      }
+    } finally {
+      disarmFailpoints();
+    }
+    expect(results).toEqual(['queued', 'failed', 'queued']);
+    expect(warnings).toEqual([
+      {
+        message: 'direct fan-out failed; the journal stream queues the revision',
+        fields: { taskId, revision: 2, error: 'InjectedFaultError' },
+      },
+    ]);
+    const states = () =>
+      receiver.posts
+        .filter((post) => post.path === '/direct')
+        .map(
+          (post) => (post.body as { statusUpdate: { status: { state: string } } }).statusUpdate.status.state,
+        );
+    await waitFor(async () => states().length === 3);
+    // The backstop: the pusher, fed by the journal stream, queues all three (1 and 3 again).
+    expect(
+      await fanOutEvents(
+        fanOut,
+        images.map((image) => ({ taskId, revision: image.revision, expiresAt, pushConfigured: true })),
+      ),
+    ).toBe(3);
+    await queueDrained();
+    expect(states()).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    expect(
+      (await listPushDeliveries(deps, alice, taskId)).deliveries.map((d) => [d.revision, d.state]),
+    ).toEqual([
+      [1, 'DELIVERED'],
+      [2, 'DELIVERED'],
+      [3, 'DELIVERED'],
+    ]);
   });
 });

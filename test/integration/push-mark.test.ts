@@ -7,7 +7,7 @@ import { keys, pushMark } from '../../shared/adapters/dynamodb/entities.ts';
 import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { createTask } from '../../shared/app/create-task.ts';
-import { fanOutEvents } from '../../shared/app/deliver-push.ts';
+import { fanOutEvents } from '../../shared/app/fan-out-events.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import { createPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
 import { TaskContentCodec } from '../../shared/app/task-content.ts';

@@ -3,15 +3,17 @@ import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
 import {
   type DeliverDeps,
   deliverPush,
-  EarlierRevisionPendingError,
+  RevisionNotProjectedError,
   WebhookDeliveryFailedError,
 } from '../../shared/app/deliver-push.ts';
+import { armFailpoints, disarmFailpoints } from '../../shared/app/failpoints.ts';
+import { fanOutProjected } from '../../shared/app/fan-out-events.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import { buildPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
 import { TaskContentCodec } from '../../shared/app/task-content.ts';
 import type { WebhookResult } from '../../shared/domain/ports.ts';
 import type { StoredTask } from '../../shared/domain/projection.ts';
-import { type AttemptContext, owedRevisions } from '../../shared/domain/push.ts';
+import { type AttemptContext, owedRevisions, type PushDelivery } from '../../shared/domain/push.ts';
 import { alice } from '../support/core-fixture.ts';
 import { InMemoryJournalRepository, InMemoryPushDeliveryLog } from '../support/in-memory-repositories.ts';
 
@@ -195,13 +197,22 @@ describe('deliverPush keeps the webhook’s order when a message overtook an old
     const f = await fixture({ projected: [1, 3] });
     await deliverPush(f.deps, message(f.taskId, 1), context(1));
     const failure = deliverPush(f.deps, message(f.taskId, 3), context(1));
-    await expect(failure).rejects.toBeInstanceOf(EarlierRevisionPendingError);
+    await expect(failure).rejects.toBeInstanceOf(RevisionNotProjectedError);
     await expect(failure).rejects.toMatchObject({
       revision: 2,
-      reason: 'earlier revision not in the journal yet',
+      reason: 'revision not in the journal yet',
     });
     expect(f.posted).toEqual(['TASK_STATE_SUBMITTED']);
     expect(f.records()).toEqual([[1, 'DELIVERED', [1]]]);
+  });
+
+  it('a message for a revision not in the journal yet (fanned out before its projection) is retried, never dropped', async () => {
+    const f = await fixture({ projected: [1] });
+    await expect(deliverPush(f.deps, message(f.taskId, 2), context(1))).rejects.toMatchObject({
+      name: 'RevisionNotProjectedError',
+      revision: 1 + 1,
+    });
+    expect(f.posted).toEqual([]);
   });
 
   it('without a delivery log, a message delivers its own revision only (as before decision 0045)', async () => {
@@ -212,5 +223,76 @@ describe('deliverPush keeps the webhook’s order when a message overtook an old
       posts: 1,
     });
     expect(f.posted).toEqual(['TASK_STATE_COMPLETED']);
+  });
+});
+
+describe('fanOutProjected: the writer’s direct fan-out never fails the writer', () => {
+  const deps = () => {
+    const queued: PushDelivery[][] = [];
+    let reads = 0;
+    const warnings: Record<string, unknown>[] = [];
+    return {
+      queued,
+      reads: () => reads,
+      warnings,
+      deps: {
+        pushConfigs: {
+          get: async () => undefined,
+          list: async () => {
+            reads += 1;
+            return {
+              configs: [
+                {
+                  taskId: 't',
+                  configId: 'hook',
+                  url: 'https://x',
+                  createdAt: '',
+                  expiresAt: 4e9,
+                  afterRevision: 0,
+                },
+              ],
+              more: false,
+            };
+          },
+          put: async () => {},
+          delete: async () => {},
+        },
+        deliveries: {
+          enqueue: async (deliveries: readonly PushDelivery[]) => void queued.push([...deliveries]),
+        },
+        clock: { now: () => new Date() },
+        logger: { warn: (_message: string, fields: Record<string, unknown>) => void warnings.push(fields) },
+      },
+    };
+  };
+  const event = { taskId: 't', revision: 2, expiresAt: 4e9, pushConfigured: true as const };
+
+  it('queues the revision for each config of a marked task; an unmarked one reads nothing', async () => {
+    const f = deps();
+    expect(await fanOutProjected(f.deps, event)).toBe('queued');
+    expect(f.queued).toEqual([[{ taskId: 't', configId: 'hook', revision: 2 }]]);
+    const { pushConfigured: _mark, ...unmarked } = event;
+    expect(await fanOutProjected(f.deps, unmarked)).toBe('nothing-to-queue');
+    expect(f.reads()).toBe(1);
+  });
+
+  it('a failure (failpoint, a queue that refuses) is logged and answered, never thrown', async () => {
+    const f = deps();
+    armFailpoints('push.directFanOut=#1');
+    try {
+      expect(await fanOutProjected(f.deps, event)).toBe('failed');
+    } finally {
+      disarmFailpoints();
+    }
+    const refusing = {
+      ...f.deps,
+      deliveries: { enqueue: async () => Promise.reject(new Error('throttled')) },
+    };
+    expect(await fanOutProjected(refusing, event)).toBe('failed');
+    expect(f.queued).toEqual([]);
+    expect(f.warnings).toEqual([
+      { taskId: 't', revision: 2, error: 'InjectedFaultError' },
+      { taskId: 't', revision: 2, error: 'Error' },
+    ]);
   });
 });
