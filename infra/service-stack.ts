@@ -171,7 +171,7 @@ export class ServiceStack extends Stack {
     const methodOptions = this.methodOptions(this.authorizer, props.config.auth);
     this.api.root.addMethod('ANY', integration, methodOptions);
     this.api.root.addResource('{proxy+}').addMethod('ANY', integration, methodOptions);
-    // Agent cards are public (A2A.md §9): methods of their own, without the authorizer. A
+    // Agent cards are public (docs/protocol.md §9): methods of their own, without the authorizer. A
     // profile's JSON-RPC endpoint needs its own resource next to its card's, with the authorizer.
     const publicCard = (parent: IResource): void => {
       const card = parent.addResource('.well-known').addResource('agent-card.json');
@@ -184,7 +184,7 @@ export class ServiceStack extends Stack {
     agent.addMethod('ANY', integration, methodOptions);
     publicCard(agent);
     if (deployment.viewer) this.addViewer();
-    // A2A.md §8: authentication errors are a 401 with a challenge.
+    // docs/protocol.md §8: authentication errors are a 401 with a challenge.
     this.api.addGatewayResponse('Unauthorized', {
       type: ResponseType.UNAUTHORIZED,
       responseHeaders: { 'WWW-Authenticate': "'Bearer'" },

@@ -36,7 +36,7 @@ export interface StatefulResources {
   readonly stateTable: ITableV2;
   readonly journalTable: ITableV2;
   readonly auditTable: ITableV2;
-  /** Customer-managed key that seals content (DESIGN.md §6); tables use AWS-managed keys. */
+  /** Customer-managed key that seals content (docs/data-model.md "Sealing"); tables use AWS-managed keys. */
   readonly contentKey: IKey;
   readonly runQueue: IQueue;
   readonly runDlq: IQueue;

@@ -124,7 +124,7 @@ export const computeFloor = (sizes: ItemSizes, deployment: FloorDeployment): Flo
       {
         what: 'KMS: 0 per task (amortised)',
         units: 0,
-        why: 'data keys are reused within bounds (DESIGN §6) and decrypted keys cached, so KMS calls per task tend to 0 at scale',
+        why: 'data keys are reused within bounds (docs/data-model.md "Sealing") and decrypted keys cached, so KMS calls per task tend to 0 at scale',
       },
       {
         what: `SQS: 1 + 2/${deployment.executorBatchSize} requests`,

@@ -56,7 +56,7 @@ const json = (status: number, value: unknown, headers: Record<string, string> = 
 });
 
 /**
- * The extensions a request activates, echoed in the header spelling it used (A2A.md §9
+ * The extensions a request activates, echoed in the header spelling it used (docs/protocol.md §9
  * "Extensions": the response SHOULD list them): of those it names, the ones this server declares
  * on its cards — the push-deliveries extension (decision 0025). Unknown ones are ignored.
  */
@@ -148,7 +148,7 @@ export const createHttpApp = (deps: HttpAppDeps) => {
 };
 
 /**
- * Serializes one SSE event: an optional id line and one `data:` line (A2A.md §2 "SSE framing"),
+ * Serializes one SSE event: an optional id line and one `data:` line (docs/protocol.md §2 "SSE framing"),
  * or a comment line (a heartbeat) that SSE clients ignore.
  */
 export const formatSseEvent = (event: SseEvent): string => {

@@ -31,7 +31,7 @@ import type { Sealer } from '../../shared/domain/ports.ts';
 import { table } from '../text-table.ts';
 
 /**
- * The operator's admin command (DESIGN.md §3 "admin"), first version: validate profiles, purge
+ * The operator's admin command (docs/operations.md), first version: validate profiles, purge
  * expired data now, inspect a task's runs (metadata only). It talks to the tables directly with
  * the operator's own AWS credentials; nothing of it is reachable from the public API.
  *

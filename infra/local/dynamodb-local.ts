@@ -10,7 +10,7 @@ import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 /**
  * Amazon's DynamoDB Local, run from the jar that the npm package `amplify-dynamodb-simulator`
  * carries in its tarball (no npm package downloads the jar at run time on these machines, see
- * LOCAL-STACK.md). Only `package/emulator/` is extracted; the package itself is never installed.
+ * docs/decisions/0002-local-stack.md). Only `package/emulator/` is extracted; the package itself is never installed.
  */
 
 const execFileAsync = promisify(execFile);

@@ -55,11 +55,11 @@ export const isStreamingResult = (result: HarnessProxyResult): result is Streami
 
 /** Who calls the public agent card routes when tokens are configured and none is sent. */
 export const anonymousIdentity: Identity = { tenant: 'anonymous', principal: 'anonymous' };
-/** Everyone, when no tokens are configured (DESIGN §10). */
+/** Everyone, when no tokens are configured (docs/configuration.md). */
 export const localIdentity: Identity = { tenant: 'local', principal: 'local' };
 
 /**
- * DESIGN §10 local mode, over the same `authenticate` core as the Lambda authorizer (decision
+ * docs/configuration.md local mode, over the same `authenticate` core as the Lambda authorizer (decision
  * 0007): static `auth.tokens`, `auth.apiKeys` and `auth.jwt` all work. Without any scheme every
  * caller is `local`/`local`; with one, agent cards are public and everything else needs a valid
  * credential (401 otherwise, without calling the handler).

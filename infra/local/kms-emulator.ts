@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
 /**
- * A small KMS-protocol endpoint for the local stack (LOCAL-STACK.md "KMS"): AWS JSON 1.1 on
+ * A small KMS-protocol endpoint for the local stack (docs/decisions/0002-local-stack.md "KMS"): AWS JSON 1.1 on
  * node:http, so the production `@aws-sdk/client-kms` code runs unchanged against it through
  * `AWS_ENDPOINT_URL_KMS` or the client's `endpoint`. Symmetric keys only, held in memory.
  *

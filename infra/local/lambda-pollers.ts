@@ -39,7 +39,7 @@ import type {
 // ---- shared pieces
 
 export type LocalLogLevel = 'info' | 'warn' | 'error';
-/** Ids, counts and error names only: never record content (DESIGN §8). */
+/** Ids, counts and error names only: never record content (docs/security.md). */
 export type LocalLog = (level: LocalLogLevel, message: string, data?: Record<string, unknown>) => void;
 
 export const consoleLog: LocalLog = (level, message, data) => {

@@ -36,7 +36,7 @@ import { injectSdkFaults } from './sdk-faults.ts';
 import { startSqsEmulator } from './sqs-emulator.ts';
 
 /**
- * The embedded local stack (DESIGN §7): DynamoDB Local, an SQS emulator and a KMS endpoint —
+ * The embedded local stack (docs/decisions/0002-local-stack.md): DynamoDB Local, an SQS emulator and a KMS endpoint —
  * or LocalStack when `AWS_ENDPOINT_URL` is set — the installation's resources, and the SAME
  * handler modules as in Lambda behind an API Gateway-shaped HTTP harness and event-source
  * pollers. Handlers read their environment at module load, so it is set before they are

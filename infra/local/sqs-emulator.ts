@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createRequestHandler } from 'local-aws-sqs';
 
 /**
- * A pure-Node SQS endpoint: `local-aws-sqs` (JSON and query protocols; LOCAL-STACK.md lists what
+ * A pure-Node SQS endpoint: `local-aws-sqs` (JSON and query protocols; docs/decisions/0002-local-stack.md lists what
  * it was checked for), served on our own node:http server so its long polling can be corrected.
  *
  * local-aws-sqs 2.0.2 answers a long poll only when the batch is full or the wait is over, and

@@ -11,7 +11,7 @@ import {
 } from './dynamodb-local.ts';
 import { type LocalStack, startLocalStack } from './local-stack.ts';
 
-/** `npm start -- [--port <n>] [--config <file.json>]`: the local-run contract of DESIGN §10. */
+/** `npm start -- [--port <n>] [--config <file.json>]`: the local-run contract of docs/configuration.md. */
 
 const usage = `Usage: npm start -- [--port <n>] [--config <file.json>] [--host <address>] [--failpoints <spec>]
 
@@ -20,7 +20,7 @@ when AWS_ENDPOINT_URL is set), with the same handlers as in Lambda behind an HTT
 
 Options:
   -p, --port <n>         HTTP port (default 8787; 0 picks a free one)
-  -c, --config <file>    configuration file (JSON, DESIGN.md §10); default: one echo profile
+  -c, --config <file>    configuration file (JSON, docs/configuration.md); default: one echo profile
       --host <address>   address to listen on (default 127.0.0.1)
       --failpoints <spec> inject faults (default: $A2A_FAILPOINTS, else none), e.g.
                          '*=0.02,projector.midBatch=0.1,seed=7' (docs/reliability.md)

@@ -9,7 +9,7 @@ import { SealingFailedError } from '../domain/errors.ts';
 import type { SealContext, Sealer } from '../domain/ports.ts';
 
 /**
- * Envelope encryption for stored task content (DESIGN.md §6). Each field is sealed with
+ * Envelope encryption for stored task content (docs/data-model.md "Sealing"). Each field is sealed with
  * AES-256-GCM under a data key from KMS `GenerateDataKey`; the blob carries the encrypted data
  * key, so only a principal allowed to call KMS `Decrypt` on the key can open it.
  *
@@ -61,7 +61,7 @@ export interface KmsSealerOptions {
   /** Names the installation in the KMS encryption context. */
   readonly installation: string;
   readonly cache?: DataKeyCacheOptions;
-  /** DESIGN.md §6 stricter mode: a fresh data key per seal, with taskId in the KMS encryption context. */
+  /** docs/data-model.md "Sealing" stricter mode: a fresh data key per seal, with taskId in the KMS encryption context. */
   readonly perTaskKeys?: boolean;
   /** Milliseconds since the epoch; injected so tests can age the cache. */
   readonly clock?: () => number;

@@ -18,7 +18,7 @@ import {
 
 /**
  * Outbound HTTP to addresses a remote party chose (webhooks today, an HTTP fetch tool later),
- * guarded against SSRF (DESIGN.md §8):
+ * guarded against SSRF (docs/security.md):
  *
  * 1. The URL is checked without DNS (scheme, https outside local mode, no `user:pass@`, IP
  *    literals in any spelling — the WHATWG parser normalizes `2130706433`, `0x7f.1`, `0177.0.0.1`).
@@ -118,7 +118,7 @@ export const pinnedLookup = (pinned: ResolvedAddress): LookupFunction =>
 export interface GuardedPostOptions {
   readonly policy: WebhookPolicy;
   readonly resolve?: Resolver;
-  /** The whole request, connect to response headers (default 10 s, A2A.md §7). */
+  /** The whole request, connect to response headers (default 10 s, docs/protocol.md §7). */
   readonly timeoutMs?: number;
 }
 

@@ -29,7 +29,7 @@ import { type SendMessageDeps, sendMessage, toSendMessageResponse } from './send
 import type { ProfileCatalog } from './served-profiles.ts';
 import { type StreamTaskDeps, sendStreamingMessage, subscribeToTask } from './stream-task.ts';
 
-/** Who calls when the installation runs without authentication (DESIGN.md §10). */
+/** Who calls when the installation runs without authentication (docs/configuration.md). */
 export const anonymousCaller: Owner = { tenant: 'local', principal: 'local' };
 
 const callerOf = (ctx: RequestContext): Owner => ctx.caller ?? anonymousCaller;
@@ -129,10 +129,10 @@ export const createA2aMethods = (deps: A2aMethodsDeps): A2aMethodTable => ({
   ),
   DeleteTaskPushNotificationConfig: defineMethod(
     a2aParamsSchemas.DeleteTaskPushNotificationConfig,
-    // Result `null` (A2A.md §17): the dispatcher serializes `undefined` as null.
+    // Result `null` (docs/protocol.md §17): the dispatcher serializes `undefined` as null.
     (params, ctx) => deletePushConfig(pushDeps(deps), callerOf(ctx), params.taskId, params.id),
   ),
-  // A2A.md §9: requires authentication (decision 0007). Not declared on this profile's card,
+  // docs/protocol.md §9: requires authentication (decision 0007). Not declared on this profile's card,
   // which includes every unauthenticated installation → -32004; declared → the extended card.
   GetExtendedAgentCard: defineMethod(a2aParamsSchemas.GetExtendedAgentCard, async (_params, ctx) => {
     const { config } = await withServedProfiles(deps);

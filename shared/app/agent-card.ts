@@ -2,7 +2,7 @@ import { type AuthSettings, hasAuthScheme } from '../config/auth.ts';
 import type { Config, ProfileConfig } from '../config/config.ts';
 import { resolveProfilePrivacy } from '../domain/privacy.ts';
 
-/** What this build implements; the card never claims more (A2A.md §9, §16). */
+/** What this build implements; the card never claims more (docs/protocol.md §9). */
 export interface ImplementedCapabilities {
   readonly streaming: boolean;
   readonly pushNotifications: boolean;
@@ -15,7 +15,7 @@ export const implementedCapabilities: ImplementedCapabilities = {
   extendedAgentCard: true,
 };
 
-/** AgentCapabilities.extensions[] (A2A.md §9). */
+/** AgentCapabilities.extensions[] (docs/protocol.md §9). */
 export interface AgentExtension {
   readonly uri: string;
   readonly description?: string;
@@ -48,7 +48,7 @@ export interface AgentCard {
   readonly skills: { id: string; name: string; description: string; tags: string[]; examples?: string[] }[];
 }
 
-/** The v1.0 scheme shapes this server declares (A2A.md §9: a oneof, one wrapper key per kind). */
+/** The v1.0 scheme shapes this server declares (docs/protocol.md §9: a oneof, one wrapper key per kind). */
 export type SecurityScheme =
   | { readonly httpAuthSecurityScheme: { readonly scheme: string; readonly bearerFormat?: string } }
   | { readonly apiKeySecurityScheme: { readonly location: 'header'; readonly name: string } };
@@ -64,7 +64,7 @@ export const toV03SecurityScheme = (scheme: SecurityScheme): V03SecurityScheme =
     : { type: 'apiKey', in: scheme.apiKeySecurityScheme.location, name: scheme.apiKeySecurityScheme.name };
 
 /**
- * The v0.3 card fields, served alongside the v1.0 ones (A2A.md §9 "Serving v0.3 and v1.0 clients
+ * The v0.3 card fields, served alongside the v1.0 ones (docs/protocol.md §9 "Serving v0.3 and v1.0 clients
  * from one card", a2a-js `toCompatAgentCard(…, {embedV1Interfaces: true})`): a 0.3 client finds
  * the same JSON-RPC endpoint in `url`, which answers v0.3 method names in v0.3 (decision 0015).
  * v1.0 clients ignore them; `supportedInterfaces` stays v1.0 only, so the v1.0 TCK sees one
@@ -124,7 +124,7 @@ const skillsOf = (profileId: string, profile: ProfileConfig): AgentCard['skills'
     : [{ id: profileId, name: profile.name, description: profile.description, tags: [profileId] }];
 
 /**
- * The schemes a client may use (A2A.md §9, decision 0007), as alternatives: a bearer token (a
+ * The schemes a client may use (docs/protocol.md §9, decision 0007), as alternatives: a bearer token (a
  * JWT from the configured issuer, or a static token in local mode) or an API key in X-API-Key.
  * An installation without any scheme declares none.
  */
@@ -154,7 +154,7 @@ export const securityOf = (
 /**
  * A profile's card declares `capabilities.extendedAgentCard` only when the profile configures an
  * `extendedCard` AND the installation authenticates: GetExtendedAgentCard MUST require
- * authentication (A2A.md §9), and the `local` caller of an unauthenticated installation is
+ * authentication (docs/protocol.md §9), and the `local` caller of an unauthenticated installation is
  * nobody in particular, so such an installation could never serve it (decision 0007).
  */
 export const declaresExtendedCard = (config: Config, profileId: string): boolean =>
@@ -162,7 +162,7 @@ export const declaresExtendedCard = (config: Config, profileId: string): boolean
   hasAuthScheme(config.auth) &&
   config.profiles[profileId]?.extendedCard !== undefined;
 
-/** Builds the public agent card of one profile (A2A.md §9), with the v0.3 fields alongside. */
+/** Builds the public agent card of one profile (docs/protocol.md §9), with the v0.3 fields alongside. */
 export const buildAgentCard = (
   config: Config,
   profileId: string,

@@ -4,7 +4,7 @@ import type { TokenRejection, TokenVerifier } from '../domain/ports.ts';
 import type { Owner } from '../domain/task.ts';
 
 /**
- * Who calls (DESIGN.md §8, decision 0007). One function decides it for the Lambda authorizer and
+ * Who calls (docs/security.md, decision 0007). One function decides it for the Lambda authorizer and
  * for the local harness alike: a request's headers in, an identity (tenant, principal) out, or
  * "unauthenticated". Credentials:
  * - `Authorization: Bearer <token>`: a static token (local mode) or a JWT (verified by the port);
@@ -29,7 +29,7 @@ export type AuthFailure =
 
 export type Authentication =
   | { readonly kind: 'authenticated'; readonly identity: Identity; readonly scheme: CredentialScheme }
-  /** The installation configures no scheme: everyone is `local`/`local` (DESIGN.md §10). */
+  /** The installation configures no scheme: everyone is `local`/`local` (docs/configuration.md). */
   | { readonly kind: 'anonymous'; readonly identity: Identity }
   | { readonly kind: 'unauthenticated'; readonly reason: AuthFailure };
 

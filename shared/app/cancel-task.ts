@@ -49,7 +49,7 @@ const projectionWaitMs = 10_000;
 const maxAttempts = 5;
 
 /**
- * CancelTask (A2A.md §11): cooperative and race-safe. One transaction sets the task CANCELED
+ * CancelTask (docs/protocol.md §11): cooperative and race-safe. One transaction sets the task CANCELED
  * (conditioned on the revision read) and flags the current run (conditioned on its version,
  * I-LOCK); a run that is not executing (QUEUED, AWAITING_APPROVAL) is settled CANCELED at once,
  * a RUNNING one is settled by its executor, whose completing transaction now loses. A conflict

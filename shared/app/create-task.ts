@@ -52,7 +52,7 @@ export interface CreateTaskDeps {
   readonly logger?: { warn(message: string, fields: Record<string, unknown>): void };
   /** Counts refusals (decision 0020). */
   readonly metrics?: Metrics;
-  /** Push support (A2A.md §7): an inline config is stored in the transaction that creates the task. */
+  /** Push support (docs/protocol.md §7): an inline config is stored in the transaction that creates the task. */
   readonly pushCodec?: PushConfigCodec;
   readonly pushConfigs?: PushConfigRepository;
   readonly webhookPolicy?: WebhookPolicy;
@@ -206,7 +206,7 @@ const commitPlanned = async (
         ? [
             {
               entity: 'push' as const,
-              // The config's own taskId "should be empty" on send (A2A.md §4): the new task's id wins.
+              // The config's own taskId "should be empty" on send (docs/protocol.md §4): the new task's id wins.
               // Written with the revision this message creates: that revision is the config's first.
               item: await buildPushConfig(
                 { ...deps, pushCodec: deps.pushCodec },
@@ -265,7 +265,7 @@ const planNewTask = async (
   return { task, run: taskRun, row: { taskId, task, run: taskRun, expect: { revision: 'absent' } } };
 };
 
-/** A follow-up message continues an interrupted task as a new run (multi-turn, A2A.md §10). */
+/** A follow-up message continues an interrupted task as a new run (multi-turn, docs/protocol.md §10). */
 const planFollowUp = async (
   deps: CreateTaskDeps,
   input: CreateTaskInput,

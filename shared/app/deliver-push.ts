@@ -86,7 +86,7 @@ export class RevisionNotProjectedError extends WebhookDeliveryFailedError {
 export const a2aJsonMediaType = 'application/a2a+json';
 
 /**
- * The bodies of one revision's webhook POSTs in the config's protocol version (A2A.md §7): one
+ * The bodies of one revision's webhook POSTs in the config's protocol version (docs/protocol.md §7): one
  * v1.0 StreamResponse each (artifact updates, then the status update); for a config created
  * through v0.3, one v0.3 Task as of the revision (`kind: "task"`, lowercase state), what v0.3
  * servers POST (a2a-js 0.3 `DefaultPushNotificationSender`, decision 0026), as `application/json`.
@@ -101,7 +101,7 @@ const openWebhookBodies = async (
     ? [JSON.stringify(toProtoJson(toV03Task(await openTaskAt(codec, events, event))))]
     : (await openStreamResponses(codec, event)).map((response) => JSON.stringify(toProtoJson(response)));
 
-/** The headers of a webhook POST (A2A.md §7): media type, the auth scheme and credentials, the notification token. */
+/** The headers of a webhook POST (docs/protocol.md §7): media type, the auth scheme and credentials, the notification token. */
 export const webhookHeaders = (
   config: Pick<StoredPushConfig, 'scheme' | 'protocolVersion'>,
   secrets: { readonly credentials?: string; readonly token?: string },

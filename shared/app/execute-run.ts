@@ -89,7 +89,7 @@ const texts = {
 } as const;
 
 /**
- * Runs one queued run to its end (DESIGN.md §3). Claimed by one conditional write (I-ONCE),
+ * Runs one queued run to its end (docs/architecture.md). Claimed by one conditional write (I-ONCE),
  * ceilings tightened per provider attempt under the run lock (I-LOCK, I-TIGHTEN), and completed
  * in one atomic commit with the task's sealed result (I-RESULT). Any failure to store the result
  * ends the run and the task FAILED.

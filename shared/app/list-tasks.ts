@@ -59,7 +59,7 @@ export const decodePageToken = (token: string): ViewPosition => {
 };
 
 /**
- * ListTasks (A2A.md §6): the caller's tasks (I-OWNER), newest status first, from the journal's
+ * ListTasks (docs/protocol.md §6): the caller's tasks (I-OWNER), newest status first, from the journal's
  * owner index — never a scan. Expired tasks read as absent (I-PURGE). `totalSize` is exact
  * whenever the first page holds everything; otherwise it comes from `countViews` (decision 0006).
  */

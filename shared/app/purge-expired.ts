@@ -1,7 +1,7 @@
 import type { ExpiredItemStore, ItemKey } from '../domain/operations.ts';
 
 /**
- * The operator's purge (I-PURGE, DESIGN.md §3 "admin: purge now"): deletes every expired item of
+ * The operator's purge (I-PURGE, docs/operations.md "Retention and purge"): deletes every expired item of
  * every table at once, instead of waiting for DynamoDB TTL (which may take days). Reads already
  * treat expired items as absent (`isExpired`); this makes them physically gone.
  *

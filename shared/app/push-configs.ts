@@ -13,7 +13,7 @@ import { checkWebhookUrl, type WebhookPolicy } from '../domain/webhook-address.t
 import { checkPushConfigLimit, limitsOf } from './limits.ts';
 
 /**
- * Push notification config CRUD (A2A.md §7, §2.1): owner-checked against the task row, allowed
+ * Push notification config CRUD (docs/protocol.md §7, §2.1): owner-checked against the task row, allowed
  * on terminal tasks, secrets sealed per config, the URL checked when it is stored (and again,
  * with DNS, at every delivery).
  */

@@ -5,7 +5,7 @@ import { checkProfileEntry } from './served-profiles.ts';
 import type { ProfileVerdict } from './validate-profiles.ts';
 
 /**
- * `profiles put` (DESIGN.md §3 "admin", §10): a profile is saved only if it is valid in the
+ * `profiles put` (docs/operations.md "Saved profiles"; docs/configuration.md): a profile is saved only if it is valid in the
  * installation's configuration (its shape, its providers exist) and publishable (I-REFUSE).
  * A refused profile is not saved; the verdict names the setting that refuses it.
  */

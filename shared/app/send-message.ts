@@ -16,7 +16,7 @@ const settledForCaller = (state: Task['status']['state']): boolean =>
 
 /**
  * SendMessage: blocking by default (returns at a terminal or interrupted state, or at the
- * profile's cap, after which GetTask continues — ADR-283); `returnImmediately` returns the
+ * profile's cap, after which GetTask continues); `returnImmediately` returns the
  * first committed revision. Either way the answer comes from the journal.
  */
 export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput): Promise<Task> => {
@@ -33,7 +33,7 @@ export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput
   });
   const options = { historyLength: input.configuration?.historyLength };
   if (view === undefined) return taskFromCommittedRow(deps, input.caller, created.taskId, options);
-  // returnImmediately promises an in-progress task (A2A.md §4): when the run already finished
+  // returnImmediately promises an in-progress task (docs/protocol.md §4): when the run already finished
   // before the first projection was seen, answer with the committed revision this call created.
   if (!blocking && isTerminal(view.state) && view.revision > created.revision) {
     const snapshot = await viewAtRevision(deps, view, created.revision);
@@ -63,7 +63,7 @@ const viewAtRevision = async (
   };
 };
 
-/** The SendMessage result: exactly one of a Task or a Message (A2A.md §2.1). */
+/** The SendMessage result: exactly one of a Task or a Message (docs/protocol.md §2.1). */
 export type SendMessageResponse = { readonly task: Task } | { readonly message: Message };
 
 /** Task metadata key the executor sets when the agent answered with a Message (decision 0006). */

@@ -24,7 +24,7 @@ export interface StreamTiming {
   /** For this long after a write or an event, the delay stays at most `activeMaxPollMs`. */
   readonly activeWindowMs: number;
   readonly activeMaxPollMs: number;
-  /** An SSE comment is sent when nothing else was sent for this long (≤ 30 s, A2A.md §17). */
+  /** An SSE comment is sent when nothing else was sent for this long (≤ 30 s, docs/protocol.md §17). */
   readonly heartbeatMs: number;
   /** The stream closes cleanly after this long (API Gateway cuts streams at 15 min). */
   readonly maxDurationMs: number;
@@ -68,7 +68,7 @@ export interface StreamTaskInput {
   readonly start: StreamStart;
   /**
    * SendStreamingMessage closes at a terminal or interrupted state; SubscribeToTask stays open
-   * through INPUT_REQUIRED/AUTH_REQUIRED until a terminal state (TCK STREAM-SUB-002, A2A.md §17).
+   * through INPUT_REQUIRED/AUTH_REQUIRED until a terminal state (TCK STREAM-SUB-002, docs/protocol.md §17).
    */
   readonly closeAt: StreamEnd;
   readonly historyLength?: number;

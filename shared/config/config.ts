@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { authConfigSchema } from './auth.ts';
 
 /**
- * The configuration contract of DESIGN.md §10: one file format for `npm start --config`,
+ * The configuration contract of docs/configuration.md: one file format for `npm start --config`,
  * `cdk deploy -c config=…` and the admin command. Parsed once, at cold start.
  */
 
@@ -80,7 +80,7 @@ export const profileConfigSchema = z.object({
   skills: z.array(skillSchema).default([]),
   inputModes: z.array(z.string().min(1)).min(1).default(['text/plain', 'application/json']),
   outputModes: z.array(z.string().min(1)).min(1).default(['text/plain', 'application/json']),
-  /** How long a blocking SendMessage waits before returning the current task (ADR-283). */
+  /** How long a blocking SendMessage waits before returning the current task. */
   blockingCapSeconds: z.number().positive().max(840).default(25),
   /**
    * What GetExtendedAgentCard returns to an authenticated caller on top of the public card: another
@@ -207,7 +207,7 @@ export const configSchema = z.object({
       streamsPerCaller: z.number().int().min(1).max(1000).default(10),
     })
     .default({ pushConfigsPerTask: 10, partsPerMessage: 100, metadataBytes: 16_384, streamsPerCaller: 10 }),
-  /** ErrorInfo domain for this installation's own reasons (A2A.md §17). */
+  /** ErrorInfo domain for this installation's own reasons (docs/protocol.md §17). */
   errorDomain: z.string().min(1).default('a2a-serverless.local'),
   /** Request bodies above this many bytes are refused with -32600 (decision 0006). */
   maxRequestBytes: z

@@ -32,7 +32,7 @@ export const isTerminal = (state: TaskState): boolean => terminalStates.includes
 export const isInterrupted = (state: TaskState): boolean => interruptedStates.includes(state);
 
 /**
- * Where a task's event stream ends (A2A.md §17): SendStreamingMessage also at an interrupted
+ * Where a task's event stream ends (docs/protocol.md §17): SendStreamingMessage also at an interrupted
  * state, SubscribeToTask (and webhooks) only at a terminal one.
  */
 export type StreamEnd = 'terminal' | 'terminal-or-interrupted';
@@ -42,7 +42,7 @@ export const endsStream = (state: TaskState, end: StreamEnd): boolean =>
 
 export type Role = 'ROLE_USER' | 'ROLE_AGENT';
 
-/** The protocol versions this server speaks: v1.0, and v0.3 for older clients (A2A.md §1, §16.14). */
+/** The protocol versions this server speaks: v1.0, and v0.3 for older clients (docs/protocol.md §1). */
 export type ProtocolVersion = '1.0' | '0.3';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };

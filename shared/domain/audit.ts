@@ -3,7 +3,7 @@ import type { Ceilings, PrivacyLevel } from './privacy.ts';
 import { redactArtifacts, redactJson, redactMessage, redactText } from './redaction.ts';
 
 /**
- * The audit trail of a run (DESIGN.md §4, I-LEAVE): its steps, cut to the run's **audit ceiling**
+ * The audit trail of a run (docs/data-model.md, I-LEAVE): its steps, cut to the run's **audit ceiling**
  * before anything leaves the use case. Pure: the adapter stores what `auditEntryAt` returns and
  * nothing else, so "never above the ceiling" is decided here, once, and tested here.
  *
@@ -11,7 +11,7 @@ import { redactArtifacts, redactJson, redactMessage, redactText } from './redact
  * | ---------- | -------------------------------------------------------------------------- |
  * | `none`     | nothing: no entry at all                                                   |
  * | `metadata` | kind, provider, outcome, duration, token counts, tool names, lengths       |
- * | `redacted` | the metadata, plus the step's content redacted (DESIGN.md §5)              |
+ * | `redacted` | the metadata, plus the step's content redacted (docs/decisions/0005)              |
  * | `full`     | the metadata, plus the step's content as it was                            |
  *
  * Audit rows never reach the journal or a remote caller; the admin command shows metadata only.
@@ -173,7 +173,7 @@ export const auditEntryAt = (
 /** An audit row as operators see it: the metadata, and whether sealed content is stored. Never the content. */
 export type AuditRowSummary = Omit<AuditEntry, 'content'> & { readonly hasContent: boolean };
 
-/** Port: the audit table (DESIGN.md §4). Written by the executor; read only by the admin command. */
+/** Port: the audit table (docs/data-model.md). Written by the executor; read only by the admin command. */
 export interface AuditTrail {
   /** Writes one entry, already cut to the run's audit ceiling by `auditEntryAt`. */
   record(entry: AuditEntry): Promise<void>;

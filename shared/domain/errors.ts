@@ -102,7 +102,7 @@ export class VersionNotSupportedError extends DomainError {
   }
 }
 
-/** ADR-282: a profile whose answer ceiling is metadata/none cannot keep a result, so it is not run. */
+/** I-REFUSE (docs/invariants.md): a profile whose answer ceiling is metadata/none cannot keep a result, so it is not run. */
 export class ResultNotRetainableError extends DomainError {
   override readonly name = 'ResultNotRetainableError';
   readonly code = 'RESULT_NOT_RETAINABLE';

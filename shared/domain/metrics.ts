@@ -5,7 +5,7 @@ import type { TaskRecord } from './task.ts';
 /**
  * The application metrics operators count and alarm on (decision 0020). A metric is a name, a
  * unit and the function that emits it; it never carries an id, a text or any other content
- * (DESIGN.md §8), so the port takes a name from this list and a number, nothing else.
+ * (docs/security.md), so the port takes a name from this list and a number, nothing else.
  */
 export const metricCatalog = {
   /** A task reached a terminal state (counted once per committed revision, by the projector). */

@@ -1,7 +1,7 @@
 import type { RunRecord } from './task.ts';
 
 /**
- * Ports of the operator's admin command (DESIGN.md §3 "admin"): run inspection and the purge.
+ * Ports of the operator's admin command (docs/operations.md): run inspection and the purge.
  * Never reachable from the public API.
  */
 
@@ -38,7 +38,7 @@ export interface ExpiredItemStore {
 }
 
 /**
- * Profiles an operator saved with the admin command (DESIGN.md §3, §10): each is one entry of a
+ * Profiles an operator saved with the admin command (docs/architecture.md; docs/configuration.md): each is one entry of a
  * configuration's `profiles`, in that shape, kept in the state table.
  */
 export interface StoredProfile {

@@ -17,7 +17,7 @@ export interface SealContext {
   readonly field: string;
 }
 
-/** Envelope encryption behind two methods (DESIGN.md §6). Failures reject: callers fail closed. */
+/** Envelope encryption behind two methods (docs/data-model.md "Sealing"). Failures reject: callers fail closed. */
 export interface Sealer {
   seal(plaintext: Uint8Array, context: SealContext): Promise<Uint8Array>;
   open(blob: Uint8Array, context: SealContext): Promise<Uint8Array>;
@@ -216,7 +216,7 @@ export type AgentOutcome =
   | { readonly kind: 'completed'; readonly artifacts: readonly Artifact[]; readonly message?: Message }
   | { readonly kind: 'input-required'; readonly message: Message; readonly artifacts?: readonly Artifact[] }
   | { readonly kind: 'rejected'; readonly message: Message }
-  /** The agent answers with a Message instead of a task result (A2A.md §4 "Message vs Task"). */
+  /** The agent answers with a Message instead of a task result (docs/protocol.md §4 "Message vs Task"). */
   | { readonly kind: 'message'; readonly message: Message }
   | { readonly kind: 'failed'; readonly message: Message };
 
@@ -255,7 +255,7 @@ export interface RunLeases {
   listExpired(now: number, limit: number): Promise<RunRef[]>;
 }
 
-/** Push configs in the state table, in their task's partition (A2A.md §7). */
+/** Push configs in the state table, in their task's partition (docs/protocol.md §7). */
 export interface PushConfigRepository {
   get(taskId: string, configId: string): Promise<StoredPushConfig | undefined>;
   /** One page in configId order, after `afterConfigId` when given. */

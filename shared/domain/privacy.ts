@@ -1,6 +1,6 @@
 import { epochSeconds } from './task.ts';
 /**
- * Privacy levels and the two ceilings of a run (DESIGN.md §5, ADR-282, I-CEILING, I-REFUSE,
+ * Privacy levels and the two ceilings of a run (docs/decisions/0005, docs/invariants.md I-CEILING, I-REFUSE,
  * I-TIGHTEN). Pure functions over raw setting values: the configuration keeps levels as plain
  * strings, and this module is the one place that reads them.
  *
@@ -109,12 +109,12 @@ export const isAtLeast = (level: PrivacyLevel, minimum: PrivacyLevel): boolean =
 const tightenOptional = (level: PrivacyLevel, other: PrivacyLevel | undefined): PrivacyLevel =>
   other === undefined ? level : tighten(level, other);
 
-/** The global default `metadata` keeps a full answer (ADR-242); every other global level is itself. */
+/** The global default `metadata` keeps a full answer (decision 0005); every other global level is itself. */
 const toGlobalAnswerLevel = (globalLevel: PrivacyLevel): PrivacyLevel =>
   globalLevel === 'metadata' ? 'full' : globalLevel;
 
 /**
- * DESIGN.md §5: audit = min(global, provider, task); answer = min(globalAnswer, provider, task),
+ * docs/decisions/0005: audit = min(global, provider, task); answer = min(globalAnswer, provider, task),
  * where globalAnswer is `full` when the global level is `metadata`.
  */
 export const resolveCeilings = (sources: PrivacySources): Ceilings => {

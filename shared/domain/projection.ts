@@ -2,7 +2,7 @@ import type { JsonObject, TaskState } from './a2a.ts';
 import type { Owner, TaskRecord } from './task.ts';
 
 /**
- * The projector's pure core (DESIGN.md §3): from the committed images of a task row it derives
+ * The projector's pure core (docs/architecture.md): from the committed images of a task row it derives
  * the public view and the event of that revision. Sealed blobs are copied as they are; the
  * projector never decrypts (it holds no kms:Decrypt). History is never projected (I-HISTORY).
  */

@@ -2,7 +2,7 @@ import type { ProtocolVersion } from './a2a.ts';
 import type { SealedBlob } from './projection.ts';
 
 /**
- * Push notification configs as the state table holds them (DESIGN.md §4, A2A.md §7): one item
+ * Push notification configs as the state table holds them (docs/data-model.md, docs/protocol.md §7): one item
  * per (task, config) in the task's partition, so a purge of the task takes them along. The
  * webhook's credentials and token are sealed, each bound to (taskId, `push#<configId>#<field>`),
  * so a blob copied to another config or task fails to open.
@@ -17,7 +17,7 @@ export interface StoredPushConfig {
   readonly sealedToken?: SealedBlob;
   readonly createdAt: string;
   /**
-   * The protocol version the config was created through; it picks the webhook body (A2A.md §7):
+   * The protocol version the config was created through; it picks the webhook body (docs/protocol.md §7):
    * v1.0 StreamResponses, or the v0.3 Task as of the revision (decision 0026). Absent means 1.0.
    */
   readonly protocolVersion?: ProtocolVersion;

@@ -1,7 +1,7 @@
 import type { Artifact, JsonObject, JsonValue, Message, Part } from './a2a.ts';
 
 /**
- * Redaction for the `redacted` answer level (DESIGN.md §5): deterministic, idempotent, fail closed.
+ * Redaction for the `redacted` answer level (docs/decisions/0005): deterministic, idempotent, fail closed.
  *
  * Every pattern is written so that it cannot backtrack catastrophically: quantifiers before a
  * required literal are bounded, or the pattern may only start where a run of its characters

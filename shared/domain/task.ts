@@ -4,7 +4,7 @@ import type { RunApproval } from './approvals.ts';
 import type { SealedBlob } from './projection.ts';
 
 /**
- * Tasks and runs as the state table holds them (DESIGN.md §1, §4). Content fields (status
+ * Tasks and runs as the state table holds them (docs/invariants.md "Vocabulary"; docs/data-model.md). Content fields (status
  * message, artifacts, history) travel separately as plaintext `TaskContent` inside use cases
  * and as sealed blobs in storage.
  */

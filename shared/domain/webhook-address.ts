@@ -1,5 +1,5 @@
 /**
- * Which network addresses a webhook may reach (DESIGN.md §8, A2A.md §7 "SSRF"). Pure: the
+ * Which network addresses a webhook may reach (docs/security.md, docs/protocol.md §7 "SSRF"). Pure: the
  * adapter that resolves DNS and connects (shared/adapters/ssrf-guard.ts) asks this module about
  * every address it is about to use, and the push use cases ask it about a URL when it is stored.
  *
@@ -18,7 +18,7 @@ export type AddressClass =
   | 'unspecified'
   | 'reserved';
 
-/** What a target may be. Deployments never allow loopback; local mode may (DESIGN.md §10). */
+/** What a target may be. Deployments never allow loopback; local mode may (docs/configuration.md). */
 export interface WebhookPolicy {
   /** Plain `http:` is accepted (local mode only). */
   readonly allowHttp: boolean;

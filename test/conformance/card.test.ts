@@ -2,7 +2,7 @@ import { ClientFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ConformanceStack, startConformanceStack } from './support.ts';
 
-/** The agent card requirements of the A2A v1.0 TCK (A2A.md §9, §16.1, §13.4). */
+/** The agent card requirements of the A2A v1.0 TCK (docs/protocol.md §9, §13.4). */
 
 let sut: ConformanceStack;
 
@@ -71,7 +71,7 @@ describe('agent card', () => {
       // endpoint, and the v1.0 fields stay authoritative (v03.test.ts checks them from 0.3's side).
       expect(card!.url).toBe(card!.supportedInterfaces[0]?.url);
       expect(card!.capabilities).not.toHaveProperty('stateTransitionHistory');
-      // AgentExtension {uri, description?, required?, params?} (A2A.md §9): this server declares
+      // AgentExtension {uri, description?, required?, params?} (docs/protocol.md §9): this server declares
       // its push-deliveries extension (decision 0025), optional, so no client must activate it.
       const extensions = (card!.capabilities.extensions ?? []) as Record<string, unknown>[];
       expect(extensions.map((extension) => extension.uri)).toContain(

@@ -20,7 +20,7 @@ import {
 } from './support.ts';
 
 /**
- * The core requirements of the A2A v1.0 TCK (A2A.md §3, §4, §6, §10, §11, §13.3, §13.4) against
+ * The core requirements of the A2A v1.0 TCK (docs/protocol.md §3, §4, §6, §10, §11, §13.3, §13.4) against
  * the `tck` profile: send, get, list, cancel, execution modes, multi-turn, history and the
  * artifact scenarios. Raw HTTP, and the official @a2a-js/sdk client where it is natural.
  */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ConformanceStack, type JsonObject, startConformanceStack, taskOf } from './support.ts';
 
-/** The data model requirements of the A2A v1.0 TCK (A2A.md §3, §13.4 "Data model"). */
+/** The data model requirements of the A2A v1.0 TCK (docs/protocol.md §3, §13.4). */
 
 let sut: ConformanceStack;
 /** A variety of real answers: tasks of every artifact kind, an interrupted one, a list, a message. */

@@ -18,8 +18,8 @@ import {
 } from './support.ts';
 
 /**
- * Bad input at the HTTP/JSON-RPC edge, property-based (issue 7 item 4, DESIGN.md §8 "bad input
- * gets a precise JSON-RPC error, never a 5xx or a stack trace"). fast-check generates requests —
+ * Bad input at the HTTP/JSON-RPC edge, property-based (issue 7 item 4, docs/security.md "Rules": bad input
+ * gets a precise JSON-RPC error, never a 5xx or a stack trace). fast-check generates requests —
  * random JSON, near-valid requests of all 11 methods with one field broken (wrong types, missing
  * fields, huge strings, deep nesting, unicode, invalid UTF-8 bytes), wrong content types, bodies
  * around both size limits, odd headers, paths and HTTP methods — and sends them, eight at a time,
@@ -52,7 +52,7 @@ const appBodyCap = fuzzConfig.maxRequestBytes;
 /** infra/local/http-harness.ts `maxBodyBytesDefault`: API Gateway's own limit, answered 413. */
 const gatewayBodyCap = 1024 * 1024;
 
-/** Every A2A error code a well-formed call of each method may answer (A2A.md §8). */
+/** Every A2A error code a well-formed call of each method may answer (docs/protocol.md §8). */
 const a2aCodesOf: Readonly<Record<A2aMethod, readonly number[]>> = {
   SendMessage: [-32001, -32004, -32005],
   SendStreamingMessage: [-32001, -32004, -32005],

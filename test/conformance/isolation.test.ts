@@ -15,7 +15,7 @@ import {
 } from './support.ts';
 
 /**
- * I-OWNER (DESIGN.md §2, §8; A2A.md §12; decision 0007): every task belongs to one (tenant,
+ * I-OWNER (docs/invariants.md; docs/security.md; docs/protocol.md §12; decision 0007): every task belongs to one (tenant,
  * principal). Any other caller — another tenant, another principal of the same tenant, or the
  * same principal name in another tenant — gets TaskNotFound (-32001, indistinguishable from a
  * task that does not exist) from every method that names a task, and never sees it in
@@ -369,7 +369,7 @@ describe('after every intrusion attempt', () => {
   });
 });
 
-describe('GetExtendedAgentCard (A2A.md §9: requires authentication)', () => {
+describe('GetExtendedAgentCard (docs/protocol.md §9: requires authentication)', () => {
   it('is declared on the tck card and served to an authenticated caller', async () => {
     const card = (await (await fetch(`${sut.baseUrl}/agents/tck/.well-known/agent-card.json`)).json()) as {
       capabilities: JsonObject;

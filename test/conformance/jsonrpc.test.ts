@@ -9,7 +9,7 @@ import {
 } from './support.ts';
 
 /**
- * The JSON-RPC binding requirements of the A2A v1.0 TCK (A2A.md §2, §8, §9, §13.4): envelope,
+ * The JSON-RPC binding requirements of the A2A v1.0 TCK (docs/protocol.md §2, §8, §9, §13.4): envelope,
  * error objects, error codes with their ErrorInfo, version handling, and the request size cap.
  * Raw HTTP only: these are wire facts.
  */

@@ -5,7 +5,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
 import { type ConformanceStack, type JsonObject, startConformanceStack, userMessage } from './support.ts';
 
 /**
- * Push notification configs and webhook delivery (A2A.md §7, §13.4 PUSH-*), against the local
+ * Push notification configs and webhook delivery (docs/protocol.md §7, §13.4 PUSH-*), against the local
  * stack with a real `node:http` receiver on loopback (the TCK's receiver is plain
  * `http://localhost`, which local mode allows).
  */
@@ -53,7 +53,7 @@ describe('push config CRUD', () => {
     };
     const reply = await sut.rpc('CreateTaskPushNotificationConfig', params);
     expect(reply.result).toEqual(params);
-    // snake_case keys are accepted too (A2A.md §2).
+    // snake_case keys are accepted too (docs/protocol.md §2).
     const snake = await sut.rpc('CreateTaskPushNotificationConfig', {
       task_id: completedTaskId,
       url: `${receiver.url}/snake`,

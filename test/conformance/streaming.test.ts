@@ -6,7 +6,7 @@ import { drain, kindOf, type RpcAnswer, rpc, type SseFrame, stateOf, terminalSta
 import { type ConformanceStack, conformanceConfig, startConformanceStack } from './support.ts';
 
 /**
- * The streaming requirements of the A2A v1.0 TCK (A2A.md §5, §13.3, §13.4, §17) against the local
+ * The streaming requirements of the A2A v1.0 TCK (docs/protocol.md §5, §13.3, §13.4, §17) against the local
  * stack's `tck` profile (the scripted `tck` provider): raw HTTP with a small SSE parser (framing,
  * ids, heartbeats, Last-Event-ID) and the official @a2a-js/sdk client. One test per requirement ID.
  */
@@ -158,7 +158,7 @@ describe('SendStreamingMessage', () => {
     expect(terminalStates).toContain(stateOf(events.at(-1) as SseFrame));
   });
 
-  it('closes at an interrupted state (A2A.md §17)', async () => {
+  it('closes at an interrupted state (docs/protocol.md §17)', async () => {
     const answer = await stream('SendStreamingMessage', message('tck-input-required'));
     const { events } = await drain(answer.frames);
     expect(compact(events)).toEqual([
@@ -258,7 +258,7 @@ describe('SubscribeToTask', () => {
     expect(terminalStates).toContain(stateOf(events.at(-1) as SseFrame));
   });
 
-  it('resumes after Last-Event-ID: the task as last seen, then only the revisions after it (A2A.md §17)', async () => {
+  it('resumes after Last-Event-ID: the task as last seen, then only the revisions after it (docs/protocol.md §17)', async () => {
     // test-resubscribe-message-id: WORKING, then COMPLETED 4 s later — the client leaves in between.
     const first = await stream('SendStreamingMessage', message('test-resubscribe-message-id'));
     const { events: before } = await drain(first.frames, (frame) => stateOf(frame) === 'TASK_STATE_WORKING');

@@ -4,7 +4,7 @@ import { type Config, parseConfig } from '../../shared/config/config.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 
 /**
- * Shared start-up of the conformance suite (A2A.md §13.4): the local stack, in-process, with a
+ * Shared start-up of the conformance suite (docs/protocol.md §13.4): the local stack, in-process, with a
  * configuration that publishes the TCK's system under test (`tck`, scripted `tck` provider), the
  * `default` echo profile, and a `slow` profile whose blocking cap is shorter than its run.
  * Tests talk raw HTTP through the helpers here, or the official client via `baseUrl`.
@@ -43,7 +43,7 @@ export const conformanceConfig: Config = parseConfig({
   maxRequestBytes: 64 * 1024,
 });
 
-/** The eleven A2A v1.0 JSON-RPC methods, as A2A.md lists them (the spec, not the router's table). */
+/** The eleven A2A v1.0 JSON-RPC methods, as docs/protocol.md §2.1 lists them (the spec, not the router's table). */
 export const a2aMethods = [
   'SendMessage',
   'SendStreamingMessage',

@@ -19,7 +19,7 @@ import { drain, rpc, type SseFrame } from './sse.ts';
 import { type ConformanceStack, type JsonObject, startConformanceStack } from './support.ts';
 
 /**
- * A2A v0.3 compatibility (A2A.md §1, §16.14; decision 0015): a client still on 0.3 — the
+ * A2A v0.3 compatibility (docs/protocol.md §1; decision 0015): a client still on 0.3 — the
  * @a2a-js/sdk v0.3 compatibility client, `LegacyJsonRpcTransport`, which speaks the v0.3 wire
  * (`message/send`, `kind`, lowercase states) and translates it back, so a wrong v0.3 shape fails
  * its parsing or reads as TASK_STATE_UNSPECIFIED — against the local stack, found through the

@@ -13,7 +13,7 @@ import {
 } from '../support/webhook-receiver.ts';
 
 /**
- * I-COMMITTED (DESIGN.md §2): polling, SSE and webhooks read only the journal, which the
+ * I-COMMITTED (docs/invariants.md): polling, SSE and webhooks read only the journal, which the
  * projector writes from the committed stream records. The test holds the projector back (its
  * invocations wait at a gate, as a slow or failing projector would) while the executor commits a
  * task's completion to the state table, and checks that no channel shows it: GetTask still answers

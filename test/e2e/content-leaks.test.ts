@@ -13,8 +13,8 @@ import { createTestResources, providedEndpoints, type TestResources } from '../s
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
- * Where content may and may not go (issue 7 item 5; DESIGN.md §8 "logs and metrics never contain
- * content", I-LEAVE, §6 sealing), through the local stack with every handler in this process:
+ * Where content may and may not go (issue 7 item 5; docs/security.md "Rules": logs and metrics never contain
+ * content; I-LEAVE; docs/data-model.md "Sealing"), through the local stack with every handler in this process:
  *
  * - a marker secret planted in every kind of content — message text, file bytes, file URL and
  *   name, data parts, message/part/request metadata, push tokens and credentials (inline and

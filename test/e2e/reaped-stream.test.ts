@@ -130,7 +130,7 @@ describe('a task reaped RUN_NOT_STARTED, watched by streams that were idle for a
     await late.done;
     expect(summary(late.events)).toEqual(expected);
     expect(late.cut).toBe(false);
-    // Without Last-Event-ID, a terminal task has nothing to subscribe to (A2A.md §5).
+    // Without Last-Event-ID, a terminal task has nothing to subscribe to (docs/protocol.md §5).
     const refused = await rpc(url, 'SubscribeToTask', { id: taskId });
     expect(refused.kind === 'json' ? refused.body.error?.code : 'sse').toBe(-32004);
   });

@@ -220,7 +220,7 @@ describe('a2a get, list, cancel, subscribe, push', () => {
       output += chunk.toString();
     });
     const exited = new Promise<number | null>((done) => subscriber.once('exit', (code) => done(code)));
-    // The first event of SubscribeToTask is the task itself (A2A.md): once printed, the stream is live.
+    // The first event of SubscribeToTask is the task itself (docs/protocol.md §5): once printed, the stream is live.
     const deadline = Date.now() + 60_000;
     while (!output.includes(task.id) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     expect(output).toMatch(new RegExp(`task {6}${task.id} {2}INPUT_REQUIRED`));

@@ -24,7 +24,7 @@ export interface ReceiverOptions {
   readonly redirectTo?: string;
 }
 
-/** A real `node:http` webhook receiver on loopback, as the TCK runs one (A2A.md §7). */
+/** A real `node:http` webhook receiver on loopback, as the TCK runs one (docs/protocol.md §7). */
 export const startWebhookReceiver = async (options: ReceiverOptions = {}): Promise<WebhookReceiver> => {
   const posts: ReceivedPost[] = [];
   const server = createServer((req, res) => {

@@ -13,7 +13,7 @@ import type { SendMessageDeps } from '../../shared/app/send-message.ts';
 import { type Config, parseConfig } from '../../shared/config/config.ts';
 
 /**
- * The card's security declaration and GetExtendedAgentCard (A2A.md §9, decision 0007): schemes
+ * The card's security declaration and GetExtendedAgentCard (docs/protocol.md §9, decision 0007): schemes
  * match what the installation accepts, and the extended card is declared and served only where
  * a caller can be authenticated.
  */

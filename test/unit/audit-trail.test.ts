@@ -32,7 +32,7 @@ const stepWith = (text: string, extra: Partial<AuditStep> = {}): AuditStep => ({
   ...extra,
 });
 
-describe('auditEntryAt: what an audit row may keep at each ceiling (I-LEAVE, DESIGN.md §4)', () => {
+describe('auditEntryAt: what an audit row may keep at each ceiling (I-LEAVE, docs/data-model.md)', () => {
   it('a tool call: names and lengths at metadata, redacted arguments and result at redacted, as called at full', () => {
     const toolCall = {
       name: 'http_fetch',

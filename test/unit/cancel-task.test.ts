@@ -21,7 +21,7 @@ const tckConfig = () =>
     profiles: { default: { name: 'TCK', description: 'tck', providers: ['tck'], privacyLevel: 'full' } },
   });
 
-describe('cancelTask (A2A.md §11)', () => {
+describe('cancelTask (docs/protocol.md §11)', () => {
   it('cancels a queued task in one transaction: the run ends CANCELED and is never executed', async () => {
     const core = createCore();
     const { taskId } = await core.send('never run');

@@ -1,5 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../infra/house-function.ts';
 import { isDeadLetterQueue } from '../../infra/stateful-stack.ts';
@@ -132,6 +133,106 @@ describe('docs/operations.md', () => {
     const monitoring = readFileSync(join(REPO_ROOT, 'infra/monitoring.ts'), 'utf8');
     for (const pointer of monitoring.matchAll(/docs\/operations\.md "([^"$]+)"/g)) {
       expect(sections).toContain(pointer[1]);
+    }
+  });
+});
+
+/**
+ * The repository explains itself: what it cites is in it. Every text file tracked by git is read
+ * (bench/results are generated reports); a citation of a document outside the repository, a
+ * `docs/…` path or a relative Markdown link that does not resolve, or a decision record that
+ * neither exists nor has its number reserved in docs/decisions/README.md fails here.
+ */
+describe('citations', () => {
+  const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: REPO_ROOT, encoding: 'utf8' })
+    .split('\0')
+    .filter((path) => /\.(ts|js|mjs|md|json|html|css|sh|ya?ml)$/.test(path))
+    .filter((path) => !path.startsWith('bench/results/') && path !== 'package-lock.json')
+    .filter((path) => existsSync(join(REPO_ROOT, path)));
+  const files = tracked.map((path) => ({ path, text: readFileSync(join(REPO_ROOT, path), 'utf8') }));
+  const index = read('decisions/README.md');
+  const records = readdirSync(join(REPO_ROOT, 'docs', 'decisions')).filter((name) =>
+    /^\d{4}-.*\.md$/.test(name),
+  );
+  const recordNumbers = new Set(records.map((name) => name.slice(0, 4)));
+  const indexRows = new Map(
+    [...index.matchAll(/^\| \[?(\d{4})\]?(?:\([^)]*\))? \| [^|]* \| ([^|]*) \|/gm)].map((row) => [
+      row[1]!,
+      row[2]!.trim(),
+    ]),
+  );
+
+  it('cites no document that lives outside the repository', () => {
+    // Spelled in pieces so that this file does not match itself.
+    const outside = new RegExp(
+      `\\b(${['DESIGN', 'A2A', 'LOCAL-STACK', 'STYLE'].map((name) => `${name}\\.md`).join('|')}|${'DESIGN'} §|ADR-\\d+)`,
+    );
+    const found = files
+      .filter(({ text }) => outside.test(text))
+      .map(({ path, text }) => `${path}: ${outside.exec(text)?.[0]}`);
+    expect(found).toEqual([]);
+  });
+
+  it("cites only docs/ files that exist (a path qualified by another repository is that repository's)", () => {
+    const missing = files.flatMap(({ path, text }) =>
+      [...text.matchAll(/\bdocs\/[\w./-]*\w\.md\b/g)]
+        .filter(
+          (match) => !/a2aproject\/\S+\s`?$/.test(text.slice(Math.max(0, match.index - 40), match.index)),
+        )
+        .map((match) => match[0])
+        .filter((cited) => !existsSync(join(REPO_ROOT, cited)))
+        .map((cited) => `${path}: ${cited}`),
+    );
+    expect(missing).toEqual([]);
+  });
+
+  it('links only to files that exist (relative Markdown links)', () => {
+    const broken = files
+      .filter(({ path }) => path.endsWith('.md'))
+      .flatMap(({ path, text }) =>
+        [...text.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)]
+          .map((match) => match[1]!)
+          .filter((target) => !/^[a-z]+:/.test(target))
+          .filter((target) => !existsSync(join(REPO_ROOT, dirname(path), target)))
+          .map((target) => `${path}: ${target}`),
+      );
+    expect(broken).toEqual([]);
+  });
+
+  it('cites only decision records that exist or whose number is reserved in the index', () => {
+    const cited = files.flatMap(({ path, text }) =>
+      [
+        ...text.matchAll(/\b[Dd]ecisions? (\d{4}(?:(?:, | and | or |–)\d{4})*)/g),
+        ...text.matchAll(/docs\/decisions\/(\d{4})/g),
+      ].flatMap((match) => match[1]!.split(/, | and | or |–/).map((number) => ({ path, number }))),
+    );
+    expect(cited.length).toBeGreaterThan(50);
+    const unknown = cited
+      .filter(({ number }) => !recordNumbers.has(number) && !indexRows.has(number))
+      .map(({ path, number }) => `${path}: ${number}`);
+    expect(unknown).toEqual([]);
+  });
+
+  it('lists every decision record in docs/decisions/README.md, with its status', () => {
+    expect(records.length).toBeGreaterThan(40);
+    for (const record of records) {
+      const number = record.slice(0, 4);
+      expect(indexRows.has(number), `${record} has a row in the index`).toBe(true);
+      const status = indexRows.get(number) ?? '';
+      if (!index.includes(`[${number}](${record})`)) continue; // a reserved row, filled in at the end
+      expect(status, record).toMatch(/^(accepted|(superseded|amended) by \d{4}(, \d{4})*)$/);
+      for (const successor of status.match(/\d{4}/g) ?? []) {
+        expect(recordNumbers.has(successor) || indexRows.has(successor), `${record}: ${successor}`).toBe(
+          true,
+        );
+      }
+      const header = readFileSync(join(REPO_ROOT, 'docs', 'decisions', record), 'utf8')
+        .split('\n')
+        .slice(0, 6)
+        .join('\n');
+      if (status.startsWith('superseded') || status.startsWith('amended')) {
+        expect(header, `${record}'s own header says ${status}`).toContain(status);
+      }
     }
   });
 });

@@ -20,7 +20,7 @@ const completedTasks = async (core: ReturnType<typeof createCore>, n: number, ex
 const list = (core: ReturnType<typeof createCore>, input: Partial<Parameters<typeof listTasks>[1]> = {}) =>
   listTasks(core.deps, { caller: alice, pageSize: 50, includeArtifacts: false, ...input });
 
-describe('listTasks (A2A.md §6)', () => {
+describe('listTasks (docs/protocol.md §6)', () => {
   it('pages through every task exactly once, newest status first, with "" on the last page', async () => {
     const core = createCore();
     const ids = await completedTasks(core, 5);

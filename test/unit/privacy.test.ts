@@ -19,7 +19,7 @@ import {
 } from '../../shared/domain/privacy.ts';
 
 // ---------------------------------------------------------------------------------------------
-// The rules of DESIGN.md §5, written out independently of the implementation.
+// The rules of docs/decisions/0005, written out independently of the implementation.
 
 /** How a raw setting reads. `bogus` stands for every invalid value. */
 const readsAs = {
@@ -78,7 +78,7 @@ const table: Row[] = rawLevels.flatMap((global) =>
 
 const name = (raw: RawLevel | undefined): string => raw ?? 'absent';
 
-describe('the ceiling table (DESIGN.md §5), every combination', () => {
+describe('the ceiling table (docs/decisions/0005), every combination', () => {
   it('covers 5 global × 6 provider × 6 task combinations', () => {
     expect(table).toHaveLength(180);
   });

@@ -459,7 +459,7 @@ describe('errors thrown by use cases', () => {
   });
 });
 
-describe('A2A-Version (A2A.md §9, §17)', () => {
+describe('A2A-Version (docs/protocol.md §9, §17)', () => {
   const send = { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'hi' }] } };
   const served = async (headers: HeaderMap, method = 'SendMessage', query?: HeaderMap) => {
     const { dispatcher, seen } = setup();

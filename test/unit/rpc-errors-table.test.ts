@@ -46,7 +46,7 @@ interface A2aRow {
   readonly metadata: Record<string, string>;
 }
 
-/** A2A.md §8, row by row: code, standard message, ErrorInfo reason and domain, metadata. */
+/** docs/protocol.md §8, row by row: code, standard message, ErrorInfo reason and domain, metadata. */
 const a2aRows: readonly A2aRow[] = [
   {
     error: new TaskNotFoundError('t-1'),

@@ -385,7 +385,7 @@ describe('camelCase and snake_case are both accepted for every method with multi
   });
 });
 
-describe('ListTasks params (A2A.md §6)', () => {
+describe('ListTasks params (docs/protocol.md §6)', () => {
   it('defaults pageSize to 50 and includeArtifacts to false', () => {
     expect(parseParams(listTasksParamsSchema, {})).toEqual({ pageSize: 50, includeArtifacts: false });
     expectTypeOf<z.output<typeof listTasksParamsSchema>>().toEqualTypeOf<ListTasksParams>();

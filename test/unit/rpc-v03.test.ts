@@ -45,7 +45,7 @@ import type { WebhookRequest } from '../../shared/domain/ports.ts';
 import type { JournalEvent } from '../../shared/domain/projection.ts';
 import type { StoredPushConfig } from '../../shared/domain/push.ts';
 
-/** The A2A v0.3 compatibility layer (A2A.md §1, §16.14; decision 0015): shapes and method table. */
+/** The A2A v0.3 compatibility layer (docs/protocol.md §1; decision 0015): shapes and method table. */
 
 const at = '2026-03-01T12:00:00.000Z';
 

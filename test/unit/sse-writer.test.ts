@@ -10,7 +10,7 @@ import type { SseEvent } from '../../shared/app/rpc/dispatcher.ts';
 const envelope = { jsonrpc: '2.0' as const, id: 7, result: { statusUpdate: { text: 'a\nb' } } };
 
 describe('formatSseEvent', () => {
-  it('writes an id line and exactly one data line per event (A2A.md §2 SSE framing)', () => {
+  it('writes an id line and exactly one data line per event (docs/protocol.md §2 SSE framing)', () => {
     const text = formatSseEvent({ eventId: '3', message: envelope as never });
     expect(text).toBe(`id: 3\ndata: ${JSON.stringify(envelope)}\n\n`);
     expect(text.split('\n').filter((line) => line.startsWith('data:'))).toHaveLength(1);

@@ -9,7 +9,7 @@ import {
   webhookPolicyFor,
 } from '../../shared/domain/webhook-address.ts';
 
-/** The SSRF guard's address rules (DESIGN.md §8), as a table. */
+/** The SSRF guard's address rules (docs/security.md), as a table. */
 
 const addresses: [string, AddressClass | undefined][] = [
   ['127.0.0.1', 'loopback'],

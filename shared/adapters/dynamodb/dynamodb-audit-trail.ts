@@ -14,7 +14,7 @@ import { withoutUndefined } from './entities.ts';
 import { queryAll } from './query-all.ts';
 
 /**
- * The audit table (DESIGN.md §4): one item per run step, in the task's partition so the purge
+ * The audit table (docs/data-model.md): one item per run step, in the task's partition so the purge
  * and the admin command find them with one query. Metadata is stored as attributes; content,
  * present only at `redacted`/`full`, is sealed like task content (bound to the row), so a scan
  * of the table shows no plaintext at any ceiling.

@@ -14,7 +14,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 export const slowDelayMs = 2_000;
 
 /**
- * The deterministic, offline provider (DESIGN.md §10): the default locally and in tests.
+ * The deterministic, offline provider (docs/configuration.md): the default locally and in tests.
  * It counts its calls per run so tests can prove a run never called its provider twice (I-ONCE).
  */
 export class ScriptedProvider implements AgentProvider {
@@ -67,7 +67,7 @@ const echo = (request: AgentRequest, last: Message): AgentOutcome => {
   };
 };
 
-/** The A2A TCK's system-under-test scenarios, chosen by messageId prefix (A2A.md §13.3). */
+/** The A2A TCK's system-under-test scenarios, chosen by messageId prefix (docs/protocol.md §13.3). */
 const playTck = (request: AgentRequest, last: Message): AgentOutcome => {
   const id = last.messageId;
   const done = (parts: Part[]): AgentOutcome => ({
@@ -118,7 +118,7 @@ const playTck = (request: AgentRequest, last: Message): AgentOutcome => {
 };
 
 /**
- * The TCK's streaming scenarios (A2A.md §13.3, `scenarios/streaming.feature`) as durable runs: the
+ * The TCK's streaming scenarios (docs/protocol.md §13.3, `scenarios/streaming.feature`) as durable runs: the
  * stream shows committed revisions only, so "WORKING → artifact → COMPLETED" is the claim revision
  * (WORKING) and then the completing one (the artifact + COMPLETED, one transaction, I-RESULT).
  * The chunked scenario is one artifact whose two parts are the two chunks (docs/decisions/0008).

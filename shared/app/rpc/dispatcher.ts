@@ -14,7 +14,7 @@ import type { a2aParamsSchemas } from './schemas.ts';
 import { parseParams } from './schemas.ts';
 
 /**
- * The one JSON-RPC 2.0 dispatcher of the A2A v1.0 binding (A2A.md §2, §17): envelope checks,
+ * The one JSON-RPC 2.0 dispatcher of the A2A v1.0 binding (docs/protocol.md §2, §17): envelope checks,
  * version and extension negotiation, a method table whose params are parsed by schemas, and
  * every failure turned into an error envelope through `toJsonRpcError`. `dispatch` never throws.
  */
@@ -41,14 +41,14 @@ export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
 
 /**
  * One SSE event: `id: <eventId>` (when known) and a single `data:` line with the envelope — or a
- * comment line (`: keep-alive`) that keeps proxies from cutting an idle stream (A2A.md §17).
+ * comment line (`: keep-alive`) that keeps proxies from cutting an idle stream (docs/protocol.md §17).
  */
 export type SseEvent =
   | { readonly eventId?: string; readonly message: JsonRpcResponse }
   | { readonly comment: string };
 
 /**
- * HTTP 200 for every JSON-RPC answer, errors included (A2A.md §17); the handler sends `json` as
+ * HTTP 200 for every JSON-RPC answer, errors included (docs/protocol.md §17); the handler sends `json` as
  * `application/json` and `sse` as `text/event-stream`.
  */
 export type DispatchResult =
@@ -75,11 +75,11 @@ export interface RequestContext {
   readonly profileId: string;
   /** Absolute base URL of this agent's endpoint, for URLs the answer must carry. */
   readonly baseUrl: string;
-  /** The SSE `Last-Event-ID` header of a re-attaching client, if any (A2A.md §17). */
+  /** The SSE `Last-Event-ID` header of a re-attaching client, if any (docs/protocol.md §17). */
   readonly lastEventId?: string;
 }
 
-/** An event for the SSE stream, with the id that lets a client re-attach after it (A2A.md §17). */
+/** An event for the SSE stream, with the id that lets a client re-attach after it (docs/protocol.md §17). */
 export interface IdentifiedStreamResponse {
   readonly eventId: string;
   readonly response: StreamResponse;
@@ -151,7 +151,7 @@ export interface DispatcherOptions {
   readonly requiredExtensions?: readonly string[];
   /**
    * The v0.3 method table (`message/send`, …; rpc/v03-methods.ts), served to requests negotiated
-   * as 0.3. Without it such requests get -32009 (A2A.md §17).
+   * as 0.3. Without it such requests get -32009 (docs/protocol.md §17).
    */
   readonly v03Methods?: MethodTable;
   readonly now?: () => Date;
@@ -161,7 +161,7 @@ export interface DispatcherOptions {
 export type HeaderMap = Readonly<Record<string, string | readonly string[] | undefined>>;
 
 export interface RequestInfo {
-  /** Query parameters; `A2A-Version` may travel here too (A2A.md §2). */
+  /** Query parameters; `A2A-Version` may travel here too (docs/protocol.md §2). */
   readonly query?: HeaderMap;
   readonly caller?: Caller | null;
   readonly requestId?: string;
@@ -174,7 +174,7 @@ export interface Dispatcher {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Version negotiation (A2A.md §9 "Versioning", §17)
+// Version negotiation (docs/protocol.md §9 "Versioning", §17)
 // ---------------------------------------------------------------------------------------------
 
 export const supportedVersion = '1.0';
@@ -207,7 +207,7 @@ interface Envelope {
   readonly params: unknown;
 }
 
-/** What a failure log line carries: ids, never content (DESIGN.md §8). */
+/** What a failure log line carries: ids, never content (docs/security.md). */
 interface LogAttributes {
   readonly requestId: string;
   readonly method?: string;
@@ -312,7 +312,7 @@ export const createDispatcher = <S extends Record<string, z.ZodType>>(
 
   /**
    * Pulls the first event before choosing SSE, so an early failure (unknown task, terminal task)
-   * is still a plain JSON error (A2A.md §5 "Errors before and during a stream").
+   * is still a plain JSON error (docs/protocol.md §5 "Errors before and during a stream").
    */
   const openStream = async (
     id: JsonRpcId,
@@ -372,13 +372,13 @@ export const createDispatcher = <S extends Record<string, z.ZodType>>(
   ): Promise<DispatchResult> => {
     const requested = headerValue(headers, 'a2a-version') || headerValue(request.query, 'a2a-version');
     const version = resolveProtocolVersion(requested, envelope.method);
-    // v0.3 requests go to the v0.3 table (A2A.md §16.14, §17), when this installation has one.
+    // v0.3 requests go to the v0.3 table (docs/protocol.md §1, §17), when this installation has one.
     const table = tables[version];
     if (table === undefined) throw new VersionNotSupportedError(truncate(requested?.trim() || version));
     if (!Object.hasOwn(table, envelope.method)) throw new JsonRpcProtocolError('METHOD_NOT_FOUND');
     const spec = table[envelope.method] as MethodSpec;
 
-    // v0.3 clients spell the extensions header `X-A2A-Extensions` (A2A.md §1).
+    // v0.3 clients spell the extensions header `X-A2A-Extensions` (docs/protocol.md §1).
     const extensions = parseExtensionsHeader(
       headerValue(headers, 'a2a-extensions') ??
         (version === '0.3' ? headerValue(headers, 'x-a2a-extensions') : undefined),

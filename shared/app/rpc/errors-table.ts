@@ -3,7 +3,7 @@ import { InvalidParamsError, isDomainError, LimitExceededError } from '../../dom
 import { assertNever } from '../../domain/task.ts';
 
 /**
- * The one place where errors become JSON-RPC wire codes (A2A.md §8). Domain errors carry a
+ * The one place where errors become JSON-RPC wire codes (docs/protocol.md §8). Domain errors carry a
  * semantic `code`; envelope problems found by the dispatcher carry a `ProtocolErrorCode`.
  * Anything else is an internal error with a generic message: its cause is logged, never sent.
  */
@@ -78,7 +78,7 @@ export const jsonRpcErrorTable: Readonly<Record<WireErrorCode, WireErrorRow>> = 
     message: 'Protocol version not supported',
     detail: a2aInfo('VERSION_NOT_SUPPORTED'),
   },
-  // ADR-282 / I-REFUSE: an UnsupportedOperationError on the wire, with this installation's own reason.
+  // I-REFUSE (docs/invariants.md): an UnsupportedOperationError on the wire, with this installation's own reason.
   RESULT_NOT_RETAINABLE: {
     code: -32004,
     message: 'This operation is not supported: the result could not be kept under the privacy policy',

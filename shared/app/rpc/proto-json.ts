@@ -57,7 +57,7 @@ const convertObject = (value: object): JsonValue | undefined => {
 };
 
 /**
- * `historyLength` (A2A.md §4, §3.2.4): unset → unchanged; 0 → `history` omitted; N → the N most
+ * `historyLength` (docs/protocol.md §4): unset → unchanged; 0 → `history` omitted; N → the N most
  * recent messages (the history is chronological).
  */
 export const applyHistoryLength = <T extends { history?: Message[] }>(task: T, historyLength?: number): T => {
@@ -66,7 +66,7 @@ export const applyHistoryLength = <T extends { history?: Message[] }>(task: T, h
   return (historyLength <= 0 ? rest : { ...rest, history: history.slice(-historyLength) }) as T;
 };
 
-/** `includeArtifacts` (ListTasks, A2A.md §6): false → the field is omitted; true → present, even as `[]`. */
+/** `includeArtifacts` (ListTasks, docs/protocol.md §6): false → the field is omitted; true → present, even as `[]`. */
 export const applyIncludeArtifacts = <T extends { artifacts?: Artifact[] }>(
   task: T,
   includeArtifacts: boolean,

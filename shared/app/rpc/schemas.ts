@@ -14,7 +14,7 @@ import type { FieldViolation } from '../../domain/errors.ts';
 import { InvalidParamsError } from '../../domain/errors.ts';
 
 /**
- * One schema per A2A v1.0 JSON-RPC method (A2A.md §2.1), over camelCase keys. Requests are
+ * One schema per A2A v1.0 JSON-RPC method (docs/protocol.md §2.1), over camelCase keys. Requests are
  * key-normalized first (`normalizeParamKeys`), so snake_case senders (the TCK) pass too.
  * Unknown fields are ignored (zod objects strip them; DM-SERIAL-005). Outputs are domain types.
  */

@@ -32,7 +32,7 @@ import {
 } from './v03-shapes.ts';
 
 /**
- * The A2A v0.3 JSON-RPC methods (A2A.md §1, §16.14), each mapped onto its v1.0 method of the
+ * The A2A v0.3 JSON-RPC methods (docs/protocol.md §1), each mapped onto its v1.0 method of the
  * same table — the same use cases, capability gates and errors — with the request and answer
  * translated by rpc/v03-shapes.ts. The dispatcher serves this table to requests negotiated as 0.3
  * (a v0.3 method name without `A2A-Version`, or `A2A-Version: 0.3`), with `a2aVersion` "0.3" in
@@ -164,7 +164,7 @@ export const createV03Methods = (v1: A2aMethodTable): MethodTable<typeof v03Para
   ),
   'tasks/pushNotificationConfig/delete': defineMethod(
     v03ParamsSchemas['tasks/pushNotificationConfig/delete'],
-    // Result `null`, as in v1.0 (A2A.md §17).
+    // Result `null`, as in v1.0 (docs/protocol.md §17).
     async (params, ctx) => {
       await v1.DeleteTaskPushNotificationConfig.run(
         { taskId: params.id, id: params.pushNotificationConfigId },

@@ -14,7 +14,7 @@ import type {
 import { endsStream } from '../../domain/a2a.ts';
 
 /**
- * The A2A v0.3 wire shapes (A2A.md §1) and their pure mapping to and from the v1.0 model — the
+ * The A2A v0.3 wire shapes (docs/protocol.md §1) and their pure mapping to and from the v1.0 model — the
  * one place that knows them; rpc/v03-methods.ts routes v0.3 method names through it onto the
  * v1.0 use cases, and the deliverer uses it for webhooks of configs created through v0.3.
  * Outgoing: `kind` discriminators, lowercase states and roles, file parts, `final` on status
