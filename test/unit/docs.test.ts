@@ -181,6 +181,11 @@ describe('citations', () => {
         )
         .map((match) => match[0])
         .filter((cited) => !existsSync(join(REPO_ROOT, cited)))
+        // A record being written today may be cited before it lands, if its number is reserved.
+        .filter((cited) => {
+          const number = /^docs\/decisions\/(\d{4})-/.exec(cited)?.[1] ?? '';
+          return !(indexRows.has(number) && !recordNumbers.has(number));
+        })
         .map((cited) => `${path}: ${cited}`),
     );
     expect(missing).toEqual([]);
