@@ -1,6 +1,7 @@
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
 import type { Authenticate, AuthFailure, HeaderLookup } from '../../shared/app/authenticate.ts';
 import { type AuthConfig, hasAuthScheme } from '../../shared/config/auth.ts';
+import type { Logger } from '../../shared/domain/logger.ts';
 
 /**
  * The API Gateway REQUEST authorizer (decision 0007): request headers → `authenticate` → an
@@ -9,11 +10,6 @@ import { type AuthConfig, hasAuthScheme } from '../../shared/config/auth.ts';
  * 401 without calling the rpc function. Any other failure (the JWKS unreachable) is thrown as
  * it is, and API Gateway answers 500: an outage is not a bad caller.
  */
-
-export interface AuthorizerLogger {
-  info(message: string, attributes: Readonly<Record<string, unknown>>): void;
-  error(message: string, attributes: Readonly<Record<string, unknown>>): void;
-}
 
 /** The message API Gateway maps to 401 (anything else thrown is a 500). */
 export const unauthorized = 'Unauthorized';
@@ -41,7 +37,7 @@ const headersOf = (event: APIGatewayRequestAuthorizerEvent): HeaderLookup => {
 export interface AuthorizerDeps {
   readonly auth: Pick<AuthConfig, 'public'> & Parameters<typeof hasAuthScheme>[0];
   readonly authenticate: Authenticate;
-  readonly logger: AuthorizerLogger;
+  readonly logger: Pick<Logger, 'info' | 'error'>;
 }
 
 export const createAuthorizer = ({ auth, authenticate, logger }: AuthorizerDeps) => {

@@ -1,6 +1,7 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { deliveryMessageSchema, processFifoBatch } from '../../shared/adapters/sqs-delivery-queue.ts';
 import { type DeliverDeps, deliverPush } from '../../shared/app/deliver-push.ts';
+import type { Logger } from '../../shared/domain/logger.ts';
 import type { Metrics } from '../../shared/domain/metrics.ts';
 import { type AttemptContext, deliveryBackoffSeconds } from '../../shared/domain/push.ts';
 
@@ -8,10 +9,7 @@ export interface DelivererOptions {
   readonly deps: DeliverDeps;
   readonly queue: { retryLater(receiptHandle: string, seconds: number): Promise<void> };
   readonly metrics: Metrics;
-  readonly logger: {
-    info(message: string, fields: Record<string, unknown>): void;
-    warn(message: string, fields: Record<string, unknown>): void;
-  };
+  readonly logger: Pick<Logger, 'info' | 'warn'>;
   readonly retryBaseSeconds: number;
   /** The delivery queue's maxReceiveCount: a failure at this attempt sends the message to the DLQ. */
   readonly maxAttempts: number;

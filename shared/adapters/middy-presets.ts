@@ -1,5 +1,4 @@
 import type { Readable } from 'node:stream';
-import type { Logger as PowertoolsLogger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
@@ -15,6 +14,7 @@ import type {
   SQSEvent,
 } from 'aws-lambda';
 import type { FunctionMetrics } from './metrics.ts';
+import type { FunctionLogger } from './powertools-logger.ts';
 
 /**
  * One middy preset per trigger type (decision 0058). Every preset puts the Lambda context into
@@ -24,7 +24,7 @@ import type { FunctionMetrics } from './metrics.ts';
  */
 
 export interface FunctionTools {
-  readonly logger: PowertoolsLogger;
+  readonly logger: FunctionLogger;
   readonly metrics?: FunctionMetrics;
 }
 

@@ -1,8 +1,11 @@
-import { Logger } from '@aws-lambda-powertools/logger';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { Logger as PowertoolsLogger } from '@aws-lambda-powertools/logger';
+import type { LogItemExtraInput, LogItemMessage, LogLevel } from '@aws-lambda-powertools/logger/types';
+import type { LogFields, Logger } from '../domain/logger.ts';
 
 /**
- * The functions' logger, with the one sanitiser every log line passes (docs/security.md, "Logs").
- * Powertools logs an error with all its enumerable properties, and an AWS SDK exception carries
+ * The functions' logger, the adapter of the `Logger` port (shared/domain/logger.ts), with the one
+ * sanitiser every log line passes (docs/security.md, "Logs"). Powertools logs an error with all its enumerable properties, and an AWS SDK exception carries
  * what the service returned with it: a failed conditional write's `Item` (ALL_OLD: a sealed task
  * row with its owner and context ids), a cancelled transaction's `CancellationReasons[].Item`, the
  * raw `$response`. A logged error keeps only its name, message, stack, the SDK's status and
@@ -68,5 +71,58 @@ export const logReplacer = (key: string, value: unknown): unknown => {
   return value instanceof Error ? safeError(value) : value;
 };
 
-export const createLogger = (serviceName: string): Logger =>
-  new Logger({ serviceName, jsonReplacerFn: logReplacer });
+/** The fields of the record being handled, for every line written while it is (its awaits included). */
+const recordFields = new AsyncLocalStorage<LogFields>();
+
+/**
+ * Runs `work` with `fields` in every line a FunctionLogger writes from it. The records of one batch
+ * run concurrently, so their keys cannot be Powertools' per-logger persistent keys: each record
+ * keeps its own here.
+ */
+export const withLogFields = <T>(fields: LogFields, work: () => Promise<T>): Promise<T> =>
+  recordFields.run({ ...recordFields.getStore(), ...fields }, work);
+
+/** Powertools' extra inputs, or the port's one optional fields object. */
+type Extra = LogItemExtraInput | [fields?: LogFields];
+
+const scoped = (extra: Extra): LogItemExtraInput => {
+  const fields = recordFields.getStore();
+  const [first] = extra;
+  if (typeof first === 'string' || first instanceof Error) {
+    return fields ? [{ ...fields, error: first }] : [first];
+  }
+  const given = (extra as Array<LogFields | undefined>).filter((entry) => entry !== undefined);
+  return fields ? [fields, ...given] : given;
+};
+
+/**
+ * A function's `Logger`: Powertools Logger (JSON lines with the Lambda context that the preset's
+ * `injectLambdaContext` adds) with the sanitiser, plus the fields of the record in hand.
+ */
+export class FunctionLogger extends PowertoolsLogger implements Logger {
+  /** The level defaults to POWERTOOLS_LOG_LEVEL (or the Lambda application log level), else INFO. */
+  constructor(serviceName: string, options: { readonly logLevel?: LogLevel } = {}) {
+    super({ serviceName, jsonReplacerFn: logReplacer, ...options });
+  }
+
+  override debug(input: LogItemMessage, ...extra: Extra): void {
+    super.debug(input, ...scoped(extra));
+  }
+
+  override info(input: LogItemMessage, ...extra: Extra): void {
+    super.info(input, ...scoped(extra));
+  }
+
+  override warn(input: LogItemMessage, ...extra: Extra): void {
+    super.warn(input, ...scoped(extra));
+  }
+
+  override error(input: LogItemMessage, ...extra: Extra): void {
+    super.error(input, ...scoped(extra));
+  }
+}
+
+export const createLogger = (
+  serviceName: string,
+  options: { readonly logLevel?: LogLevel } = {},
+): FunctionLogger => new FunctionLogger(serviceName, options);

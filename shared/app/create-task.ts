@@ -12,6 +12,7 @@ import {
   UnsupportedOperationError,
   VersionConflictError,
 } from '../domain/errors.ts';
+import type { Logger } from '../domain/logger.ts';
 import type { Metrics } from '../domain/metrics.ts';
 import type {
   Clock,
@@ -49,7 +50,7 @@ export interface CreateTaskDeps {
   readonly clock: Clock;
   readonly ids: IdGenerator;
   readonly config: Config;
-  readonly logger?: { warn(message: string, fields: Record<string, unknown>): void };
+  readonly logger?: Pick<Logger, 'warn'>;
   /** Counts refusals (decision 0020). */
   readonly metrics?: Metrics;
   /** Push support (docs/protocol.md §7): an inline config is stored in the transaction that creates the task. */

@@ -1,3 +1,4 @@
+import type { Logger } from '../domain/logger.ts';
 import type {
   Clock,
   JournalRepository,
@@ -38,7 +39,7 @@ export interface DeliverDeps {
   readonly clock: Clock;
   /** Where attempts are recorded for the caller (decision 0025); best effort, never in the way. */
   readonly deliveryLog?: PushDeliveryLog;
-  readonly logger?: { warn(message: string, fields: Record<string, unknown>): void };
+  readonly logger?: Pick<Logger, 'warn'>;
 }
 
 /** What became of one delivery. Failures worth a retry are thrown as WebhookDeliveryFailedError. */

@@ -9,6 +9,7 @@ import {
   SealingFailedError,
   VersionConflictError,
 } from '../domain/errors.ts';
+import type { Logger } from '../domain/logger.ts';
 import type { Metrics } from '../domain/metrics.ts';
 import { type AgentSession, type AgentStep, newAgentSession } from '../domain/model.ts';
 import type {
@@ -65,7 +66,7 @@ export interface ExecuteRunDeps {
   readonly onAgentStep?: (run: RunRecord, step: AgentStep) => Promise<void> | void;
   /** The audit trail of run steps at the audit ceiling (decision 0010); absent = not recorded. */
   readonly audit?: AuditTrail;
-  readonly logger?: { info(message: string, fields: Record<string, unknown>): void };
+  readonly logger?: Pick<Logger, 'info'>;
   /** Counts tightenings (decision 0020). */
   readonly metrics?: Metrics;
 }

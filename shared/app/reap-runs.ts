@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.ts';
 import { isTerminal } from '../domain/a2a.ts';
 import { VersionConflictError } from '../domain/errors.ts';
+import type { Logger } from '../domain/logger.ts';
 import type { Clock, RunLeases, RunRef, TaskRepository, WritePlan } from '../domain/ports.ts';
 import { answerOutcome, retentionExpiry } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
@@ -15,7 +16,7 @@ export interface ReapRunsDeps {
   readonly codec: TaskContentCodec;
   readonly clock: Clock;
   readonly config: Config;
-  readonly logger?: { info(message: string, fields: Record<string, unknown>): void };
+  readonly logger?: Pick<Logger, 'info'>;
 }
 
 export const abandonedRunText = 'The agent stopped unexpectedly; the task was not completed.';

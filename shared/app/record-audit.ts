@@ -1,5 +1,6 @@
 import type { Config } from '../config/config.ts';
 import { type AuditEntry, type AuditStep, type AuditTrail, auditEntryAt } from '../domain/audit.ts';
+import type { Logger } from '../domain/logger.ts';
 import type { AgentStep } from '../domain/model.ts';
 import type { Clock } from '../domain/ports.ts';
 import { isAtLeast, retentionExpiry } from '../domain/privacy.ts';
@@ -9,7 +10,7 @@ export interface RecordAuditDeps {
   readonly audit?: AuditTrail;
   readonly clock: Clock;
   readonly config: Config;
-  readonly logger?: { info(message: string, fields: Record<string, unknown>): void };
+  readonly logger?: Pick<Logger, 'info'>;
 }
 
 export type AuditStepInput = Omit<AuditStep, 'taskId' | 'runId' | 'at'>;

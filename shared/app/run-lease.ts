@@ -1,3 +1,4 @@
+import type { Logger } from '../domain/logger.ts';
 import type { Clock, RunLeases } from '../domain/ports.ts';
 import type { RunRecord } from '../domain/task.ts';
 
@@ -19,7 +20,7 @@ export interface LeaseDeps {
   readonly leaseRenewMs?: number;
   /** How often a working run looks for a cancel between renewals (one cheap read). @default 5_000 */
   readonly cancelWatchMs?: number;
-  readonly logger?: { info(message: string, fields: Record<string, unknown>): void };
+  readonly logger?: Pick<Logger, 'info'>;
 }
 
 /** Why a run's work was aborted: the reaper (or anything else) settled it while it worked. */

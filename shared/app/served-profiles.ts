@@ -1,4 +1,5 @@
 import { type Config, ConfigError, type ProfileConfig, parseConfig } from '../config/config.ts';
+import type { Logger } from '../domain/logger.ts';
 import type { SavedProfiles, StoredProfile } from '../domain/operations.ts';
 import type { Clock } from '../domain/ports.ts';
 import type { RunProfile } from '../domain/task.ts';
@@ -107,7 +108,7 @@ export const createProfileCatalog = (deps: {
   readonly saved: SavedProfiles;
   readonly clock: Clock;
   readonly ttlMs?: number;
-  readonly logger?: { warn(message: string, fields: Record<string, unknown>): void };
+  readonly logger?: Pick<Logger, 'warn'>;
 }): ProfileCatalog => {
   const ttlMs = deps.ttlMs ?? defaultProfileCacheMs;
   let cached: { readonly served: ServedProfiles; readonly readAt: number } | undefined;

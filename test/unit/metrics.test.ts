@@ -1,5 +1,4 @@
-import { Logger } from '@aws-lambda-powertools/logger';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLambdaContext } from '../../infra/local/lambda-pollers.ts';
 import {
   createFunctionMetrics,
@@ -8,29 +7,25 @@ import {
   serviceNameOf,
 } from '../../shared/adapters/metrics.ts';
 import { scheduledFunction } from '../../shared/adapters/middy-presets.ts';
+import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createTask } from '../../shared/app/create-task.ts';
 import { executeRun } from '../../shared/app/execute-run.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import { ResultNotRetainableError } from '../../shared/domain/errors.ts';
 import { type MetricName, metricCatalog, taskEndMetric } from '../../shared/domain/metrics.ts';
 import type { StoredTask } from '../../shared/domain/projection.ts';
+import { type CapturedOutput, captureOutput } from '../support/captured-output.ts';
 import { alice, createCore, testConfig, userMessage } from '../support/core-fixture.ts';
 
-/** Everything written to stdout and stderr while a test runs: where Lambda's log lines and EMF go. */
-let output: string[];
+/** Where Lambda's log lines and EMF go. */
+let output: CapturedOutput;
 
 beforeEach(() => {
-  output = [];
-  const capture = (chunk: unknown): boolean => {
-    output.push(String(chunk));
-    return true;
-  };
-  vi.spyOn(process.stdout, 'write').mockImplementation(capture);
-  vi.spyOn(process.stderr, 'write').mockImplementation(capture);
+  output = captureOutput();
 });
 
 afterEach(() => {
-  vi.restoreAllMocks();
+  output.restore();
 });
 
 interface EmfLine {
@@ -45,7 +40,7 @@ interface EmfLine {
 }
 
 const emfLines = (): EmfLine[] =>
-  output
+  output.chunks
     .flatMap((chunk) => chunk.split('\n'))
     .filter((line) => line.includes('"_aws"'))
     .map((line) => JSON.parse(line) as EmfLine);
@@ -111,7 +106,7 @@ describe('createFunctionMetrics', () => {
       [true, { POWERTOOLS_METRICS_DISABLED: 'false' }, 1],
       [false, { POWERTOOLS_METRICS_DISABLED: 'true' }, 0],
     ] as const) {
-      output = [];
+      output.chunks.length = 0;
       const metrics = createFunctionMetrics({ installation: 'x', localMode }, 'rpc', env);
       metrics.add('Refusals');
       metrics.flush();
@@ -122,11 +117,14 @@ describe('createFunctionMetrics', () => {
   it('flushes through the preset when the handler throws, and the error still reaches the caller', async () => {
     const metrics = createFunctionMetrics(deployed, 'deliverer', {});
     let fail = true;
-    const handler = scheduledFunction({ logger: new Logger({ logLevel: 'SILENT' }), metrics }, async () => {
-      metrics.add('PushAttempts');
-      if (fail) throw new Error('boom');
-      return 'ok';
-    });
+    const handler = scheduledFunction(
+      { logger: createLogger('a2a-deliverer', { logLevel: 'SILENT' }), metrics },
+      async () => {
+        metrics.add('PushAttempts');
+        if (fail) throw new Error('boom');
+        return 'ok';
+      },
+    );
     const context = createLambdaContext({ functionName: 'deliverer' });
     await expect(handler(undefined, context)).rejects.toThrow('boom');
     fail = false;
@@ -165,7 +163,7 @@ describe('no content in logs or metrics', () => {
       },
     });
     const core = createCore({ config });
-    const logger = new Logger({ serviceName: 'a2a-test', logLevel: 'DEBUG' });
+    const logger = createLogger('a2a-test', { logLevel: 'DEBUG' });
     const rpcMetrics = createFunctionMetrics(deployed, 'rpc', {});
     const executorMetrics = createFunctionMetrics(deployed, 'executor', {});
     const projectorMetrics = createFunctionMetrics(deployed, 'projector', {});
@@ -212,7 +210,7 @@ describe('no content in logs or metrics', () => {
     expect(total('TasksCompleted')).toBe(1);
     expect(total('TasksFailed')).toBe(1);
     // The log lines exist (the test looks at real output) and carry ids, never the content.
-    const text = output.join('');
+    const text = output.chunks.join('');
     expect(text).toContain('"run handled"');
     expect(text).toContain(completed.taskId);
     expect(text).not.toContain(MARKER);

@@ -80,7 +80,7 @@ describe('createProfileCatalog', () => {
       config,
       ttlMs,
       clock: { now: () => new Date(now) },
-      logger: { warn: (message, fields) => warnings.push([message, fields]) },
+      logger: { warn: (message, fields) => warnings.push([message, fields ?? {}]) },
       saved: {
         list: async () => {
           reads += 1;

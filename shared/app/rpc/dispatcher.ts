@@ -7,6 +7,7 @@ import {
   ExtensionSupportRequiredError,
   VersionNotSupportedError,
 } from '../../domain/errors.ts';
+import type { Logger } from '../../domain/logger.ts';
 import type { JsonRpcErrorObject } from './errors-table.ts';
 import { isInternalError, JsonRpcProtocolError, jsonRpcErrorTable, toJsonRpcError } from './errors-table.ts';
 import { toProtoJson } from './proto-json.ts';
@@ -138,15 +139,11 @@ export const defineMethod = <S extends z.ZodType>(
 // Options and inputs
 // ---------------------------------------------------------------------------------------------
 
-export interface RpcLogger {
-  error(message: string, attributes: Readonly<Record<string, unknown>>): void;
-}
-
 export interface DispatcherOptions {
   /** ErrorInfo domain for this installation's own reasons (config `errorDomain`). */
   readonly errorDomain: string;
   /** Receives the cause of every -32603; the client only sees "Internal error". */
-  readonly logger: RpcLogger;
+  readonly logger: Pick<Logger, 'error'>;
   /** Extension URIs the profile declares `required: true`; a request without one gets -32008. */
   readonly requiredExtensions?: readonly string[];
   /**
