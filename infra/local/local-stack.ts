@@ -52,7 +52,7 @@ export interface Endpoints {
 
 export interface Emulators {
   readonly endpoints: Endpoints;
-  /** True when the endpoints are LocalStack's (`AWS_ENDPOINT_URL`), which this process does not own. */
+  /** True when the endpoints were started elsewhere (`externalEndpoints`), which this process does not own. */
   readonly external: boolean;
   /** Milliseconds each emulator took to answer. */
   readonly timings: Readonly<Record<string, number>>;
@@ -61,17 +61,50 @@ export interface Emulators {
 
 const elapsed = (since: number): number => Math.round(performance.now() - since);
 
-/** Starts the three emulators on free ports, or adopts LocalStack when `AWS_ENDPOINT_URL` is set. */
-export const startEmulators = async (options: { readonly host?: string } = {}): Promise<Emulators> => {
-  const external = process.env.AWS_ENDPOINT_URL;
-  if (external) {
-    return {
-      endpoints: { dynamodb: external, dynamodbStreams: external, sqs: external, kms: external },
-      external: true,
-      timings: {},
-      stop: async () => {},
-    };
+/** The per-service variables of the AWS SDK, by the endpoint each names. */
+export const ENDPOINT_VARIABLES = {
+  dynamodb: 'AWS_ENDPOINT_URL_DYNAMODB',
+  dynamodbStreams: 'AWS_ENDPOINT_URL_DYNAMODB_STREAMS',
+  sqs: 'AWS_ENDPOINT_URL_SQS',
+  kms: 'AWS_ENDPOINT_URL_KMS',
+} as const satisfies Record<keyof Endpoints, string>;
+
+/**
+ * Endpoints started elsewhere (decision 0056), as the AWS SDK reads them: each service's own
+ * variable (`AWS_ENDPOINT_URL_DYNAMODB`, `_DYNAMODB_STREAMS`, `_SQS`, `_KMS`), else
+ * `AWS_ENDPOINT_URL` (LocalStack's one endpoint). The streams endpoint defaults to the DynamoDB
+ * one (DynamoDB Local serves both). `undefined` when none is set: the embedded emulators start.
+ * Some but not all: an error naming what is missing, rather than a half-external stack.
+ */
+export const externalEndpoints = (env: NodeJS.ProcessEnv = process.env): Endpoints | undefined => {
+  const value = (name: string): string | undefined => (env[name] ? env[name] : undefined);
+  const shared = value('AWS_ENDPOINT_URL');
+  const dynamodb = value(ENDPOINT_VARIABLES.dynamodb) ?? shared;
+  const endpoints = {
+    dynamodb,
+    dynamodbStreams: value(ENDPOINT_VARIABLES.dynamodbStreams) ?? dynamodb,
+    sqs: value(ENDPOINT_VARIABLES.sqs) ?? shared,
+    kms: value(ENDPOINT_VARIABLES.kms) ?? shared,
+  };
+  const given = Object.values(ENDPOINT_VARIABLES).filter((name) => value(name) !== undefined);
+  if (!shared && given.length === 0) return undefined;
+  const missing = (Object.keys(endpoints) as Array<keyof Endpoints>).filter((key) => !endpoints[key]);
+  if (missing.length > 0) {
+    throw new Error(
+      `External endpoints: ${given.join(', ')} set, but not ${missing.map((key) => ENDPOINT_VARIABLES[key]).join(', ')} ` +
+        '(set every service, or AWS_ENDPOINT_URL for all of them)',
+    );
   }
+  return endpoints as Endpoints;
+};
+
+/**
+ * Starts the three emulators on free ports, or adopts endpoints started elsewhere
+ * (`externalEndpoints`: LocalStack, or emulators run as processes of their own).
+ */
+export const startEmulators = async (options: { readonly host?: string } = {}): Promise<Emulators> => {
+  const external = externalEndpoints();
+  if (external) return { endpoints: external, external: true, timings: {}, stop: async () => {} };
   const host = options.host ?? '127.0.0.1';
   const timings: Record<string, number> = {};
   const timed = async <T>(name: string, start: () => Promise<T>): Promise<T> => {
@@ -392,7 +425,18 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
     };
     delete process.env.AWS_SESSION_TOKEN;
     delete process.env.AWS_PROFILE;
+    // The endpoint variables are put back on stop: a later stack in this process that starts its
+    // own emulators must not read this one's as external endpoints (externalEndpoints).
+    const endpointVariables = Object.values(ENDPOINT_VARIABLES).map(
+      (name) => [name, process.env[name]] as const,
+    );
     Object.assign(process.env, env);
+    cleanups.push(() => {
+      for (const [name, previous] of endpointVariables) {
+        if (previous === undefined) delete process.env[name];
+        else process.env[name] = previous;
+      }
+    });
 
     if (options.failpoints) {
       // Before the handler modules load: they create their SDK clients at import.

@@ -9,14 +9,16 @@ import {
   ensureDynamoDbLocalJar,
   hasDynamoDbLocalJar,
 } from './dynamodb-local.ts';
-import { type LocalStack, startLocalStack } from './local-stack.ts';
+import { type Endpoints, externalEndpoints, type LocalStack, startLocalStack } from './local-stack.ts';
 
 /** `npm start -- [--port <n>] [--config <file.json>]`: the local-run contract of docs/configuration.md. */
 
 const usage = `Usage: npm start -- [--port <n>] [--config <file.json>] [--host <address>] [--failpoints <spec>]
 
-Runs a2a-serverless locally: DynamoDB Local, an SQS emulator and a KMS endpoint (or LocalStack
-when AWS_ENDPOINT_URL is set), with the same handlers as in Lambda behind an HTTP harness.
+Runs a2a-serverless locally: DynamoDB Local, an SQS emulator and a KMS endpoint, with the same
+handlers as in Lambda behind an HTTP harness. Given endpoints started elsewhere, it starts none:
+AWS_ENDPOINT_URL (LocalStack: one for all), or AWS_ENDPOINT_URL_DYNAMODB, _SQS, _KMS (and
+_DYNAMODB_STREAMS, default the DynamoDB one), e.g. from \`tsx infra/local/emulator.ts <service>\`.
 
 Options:
   -p, --port <n>         HTTP port (default 8787; 0 picks a free one)
@@ -149,7 +151,13 @@ const main = async (): Promise<void> => {
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
 
-  if (!process.env.AWS_ENDPOINT_URL && !hasDynamoDbLocalJar()) {
+  let external: Endpoints | undefined;
+  try {
+    external = externalEndpoints();
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+  if (!external && !hasDynamoDbLocalJar()) {
     console.log(
       `Fetching DynamoDB Local from ${dynamoDbLocalPackage} into ${defaultDynamoDbLocalCacheDir} …`,
     );
@@ -158,8 +166,8 @@ const main = async (): Promise<void> => {
     console.log(`DynamoDB Local fetched in ${Math.round(performance.now() - since)} ms`);
   }
   console.log(
-    process.env.AWS_ENDPOINT_URL
-      ? `Using LocalStack at ${process.env.AWS_ENDPOINT_URL}`
+    external
+      ? `Using external endpoints (no emulator started): DynamoDB ${external.dynamodb}, DynamoDB Streams ${external.dynamodbStreams}, SQS ${external.sqs}, KMS ${external.kms}`
       : 'Starting DynamoDB Local, the SQS emulator and the KMS endpoint …',
   );
   try {

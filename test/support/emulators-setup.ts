@@ -1,6 +1,6 @@
 import type { TestProject } from 'vitest/node';
 import { ensureDynamoDbLocalJar } from '../../infra/local/dynamodb-local.ts';
-import { type Emulators, startEmulators } from '../../infra/local/local-stack.ts';
+import { type Emulators, externalEndpoints, startEmulators } from '../../infra/local/local-stack.ts';
 
 /**
  * Global setup of the `integration` and `e2e` projects: DynamoDB Local, the SQS emulator and
@@ -21,7 +21,7 @@ let emulators: Emulators | undefined;
 
 export async function setup(project: TestProject): Promise<void> {
   const began = performance.now();
-  if (!process.env.AWS_ENDPOINT_URL) await ensureDynamoDbLocalJar();
+  if (!externalEndpoints()) await ensureDynamoDbLocalJar();
   emulators = await startEmulators();
   project.provide('dynamodbEndpoint', emulators.endpoints.dynamodb);
   project.provide('sqsEndpoint', emulators.endpoints.sqs);
