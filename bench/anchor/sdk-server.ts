@@ -1,5 +1,6 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,20 +8,90 @@ import { join } from 'node:path';
 import { REPO_ROOT } from '../../infra/house-function.ts';
 
 /**
- * The anchor (issue 8): `@a2a-js/sdk` 1.3.0's own server — `DefaultRequestHandler` behind its
- * Express JSON-RPC handler — with its durable `DatabaseTaskStore` on SQLite (better-sqlite3 via
+ * The anchor (issues 8 and 16): `@a2a-js/sdk` 1.3.0's own server — `DefaultRequestHandler` behind
+ * its Express JSON-RPC handler — with its durable `DatabaseTaskStore` on SQLite (better-sqlite3 via
  * Kysely), running the same echo agent the scripted provider plays: the task is submitted,
  * worked on, given one text artifact equal to the user's text, and completed with a status
  * message — each event saved to the store, as ours commits each revision.
  *
- * The SDK's peer dependencies (better-sqlite3 12, kysely 0.28, express 5) are devDependencies
- * (better-sqlite3 needs its native build); they are loaded by name at run time, so a clone whose
- * install skipped them still runs the rest of the bench and reports the anchor as skipped.
+ * Its packages are not the project's: they live in their own package, `bench/anchor/package.json`
+ * with its own lockfile, which `npm run bench` installs on demand (`installAnchor`, `npm ci
+ * --prefix bench/anchor`), so the root install compiles nothing (better-sqlite3 builds a native
+ * module). The anchor package holds the SDK too, at the root's version: the SDK's Express and
+ * database adapters import their peers from where the SDK itself is installed. Everything is
+ * imported by bare name from this file, so it resolves in `bench/anchor/node_modules`; the names
+ * are held in variables, so TypeScript does not resolve them and typecheck needs no install.
  */
 
-export const anchorPackages = ['better-sqlite3', 'kysely', 'express'] as const;
-export const anchorInstallLine =
-  'npm install --save-dev --save-exact better-sqlite3@12.11.1 kysely@0.28.19 express@5.3.0';
+export const ANCHOR_DIR = join(REPO_ROOT, 'bench/anchor');
+const anchorModules = join(ANCHOR_DIR, 'node_modules');
+/** Written after a successful install: the lockfile's hash, so a changed lockfile installs again. */
+const installStamp = join(anchorModules, '.a2a-anchor-installed');
+export const anchorInstallLine = 'npm ci --prefix bench/anchor';
+
+const lockHash = (): string =>
+  createHash('sha256')
+    .update(readFileSync(join(ANCHOR_DIR, 'package-lock.json')))
+    .digest('hex');
+
+const pinnedVersion = (file: string, name: string): string | undefined =>
+  (JSON.parse(readFileSync(file, 'utf8')) as { dependencies?: Record<string, string> }).dependencies?.[name];
+
+/** The SDK version of the anchor package and of the project (they must be the same). */
+export const sdkVersions = (): { anchor?: string; project?: string } => ({
+  anchor: pinnedVersion(join(ANCHOR_DIR, 'package.json'), '@a2a-js/sdk'),
+  project: pinnedVersion(join(REPO_ROOT, 'package.json'), '@a2a-js/sdk'),
+});
+
+export type AnchorInstall =
+  | { readonly ok: true; readonly installed: boolean; readonly seconds: number }
+  | { readonly ok: false; readonly reason: string };
+
+/**
+ * Installs the anchor package from its lockfile unless the same lockfile is installed already
+ * (one `npm ci`, about a minute with the native build; nothing on later runs).
+ */
+export const installAnchor = async (log: (line: string) => void): Promise<AnchorInstall> => {
+  const { anchor, project } = sdkVersions();
+  if (anchor !== project) {
+    return {
+      ok: false,
+      reason: `anchor skipped: bench/anchor pins @a2a-js/sdk ${anchor}, the project ${project}`,
+    };
+  }
+  const hash = lockHash();
+  if (existsSync(installStamp) && readFileSync(installStamp, 'utf8').trim() === hash) {
+    return { ok: true, installed: false, seconds: 0 };
+  }
+  log(`anchor: installing its package (${anchorInstallLine}; better-sqlite3 builds a native module)`);
+  const began = performance.now();
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  const result = await new Promise<{ code: number | null; output: string }>((done) => {
+    const child = spawn(npm, ['ci', '--prefix', ANCHOR_DIR, '--no-audit', '--no-fund'], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    });
+    child.on('error', (error) => done({ code: -1, output: error.message }));
+    child.on('close', (code) => done({ code, output }));
+  });
+  const seconds = Math.round((performance.now() - began) / 100) / 10;
+  if (result.code !== 0) {
+    return {
+      ok: false,
+      reason: `anchor skipped: \`${anchorInstallLine}\` failed (exit ${result.code}): ${result.output.trim().slice(-400)}`,
+    };
+  }
+  writeFileSync(installStamp, `${hash}\n`);
+  log(`anchor: installed in ${seconds} s`);
+  return { ok: true, installed: true, seconds };
+};
 
 export interface AnchorServer {
   readonly url: string;
@@ -31,38 +102,24 @@ export type AnchorStart =
   | { readonly ok: true; readonly server: AnchorServer }
   | { readonly ok: false; readonly reason: string };
 
-// biome-ignore lint/suspicious/noExplicitAny: the peer packages are loaded by name (untyped here), and the SDK's ts-proto shapes are built by hand.
+// biome-ignore lint/suspicious/noExplicitAny: the anchor's packages are loaded by name (untyped here), and the SDK's ts-proto shapes are built by hand.
 type Loose = any;
 
-// A specifier in a variable: TypeScript does not resolve it, so absent packages do not break tsc.
+// A specifier in a variable: TypeScript does not resolve it, so typecheck needs no anchor install.
+// Resolved from this file's directory, i.e. in bench/anchor/node_modules.
 const load = (specifier: string): Promise<Loose> => import(specifier);
 
-const missingPackages = async (): Promise<string[]> => {
-  const missing: string[] = [];
-  for (const name of anchorPackages) {
-    try {
-      await load(name);
-    } catch {
-      missing.push(name);
-    }
-  }
-  return missing;
-};
-
+/** Starts the SDK server on a free port; `installAnchor` must have succeeded. */
 export const startAnchor = async (): Promise<AnchorStart> => {
-  const missing = await missingPackages();
-  if (missing.length > 0) {
-    return {
-      ok: false,
-      reason: `anchor skipped: install better-sqlite3@12 and express (missing: ${missing.join(', ')}) — ${anchorInstallLine}`,
-    };
+  if (!existsSync(installStamp)) {
+    return { ok: false, reason: `anchor skipped: not installed (${anchorInstallLine})` };
   }
   const directory = mkdtempSync(join(tmpdir(), 'a2a-anchor-'));
   const file = join(directory, 'a2a.db');
   // The store's tables come from the SDK's own migrations (its a2a-db CLI), as an operator would.
   const migrate = spawnSync(
     process.execPath,
-    [join(REPO_ROOT, 'node_modules/@a2a-js/sdk/dist/cli/a2a_db.js'), 'upgrade', '--url', `sqlite:${file}`],
+    [join(anchorModules, '@a2a-js/sdk/dist/cli/a2a_db.js'), 'upgrade', '--url', `sqlite:${file}`],
     { encoding: 'utf8' },
   );
   if (migrate.status !== 0) {
@@ -78,8 +135,8 @@ export const startAnchor = async (): Promise<AnchorStart> => {
   const { default: express } = await load('express');
   const { DatabaseTaskStore } = await load('@a2a-js/sdk/server/database');
   const { jsonRpcHandler, UserBuilder } = await load('@a2a-js/sdk/server/express');
-  const { DefaultRequestHandler, AgentEvent } = await import('@a2a-js/sdk/server');
-  const { Role, TaskState } = await import('@a2a-js/sdk');
+  const { DefaultRequestHandler, AgentEvent } = await load('@a2a-js/sdk/server');
+  const { Role, TaskState } = await load('@a2a-js/sdk');
 
   const sqlite = new Database(file);
   // Durable: write-ahead log, synced at each commit like DynamoDB acknowledges durable writes.
