@@ -32,27 +32,39 @@ import { createLocalClients, type LocalStack, startLocalStack } from '../infra/l
 import { startSqsEmulator } from '../infra/local/sqs-emulator.ts';
 import { DynamoDbJournalRepository } from '../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { packSealedHeaders, unpackSealedHeaders } from '../shared/adapters/dynamodb/sealed-headers.ts';
+import { tableDefinitions } from '../shared/adapters/dynamodb/tables.ts';
 import { createDocumentClient } from '../shared/adapters/sdk-clients.ts';
 import { TaskContentCodec } from '../shared/app/task-content.ts';
 import { readRuntimeEnv } from '../shared/config/runtime-env.ts';
 import { projectRevision, type StoredTask } from '../shared/domain/projection.ts';
-import { anchorInstallLine, startAnchor } from './anchor/sdk-server.ts';
+import {
+  type AnchorInstall,
+  anchorInstallLine,
+  installAnchor,
+  sdkVersions,
+  startAnchor,
+} from './anchor/sdk-server.ts';
 import { benchConfig, benchTokens } from './lib/bench-config.ts';
 import { pool, type RpcAnswer, RpcClient, stateOf, type TaskLike } from './lib/client.ts';
 import { type ColdStartResult, measureColdStarts } from './lib/cold-start.ts';
 import {
+  beforeWriteThrough,
   type CostBreakdown,
+  capacityModes,
   costPerMillionTasks,
   defaultXraySampleRate,
+  demandByTable,
   type FunctionUsage,
   type PerTaskUsage,
+  provisionedDynamodbCost,
   usEast1Prices,
+  usEast1ProvisionedPrices,
 } from './lib/cost-model.ts';
 import { cpuSeconds } from './lib/cpu.ts';
 import { type Deployment, readDeployment } from './lib/deployment.ts';
 import { computeFloor, type Floor, type ItemSizes } from './lib/floor.ts';
-import { chainSteps, type HopTrace, installHopTrace, revisionKey } from './lib/hop-trace.ts';
-import { floorPaths, latencyFloor, machineBound } from './lib/latency-floor.ts';
+import { type HopTrace, installHopTrace } from './lib/hop-trace.ts';
+import { machineBound, routeFloor, STEPS_TO_STATUS_TIMESTAMP, tracedRoutes } from './lib/latency-floor.ts';
 import { diffSnapshots, handlerCapacity, itemSize, Meter, type MeterSnapshot } from './lib/meter.ts';
 import { coldStartTable, renderMarkdown } from './lib/report.ts';
 import { type LatencySummary, median, medianOfRounds, round, summarize } from './lib/stats.ts';
@@ -82,6 +94,10 @@ const SPAWNS = quick ? 3 : Number(args.spawns);
 const MULTI_TURN_TASKS = quick ? 20 : 100;
 const FEATURE_TASKS = quick ? 20 : 200;
 const SCALE_TASKS = quick ? 20 : 100;
+/** Tasks per path at one client, untraced: SSE terminal event and request → webhook (decision 0047). */
+const ONE_CLIENT_TASKS = quick ? 15 : 50;
+/** Sequential blocking tasks at one client, on this server and on the anchor. */
+const SEQUENTIAL_TASKS = quick ? 20 : 100;
 /** Tasks per path traced at one client for the latency floor (decision 0033). */
 const FLOOR_TASKS = quick ? 10 : 30;
 /** Lambda writes platform lines (start, report) per invocation; JSON format, estimated bytes. */
@@ -452,9 +468,10 @@ const pushPhase = async (client: RpcClient, deployment: Deployment) => {
 };
 
 /**
- * The latency floor's parts (decision 0033): each target's path traced hop by hop at one client
- * (no queueing), `FLOOR_TASKS` tasks each — blocking, streamed, pushed — and the floor computed
- * from them with the stream waits as Lambda has them (bench/lib/latency-floor.ts).
+ * The latency floor's parts (decisions 0033, 0047): each target's path traced hop by hop at one
+ * client (no queueing), `FLOOR_TASKS` tasks each — blocking, streamed, pushed — and the floor
+ * computed from the routes the trace shows (write-through or the stream backstop; the writer's
+ * direct fan-out or the pusher), with the stream waits as Lambda has them (bench/lib/latency-floor.ts).
  */
 const floorPhase = async (stack: LocalStack, client: RpcClient, trace: HopTrace) => {
   const at = (): number => performance.timeOrigin + performance.now();
@@ -471,22 +488,28 @@ const floorPhase = async (stack: LocalStack, client: RpcClient, trace: HopTrace)
       trace.mark('client: response', task.id);
     }
     for (let i = 0; i < FLOOR_TASKS; i++) {
+      const began = at();
       const { events } = await streamOnce(client, `floor streamed ${i}`);
+      let taskId: string | undefined;
       for (const event of events) {
-        const update = event.data?.result?.statusUpdate;
-        if (update?.taskId)
-          trace.mark('client: frame', update.taskId, {
-            state: update.status?.state,
-            at: performance.timeOrigin + event.t,
-          });
+        const result = event.data?.result;
+        const id = result?.statusUpdate?.taskId ?? result?.task?.id;
+        const { state } = stateIn(result);
+        if (!id) continue;
+        taskId ??= id;
+        if (state) trace.mark('client: frame', id, { state, at: performance.timeOrigin + event.t });
       }
+      if (taskId) trace.mark('client: request', taskId, { at: began });
     }
     const pushed: string[] = [];
     for (let i = 0; i < FLOOR_TASKS; i++) {
+      const began = at();
       const answer = await client.send(`floor pushed ${i}`, {
         configuration: { taskPushNotificationConfig: { url: receiver.url } },
       });
-      pushed.push(expectState(answer, 'TASK_STATE_COMPLETED', 'floor push').id);
+      const id = expectState(answer, 'TASK_STATE_COMPLETED', 'floor push').id;
+      trace.mark('client: request', id, { at: began });
+      pushed.push(id);
     }
     const deadline = Date.now() + 30_000;
     const done = (id: string) =>
@@ -498,23 +521,21 @@ const floorPhase = async (stack: LocalStack, client: RpcClient, trace: HopTrace)
   }
   const marks = [...trace.marks];
   trace.marks.splice(0);
-  const byRevision = revisionKey(marks);
-  const projector = stack.pollers.projector.pollIntervalMs;
-  const pusher = stack.pollers.pusher?.pollIntervalMs ?? projector;
-  if (pusher !== projector)
-    throw new Error(`stream poll intervals differ: projector ${projector}, pusher ${pusher} ms`);
-  const floorOf = (path: (typeof floorPaths)[keyof typeof floorPaths]) =>
-    latencyFloor(
-      path.steps,
-      chainSteps(marks, path.hops, path.key === 'task' ? (mark) => mark.taskId : byRevision),
-      projector,
-    );
+  const intervals = {
+    stateStreamMs: stack.pollers.projector.pollIntervalMs,
+    journalStreamMs: stack.pollers.pusher?.pollIntervalMs ?? stack.pollers.projector.pollIntervalMs,
+  };
+  const routes = tracedRoutes(marks, intervals);
   return {
     tasksPerPath: FLOOR_TASKS,
-    pollIntervalMs: projector,
-    blocking: floorOf(floorPaths.blocking),
-    sse: floorOf(floorPaths.sse),
-    webhook: floorOf(floorPaths.webhook),
+    pollIntervalMs: intervals.stateStreamMs,
+    intervals,
+    blocking: routeFloor(routes.blocking),
+    sse: routeFloor(routes.sse, { label: 'from the status timestamp', skip: STEPS_TO_STATUS_TIMESTAMP }),
+    webhook: routeFloor(routes.webhook, {
+      label: 'from the status timestamp',
+      skip: STEPS_TO_STATUS_TIMESTAMP,
+    }),
   };
 };
 
@@ -739,8 +760,14 @@ const scalePhase = async (stack: LocalStack, deployment: Deployment, hasListTask
   });
 };
 
-const anchorPhase = async () => {
+/**
+ * The anchor under the same load generator (decision 0047): `ROUNDS` × `TASKS` blocking tasks at
+ * `CONCURRENCY` clients, then `SEQUENTIAL_TASKS` at one client — run right after this server's own
+ * rounds, so both see the same machine.
+ */
+const anchorPhase = async (install: AnchorInstall) => {
   if (args['skip-anchor']) return { skipped: 'anchor skipped: --skip-anchor' };
+  if (!install.ok) return { skipped: install.reason };
   const started = await startAnchor();
   if (!started.ok) return { skipped: started.reason };
   try {
@@ -757,11 +784,102 @@ const anchorPhase = async () => {
         throughputPerSecond: round(TASKS / ((performance.now() - began) / 1000)),
         load,
       });
+      log(`anchor round ${r + 1}/${ROUNDS}: p50 ${round(rounds.at(-1)?.p50 ?? Number.NaN)} ms`);
     }
-    return { rounds, latency: medianOfRounds(rounds) };
+    const sequential: number[] = [];
+    for (let i = 0; i < SEQUENTIAL_TASKS; i++) {
+      const answer = await client.send(`sequential ${i}`);
+      expectState(answer, 'TASK_STATE_COMPLETED', 'anchor sequential');
+      sequential.push(answer.ms);
+    }
+    return {
+      rounds,
+      latency: medianOfRounds(rounds),
+      sequentialLatency: summarize(sequential),
+      sdkVersion: sdkVersions().anchor,
+      installSeconds: install.seconds,
+    };
   } finally {
     await started.server.stop();
   }
+};
+
+/**
+ * One client, one task at a time, untraced (decision 0047): SendStreamingMessage → its terminal
+ * event, and request → the COMPLETED webhook at the receiver (the next task starts once it came).
+ */
+const oneClientPhase = async (
+  client: RpcClient,
+  capabilities: { streaming: boolean; pushNotifications: boolean },
+) => {
+  const sendToFinal: number[] = [];
+  const commitToSse: number[] = [];
+  if (capabilities.streaming) {
+    for (let i = 0; i < ONE_CLIENT_TASKS; i++) {
+      const { events, began } = await streamOnce(client, `one-client streamed ${i}`);
+      const final = events.at(-1);
+      const { state, timestamp } = stateIn(final?.data?.result);
+      if (!final || state !== 'TASK_STATE_COMPLETED') throw new Error(`stream ${i} ended in ${state}`);
+      sendToFinal.push(final.t - began);
+      if (timestamp) commitToSse.push(final.at - Date.parse(timestamp));
+    }
+  }
+  const requestToWebhook: number[] = [];
+  const commitToWebhook: number[] = [];
+  let missing = 0;
+  if (capabilities.pushNotifications) {
+    let arrived: ((at: number) => void) | undefined;
+    let waitingFor: string | undefined;
+    const early = new Map<string, number>();
+    const receiver = await startWebhookReceiver((taskId, state) => {
+      if (state !== 'TASK_STATE_COMPLETED') return;
+      const at = performance.now();
+      if (taskId === waitingFor) arrived?.(at);
+      else early.set(taskId, at);
+    });
+    try {
+      for (let i = 0; i < ONE_CLIENT_TASKS; i++) {
+        const began = performance.now();
+        const answer = await client.send(`one-client pushed ${i}`, {
+          configuration: { taskPushNotificationConfig: { url: receiver.url } },
+        });
+        const id = expectState(answer, 'TASK_STATE_COMPLETED', 'one-client push').id;
+        const at =
+          early.get(id) ??
+          (await new Promise<number | undefined>((done) => {
+            const timer = setTimeout(() => done(undefined), 10_000);
+            waitingFor = id;
+            arrived = (when) => {
+              clearTimeout(timer);
+              done(when);
+            };
+          }));
+        waitingFor = undefined;
+        if (at === undefined) {
+          missing += 1;
+          continue;
+        }
+        requestToWebhook.push(at - began);
+        const final = receiver.received.get(id)?.find((event) => event.state === 'TASK_STATE_COMPLETED');
+        if (final?.timestamp) commitToWebhook.push(final.at - Date.parse(final.timestamp));
+      }
+    } finally {
+      await receiver.stop();
+    }
+  }
+  return {
+    tasks: ONE_CLIENT_TASKS,
+    sse: capabilities.streaming
+      ? { sendToFinalEvent: summarize(sendToFinal), commitToSseEvent: summarize(commitToSse) }
+      : { skipped: 'the agent card does not declare streaming' },
+    push: capabilities.pushNotifications
+      ? {
+          requestToWebhook: summarize(requestToWebhook),
+          commitToWebhook: summarize(commitToWebhook),
+          missingCompletedWebhooks: missing,
+        }
+      : { skipped: 'the agent card does not declare push notifications' },
+  };
 };
 
 // ---- main
@@ -773,6 +891,10 @@ const main = async () => {
   // Before the handlers load (they create their SDK clients at import); recording only in floorPhase.
   const trace = installHopTrace();
   trace.record(false);
+  // The anchor's own package (decision 0047), installed before anything is measured.
+  const anchorInstall: AnchorInstall = args['skip-anchor']
+    ? { ok: false, reason: 'anchor skipped: --skip-anchor' }
+    : await installAnchor(log);
   log('starting emulators and the local stack');
   const [dynamodb, sqs, kms] = await Promise.all([
     startDynamoDbLocal(),
@@ -892,7 +1014,7 @@ const main = async () => {
     // queueing, and the cost with the Lambda durations of an unloaded stack.
     const sequential: number[] = [];
     const sequentialRun = await measured(deployment, [main], async () => {
-      const count = quick ? 20 : 100;
+      const count = SEQUENTIAL_TASKS;
       for (let i = 0; i < count; i++) {
         const answer = await main.send(`sequential ${i}`);
         expectState(answer, 'TASK_STATE_COMPLETED', 'sequential');
@@ -900,6 +1022,16 @@ const main = async () => {
       }
       return count;
     });
+
+    // The anchor, same load, right after ours (side by side: decision 0047).
+    log('anchor: the a2a-js SDK server on SQLite, same load');
+    const anchor = await anchorPhase(anchorInstall);
+
+    // One client: SSE terminal event, request → webhook.
+    log('one client: SSE terminal event, request → webhook');
+    const oneClient = await oneClientPhase(main, capabilities).catch((error: Error) => ({
+      failed: error.message,
+    }));
 
     // The latency floor's parts, one client, traced; and the machine's bound at CONCURRENCY clients.
     log('latency floor: tracing each path at one client');
@@ -977,10 +1109,6 @@ const main = async () => {
       ? { skipped: '--skip-scale' }
       : await scalePhase(stack, deployment, listSupport.ok);
 
-    // 7. The anchor, same load.
-    log('anchor');
-    const anchor = await anchorPhase();
-
     await stack.stop();
     stack = undefined;
 
@@ -1002,6 +1130,18 @@ const main = async () => {
         logBytes: delta.logBytes,
       },
     });
+    // Both capacity modes at a steady rate (decision 0048), from this run's units per table.
+    const steady = { tasksPerSecond: 10, targetUtilization: 0.7, minCapacity: 1 };
+    const provisioned = provisionedDynamodbCost(
+      demandByTable(
+        singleTurn.perTask.capacityByTable,
+        tableDefinitions.flatMap((table) => [
+          table.id,
+          ...table.globalSecondaryIndexes.map((index) => `${table.id}/${index.indexName}`),
+        ]),
+      ),
+      steady,
+    );
     const report = {
       generatedAt: new Date().toISOString(),
       startedAt,
@@ -1017,6 +1157,7 @@ const main = async () => {
       },
       deployment,
       prices: usEast1Prices,
+      provisionedPrices: usEast1ProvisionedPrices,
       capabilities,
       singleTurn: {
         ...strip(singleTurn),
@@ -1059,6 +1200,9 @@ const main = async () => {
       scale,
       anchor,
       anchorInstall: anchorInstallLine,
+      oneClient,
+      before: beforeWriteThrough,
+      capacityModes: { ...steady, provisioned, modes: capacityModes(singleTurn.cost, provisioned) },
       coldStarts,
     };
     const json = JSON.stringify(report, null, 2);

@@ -115,6 +115,13 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
     if (timestamp) itemMark(`${fn}: status timestamp`, item, Date.parse(timestamp));
   };
 
+  /** A journal item written (put, or an update of the view): a view put or an event put. */
+  const journalPut = (fn: string, item: Item | undefined): void => {
+    const sk = str(item?.sk) ?? '';
+    if (sk === 'VIEW') itemMark(`${fn}: view put`, item);
+    if (sk.startsWith('EVT#')) itemMark(`${fn}: event put`, item);
+  };
+
   const sdkMarks = (fn: string, operation: string, input: Record<string, unknown>, output: unknown): void => {
     if (operation === 'TransactWriteItems') {
       const items = (input.TransactItems ?? []) as Array<{
@@ -123,15 +130,20 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
       }>;
       for (const write of items) {
         taskRowCommit(fn, write.Update);
-        if (str(write.Put?.Item?.sk) === 'VIEW') itemMark(`${fn}: view put`, write.Put?.Item);
+        journalPut(fn, write.Put?.Item);
+        if (write.Update && str((write.Update.Key as Item | undefined)?.sk) === 'VIEW')
+          journalPut(fn, assignedItem(write.Update) as Item);
       }
     } else if (operation === 'UpdateItem') {
       taskRowCommit(fn, input as UpdateRequest);
+      if (str((input.Key as Item | undefined)?.sk) === 'VIEW')
+        journalPut(fn, assignedItem(input as UpdateRequest) as Item);
     } else if (operation === 'PutItem') {
-      const item = input.Item as Item | undefined;
-      const sk = str(item?.sk) ?? '';
-      if (sk === 'VIEW') itemMark(`${fn}: view put`, item);
-      if (sk.startsWith('EVT#')) itemMark(`${fn}: event put`, item);
+      journalPut(fn, input.Item as Item | undefined);
+    } else if (operation === 'BatchWriteItem') {
+      const tables = (input.RequestItems ?? {}) as Record<string, Array<{ PutRequest?: { Item?: Item } }>>;
+      for (const writes of Object.values(tables))
+        for (const write of writes) journalPut(fn, write.PutRequest?.Item);
     } else if (operation === 'GetItem' && str((input.Key as Item | undefined)?.sk) === 'VIEW') {
       itemMark(`${fn}: view read`, (output as { Item?: Item } | undefined)?.Item);
     } else if (operation === 'Query') {
@@ -140,7 +152,7 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
       }
     } else if (operation === 'SendMessage') {
       const body = parseBody(input.MessageBody);
-      if (body.taskId) mark(`${fn}: queue send`, body.taskId);
+      if (body.taskId) mark(`${fn}: queue send`, body.taskId, { revision: body.revision });
     } else if (operation === 'SendMessageBatch') {
       for (const entry of (input.Entries ?? []) as Array<{ MessageBody?: string }>) {
         const body = parseBody(entry.MessageBody);

@@ -14,6 +14,8 @@ export interface TargetResult {
   readonly verdict: Verdict;
   /** Why a target is not met when no implementation could meet it: its floor (decision 0033). */
   readonly note?: string;
+  /** The issue that set the target (16: decision 0047; 8: decision 0012). */
+  readonly issue?: 8 | 16;
 }
 
 const fmt = (value: unknown, digits = 3): string => {
@@ -56,7 +58,7 @@ export const latencyTarget = (
   };
 };
 
-export const evaluateTargets = (report: Report): TargetResult[] => {
+const issue8Targets = (report: Report): TargetResult[] => {
   const cost = report.singleTurn?.cost?.usdPerMillionTasks as number | undefined;
   const floorRatio = report.ratioToFloor?.cost as number | undefined;
   const latency = report.singleTurn?.latency;
@@ -94,10 +96,20 @@ export const evaluateTargets = (report: Report): TargetResult[] => {
     latencyTarget('blocking SendMessage p95 ≤ 300 ms', 300, latency?.p95, floors?.blocking?.p95),
     sse === undefined
       ? { target: 'commit → SSE event p50 ≤ 100 ms', measured: 'no streaming yet', verdict: 'not measured' }
-      : latencyTarget('commit → SSE event p50 ≤ 100 ms', 100, sse, floors?.sse?.p50),
+      : latencyTarget(
+          'commit → SSE event p50 ≤ 100 ms',
+          100,
+          sse,
+          floors?.sse?.from?.p50 ?? floors?.sse?.p50,
+        ),
     webhook === undefined
       ? { target: 'commit → webhook p50 ≤ 250 ms', measured: 'no push yet', verdict: 'not measured' }
-      : latencyTarget('commit → webhook p50 ≤ 250 ms', 250, webhook, floors?.webhook?.p50),
+      : latencyTarget(
+          'commit → webhook p50 ≤ 250 ms',
+          250,
+          webhook,
+          floors?.webhook?.from?.p50 ?? floors?.webhook?.p50,
+        ),
     {
       target: `every function bundle ≤ 512 KB (${MAX_BUNDLE_BYTES.toLocaleString('en-US')} bytes)`,
       measured: largest === undefined ? '—' : `largest ${largest.toLocaleString('en-US')} bytes`,
@@ -119,6 +131,86 @@ export const evaluateTargets = (report: Report): TargetResult[] => {
       verdict: verdict(listRatio, (v) => v <= 1.2),
     },
   ];
+};
+
+/** Issue 16's targets of this server against the SDK server and the floor (decision 0047). */
+const issue16Targets = (report: Report, shared: readonly TargetResult[]): TargetResult[] => {
+  const floors = report.latencyFloor;
+  const ours = report.singleTurn?.latency?.p50 as number | undefined;
+  const theirs = report.anchor?.latency?.p50 as number | undefined;
+  const ratio = ours !== undefined && theirs !== undefined && theirs > 0 ? ours / theirs : undefined;
+  const one = report.oneClient;
+  const sse = one?.sse?.sendToFinalEvent?.p50 as number | undefined;
+  const webhook = one?.push?.requestToWebhook?.p50 as number | undefined;
+  const commitToWebhook = report.push?.latency?.commitToWebhook?.p50 as number | undefined;
+  const writeUnits = report.singleTurn?.perTask?.writeUnits as number | undefined;
+  const clients = report.parameters?.concurrency ?? 20;
+  const notMeasured = (target: string, why: string): TargetResult => ({
+    target,
+    measured: why,
+    verdict: 'not measured',
+  });
+  const sameAs = (prefix: string) => shared.find((t) => t.target.startsWith(prefix));
+  return [
+    latencyTarget(
+      'blocking SendMessage → COMPLETED at 1 client: p50 ≤ 80 ms',
+      80,
+      report.singleTurn?.sequentialLatency?.p50,
+      floors?.blocking?.p50,
+    ),
+    ratio === undefined
+      ? notMeasured(
+          `blocking SendMessage at ${clients} clients: p50 ≤ 5× the SDK server's p50 (same run)`,
+          report.anchor?.skipped ?? report.anchor?.failed ?? 'no SDK server figure',
+        )
+      : {
+          target: `blocking SendMessage at ${clients} clients: p50 ≤ 5× the SDK server's p50 (same run)`,
+          measured: `${fmt(ours)} ms vs ${fmt(theirs)} ms: ${fmt(ratio)}×`,
+          verdict: verdict(ratio, (v) => v <= 5),
+        },
+    sse === undefined
+      ? notMeasured('SendStreamingMessage → terminal event at 1 client: p50 ≤ 120 ms', 'no streaming figure')
+      : latencyTarget(
+          'SendStreamingMessage → terminal event at 1 client: p50 ≤ 120 ms',
+          120,
+          sse,
+          floors?.sse?.p50,
+        ),
+    webhook === undefined
+      ? notMeasured('request → webhook COMPLETED at 1 client: p50 ≤ 200 ms', 'no push figure')
+      : latencyTarget(
+          'request → webhook COMPLETED at 1 client: p50 ≤ 200 ms',
+          200,
+          webhook,
+          floors?.webhook?.p50,
+        ),
+    commitToWebhook === undefined
+      ? notMeasured(`commit → webhook at ${clients} clients: p50 ≤ 400 ms`, 'no push figure')
+      : latencyTarget(
+          `commit → webhook at ${clients} clients: p50 ≤ 400 ms`,
+          400,
+          commitToWebhook,
+          floors?.webhook?.from?.p50,
+        ),
+    {
+      target: 'write units per single-turn task ≤ 25',
+      measured: `${fmt(writeUnits, 4)} WRU`,
+      verdict: verdict(writeUnits, (v) => v <= 25),
+    },
+    ...(['every function bundle', 'module init'] as const).flatMap((prefix) => {
+      const result = sameAs(prefix);
+      return result ? [result] : [];
+    }),
+  ].map((result) => ({ ...result, issue: 16 as const }));
+};
+
+/**
+ * Every target with its verdict: issue 8's (decision 0012) first, then issue 16's (decision 0047),
+ * which repeat the bundle and init targets.
+ */
+export const evaluateTargets = (report: Report): TargetResult[] => {
+  const earlier = issue8Targets(report).map((result) => ({ ...result, issue: 8 as const }));
+  return [...earlier, ...issue16Targets(report, earlier)];
 };
 
 const table = (header: string[], rows: unknown[][]): string =>
@@ -172,55 +264,121 @@ const costTable = (cost: Report): string =>
     ],
   );
 
-const floorPathRows: Array<[key: string, label: string, measured: (report: Report) => Report]> = [
-  ['blocking', 'blocking SendMessage → COMPLETED', (r) => r.singleTurn?.latency],
-  ['sse', 'commit → SSE event', (r) => r.streaming?.latency?.commitToSseEvent],
-  ['webhook', 'commit → webhook', (r) => r.push?.latency?.commitToWebhook],
+/** Each latency target's floor: which floor (whole route or from the status timestamp) and its measured figures. */
+const floorRows: Array<{
+  key: 'blocking' | 'sse' | 'webhook';
+  label: string;
+  from?: boolean;
+  oneClient: (report: Report) => Report;
+  loaded: (report: Report) => Report;
+}> = [
+  {
+    key: 'blocking',
+    label: 'blocking SendMessage → COMPLETED',
+    oneClient: (r) => r.singleTurn?.sequentialLatency,
+    loaded: (r) => r.singleTurn?.latency,
+  },
+  {
+    key: 'sse',
+    label: 'SendStreamingMessage → terminal event',
+    oneClient: (r) => r.oneClient?.sse?.sendToFinalEvent,
+    loaded: (r) => r.streaming?.latency?.sendToFinalEvent,
+  },
+  {
+    key: 'sse',
+    label: 'commit → SSE event',
+    from: true,
+    oneClient: (r) => r.oneClient?.sse?.commitToSseEvent,
+    loaded: (r) => r.streaming?.latency?.commitToSseEvent,
+  },
+  {
+    key: 'webhook',
+    label: 'request → webhook COMPLETED',
+    oneClient: (r) => r.oneClient?.push?.requestToWebhook,
+    loaded: () => undefined,
+  },
+  {
+    key: 'webhook',
+    label: 'commit → webhook',
+    from: true,
+    oneClient: (r) => r.oneClient?.push?.commitToWebhook,
+    loaded: (r) => r.push?.latency?.commitToWebhook,
+  },
 ];
 
-/** The latency floor (decision 0033): per target, the floor and its parts; the machine's bound. */
+const pathLabels: Record<string, string> = {
+  blocking: 'blocking SendMessage → COMPLETED',
+  sse: 'SendStreamingMessage → terminal event',
+  webhook: 'request → webhook COMPLETED',
+};
+
+/**
+ * The latency floor (decisions 0033, 0047): per target, the floor of the routes the trace shows
+ * and their parts; the machine's bound.
+ */
 export const latencyFloorSection = (report: Report): string => {
   const floors = report.latencyFloor;
-  const poll = floors.pollIntervalMs;
+  const intervals = floors.intervals ?? {
+    stateStreamMs: floors.pollIntervalMs,
+    journalStreamMs: floors.pollIntervalMs,
+  };
   const clients = report.parameters.concurrency;
   const out: string[] = ['## The latency floor', ''];
   out.push(
-    `The lowest latency the architecture allows for each latency target, from parts measured at one client (no queueing; ${floors.tasksPerPath} tasks per path, traced hop by hop with bench/lib/hop-trace.ts), ` +
-      `with each stream hop taken as Lambda polls a DynamoDB stream: a shard is read 4 times a second — after an empty read the next GetRecords starts ${fmt(poll)} ms after the previous one (the local pollers' interval, infra/local/lambda-pollers.ts), while records keep coming it reads again at once ` +
-      '(decision 0017; Lambda developer guide, "Polling and batching streams"). ' +
-      `A commit that lands at a random moment of a quiet shard therefore waits uniformly 0–${fmt(poll)} ms (p50 ${fmt(poll / 2)} ms, p95 ${fmt(poll * 0.95)} ms); the webhook path crosses two stream hops, the sum of two such waits (p50 ${fmt(poll)} ms). ` +
-      "Every other step is taken as measured, per task. The floor's percentiles are those of (a task's measured work + its stream waits) over the traced tasks — not the sum of the parts' medians. " +
-      'It is the floor of a task that finds its streams quiet (one user on an idle service, as traced here); under a steady stream of commits Lambda reads a shard back to back and a hop can wait less, but then every task also queues for the same CPU: the machine bound below. Method: decision 0033.',
+    `The lowest latency the architecture allows for each latency target, from parts measured at one client (no queueing; ${floors.tasksPerPath} tasks per path, traced hop by hop with bench/lib/hop-trace.ts). ` +
+      "Each task's route is read from the trace: which function first put the COMPLETED revision into the journal — the writer that committed it (write-through: request → commits → the writer's view/event put → the reader's next journal poll → response) or the stream projector (the backstop: a stream hop in between) — and which function sent it to the delivery queue (the writer's direct fan-out, or the pusher on the journal stream). " +
+      `Only a stream hop the trace shows is replaced by Lambda's poll wait: a shard is read 4 times a second — after an empty read the next GetRecords starts one poll interval after the previous one (the local pollers' intervals, infra/local/lambda-pollers.ts: state stream ${fmt(intervals.stateStreamMs)} ms, journal stream ${fmt(intervals.journalStreamMs)} ms) — so a commit landing at a random moment of a quiet shard waits uniformly 0–P ms (decision 0017). ` +
+      "Every other step, the readers' own journal polls included, is taken as measured, per task. The floor's percentiles are those of (a task's measured work + its stream waits) over the traced tasks — not the sum of the parts' medians. Method: decisions 0033 and 0047.",
   );
   out.push('');
   out.push(
     table(
-      ['path', 'floor p50 ms', 'floor p95 ms', `measured p50 ms (${clients} clients)`, 'measured p95 ms'],
-      floorPathRows.map(([key, label, measured]) => [
-        label,
-        fmt(floors[key]?.p50),
-        fmt(floors[key]?.p95),
-        fmt(measured(report)?.p50),
-        fmt(measured(report)?.p95),
-      ]),
+      [
+        'target path',
+        'floor p50 ms',
+        'floor p95 ms',
+        'measured p50 ms (1 client)',
+        `measured p50 ms (${clients} clients)`,
+      ],
+      floorRows.map((row) => {
+        const floor = floors[row.key];
+        const figures = row.from ? floor?.from : floor;
+        return [
+          row.from ? `${row.label} (from the status timestamp)` : row.label,
+          fmt(figures?.p50),
+          fmt(figures?.p95),
+          fmt(row.oneClient(report)?.p50),
+          fmt(row.loaded(report)?.p50),
+        ];
+      }),
     ),
   );
-  for (const [key, label] of floorPathRows) {
+  for (const key of ['blocking', 'sse', 'webhook'] as const) {
     const floor = floors[key];
     if (!floor) continue;
-    out.push('');
-    out.push(`${label} (${floor.n} traced):`);
-    out.push('');
-    out.push(
-      table(
-        ['step', 'measured p50 ms (one client)', 'the floor takes (p50) ms'],
-        floor.parts.map((part: Report) => [
-          part.streamWait ? `${part.label} (stream hop)` : part.label,
-          fmt(part.measuredP50Ms),
-          part.streamWait ? `${fmt(part.floorP50Ms)} (uniform 0–${fmt(poll)})` : fmt(part.floorP50Ms),
-        ]),
-      ),
-    );
+    const routes: Report[] = floor.routes ?? [
+      { n: floor.n, streamWaits: floor.streamWaits, parts: floor.parts },
+    ];
+    for (const [index, route] of routes.entries()) {
+      out.push('');
+      out.push(
+        `${pathLabels[key]}: ${routes.length > 1 ? `route ${index + 1}, ` : ''}${route.n} of ${floor.n} traced tasks, ${route.streamWaits} stream wait${route.streamWaits === 1 ? '' : 's'}:`,
+      );
+      out.push('');
+      out.push(
+        table(
+          ['step', 'measured p50 ms (one client)', 'the floor takes (p50) ms'],
+          route.parts.map((part: Report) => [
+            part.streamWait ? `${part.label} (stream hop)` : part.label,
+            fmt(part.measuredP50Ms),
+            part.streamWait
+              ? `${fmt(part.floorP50Ms)} (uniform 0–${fmt(part.floorP50Ms * 2)})`
+              : fmt(part.floorP50Ms),
+          ]),
+        ),
+      );
+    }
+    if (floor.n === 0) out.push('', `${pathLabels[key]}: no traced task had every hop of a known route.`);
   }
   const machine = floors.machine;
   if (machine) {
@@ -236,6 +394,186 @@ export const latencyFloorSection = (report: Report): string => {
   return out.join('\n');
 };
 
+const ratioOf = (ours: number | undefined, theirs: number | undefined): string =>
+  ours !== undefined && theirs !== undefined && theirs > 0 ? `${fmt(ours / theirs)}×` : '—';
+
+/** The same blocking load on this server and on the SDK server, and this server's other paths. */
+export const sideBySideSection = (report: Report): string => {
+  const single = report.singleTurn;
+  const anchor = report.anchor;
+  const clients = report.parameters.concurrency;
+  const out: string[] = ['## Side by side: this server and the a2a-js SDK server', ''];
+  out.push(
+    `The SDK server is \`@a2a-js/sdk\` ${anchor?.sdkVersion ?? ''}'s own server (DefaultRequestHandler behind its Express JSON-RPC handler) with its DatabaseTaskStore on SQLite (WAL, synchronous=FULL), the same echo agent, driven by the same client code (bench/lib/client.ts) in the same run, right after this server's rounds. ` +
+      'It is one process with an in-process bus and a local file: neither durable across instances nor serverless — the ratio prices those properties.',
+  );
+  out.push('');
+  if (anchor?.skipped || anchor?.failed) {
+    out.push(`_${anchor.skipped ?? `failed: ${anchor.failed}`}_`);
+    out.push('');
+  }
+  const row = (label: string, ours: Report, theirs: Report) => [
+    label,
+    fmt(ours?.p50),
+    fmt(ours?.p95),
+    fmt(theirs?.p50),
+    fmt(theirs?.p95),
+    ratioOf(ours?.p50, theirs?.p50),
+    ratioOf(ours?.p95, theirs?.p95),
+  ];
+  out.push(
+    table(
+      [
+        'blocking SendMessage → COMPLETED',
+        'this server p50 ms',
+        'p95 ms',
+        'SDK server p50 ms',
+        'p95 ms',
+        'ratio p50',
+        'ratio p95',
+      ],
+      [
+        row('1 client', single.sequentialLatency, anchor?.sequentialLatency),
+        row(`${clients} clients (median of rounds)`, single.latency, anchor?.latency),
+      ],
+    ),
+  );
+  out.push('');
+  const loads = (rounds: Report[] | undefined) =>
+    (rounds ?? []).map((r: Report) => `p50 ${fmt(r.p50)} ms at load ${r.load?.loadavg1}`).join('; ');
+  out.push(
+    `Rounds at ${clients} clients — this server: ${loads(single.rounds)}. SDK server: ${loads(anchor?.rounds) || '—'}.`,
+  );
+  out.push('');
+  const one = report.oneClient;
+  out.push(
+    `This server's other paths (${one?.tasks ?? '—'} tasks each at 1 client, one at a time; ${clients} clients from the streaming and push phases):`,
+  );
+  out.push('');
+  out.push(
+    table(latencyHeader, [
+      latencyRow('SendStreamingMessage → terminal event, 1 client', one?.sse?.sendToFinalEvent),
+      latencyRow('commit → SSE terminal event, 1 client', one?.sse?.commitToSseEvent),
+      latencyRow('request → webhook COMPLETED at the receiver, 1 client', one?.push?.requestToWebhook),
+      latencyRow('commit → webhook COMPLETED, 1 client', one?.push?.commitToWebhook),
+      latencyRow(
+        `SendStreamingMessage → terminal event, ${clients} clients`,
+        report.streaming?.latency?.sendToFinalEvent,
+      ),
+      latencyRow(`commit → webhook COMPLETED, ${clients} clients`, report.push?.latency?.commitToWebhook),
+    ]),
+  );
+  if (one?.failed) out.push('', `_one-client phase failed: ${one.failed}_`);
+  if (one?.push?.missingCompletedWebhooks) {
+    out.push(
+      '',
+      `${one.push.missingCompletedWebhooks} one-client tasks had no COMPLETED webhook within 10 s.`,
+    );
+  }
+  return out.join('\n');
+};
+
+const rpcDuration = (cost: Report): number | undefined =>
+  cost?.lines?.find((line: Report) => String(line.item).startsWith('Lambda rpc duration'))
+    ?.usdPerMillionTasks;
+
+/** The committed report before write-through (bench/lib/cost-model.ts `beforeWriteThrough`) beside this run. */
+export const beforeAfterSection = (report: Report): string => {
+  const before = report.before;
+  if (!before) return '';
+  const single = report.singleTurn;
+  const clients = report.parameters.concurrency;
+  const rows: unknown[][] = [
+    [
+      `US$ per million single-turn tasks (${clients} clients)`,
+      fmt(before.usdPerMillionTasks, 4),
+      fmt(single.cost.usdPerMillionTasks, 4),
+    ],
+    [
+      'US$ per million single-turn tasks (1 client)',
+      fmt(before.usdPerMillionTasksOneClient, 4),
+      fmt(single.sequential?.cost?.usdPerMillionTasks, 4),
+    ],
+    ['DynamoDB write units per task', fmt(before.writeUnits, 4), fmt(single.perTask.writeUnits, 4)],
+    ['DynamoDB read units per task', fmt(before.readUnits, 4), fmt(single.perTask.readUnits, 4)],
+    [
+      `rpc billed duration, US$ per million tasks (${clients} clients)`,
+      fmt(before.rpcDurationUsdPerMillionTasks, 4),
+      fmt(rpcDuration(single.cost), 4),
+    ],
+    [
+      'blocking SendMessage p50, 1 client (ms)',
+      fmt(before.blockingP50OneClientMs),
+      fmt(single.sequentialLatency?.p50),
+    ],
+    [
+      `blocking SendMessage p50, ${clients} clients (ms)`,
+      fmt(before.blockingP50Ms),
+      fmt(single.latency?.p50),
+    ],
+    [
+      `SendStreamingMessage → terminal event p50, ${clients} clients (ms)`,
+      fmt(before.sseTerminalP50Ms),
+      fmt(report.streaming?.latency?.sendToFinalEvent?.p50),
+    ],
+    [
+      `commit → SSE event p50, ${clients} clients (ms)`,
+      fmt(before.commitToSseP50Ms),
+      fmt(report.streaming?.latency?.commitToSseEvent?.p50),
+    ],
+    [
+      `commit → webhook p50, ${clients} clients (ms)`,
+      fmt(before.commitToWebhookP50Ms),
+      fmt(report.push?.latency?.commitToWebhook?.p50),
+    ],
+  ];
+  return [
+    '## Cost and latency before and after',
+    '',
+    `Before: the committed report of commit ${before.commit} (\`npx tsx bench/run.ts\`, 2026-11-30, load 2 at its end), before write-through projection; after: this run. Issue 16 asks that the cost not rise: write units per task ≤ 25, the rpc's billed duration falling with its wait.`,
+    '',
+    table(['figure', `before (${before.commit})`, 'this run'], rows),
+  ].join('\n');
+};
+
+/** US$ per million tasks on demand and provisioned at a steady rate (decision 0048). */
+export const capacityModesSection = (report: Report): string => {
+  const capacity = report.capacityModes;
+  if (!capacity) return '';
+  const { modes, provisioned } = capacity;
+  return [
+    `## Capacity modes at a steady ${fmt(capacity.tasksPerSecond)} tasks/s`,
+    '',
+    `DynamoDB on demand (the default) and provisioned with auto scaling (\`deployment.dynamodb.billing: "provisioned"\`, decision 0048), from this run's units per table and index at ${clients(report)} clients. ` +
+      `Provisioned: each table and index holds max(${capacity.minCapacity}, ${fmt(capacity.tasksPerSecond)} tasks/s × its units per task ÷ ${fmt(capacity.targetUtilization * 100)} % target utilisation) units, at US$${report.provisionedPrices?.writeCapacityUnitHour ?? 0.00065} per WCU-hour and US$${report.provisionedPrices?.readCapacityUnitHour ?? 0.00013} per RCU-hour (us-east-1, Standard table class). ` +
+      'Everything else (Lambda, API Gateway, SQS, KMS, logs) is the same in both modes. Bursts above the provisioned units throttle until auto scaling catches up (minutes); the model prices a steady load only.',
+    '',
+    table(
+      ['mode', 'DynamoDB US$ per million tasks', 'total US$ per million tasks'],
+      [
+        ['on demand', fmt(modes.onDemand.dynamodb, 4), fmt(modes.onDemand.total, 4)],
+        [
+          `provisioned, auto scaling at ${fmt(capacity.targetUtilization * 100)} %`,
+          fmt(modes.provisioned.dynamodb, 4),
+          fmt(modes.provisioned.total, 4),
+        ],
+      ],
+    ),
+    '',
+    table(
+      ['table[/index]', 'RCU provisioned', 'WCU provisioned', 'US$ per hour'],
+      provisioned.lines.map((line: Report) => [
+        line.where,
+        fmt(line.readCapacity),
+        fmt(line.writeCapacity),
+        fmt(line.usdPerHour, 4),
+      ]),
+    ),
+  ].join('\n');
+};
+
+const clients = (report: Report): number => report.parameters?.concurrency ?? 20;
+
 const skippedOr = (section: Report, render: () => string): string =>
   section?.skipped ? `_${section.skipped}_` : section?.failed ? `_failed: ${section.failed}_` : render();
 
@@ -243,7 +581,7 @@ export const renderMarkdown = (report: Report): string => {
   const targets = evaluateTargets(report);
   const single = report.singleTurn;
   const out: string[] = [];
-  out.push('# Benchmark: price and latency per task (local stack)');
+  out.push('# Benchmark: price and latency per task (local stack), side by side with the a2a-js SDK server');
   out.push('');
   out.push(
     `Generated ${report.generatedAt} by \`${report.command}\` on ${report.machine.cores} cores, Node ${report.machine.node}. ` +
@@ -254,14 +592,30 @@ export const renderMarkdown = (report: Report): string => {
       'Method: docs/decisions/0012-benchmark-method.md.',
   );
   out.push('');
-  out.push('## Targets');
-  out.push('');
-  out.push(
+  const targetTable = (rows: readonly TargetResult[]) =>
     table(
       ['target', 'measured', 'verdict'],
-      targets.map((t) => [t.target, t.measured, `**${t.verdict}**${t.note ? ` — ${t.note}` : ''}`]),
-    ),
+      rows.map((t) => [t.target, t.measured, `**${t.verdict}**${t.note ? ` — ${t.note}` : ''}`]),
+    );
+  out.push('## Targets (issue 16)');
+  out.push('');
+  out.push(targetTable(targets.filter((t) => t.issue === 16)));
+  out.push('');
+  out.push(
+    'A latency target that is not met says "below the floor" when the floor of the path the trace shows (the latency floor section) is itself above the target. ' +
+      'Method: docs/decisions/0047-side-by-side-benchmark-and-the-write-through-floor.md.',
   );
+  out.push('');
+  out.push(sideBySideSection(report));
+  out.push('');
+  out.push(beforeAfterSection(report));
+  out.push('');
+  out.push(capacityModesSection(report));
+  out.push('');
+  out.push('## Earlier targets (issue 8)');
+  out.push('');
+  const repeated = new Set(targets.filter((t) => t.issue === 16).map((t) => t.target));
+  out.push(targetTable(targets.filter((t) => t.issue === 8 && !repeated.has(t.target))));
   out.push('');
   out.push('## Cost per single-turn task (blocking SendMessage → COMPLETED, echo provider)');
   out.push('');
@@ -459,24 +813,6 @@ export const renderMarkdown = (report: Report): string => {
         'The last column is each owner measured alone right after its own seeding, the order used before decision 0034: there the 10,000-task owner was measured after ~10,000 more writes than the 100-task one (DynamoDB Local, not the product — see 0034).',
     );
   }
-  out.push('');
-  out.push('## Anchor: @a2a-js/sdk 1.3.0 server, DatabaseTaskStore on SQLite, same echo agent, same load');
-  out.push('');
-  out.push(
-    skippedOr(report.anchor, () => {
-      const ours = single.latency;
-      const theirs = report.anchor.latency;
-      return [
-        table(latencyHeader, [
-          latencyRow('anchor: blocking SendMessage (median of rounds)', theirs),
-          latencyRow('this server (local stack)', ours),
-        ]),
-        '',
-        `Ratio (this server / anchor): p50 ${fmt(ours.p50 / theirs.p50)}×, p95 ${fmt(ours.p95 / theirs.p95)}×. ` +
-          'The anchor is one process with an in-process bus and a local SQLite file; it is neither durable across instances nor serverless — the ratio prices those properties.',
-      ].join('\n');
-    }),
-  );
   out.push('');
   out.push('## Cold-start proxy per function');
   out.push('');

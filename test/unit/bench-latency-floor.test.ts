@@ -1,11 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { chainSteps, type HopMark, revisionKey } from '../../bench/lib/hop-trace.ts';
 import {
-  floorPaths,
   floorPercentile,
   latencyFloor,
   machineBound,
+  routeFloor,
+  STEPS_TO_STATUS_TIMESTAMP,
   sumOfUniformsCdf,
+  sumOfWaitsCdf,
+  tracedRoutes,
 } from '../../bench/lib/latency-floor.ts';
 import { evaluateTargets, latencyTarget } from '../../bench/lib/report.ts';
 
@@ -82,11 +85,138 @@ describe('latencyFloor of a traced path', () => {
     expect(latencyFloor(steps, [[70, 10, 40, 20]], 250).p50).toBeCloseTo(255, 3);
   });
 
-  it('the webhook path has two stream hops, the blocking and SSE paths one', () => {
-    expect(floorPaths.webhook.steps.filter((step) => step.streamWait)).toHaveLength(2);
-    expect(floorPaths.blocking.steps.filter((step) => step.streamWait)).toHaveLength(1);
-    expect(floorPaths.sse.steps.filter((step) => step.streamWait)).toHaveLength(1);
-    for (const path of Object.values(floorPaths)) expect(path.steps).toHaveLength(path.hops.length - 1);
+  it('the webhook path has two stream hops, the blocking and SSE paths one, when streams feed them', () => {
+    const routes = tracedRoutes(backstopTrace, intervals);
+    expect(routes.webhook[0]?.filter((step) => step.streamWait)).toHaveLength(2);
+    expect(routes.blocking[0]?.filter((step) => step.streamWait)).toHaveLength(1);
+    expect(routes.sse[0]?.filter((step) => step.streamWait)).toHaveLength(1);
+  });
+});
+
+const completedState = 'TASK_STATE_COMPLETED';
+const intervals = { stateStreamMs: 250, journalStreamMs: 200 };
+const at = (hop: string, taskId: string, ms: number, extra: Partial<HopMark> = {}): HopMark => ({
+  hop,
+  taskId,
+  at: ms,
+  ...extra,
+});
+const committed = (taskId: string, fn = 'executor') => [
+  at('client: request', taskId, 0),
+  at(`${fn}: status timestamp`, taskId, 30, { revision: 3, state: completedState }),
+  at(`${fn}: commit`, taskId, 36, { revision: 3, state: completedState }),
+];
+
+/** Today's trace before write-through: every journal put by the projector, every webhook by the pusher. */
+const backstopTrace: HopMark[] = [
+  ...committed('b'),
+  at('projector: receive', 'b', 160, { revision: 3, state: completedState }),
+  at('projector: view put', 'b', 170, { revision: 3, state: completedState }),
+  at('client: response', 'b', 200),
+  ...committed('s'),
+  at('projector: receive', 's', 160, { revision: 3, state: completedState }),
+  at('projector: event put', 's', 165, { revision: 3, state: completedState }),
+  at('rpc: event read', 's', 180, { revision: 3, state: completedState }),
+  at('client: frame', 's', 182, { state: completedState }),
+  ...committed('w'),
+  at('projector: receive', 'w', 160, { revision: 3, state: completedState }),
+  at('projector: event put', 'w', 165, { revision: 3, state: completedState }),
+  at('pusher: receive', 'w', 265, { revision: 3 }),
+  at('pusher: queue send', 'w', 270, { revision: 3 }),
+  at('deliverer: receive', 'w', 290, { revision: 3 }),
+  at('receiver: body', 'w', 300, { state: completedState }),
+];
+
+/** With write-through and the writer's direct fan-out: no stream on any path. */
+const writeThroughTrace: HopMark[] = [
+  ...committed('b'),
+  at('executor: view put', 'b', 44, { revision: 3, state: completedState }),
+  at('executor: event put', 'b', 48, { revision: 3, state: completedState }),
+  at('projector: receive', 'b', 160, { revision: 3, state: completedState }),
+  at('client: response', 'b', 60),
+  ...committed('s'),
+  at('executor: event put', 's', 42, { revision: 3, state: completedState }),
+  at('rpc: event read', 's', 41, { revision: 2 }),
+  at('rpc: event read', 's', 55, { revision: 3, state: completedState }),
+  at('client: frame', 's', 57, { state: completedState }),
+  ...committed('w'),
+  at('executor: event put', 'w', 42, { revision: 3, state: completedState }),
+  at('executor: queue send', 'w', 47, { revision: 3 }),
+  at('pusher: receive', 'w', 200, { revision: 3 }),
+  at('deliverer: receive', 'w', 67, { revision: 3 }),
+  at('receiver: body', 'w', 75, { state: completedState }),
+];
+
+describe('routes read from the trace (decision 0047)', () => {
+  it("a stream-fed path waits on each stream it crosses, at that stream's poll interval", () => {
+    const routes = tracedRoutes(backstopTrace, intervals);
+    expect(routes.webhook[0]?.map((step) => [step.label, step.ms, step.pollIntervalMs])).toEqual([
+      ['request → COMPLETED status timestamp (create, run queue, claim, run)', 30, undefined],
+      ['status timestamp → commit (the completing write)', 6, undefined],
+      ['State stream → projector', 124, 250],
+      ['projector: receive → event put', 5, undefined],
+      ['Journal stream → pusher', 100, 200],
+      ['pusher: receive → delivery queue send', 5, undefined],
+      ['FIFO delivery queue → deliverer', 20, undefined],
+      ['deliverer: receive → the receiver has the POST', 10, undefined],
+    ]);
+    // Work 30 + 6 + 5 + 5 + 20 + 10 = 76 ms, plus U(0, 250) + U(0, 200).
+    const floor = routeFloor(routes.webhook);
+    expect(floor.p50).toBeCloseTo(76 + 225, 3);
+    expect(floor.streamWaits).toBe(2);
+  });
+
+  it('write-through and direct fan-out take the stream waits off every path', () => {
+    const routes = tracedRoutes(writeThroughTrace, intervals);
+    expect(routes.blocking[0]?.map((step) => [step.label, step.ms])).toEqual([
+      ['request → COMPLETED status timestamp (create, run queue, claim, run)', 30],
+      ['status timestamp → commit (the completing write)', 6],
+      ['commit → view put (executor: write-through)', 8],
+      ["view put → response (the blocking wait's next journal poll, its reads, the answer)", 16],
+    ]);
+    // The projector's later receive (the backstop finding it projected) is not on the path.
+    expect(routeFloor(routes.blocking).p50).toBeCloseTo(60, 3);
+    expect(routes.sse[0]?.map((step) => step.ms)).toEqual([30, 6, 6, 13, 2]);
+    const webhook = routeFloor(routes.webhook, {
+      label: 'from the status timestamp',
+      skip: STEPS_TO_STATUS_TIMESTAMP,
+    });
+    expect(webhook.streamWaits).toBe(0);
+    expect(webhook.parts.map((part) => part.label)).toContain(
+      'event put → delivery queue send (executor: direct fan-out)',
+    );
+    expect(webhook.p50).toBeCloseTo(75, 3);
+    expect(webhook.from?.p50).toBeCloseTo(45, 3);
+  });
+
+  it('tasks on different routes are grouped, the most common first, and the floor mixes them', () => {
+    const both = [
+      ...backstopTrace.filter((m) => m.taskId === 'b'),
+      ...writeThroughTrace.filter((m) => m.taskId === 'b').map((m) => ({ ...m, taskId: 'b2' })),
+      ...writeThroughTrace.filter((m) => m.taskId === 'b').map((m) => ({ ...m, taskId: 'b3' })),
+    ];
+    const floor = routeFloor(tracedRoutes(both, intervals).blocking);
+    expect(floor.n).toBe(3);
+    expect(floor.routes.map((route) => [route.n, route.streamWaits])).toEqual([
+      [2, 0],
+      [1, 1],
+    ]);
+    // Two of three end at 60 ms; the third at 36 + 10 + 30 = 76 ms + U(0, 250): the p50 is 60.
+    expect(floor.p50).toBeCloseTo(60, 3);
+  });
+
+  it('a task with a missing hop has no route', () => {
+    const partial = writeThroughTrace.filter((m) => !(m.taskId === 'b' && m.hop === 'client: response'));
+    expect(tracedRoutes(partial, intervals).blocking).toEqual([]);
+  });
+
+  it('sums waits of different widths exactly', () => {
+    // U(0, 1) + U(0, 2): P(≤ 1) = 0.25, P(≤ 2) = 0.75, P(≤ 3) = 1.
+    expect(sumOfWaitsCdf(1, [1, 2])).toBeCloseTo(0.25, 12);
+    expect(sumOfWaitsCdf(2, [1, 2])).toBeCloseTo(0.75, 12);
+    expect(sumOfWaitsCdf(3, [1, 2])).toBe(1);
+    expect(sumOfWaitsCdf(0.7, [1, 1])).toBeCloseTo(sumOfUniformsCdf(0.7, 2), 12);
+    expect(sumOfWaitsCdf(0, [])).toBe(1);
   });
 });
 
