@@ -5,6 +5,7 @@ import type { AuditContent, AuditTrail } from '../domain/audit.ts';
 import {
   AgentStoppedError,
   ApprovalRequiredError,
+  ItemTooLargeError,
   ProviderUnavailableError,
   SealingFailedError,
   VersionConflictError,
@@ -424,7 +425,7 @@ const settle = async (
       if (error instanceof SealingFailedError)
         return fail(deps, currentRun, currentTask, texts.notStorable, 'SEALING_FAILED');
       if (!(error instanceof VersionConflictError)) {
-        if (isUnstorable(error))
+        if (error instanceof ItemTooLargeError)
           return fail(deps, currentRun, currentTask, texts.notStorable, 'RESULT_NOT_STORABLE');
         throw error;
       }
@@ -447,10 +448,6 @@ const redactContent = (content: FinalContent): FinalContent => ({
   statusMessage: content.statusMessage ? redactMessage(content.statusMessage) : undefined,
   artifacts: content.artifacts ? redactArtifacts([...content.artifacts]) : undefined,
 });
-
-/** DynamoDB refuses items over 400 KB with a ValidationException; such a result cannot be kept. */
-const isUnstorable = (error: unknown): boolean =>
-  error instanceof Error && error.name === 'ValidationException' && /size/i.test(error.message);
 
 const commitFinal = async (
   deps: ExecuteRunDeps,

@@ -23,6 +23,7 @@ export type DomainErrorCode =
   | 'INVALID_PARAMS'
   | 'VERSION_CONFLICT'
   | 'SEALING_FAILED'
+  | 'ITEM_TOO_LARGE'
   | 'ENQUEUE_FAILED';
 
 export interface FieldViolation {
@@ -190,6 +191,12 @@ export class VersionConflictError extends DomainError {
 export class SealingFailedError extends DomainError {
   override readonly name = 'SealingFailedError';
   readonly code = 'SEALING_FAILED';
+}
+
+/** The item a write would store is over the database's item size limit: it cannot be kept. */
+export class ItemTooLargeError extends DomainError {
+  override readonly name = 'ItemTooLargeError';
+  readonly code = 'ITEM_TOO_LARGE';
 }
 
 export class EnqueueFailedError extends DomainError {

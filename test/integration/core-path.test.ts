@@ -13,7 +13,7 @@ import { createTask } from '../../shared/app/create-task.ts';
 import { executeRun } from '../../shared/app/execute-run.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import { TaskContentCodec } from '../../shared/app/task-content.ts';
-import { VersionConflictError } from '../../shared/domain/errors.ts';
+import { ItemTooLargeError, VersionConflictError } from '../../shared/domain/errors.ts';
 import type { AgentProvider, RunMessage } from '../../shared/domain/ports.ts';
 import { alice, testConfig, userMessage } from '../support/core-fixture.ts';
 import { createTestResources, type TestResources } from '../support/local-guard.ts';
@@ -312,6 +312,48 @@ describe('core path against the emulators', () => {
     expect(await codec.openArtifacts(taskId, task.sealedArtifacts)).toEqual([
       expect.objectContaining({ parts: [{ text: 'once only' }] }),
     ]);
+  });
+
+  it('ends run and task FAILED when the result is over the item size limit: the adapter says ItemTooLargeError (I-RESULT)', async () => {
+    const huge = 'x'.repeat(420 * 1024);
+    const hugeResult: AgentProvider = {
+      run: async (request) => {
+        const result = await new ScriptedProvider('huge', 'echo').run(request);
+        if (result.outcome.kind !== 'completed') throw new Error('echo completes');
+        return {
+          ...result,
+          outcome: { ...result.outcome, artifacts: [{ artifactId: 'a', parts: [{ text: huge }] }] },
+        };
+      },
+    };
+    const { taskId } = await createTask(deps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('big'),
+    });
+    const task = (await tasks.getTask(taskId))!;
+    const run = (await tasks.getRun(taskId, task.currentRunId))!;
+    // The adapter translates DynamoDB's size refusal into the domain's error.
+    const sealed = await codec.seal(taskId, {
+      statusMessage: undefined,
+      artifacts: [{ artifactId: 'a', parts: [{ text: huge }] }],
+      history: [],
+    });
+    await expect(
+      tasks.commit({
+        row: {
+          taskId,
+          task: { ...task, revision: 2, sealedArtifacts: sealed.sealedArtifacts },
+          run,
+          expect: { revision: 1, runVersion: run.version },
+        },
+      }),
+    ).rejects.toBeInstanceOf(ItemTooLargeError);
+    // The use case stores nothing of it and ends the run FAILED with the reason.
+    await executeRun({ ...deps(), providerFor: () => hugeResult }, queued.at(-1)!);
+    const ended = (await tasks.getTask(taskId))!;
+    expect(ended).toMatchObject({ state: 'TASK_STATE_FAILED', metadata: { reason: 'RESULT_NOT_STORABLE' } });
+    expect((await tasks.getRun(taskId, run.runId))!).toMatchObject({ status: 'FAILED' });
   });
 
   it('projects the same stream records twice and yields each revision once (I-ORDER)', async () => {

@@ -238,6 +238,7 @@ describe('jsonRpcErrorTable', () => {
     'INVALID_PARAMS',
     'VERSION_CONFLICT',
     'SEALING_FAILED',
+    'ITEM_TOO_LARGE',
     'ENQUEUE_FAILED',
   ];
 

@@ -1,6 +1,7 @@
 import { DeleteCommand, type DynamoDBDocumentClient, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { ExpiredItemStore, ItemKey } from '../../domain/operations.ts';
 import { epochSeconds } from '../../domain/task.ts';
+import { isConditionalCheckFailed } from './condition-failures.ts';
 
 /**
  * One table's items by their TTL attribute `expiresAt`, for the operator's purge. Finding expired
@@ -21,9 +22,6 @@ const toKey = (item: Record<string, unknown>): ItemKey => {
     isTaskRow: partition.startsWith(taskPrefix) && sort === 'TASK',
   };
 };
-
-const isConditionFailure = (error: unknown): boolean =>
-  error instanceof Error && error.name === 'ConditionalCheckFailedException';
 
 export class DynamoDbExpiredItems implements ExpiredItemStore {
   constructor(
@@ -64,7 +62,7 @@ export class DynamoDbExpiredItems implements ExpiredItemStore {
       );
       return true;
     } catch (error) {
-      if (isConditionFailure(error)) return false;
+      if (isConditionalCheckFailed(error)) return false;
       throw error;
     }
   }
@@ -97,7 +95,7 @@ export class DynamoDbExpiredItems implements ExpiredItemStore {
       );
       return true;
     } catch (error) {
-      if (isConditionFailure(error)) return false;
+      if (isConditionalCheckFailed(error)) return false;
       throw error;
     }
   }

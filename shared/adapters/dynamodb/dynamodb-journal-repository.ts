@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { JournalRepository, ViewFilter, ViewPage, ViewQuery } from '../../domain/ports.ts';
 import type { JournalEvent, JournalView, Projection } from '../../domain/projection.ts';
+import { isConditionalCheckFailed } from './condition-failures.ts';
 import {
   counterItemSchema,
   counterKeys,
@@ -34,9 +35,13 @@ export const expiryBucket = (expiresAt: number): { day: string; hour: number } =
   return { day: iso.slice(0, 10), hour: Number(iso.slice(11, 13)) };
 };
 
-/** A failed condition on a plain write or anywhere in a transaction (retried after a fresh read). */
-const isConditionFailure = (error: unknown): boolean =>
-  error instanceof ConditionalCheckFailedException || error instanceof TransactionCanceledException;
+/**
+ * The view write lost to another write of the same view: its condition failed, or its transaction
+ * (with the counter moves) was canceled, for a condition or a conflicting write in flight. Either
+ * way the view is read again and the write decided anew.
+ */
+const lostToAnotherWrite = (error: unknown): boolean =>
+  isConditionalCheckFailed(error) || error instanceof TransactionCanceledException;
 
 const hourAttribute = (hour: number): string => `h${String(hour).padStart(2, '0')}`;
 
@@ -94,7 +99,7 @@ export class DynamoDbJournalRepository implements JournalRepository {
         await this.writeView(projection.view, expected);
         return 'written';
       } catch (error) {
-        if (!isConditionFailure(error)) throw error;
+        if (!lostToAnotherWrite(error)) throw error;
         const current = await this.getView(projection.view.taskId);
         // A replayed or late record: the view is already at or past it (its event is filled in).
         if (current !== undefined && current.revision >= projection.view.revision) {

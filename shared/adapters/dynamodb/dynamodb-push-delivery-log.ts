@@ -8,6 +8,7 @@ import {
   isSettledDelivery,
   type PushDeliveryRecord,
 } from '../../domain/push.ts';
+import { isConditionalCheckFailed } from './condition-failures.ts';
 import { keys, withoutUndefined } from './entities.ts';
 
 /**
@@ -115,7 +116,7 @@ export class DynamoDbPushDeliveryLog implements PushDeliveryLog {
       );
       return 'recorded';
     } catch (error) {
-      if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return 'duplicate';
+      if (isConditionalCheckFailed(error)) return 'duplicate';
       throw error;
     }
   }

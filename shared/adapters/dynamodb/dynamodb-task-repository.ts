@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   type DynamoDBDocumentClient,
   GetCommand,
@@ -8,10 +8,11 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { VersionConflictError } from '../../domain/errors.ts';
+import { ItemTooLargeError, VersionConflictError } from '../../domain/errors.ts';
 import type { CommitResult, ItemWrite, TaskRepository, WritePlan } from '../../domain/ports.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import type { RunRecord } from '../../domain/task.ts';
+import { isCanceledByCondition, isItemTooLarge } from './condition-failures.ts';
 import {
   fromRunItem,
   fromTaskItem,
@@ -50,6 +51,17 @@ export class DynamoDbTaskRepository implements TaskRepository {
    * row still holds is harmless, reads prefer the row).
    */
   async commit(plan: WritePlan): Promise<CommitResult> {
+    try {
+      return await this.write(plan);
+    } catch (error) {
+      if (isItemTooLarge(error)) {
+        throw new ItemTooLargeError('An item of the write is over the item size limit', {}, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  private async write(plan: WritePlan): Promise<CommitResult> {
     const row = rowUpdateOf(plan);
     const items = plan.items ?? [];
     if (row?.archive !== undefined && row.archive !== 'none')
@@ -66,7 +78,7 @@ export class DynamoDbTaskRepository implements TaskRepository {
       );
       return {};
     } catch (error) {
-      if (error instanceof TransactionCanceledException && isConditionFailure(error)) {
+      if (isCanceledByCondition(error)) {
         throw new VersionConflictError('A concurrent write changed the task or run', {}, { cause: error });
       }
       throw error;
@@ -152,9 +164,6 @@ export class DynamoDbTaskRepository implements TaskRepository {
     return { task: fromTaskItem(item), run: runOfTaskItem(item) };
   }
 }
-
-const isConditionFailure = (error: TransactionCanceledException): boolean =>
-  (error.CancellationReasons ?? []).some((reason) => reason.Code === 'ConditionalCheckFailed');
 
 const retried = (error: ConditionalCheckFailedException): boolean => (error.$metadata?.attempts ?? 1) > 1;
 

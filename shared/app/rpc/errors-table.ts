@@ -110,6 +110,7 @@ export const jsonRpcErrorTable: Readonly<Record<WireErrorCode, WireErrorRow>> = 
   },
   VERSION_CONFLICT: internal,
   SEALING_FAILED: internal,
+  ITEM_TOO_LARGE: internal,
   ENQUEUE_FAILED: internal,
   PARSE_ERROR: { code: -32700, message: 'Invalid JSON payload', detail: none },
   INVALID_REQUEST: { code: -32600, message: 'Invalid Request', detail: { kind: 'badRequest' } },
