@@ -436,7 +436,7 @@ describe('approvals against the emulators', () => {
         async () => slowSiteRequests,
         (count) => count > requestsBefore,
       );
-      const canceled = await cancelTask(deps(), { caller: alice, taskId });
+      const canceled = await cancelTask(deps(), { caller: { ...alice, profileId: 'fetcher' }, taskId });
       expect(canceled.status.state).toBe('TASK_STATE_CANCELED');
       expect(await live).toBe('canceled');
       expect((await tasks.getTask(taskId))!.state).toBe('TASK_STATE_CANCELED');
