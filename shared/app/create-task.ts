@@ -266,7 +266,11 @@ const planNewTask = async (
   return { task, run: taskRun, row: { taskId, task, run: taskRun, expect: { revision: 'absent' } } };
 };
 
-/** A follow-up message continues an interrupted task as a new run (multi-turn, docs/protocol.md §10). */
+/**
+ * A follow-up message continues an interrupted task as a new run (multi-turn, docs/protocol.md §10). The task moves on
+ * to WORKING at once: SUBMITTED is only a new task's first state, and no channel ever shows a task
+ * going back to it (decision 0050). The run's claim then leaves the task as it is.
+ */
 const planFollowUp = async (
   deps: CreateTaskDeps,
   input: CreateTaskInput,
@@ -296,7 +300,7 @@ const planFollowUp = async (
   const history = await deps.codec.openHistory(taskId, current.sealedHistory);
   const revision = current.revision + 1;
   const sealed = await deps.codec.seal(taskId, { history: appendHistory(history, revision, [message]) });
-  const task = advanceTask(current, 'TASK_STATE_SUBMITTED', now, {
+  const task = advanceTask(current, 'TASK_STATE_WORKING', now, {
     currentRunId: run.runId,
     sealedStatusMessage: undefined,
     sealedHistory: sealed.sealedHistory,

@@ -132,6 +132,9 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
  * The claim (I-ONCE) and the WORKING revision are one write (decision 0038: the task row holds
  * its current run), conditioned on the run version and the task revision read. A lost condition
  * means another delivery claimed the run, or a cancel ended it: the reread decides which.
+ * A follow-up's task is WORKING from the message that queued its run (it never shows SUBMITTED
+ * again, decision 0050): its claim changes the run only, conditioned on its version, and the task
+ * keeps its revision, so no channel sees a second WORKING revision.
  */
 const claim = async (
   deps: ExecuteRunDeps,
@@ -145,12 +148,20 @@ const claim = async (
     // A resumed run holds its opened state in memory; the sealed copy is not kept past the wait.
     sealedSuspension: undefined,
   });
-  const workingTask = advanceTask(task, 'TASK_STATE_WORKING', now, {
-    // The "waiting for an approval" message ends with the wait.
-    ...(run.sealedSuspension !== undefined && { sealedStatusMessage: undefined }),
-  });
+  // A follow-up's task is WORKING already (decision 0050): only its run changes, no new revision.
+  const alreadyWorking = task.state === 'TASK_STATE_WORKING' && run.sealedSuspension === undefined;
+  const workingTask = alreadyWorking
+    ? task
+    : advanceTask(task, 'TASK_STATE_WORKING', now, {
+        // The "waiting for an approval" message ends with the wait.
+        ...(run.sealedSuspension !== undefined && { sealedStatusMessage: undefined }),
+      });
   try {
-    await deps.tasks.commit({ row: taskAndRunWrite(task, workingTask, run, claimedRun) });
+    await deps.tasks.commit(
+      alreadyWorking
+        ? runAloneWrite(task, run, claimedRun)
+        : { row: taskAndRunWrite(task, workingTask, run, claimedRun) },
+    );
     return { run: claimedRun, task: workingTask };
   } catch (error) {
     if (!(error instanceof VersionConflictError)) throw error;

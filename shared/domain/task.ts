@@ -144,14 +144,13 @@ const taskTransitions: Readonly<Record<TaskState, readonly TaskState[]>> = {
     'TASK_STATE_INPUT_REQUIRED',
     'TASK_STATE_AUTH_REQUIRED',
   ],
+  // SUBMITTED is only a new task's first state: a follow-up moves an interrupted task to WORKING.
   TASK_STATE_INPUT_REQUIRED: [
-    'TASK_STATE_SUBMITTED',
     'TASK_STATE_WORKING',
     'TASK_STATE_CANCELED',
     'TASK_STATE_FAILED',
   ],
   TASK_STATE_AUTH_REQUIRED: [
-    'TASK_STATE_SUBMITTED',
     'TASK_STATE_WORKING',
     'TASK_STATE_CANCELED',
     'TASK_STATE_FAILED',

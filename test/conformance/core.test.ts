@@ -320,6 +320,22 @@ describe('multi-turn', () => {
     expect(stateOf(done)).toBe('TASK_STATE_COMPLETED');
   });
 
+  it('a follow-up moves the task on to WORKING, never back to SUBMITTED (decision 0050)', async () => {
+    const task = await inputRequired();
+    const answer = taskOf(
+      await sut.send('tck-complete-task', {
+        message: { taskId: task.id },
+        configuration: { returnImmediately: true },
+      }),
+    );
+    // returnImmediately answers the revision the follow-up committed: WORKING, not SUBMITTED.
+    expect(stateOf(answer)).toBe('TASK_STATE_WORKING');
+    for (let attempt = 0; stateOf((await getTask(task.id)).result) !== 'TASK_STATE_COMPLETED'; attempt++) {
+      expect(attempt).toBeLessThan(200);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  });
+
   it('CORE-MULTI-004: a taskId that does not exist → -32001', async () => {
     const reply = await sut.send('tck-complete-task', { message: { taskId: randomUUID() } });
     expect(reply.error?.code).toBe(-32001);

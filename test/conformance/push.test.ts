@@ -206,6 +206,12 @@ describe('webhook delivery', () => {
     const lastInput = states.lastIndexOf('TASK_STATE_INPUT_REQUIRED');
     expect(lastInput).toBeGreaterThanOrEqual(0);
     expect(states.indexOf('TASK_STATE_COMPLETED')).toBeGreaterThan(lastInput);
+    // The follow-up moves the task on: WORKING once, never SUBMITTED again (decision 0050).
+    expect(states.slice(lastInput)).toEqual([
+      'TASK_STATE_INPUT_REQUIRED',
+      'TASK_STATE_WORKING',
+      'TASK_STATE_COMPLETED',
+    ]);
   });
 
   it('an inline config on SendStreamingMessage is stored and delivered like one on SendMessage', async () => {

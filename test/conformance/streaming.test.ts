@@ -158,6 +158,15 @@ describe('SendStreamingMessage', () => {
     expect(terminalStates).toContain(stateOf(events.at(-1) as SseFrame));
   });
 
+  it('a follow-up to INPUT_REQUIRED streams WORKING → COMPLETED: never SUBMITTED again, one WORKING (decision 0050)', async () => {
+    const taskId = await inputRequiredTask();
+    const answer = await stream('SendStreamingMessage', message('tck-stream-001', { taskId }));
+    const { events } = await drain(answer.frames);
+    expect(compact(events)).toEqual(['task:WORKING', 'artifactUpdate:', 'statusUpdate:COMPLETED']);
+    // Revisions 1 SUBMITTED, 2 WORKING, 3 INPUT_REQUIRED, then the follow-up's 4 WORKING and 5.
+    expect(events.filter((frame) => frame.id !== undefined).map((frame) => frame.id)).toEqual(['4', '5']);
+  });
+
   it('closes at an interrupted state (docs/protocol.md §17)', async () => {
     const answer = await stream('SendStreamingMessage', message('tck-input-required'));
     const { events } = await drain(answer.frames);
@@ -202,11 +211,8 @@ describe('SubscribeToTask', () => {
     const first = await answer.frames.next();
     expect(stateOf(first.value as SseFrame)).toBe('TASK_STATE_INPUT_REQUIRED');
     const [{ events }] = await Promise.all([drain(answer.frames), completeWithFollowUp(taskId)]);
-    expect(compact(events)).toEqual([
-      'statusUpdate:SUBMITTED',
-      'statusUpdate:WORKING',
-      'statusUpdate:COMPLETED',
-    ]);
+    // The follow-up moves the task on to WORKING; it never shows SUBMITTED again (decision 0050).
+    expect(compact(events)).toEqual(['statusUpdate:WORKING', 'statusUpdate:COMPLETED']);
     expect(terminalStates).toContain(stateOf(events.at(-1) as SseFrame));
   });
 

@@ -109,7 +109,7 @@ describe('lost races answer precisely', () => {
             '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
             reason: 'TASK_ALREADY_WORKING',
             domain: 'errors.example.test',
-            metadata: { taskId, state: 'TASK_STATE_SUBMITTED', timestamp: '2026-12-01T00:00:00.000Z' },
+            metadata: { taskId, state: 'TASK_STATE_WORKING', timestamp: '2026-12-01T00:00:00.000Z' },
           },
         ],
       });

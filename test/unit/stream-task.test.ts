@@ -234,9 +234,10 @@ describe('streamTask: SubscribeToTask', () => {
     const items = await collect(s.stream({ taskId, start: { kind: 'subscribe' } }), s.nowMs);
     expect(items.map(({ item }) => describeItem(item))).toEqual([
       'task:INPUT_REQUIRED#3',
-      'status:SUBMITTED#4',
-      'status:WORKING#5',
-      'status:COMPLETED#6',
+      // The follow-up moves the task on; it never shows SUBMITTED again (decision 0050), and the
+      // run's claim adds no second WORKING.
+      'status:WORKING#4',
+      'status:COMPLETED#5',
     ]);
   });
 
@@ -257,10 +258,9 @@ describe('streamTask: SubscribeToTask', () => {
     expect(events(a)).toEqual(events(b));
     expect(events(a).map(describeItem)).toEqual([
       'task:INPUT_REQUIRED#3',
-      'status:SUBMITTED#4',
-      'status:WORKING#5',
+      'status:WORKING#4',
       'artifact:Generated text content',
-      'status:COMPLETED#6',
+      'status:COMPLETED#5',
     ]);
   });
 
@@ -329,37 +329,37 @@ describe('streamTask: SubscribeToTask', () => {
     await s.project();
     await s.core.runNext();
     await s.project();
-    // A fresh task: INPUT_REQUIRED(3) → SUBMITTED(4) → WORKING(5) → COMPLETED+artifact(6).
+    // INPUT_REQUIRED(3) → WORKING(4, the follow-up) → COMPLETED+artifact(5).
     const items = await collect(
-      s.stream({ taskId, start: { kind: 'subscribe', lastEventId: '5' } }),
+      s.stream({ taskId, start: { kind: 'subscribe', lastEventId: '4' } }),
       s.nowMs,
     );
     expect(items.map(({ item }) => describeItem(item))).toEqual([
-      'task:WORKING#5',
+      'task:WORKING#4',
       'artifact:Generated text content',
-      'status:COMPLETED#6',
+      'status:COMPLETED#5',
     ]);
   });
 
   it('never goes back when the view lags the event the client re-attaches after (I-ORDER)', async () => {
     const s = setup();
     const taskId = await inputRequiredTask(s);
+    const lagging = s.core.journal.views.get(taskId);
     await s.create('tck-artifact-text', { taskId });
     await s.project();
-    const lagging = s.core.journal.views.get(taskId);
     await s.core.runNext();
     await s.project();
-    // The events of WORKING(5) and COMPLETED(6) are in the journal, the view is still at 4.
+    // The events of WORKING(4) and COMPLETED(5) are in the journal, the view is still at 3.
     if (lagging === undefined) throw new Error('expected a view');
     s.core.journal.views.set(taskId, lagging);
     const items = await collect(
-      s.stream({ taskId, start: { kind: 'subscribe', lastEventId: '5' } }),
+      s.stream({ taskId, start: { kind: 'subscribe', lastEventId: '4' } }),
       s.nowMs,
     );
     expect(items.map(({ item }) => describeItem(item))).toEqual([
-      'task:WORKING#5',
+      'task:WORKING#4',
       'artifact:Generated text content',
-      'status:COMPLETED#6',
+      'status:COMPLETED#5',
     ]);
   });
 
@@ -472,7 +472,7 @@ describe('streamTask: SubscribeToTask', () => {
     });
     const iterator = s.stream({ taskId, start: { kind: 'subscribe' } });
     expect(describeItem((await iterator.next()).value as StreamItem)).toBe('task:INPUT_REQUIRED#3');
-    expect(describeItem((await iterator.next()).value as StreamItem)).toBe('status:SUBMITTED#4');
+    expect(describeItem((await iterator.next()).value as StreamItem)).toBe('status:WORKING#4');
     // 3 s after the snapshot at most 100 ms apart, then doubling to 1,000 ms.
     expect(s.sleeps.slice(0, 5)).toEqual([20, 40, 80, 100, 100]);
     const activeCount = s.sleeps.findIndex((ms) => ms > 100);
@@ -481,7 +481,7 @@ describe('streamTask: SubscribeToTask', () => {
     const before = s.sleeps.length;
     await s.core.runNext();
     await s.project();
-    expect(describeItem((await iterator.next()).value as StreamItem)).toBe('status:WORKING#5');
+    expect(describeItem((await iterator.next()).value as StreamItem)).toBe('status:COMPLETED#5');
     expect(s.sleeps[before]).toBe(20);
     await iterator.return(undefined);
   });
