@@ -19,6 +19,7 @@ import { ensureDynamoDbLocalJar } from '../infra/local/dynamodb-local.ts';
 import { createLocalClients, startEmulators } from '../infra/local/local-stack.ts';
 import { createResources } from '../infra/local/resources.ts';
 import { DynamoDbJournalRepository } from '../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
+import { keys } from '../shared/adapters/dynamodb/entities.ts';
 import { projectRecord } from '../shared/app/project-record.ts';
 import type { StoredTask } from '../shared/domain/projection.ts';
 import { median } from './lib/stats.ts';
@@ -42,10 +43,11 @@ const doc = DynamoDBDocumentClient.from(clients.dynamodb, {
   marshallOptions: { removeUndefinedValues: true },
 });
 const journal = new DynamoDbJournalRepository(doc, table);
-type Owner = { tenant: string; principal: string };
+type Owner = { tenant: string; principal: string; profileId: string };
 
 const fill = async (principal: string, count: number): Promise<Owner> => {
-  const owner = { tenant: 'bench', principal };
+  // A published agent other than the root's: its key names the agent (decision 0049).
+  const owner = { tenant: 'bench', principal, profileId: 'bench-agent' };
   const base = Date.parse('2026-11-30T00:00:00.000Z');
   const expiresAt = Math.floor(Date.now() / 1000) + 30 * 86_400;
   for (let i = 0; i < count; i += 25) {
@@ -55,8 +57,8 @@ const fill = async (principal: string, count: number): Promise<Owner> => {
         const task: StoredTask = {
           taskId: `${principal}-${String(i + j).padStart(6, '0')}`,
           contextId: `ctx-${(i + j) % 10}`,
-          owner,
-          profileId: 'default',
+          owner: { tenant: owner.tenant, principal: owner.principal },
+          profileId: owner.profileId,
           state: 'TASK_STATE_COMPLETED',
           revision: 1,
           currentRunId: 'run',
@@ -82,7 +84,9 @@ const rawPage = async (owner: Owner) => {
       IndexName: 'byOwner',
       KeyConditionExpression: '#ownerKey = :owner',
       ExpressionAttributeNames: { '#ownerKey': 'ownerKey' },
-      ExpressionAttributeValues: { ':owner': { S: `OWNER#${owner.tenant}#${owner.principal}` } },
+      ExpressionAttributeValues: {
+        ':owner': { S: keys.ownerKey(owner.tenant, owner.principal, owner.profileId) },
+      },
       ScanIndexForward: false,
       Limit: 51,
       ReturnConsumedCapacity: 'TOTAL',

@@ -130,6 +130,7 @@ const measureLatency = async () => {
 const readsPerMinute = async (revisionEveryMs: number | undefined): Promise<number> => {
   let now = Date.parse('2026-01-01T00:00:00.000Z');
   const owner = { tenant: 't', principal: 'p' };
+  const caller = { ...owner, profileId: 'default' };
   const expiresAt = Math.floor(now / 1000) + 86_400;
   const event = (revision: number): JournalEvent => ({
     taskId: 't1',
@@ -141,7 +142,11 @@ const readsPerMinute = async (revisionEveryMs: number | undefined): Promise<numb
     expiresAt,
   });
   const events: JournalEvent[] = [event(1)];
-  const view: JournalView = { ...event(1), createdAt: new Date(now).toISOString() };
+  const view: JournalView = {
+    ...event(1),
+    profileId: caller.profileId,
+    createdAt: new Date(now).toISOString(),
+  };
   let reads = 0;
   const journal = {
     getView: async () => {
@@ -174,7 +179,7 @@ const readsPerMinute = async (revisionEveryMs: number | undefined): Promise<numb
       },
       streamTiming: { maxDurationMs: 60_000 },
     },
-    { caller: owner, taskId: 't1', start: { kind: 'subscribe' }, closeAt: 'terminal' },
+    { caller, taskId: 't1', start: { kind: 'subscribe' }, closeAt: 'terminal' },
   );
   for await (const _ of stream) {
     // drain

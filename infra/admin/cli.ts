@@ -28,6 +28,7 @@ import { type ApprovalRecord, ApprovalRefusedError } from '../../shared/domain/a
 import { TaskNotFoundError } from '../../shared/domain/errors.ts';
 import type { ApprovalVerdict } from '../../shared/domain/model.ts';
 import type { Sealer } from '../../shared/domain/ports.ts';
+import { rootAgent } from '../../shared/domain/task.ts';
 import { table } from '../text-table.ts';
 
 /**
@@ -67,8 +68,9 @@ Commands:
   profiles delete <id>             delete a saved profile: no longer served within 30 s (the
                                    configuration's profile of that id, if any, is served again);
                                    tasks already accepted run with the settings they were accepted with
-  tasks list --owner <tenant>/<principal> [--state <state>] [--limit <n>]
-                                   a caller's tasks, newest first — metadata only, never content
+  tasks list --owner <tenant>/<principal> [--agent <id>] [--state <state>] [--limit <n>]
+                                   a caller's tasks at one agent (default: the root's, "default"),
+                                   newest first — metadata only, never content (0049)
 
 Table access (purge, runs, approvals, profiles put/get/list/delete, tasks):
   --prefix <p>            tables <p>-State, <p>-Journal, <p>-Audit (npm start uses a2a-local)
@@ -114,6 +116,7 @@ interface Options {
   readonly sqsEndpoint?: string;
   readonly config?: string;
   readonly owner?: string;
+  readonly agent?: string;
   readonly state?: string;
   readonly limit?: string;
   readonly help: boolean;
@@ -139,6 +142,7 @@ const parseCommandLine = (argv: readonly string[]): { positionals: string[]; opt
         'sqs-endpoint': { type: 'string' },
         config: { type: 'string' },
         owner: { type: 'string' },
+        agent: { type: 'string' },
         state: { type: 'string' },
         limit: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
@@ -165,6 +169,7 @@ const parseCommandLine = (argv: readonly string[]): { positionals: string[]; opt
         sqsEndpoint: values['sqs-endpoint'],
         config: values.config,
         owner: values.owner,
+        agent: values.agent,
         state: values.state,
         limit: values.limit,
       },
@@ -624,6 +629,7 @@ const ownerOf = (owner: string | undefined): { tenant: string; principal: string
 const tasksListCommand = async (extra: string | undefined, options: Options, io: AdminIo) => {
   if (extra !== undefined) throw new UsageError('tasks list takes no arguments');
   const owner = ownerOf(options.owner);
+  const agent = options.agent ?? rootAgent;
   const limit = options.limit === undefined ? 20 : Number(options.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit must be 1…1000');
   const state =
@@ -643,7 +649,7 @@ const tasksListCommand = async (extra: string | undefined, options: Options, io:
   try {
     // The journal's owner index: one query, never a scan. Only metadata leaves it: sealed blobs stay sealed.
     const page = await new DynamoDbJournalRepository(client, tables.journal).listViews({
-      owner,
+      owner: { ...owner, profileId: agent },
       ...(state !== undefined ? { state } : {}),
       now: new Date(),
       limit,
@@ -659,7 +665,7 @@ const tasksListCommand = async (extra: string | undefined, options: Options, io:
       ...(view.metadata !== undefined ? { metadata: view.metadata } : {}),
     }));
     if (options.json) {
-      io.out(JSON.stringify({ owner, tasks, more: page.more }, null, 2));
+      io.out(JSON.stringify({ owner, agent, tasks, more: page.more }, null, 2));
       return 0;
     }
     for (const line of table(
@@ -676,7 +682,7 @@ const tasksListCommand = async (extra: string | undefined, options: Options, io:
       io.out(line);
     }
     io.out(
-      `${tasks.length} task(s) of ${owner.tenant}/${owner.principal}${page.more ? ' (more: raise --limit)' : ''}.`,
+      `${tasks.length} task(s) of ${owner.tenant}/${owner.principal} at ${agent}${page.more ? ' (more: raise --limit)' : ''}.`,
     );
     return 0;
   } finally {

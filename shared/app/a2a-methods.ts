@@ -4,7 +4,7 @@ import {
   PushNotificationNotSupportedError,
   UnsupportedOperationError,
 } from '../domain/errors.ts';
-import type { Owner } from '../domain/task.ts';
+import type { AgentCaller, Owner } from '../domain/task.ts';
 import { buildExtendedAgentCard, declaresExtendedCard, implementedCapabilities } from './agent-card.ts';
 import { cancelTask } from './cancel-task.ts';
 import { listTasks } from './list-tasks.ts';
@@ -32,7 +32,11 @@ import { type StreamTaskDeps, sendStreamingMessage, subscribeToTask } from './st
 /** Who calls when the installation runs without authentication (docs/configuration.md). */
 export const anonymousCaller: Owner = { tenant: 'local', principal: 'local' };
 
-const callerOf = (ctx: RequestContext): Owner => ctx.caller ?? anonymousCaller;
+/** The caller at the agent whose endpoint was asked: the scope of every task it names (I-OWNER). */
+const callerOf = (ctx: RequestContext): AgentCaller => {
+  const { tenant, principal } = ctx.caller ?? anonymousCaller;
+  return { tenant, principal, profileId: ctx.profileId };
+};
 
 const streamingOff = () => new UnsupportedOperationError('Streaming is not supported by this agent');
 const pushOff = () => new PushNotificationNotSupportedError();

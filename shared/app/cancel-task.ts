@@ -12,12 +12,12 @@ import { retentionExpiry } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
 import { taskAndRunWrite } from '../domain/row-writes.ts';
 import {
+  type AgentCaller,
   isExpired,
+  isOwnTask,
   isSettled,
-  type Owner,
   type RunRecord,
   reviseRun,
-  sameOwner,
   settleRun,
 } from '../domain/task.ts';
 import { endTaskWith } from './end-task.ts';
@@ -35,7 +35,7 @@ export interface CancelTaskDeps extends ReadTaskDeps {
 }
 
 export interface CancelTaskInput {
-  readonly caller: Owner;
+  readonly caller: AgentCaller;
   readonly taskId: string;
 }
 
@@ -60,11 +60,7 @@ const maxAttempts = 5;
 export const cancelTask = async (deps: CancelTaskDeps, input: CancelTaskInput): Promise<Task> => {
   for (let attempt = 1; ; attempt++) {
     const task = await deps.tasks.getTask(input.taskId);
-    if (
-      task === undefined ||
-      !sameOwner(task.owner, input.caller) ||
-      isExpired(task.expiresAt, deps.clock.now())
-    ) {
+    if (task === undefined || !isOwnTask(task, input.caller) || isExpired(task.expiresAt, deps.clock.now())) {
       throw new TaskNotFoundError(input.taskId);
     }
     if (task.state === 'TASK_STATE_CANCELED') return readAtRevision(deps, input.caller, task);
@@ -123,7 +119,7 @@ const commitCancel = async (
 };
 
 /** The task as the journal shows it at (or after) the row's revision (I-RYW). */
-const readAtRevision = async (deps: ReadTaskDeps, caller: Owner, row: StoredTask): Promise<Task> => {
+const readAtRevision = async (deps: ReadTaskDeps, caller: AgentCaller, row: StoredTask): Promise<Task> => {
   const options: ReadOptions = {};
   const view = await waitForView(deps, caller, row.taskId, {
     minRevision: row.revision,

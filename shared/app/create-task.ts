@@ -26,6 +26,7 @@ import { resolveProfilePrivacy, retentionExpiry } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
 import { taskAndRunWrite } from '../domain/row-writes.ts';
 import {
+  type AgentCaller,
   advanceTask,
   appendHistory,
   isExpired,
@@ -76,6 +77,13 @@ export interface CreateTaskInput {
   /** The version the request came in; an inline push config keeps it (its webhook body). */
   readonly protocolVersion?: ProtocolVersion;
 }
+
+/** The sender at the agent it sent to: the scope in which it reads the task it created (I-OWNER). */
+export const senderOf = (input: CreateTaskInput): AgentCaller => ({
+  tenant: input.caller.tenant,
+  principal: input.caller.principal,
+  profileId: input.profileId,
+});
 
 /** The committed revision a caller may wait for, and the task it belongs to. */
 export interface CreatedTask {
@@ -252,7 +260,7 @@ const planNewTask = async (
   const task: StoredTask = {
     taskId,
     contextId,
-    owner: input.caller,
+    owner: { tenant: input.caller.tenant, principal: input.caller.principal },
     profileId: input.profileId,
     state: 'TASK_STATE_SUBMITTED',
     revision: 1,

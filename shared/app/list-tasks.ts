@@ -1,11 +1,12 @@
 import type { Task, TaskState } from '../domain/a2a.ts';
 import { InvalidParamsError } from '../domain/errors.ts';
 import type { ViewFilter, ViewPosition } from '../domain/ports.ts';
-import type { Owner } from '../domain/task.ts';
+import type { AgentCaller } from '../domain/task.ts';
 import { type ReadTaskDeps, toTask } from './read-task.ts';
 
 export interface ListTasksInput {
-  readonly caller: Owner;
+  /** The owner and the agent whose endpoint is asked: only that agent's tasks are listed (I-OWNER). */
+  readonly caller: AgentCaller;
   readonly contextId?: string;
   readonly status?: TaskState;
   /** 1..100 (the schema enforces it); echoed in the answer. */

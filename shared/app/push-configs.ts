@@ -8,7 +8,7 @@ import {
 import type { Clock, IdGenerator, PushConfigRepository, Sealer, TaskRepository } from '../domain/ports.ts';
 import type { StoredTask } from '../domain/projection.ts';
 import { pushSecretField, type StoredPushConfig } from '../domain/push.ts';
-import { epochSeconds, type Owner, sameOwner } from '../domain/task.ts';
+import { type AgentCaller, epochSeconds, isOwnTask } from '../domain/task.ts';
 import { checkWebhookUrl, type WebhookPolicy } from '../domain/webhook-address.ts';
 import { checkPushConfigLimit, limitsOf } from './limits.ts';
 
@@ -177,18 +177,14 @@ export const toTaskPushNotificationConfig = async (
   };
 };
 
-/** The caller's task row, or TaskNotFound for a missing, foreign or expired one (I-OWNER, I-PURGE). */
+/** The caller's task row, or TaskNotFound for a missing, foreign or expired one, or another agent's (I-OWNER, I-PURGE). */
 export const ownedTask = async (
   deps: Pick<PushConfigDeps, 'tasks' | 'clock'>,
-  caller: Owner,
+  caller: AgentCaller,
   taskId: string,
 ): Promise<StoredTask> => {
   const task = await deps.tasks.getTask(taskId);
-  if (
-    task === undefined ||
-    !sameOwner(task.owner, caller) ||
-    task.expiresAt <= epochSeconds(deps.clock.now())
-  ) {
+  if (task === undefined || !isOwnTask(task, caller) || task.expiresAt <= epochSeconds(deps.clock.now())) {
     throw new TaskNotFoundError(taskId);
   }
   return task;
@@ -199,7 +195,7 @@ const live = (deps: PushConfigDeps, config: StoredPushConfig | undefined): confi
 
 export const createPushConfig = async (
   deps: PushConfigDeps,
-  caller: Owner,
+  caller: AgentCaller,
   taskId: string,
   input: PushConfigInput,
 ): Promise<TaskPushNotificationConfig> => {
@@ -226,7 +222,7 @@ export const createPushConfig = async (
 
 export const getPushConfig = async (
   deps: PushConfigDeps,
-  caller: Owner,
+  caller: AgentCaller,
   taskId: string,
   configId: string,
 ): Promise<TaskPushNotificationConfig> => {
@@ -251,7 +247,7 @@ const decodeToken = (token: string): string => {
 
 export const listPushConfigs = async (
   deps: PushConfigDeps,
-  caller: Owner,
+  caller: AgentCaller,
   taskId: string,
   page: { readonly pageSize?: number; readonly pageToken?: string } = {},
 ): Promise<{ configs: TaskPushNotificationConfig[]; nextPageToken?: string }> => {
@@ -275,7 +271,7 @@ export const listPushConfigs = async (
 /** Idempotent: a config that is already gone answers like a deleted one (A2A §7). */
 export const deletePushConfig = async (
   deps: PushConfigDeps,
-  caller: Owner,
+  caller: AgentCaller,
   taskId: string,
   configId: string,
 ): Promise<void> => {

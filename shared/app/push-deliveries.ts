@@ -6,7 +6,7 @@ import type {
   PushDeliveryAttempt,
   PushDeliveryRecord,
 } from '../domain/push.ts';
-import { isExpired, type Owner } from '../domain/task.ts';
+import { type AgentCaller, isExpired } from '../domain/task.ts';
 import { configIdPattern, ownedTask } from './push-configs.ts';
 
 /**
@@ -99,7 +99,7 @@ const defaultPageSize = 50;
  */
 export const listPushDeliveries = async (
   deps: PushDeliveryReadDeps,
-  caller: Owner,
+  caller: AgentCaller,
   taskId: string,
   page: { readonly configId?: string; readonly pageSize?: number; readonly pageToken?: string } = {},
 ): Promise<ListTaskPushDeliveriesResult> => {

@@ -2,7 +2,7 @@ import type { Task, TaskState } from '../domain/a2a.ts';
 import { TaskNotFoundError } from '../domain/errors.ts';
 import type { Clock, JournalRepository, TaskRepository } from '../domain/ports.ts';
 import { type JournalView, type StoredTask, viewOf } from '../domain/projection.ts';
-import { historyAsOf, isExpired, type Owner, sameOwner } from '../domain/task.ts';
+import { type AgentCaller, historyAsOf, isExpired, isOwnTask } from '../domain/task.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 export interface ReadTaskDeps {
@@ -24,14 +24,17 @@ export interface ReadOptions {
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The caller's view of a task, or TaskNotFound for a missing, foreign or expired one (I-OWNER, I-PURGE). */
+/**
+ * The caller's view of a task, or TaskNotFound for a missing, foreign or expired one, or one of
+ * another agent (I-OWNER, I-PURGE).
+ */
 export const getVisibleView = async (
   deps: ReadTaskDeps,
-  caller: Owner,
+  caller: AgentCaller,
   taskId: string,
 ): Promise<JournalView> => {
   const view = await deps.journal.getView(taskId);
-  if (view === undefined || !sameOwner(view.owner, caller) || isExpired(view.expiresAt, deps.clock.now())) {
+  if (view === undefined || !isOwnTask(view, caller) || isExpired(view.expiresAt, deps.clock.now())) {
     throw new TaskNotFoundError(taskId);
   }
   return view;
@@ -80,7 +83,7 @@ const readHistory = async (deps: ReadTaskDeps, view: JournalView, knownRow?: Sto
 
 export const getTask = async (
   deps: ReadTaskDeps,
-  caller: Owner,
+  caller: AgentCaller,
   taskId: string,
   options: ReadOptions = {},
 ): Promise<Task> => toTask(deps, await getVisibleView(deps, caller, taskId), options);
@@ -158,7 +161,7 @@ export class WaitHistory {
  */
 export const waitForView = async (
   deps: ReadTaskDeps,
-  caller: Owner,
+  caller: AgentCaller,
   taskId: string,
   options: WaitOptions,
 ): Promise<JournalView | undefined> => {
@@ -176,7 +179,7 @@ export const waitForView = async (
     const view = await deps.journal.getView(taskId, { consistent: false });
     if (
       view !== undefined &&
-      sameOwner(view.owner, caller) &&
+      isOwnTask(view, caller) &&
       !isExpired(view.expiresAt, deps.clock.now()) &&
       view.revision >= options.minRevision &&
       // An eventually consistent read may go back a revision: keep the newest seen.
@@ -203,12 +206,12 @@ export const waitForView = async (
  */
 export const taskFromCommittedRow = async (
   deps: ReadTaskDeps,
-  caller: Owner,
+  caller: AgentCaller,
   taskId: string,
   options: ReadOptions = {},
 ): Promise<Task> => {
   const row = await deps.tasks.getTask(taskId);
-  if (row === undefined || !sameOwner(row.owner, caller) || isExpired(row.expiresAt, deps.clock.now())) {
+  if (row === undefined || !isOwnTask(row, caller) || isExpired(row.expiresAt, deps.clock.now())) {
     throw new TaskNotFoundError(taskId);
   }
   return toTask(deps, viewOf(row), options, row);

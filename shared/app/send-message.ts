@@ -1,7 +1,7 @@
 import type { Message, Task } from '../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../domain/a2a.ts';
 import type { JournalView } from '../domain/projection.ts';
-import { type CreateTaskDeps, type CreateTaskInput, createTask } from './create-task.ts';
+import { type CreateTaskDeps, type CreateTaskInput, createTask, senderOf } from './create-task.ts';
 import { projectedWait, type ReadTaskDeps, taskFromCommittedRow, toTask, waitForView } from './read-task.ts';
 
 export type SendMessageDeps = CreateTaskDeps & ReadTaskDeps;
@@ -21,10 +21,11 @@ const settledForCaller = (state: Task['status']['state']): boolean =>
  */
 export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput): Promise<Task> => {
   const created = await createTask(deps, input);
+  const caller = senderOf(input);
   const blocking = input.configuration?.returnImmediately !== true;
   const profile = deps.config.profiles[input.profileId];
   const capMs = (profile?.blockingCapSeconds ?? 25) * 1000;
-  const view = await waitForView(deps, input.caller, created.taskId, {
+  const view = await waitForView(deps, caller, created.taskId, {
     minRevision: created.revision,
     until: blocking ? settledForCaller : undefined,
     timeoutMs: blocking ? capMs : projectionWaitMs,
@@ -32,7 +33,7 @@ export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput
     kind: blocking ? `settled:${input.profileId}` : projectedWait,
   });
   const options = { historyLength: input.configuration?.historyLength };
-  if (view === undefined) return taskFromCommittedRow(deps, input.caller, created.taskId, options);
+  if (view === undefined) return taskFromCommittedRow(deps, caller, created.taskId, options);
   // returnImmediately promises an in-progress task (docs/protocol.md §4): when the run already finished
   // before the first projection was seen, answer with the committed revision this call created.
   if (!blocking && isTerminal(view.state) && view.revision > created.revision) {

@@ -3,8 +3,8 @@ import { endsStream, isTerminal } from '../domain/a2a.ts';
 import { TaskNotFoundError, UnsupportedOperationError } from '../domain/errors.ts';
 import type { StreamSlots } from '../domain/ports.ts';
 import { type JournalEvent, type JournalView, viewOf } from '../domain/projection.ts';
-import { isExpired, type Owner, sameOwner } from '../domain/task.ts';
-import { type CreateTaskDeps, type CreateTaskInput, createTask } from './create-task.ts';
+import { type AgentCaller, isExpired, isOwnTask, sameOwner } from '../domain/task.ts';
+import { type CreateTaskDeps, type CreateTaskInput, createTask, senderOf } from './create-task.ts';
 import { openStreamResponses } from './journal-events.ts';
 import { withStreamSlot } from './limits.ts';
 import { getVisibleView, projectedWait, type ReadTaskDeps, toTask, waitForView } from './read-task.ts';
@@ -63,7 +63,7 @@ export type StreamStart =
   | { readonly kind: 'subscribe'; readonly lastEventId?: string };
 
 export interface StreamTaskInput {
-  readonly caller: Owner;
+  readonly caller: AgentCaller;
   readonly taskId: string;
   readonly start: StreamStart;
   /**
@@ -258,6 +258,7 @@ const openAt = async (
     taskId: view.taskId,
     contextId: event.contextId,
     owner: event.owner,
+    profileId: view.profileId,
     state: event.state,
     revision,
     statusTimestamp: event.statusTimestamp,
@@ -294,7 +295,7 @@ const openAheadOfJournal = async (
   const row = await deps.tasks.getTask(input.taskId);
   if (
     row === undefined ||
-    !sameOwner(row.owner, input.caller) ||
+    !isOwnTask(row, input.caller) ||
     isExpired(row.expiresAt, deps.clock.now()) || // purged meanwhile: TaskNotFound (I-PURGE)
     row.revision < resumeAfter
   )
@@ -314,7 +315,7 @@ const openAheadOfJournal = async (
  */
 const openFromCommittedRow = async (deps: StreamTaskDeps, input: StreamTaskInput): Promise<Opening> => {
   const row = await deps.tasks.getTask(input.taskId);
-  if (row === undefined || !sameOwner(row.owner, input.caller) || isExpired(row.expiresAt, deps.clock.now()))
+  if (row === undefined || !isOwnTask(row, input.caller) || isExpired(row.expiresAt, deps.clock.now()))
     throw new TaskNotFoundError(input.taskId);
   const view = viewOf(row);
   return {
@@ -352,7 +353,7 @@ export const sendStreamingMessage = async (
     return streamTask(
       { ...deps, streamTiming: streamTimingOf(deps) },
       {
-        caller: input.caller,
+        caller: senderOf(input),
         taskId: created.taskId,
         start: { kind: 'created', revision: created.revision },
         closeAt: 'terminal-or-interrupted',
@@ -364,7 +365,7 @@ export const sendStreamingMessage = async (
 /** SubscribeToTask: the current task (or, with Last-Event-ID, what was missed) until a terminal state. */
 export const subscribeToTask = (
   deps: StreamMethodDeps,
-  caller: Owner,
+  caller: AgentCaller,
   taskId: string,
   lastEventId?: string,
 ): Promise<AsyncGenerator<StreamItem>> =>

@@ -3,7 +3,7 @@ import type { ApprovalDecision, ApprovalRecord } from './approvals.ts';
 import type { AgentSession, AgentStep } from './model.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
 import type { DeliveryAttemptEntry, PushDelivery, PushDeliveryRecord, StoredPushConfig } from './push.ts';
-import type { Owner, RunRecord } from './task.ts';
+import type { AgentCaller, Owner, RunRecord } from './task.ts';
 import type { EnabledTool } from './tools.ts';
 
 /**
@@ -159,9 +159,9 @@ export interface JournalRepository {
   countViews(filter: ViewFilter): Promise<number>;
 }
 
-/** What ListTasks filters on; every filter is optional except the owner (I-OWNER). */
+/** What ListTasks filters on; every filter is optional except the owner and its agent (I-OWNER). */
 export interface ViewFilter {
-  readonly owner: Owner;
+  readonly owner: AgentCaller;
   readonly contextId?: string;
   readonly state?: TaskState;
   /** Inclusive lower bound on the status timestamp, `YYYY-MM-DDTHH:mm:ss.sssZ`. */

@@ -25,6 +25,8 @@ export interface JournalView {
   readonly taskId: string;
   readonly contextId: string;
   readonly owner: Owner;
+  /** The agent (profile) whose endpoint created the task: only there is it visible (I-OWNER). */
+  readonly profileId: string;
   readonly state: TaskState;
   readonly revision: number;
   readonly statusTimestamp: string;
@@ -77,6 +79,7 @@ export const viewOf = (task: StoredTask): JournalView => ({
   taskId: task.taskId,
   contextId: task.contextId,
   owner: task.owner,
+  profileId: task.profileId,
   state: task.state,
   revision: task.revision,
   statusTimestamp: task.statusTimestamp,

@@ -17,6 +17,26 @@ export interface Owner {
 export const sameOwner = (a: Owner, b: Owner): boolean =>
   a.tenant === b.tenant && a.principal === b.principal;
 
+/** The agent (profile) the installation's root endpoint serves. */
+export const rootAgent = 'default';
+
+/**
+ * Who asks: an owner at the endpoint of one agent (`/agents/<profileId>`, the root serves
+ * `rootAgent`). Each published profile is its own agent (docs/decisions/0049).
+ */
+export interface AgentCaller extends Owner {
+  readonly profileId: string;
+}
+
+/**
+ * I-OWNER: a task (row or view) is the caller's only when it belongs to the caller's (tenant,
+ * principal) and to the agent whose endpoint is asked. Everything else reads as absent.
+ */
+export const isOwnTask = (
+  task: { readonly owner: Owner; readonly profileId: string },
+  caller: AgentCaller,
+): boolean => sameOwner(task.owner, caller) && task.profileId === caller.profileId;
+
 export interface TaskRecord {
   readonly taskId: string;
   readonly contextId: string;
@@ -145,16 +165,8 @@ const taskTransitions: Readonly<Record<TaskState, readonly TaskState[]>> = {
     'TASK_STATE_AUTH_REQUIRED',
   ],
   // SUBMITTED is only a new task's first state: a follow-up moves an interrupted task to WORKING.
-  TASK_STATE_INPUT_REQUIRED: [
-    'TASK_STATE_WORKING',
-    'TASK_STATE_CANCELED',
-    'TASK_STATE_FAILED',
-  ],
-  TASK_STATE_AUTH_REQUIRED: [
-    'TASK_STATE_WORKING',
-    'TASK_STATE_CANCELED',
-    'TASK_STATE_FAILED',
-  ],
+  TASK_STATE_INPUT_REQUIRED: ['TASK_STATE_WORKING', 'TASK_STATE_CANCELED', 'TASK_STATE_FAILED'],
+  TASK_STATE_AUTH_REQUIRED: ['TASK_STATE_WORKING', 'TASK_STATE_CANCELED', 'TASK_STATE_FAILED'],
   TASK_STATE_COMPLETED: [],
   TASK_STATE_FAILED: [],
   TASK_STATE_CANCELED: [],

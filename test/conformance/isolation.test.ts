@@ -40,6 +40,9 @@ const isolationConfig = parseConfig({
   },
   profiles: {
     ...conformanceConfig.profiles,
+    // Two published agents of the same installation (decision 0049): each is its own.
+    alpha: { ...conformanceConfig.profiles.tck, name: 'Alpha', privacyLevel: 'full' },
+    beta: { ...conformanceConfig.profiles.tck, name: 'Beta', privacyLevel: 'redacted' },
     tck: {
       ...conformanceConfig.profiles.tck,
       extendedCard: {
@@ -83,6 +86,29 @@ beforeAll(async () => {
 afterAll(async () => {
   await sut?.stop();
 });
+
+/** A v0.3 message continuing a task, as v0.3 clients send it. */
+const v03Message = (taskId: string) => ({
+  kind: 'message',
+  messageId: `tck-complete-task-${randomUUID()}`,
+  role: 'user',
+  parts: [{ kind: 'text', text: 'hi' }],
+  taskId,
+});
+
+/** Every v0.3 method that names a task, with its params for a task id (and a push config id). */
+const v03TaskCases = (configId: string): [string, (id: string) => JsonObject][] => [
+  ['tasks/get', (id) => ({ id })],
+  ['tasks/cancel', (id) => ({ id })],
+  ['tasks/resubscribe', (id) => ({ id })],
+  ['message/send', (id) => ({ message: v03Message(id) })],
+  ['message/stream', (id) => ({ message: v03Message(id) })],
+  ['tasks/pushNotificationConfig/set', (id) => ({ taskId: id, pushNotificationConfig: { url: pushUrl } })],
+  ['tasks/pushNotificationConfig/get', (id) => ({ id, pushNotificationConfigId: configId })],
+  ['tasks/pushNotificationConfig/get', (id) => ({ id })],
+  ['tasks/pushNotificationConfig/list', (id) => ({ id })],
+  ['tasks/pushNotificationConfig/delete', (id) => ({ id, pushNotificationConfigId: configId })],
+];
 
 /** What an unknown task id gets: the intruder's answer must be the same, field for field. */
 const expectNotFound = async (reply: RpcReply, probe: () => Promise<RpcReply>) => {
@@ -264,30 +290,8 @@ describe.each([
   /** A v0.3 call as v0.3 clients make it: no A2A-Version, v0.3 method names and shapes. */
   const v03 = (who: Who, method: string, params: unknown) =>
     sut.rpc(method, params, { headers: { ...as(who).headers, 'A2A-Version': '' } });
-  const v03Message = (taskId: string) => ({
-    kind: 'message',
-    messageId: `tck-complete-task-${randomUUID()}`,
-    role: 'user',
-    parts: [{ kind: 'text', text: 'hi' }],
-    taskId,
-  });
-
   it('every v0.3 method that names alice’s task → -32001, exactly as for a task that does not exist', async () => {
-    const cases: [string, (id: string) => JsonObject][] = [
-      ['tasks/get', (id) => ({ id })],
-      ['tasks/cancel', (id) => ({ id })],
-      ['tasks/resubscribe', (id) => ({ id })],
-      ['message/send', (id) => ({ message: v03Message(id) })],
-      ['message/stream', (id) => ({ message: v03Message(id) })],
-      [
-        'tasks/pushNotificationConfig/set',
-        (id) => ({ taskId: id, pushNotificationConfig: { url: pushUrl } }),
-      ],
-      ['tasks/pushNotificationConfig/get', (id) => ({ id, pushNotificationConfigId: pushConfigId })],
-      ['tasks/pushNotificationConfig/get', (id) => ({ id })],
-      ['tasks/pushNotificationConfig/list', (id) => ({ id })],
-      ['tasks/pushNotificationConfig/delete', (id) => ({ id, pushNotificationConfigId: pushConfigId })],
-    ];
+    const cases = v03TaskCases(pushConfigId);
     for (const [method, params] of cases) {
       for (const id of [completed.id, waiting.id]) {
         const reply = await v03(intruder, method, params(id));
@@ -332,6 +336,107 @@ describe.each([
     });
     expect(still.error).toBeUndefined();
     expect(still.result.url).toBe(pushUrl);
+  });
+});
+
+/**
+ * I-OWNER with the agent (decision 0049): a task belongs to the agent whose endpoint created it.
+ * alice herself, at another agent's endpoint (another profile, or the root's `default`), gets
+ * exactly what an unknown id gets from every method, and never sees the task listed.
+ */
+describe.each([
+  ['/agents/beta', 'another profile (redacted)'],
+  ['/', 'the root endpoint (default)'],
+  ['/agents/tck', 'another profile (full)'],
+] as const)('I-OWNER across agents: alice at %s (%s) and her tasks at /agents/alpha', (path, _relation) => {
+  let alphaDone: { id: string; contextId: string };
+  let alphaWaiting: { id: string; contextId: string };
+  let alphaConfigId: string;
+  /** One JSON-RPC call as alice at an endpoint path; v0.3 without A2A-Version. */
+  const at = (endpoint: string, method: string, params: unknown, version = '1.0') =>
+    sut.post(JSON.stringify({ jsonrpc: '2.0', id: randomUUID(), method, params }), {
+      path: endpoint,
+      headers: { 'Content-Type': 'application/json', 'A2A-Version': version, ...as('alice').headers },
+    });
+  const atPath = (method: string, params: unknown, version = '1.0') => at(path, method, params, version);
+
+  beforeAll(async () => {
+    const done = taskOf(
+      await at('/agents/alpha', 'SendMessage', { message: userMessage('tck-complete-task') }),
+    );
+    alphaDone = { id: done.id, contextId: done.contextId };
+    const open = taskOf(
+      await at('/agents/alpha', 'SendMessage', { message: userMessage('tck-input-required') }),
+    );
+    expect(stateOf(open)).toBe('TASK_STATE_INPUT_REQUIRED');
+    alphaWaiting = { id: open.id, contextId: open.contextId };
+    const created = await at('/agents/alpha', 'CreateTaskPushNotificationConfig', {
+      taskId: alphaDone.id,
+      url: pushUrl,
+    });
+    expect(created.error).toBeUndefined();
+    alphaConfigId = created.result.id as string;
+  });
+
+  it('every v1.0 method that names the task → -32001, exactly as for a task that does not exist', async () => {
+    const cases: [string, (id: string) => JsonObject][] = [
+      ['GetTask', (id) => ({ id })],
+      ['CancelTask', (id) => ({ id })],
+      ['SubscribeToTask', (id) => ({ id })],
+      ['SendMessage', (id) => ({ message: userMessage('tck-complete-task', { taskId: id }) })],
+      ['SendStreamingMessage', (id) => ({ message: userMessage('tck-complete-task', { taskId: id }) })],
+      ['CreateTaskPushNotificationConfig', (id) => ({ taskId: id, url: pushUrl })],
+      ['GetTaskPushNotificationConfig', (id) => ({ taskId: id, id: alphaConfigId })],
+      ['ListTaskPushNotificationConfigs', (id) => ({ taskId: id })],
+      ['DeleteTaskPushNotificationConfig', (id) => ({ taskId: id, id: alphaConfigId })],
+      ['ListTaskPushDeliveries', (id) => ({ taskId: id })],
+    ];
+    for (const [method, params] of cases) {
+      for (const task of [alphaDone, alphaWaiting]) {
+        const reply = await atPath(method, params(task.id));
+        expect(reply.error?.code, `${method} ${task === alphaDone ? 'completed' : 'waiting'}`).toBe(-32001);
+        await expectNotFound(reply, () => atPath(method, params(randomUUID())));
+      }
+    }
+  });
+
+  it('every v0.3 method that names the task → -32001', async () => {
+    const cases = v03TaskCases(alphaConfigId);
+    for (const [method, params] of cases) {
+      for (const task of [alphaDone, alphaWaiting]) {
+        const reply = await atPath(method, params(task.id), '');
+        expect(reply.error?.code, `${method} ${task === alphaDone ? 'completed' : 'waiting'}`).toBe(-32001);
+        await expectNotFound(reply, () => atPath(method, params(randomUUID()), ''));
+      }
+    }
+  });
+
+  it('ListTasks there never shows the task (nor counts it), while alpha lists it', async () => {
+    const listed = await atPath('ListTasks', { pageSize: 100 });
+    expect(listed.error).toBeUndefined();
+    const ids = (listed.result.tasks as { id: string }[]).map((task) => task.id);
+    expect(ids).not.toContain(alphaDone.id);
+    expect(ids).not.toContain(alphaWaiting.id);
+    expect(listed.result.totalSize).toBe(ids.length);
+    const filtered = await atPath('ListTasks', { contextId: alphaDone.contextId });
+    expect(filtered.result.tasks).toEqual([]);
+    expect(filtered.result.totalSize).toBe(0);
+    const atAlpha = await at('/agents/alpha', 'ListTasks', { pageSize: 100 });
+    const alphaIds = (atAlpha.result.tasks as { id: string }[]).map((task) => task.id);
+    expect(alphaIds).toEqual(expect.arrayContaining([alphaDone.id, alphaWaiting.id]));
+  });
+
+  it('leaves the task as it was: still waiting, its push config kept, nothing appended', async () => {
+    const open = await at('/agents/alpha', 'GetTask', { id: alphaWaiting.id, historyLength: 100 });
+    expect(stateOf(open.result)).toBe('TASK_STATE_INPUT_REQUIRED');
+    expect(
+      (open.result.history as JsonObject[]).filter((message) => message.role === 'ROLE_USER'),
+    ).toHaveLength(1);
+    const config = await at('/agents/alpha', 'GetTaskPushNotificationConfig', {
+      taskId: alphaDone.id,
+      id: alphaConfigId,
+    });
+    expect(config.error).toBeUndefined();
   });
 });
 

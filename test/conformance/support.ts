@@ -91,7 +91,11 @@ export interface ConformanceStack {
   /** The JSON-RPC endpoint of a profile (its card's interface URL). */
   agentUrl(profile?: string): string;
   /** POSTs a raw body; nothing is added but the given headers. */
-  post(body: string, options?: { profile?: string; headers?: Record<string, string> }): Promise<RpcReply>;
+  /** `path` (e.g. `/` for the root agent) instead of a profile's `/agents/<profile>`. */
+  post(
+    body: string,
+    options?: { profile?: string; path?: string; headers?: Record<string, string> },
+  ): Promise<RpcReply>;
   /** One JSON-RPC call with the standard headers. */
   rpc(method: string, params?: unknown, options?: RpcOptions): Promise<RpcReply>;
   /** SendMessage of one text part with the given messageId prefix (a TCK scenario). */
@@ -140,7 +144,16 @@ export const startConformanceStack = async (
   });
   const agentUrl = (profile = 'tck') => `${stack.baseUrl}/agents/${profile}`;
   const post: ConformanceStack['post'] = async (body, options = {}) =>
-    toReply(await fetch(agentUrl(options.profile), { method: 'POST', headers: options.headers ?? {}, body }));
+    toReply(
+      await fetch(
+        options.path === undefined ? agentUrl(options.profile) : `${stack.baseUrl}${options.path}`,
+        {
+          method: 'POST',
+          headers: options.headers ?? {},
+          body,
+        },
+      ),
+    );
   const rpc: ConformanceStack['rpc'] = (method, params, options = {}) =>
     post(
       JSON.stringify({

@@ -1,11 +1,11 @@
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   counterMoves,
   DynamoDbJournalRepository,
 } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
-import { toEventItem } from '../../shared/adapters/dynamodb/entities.ts';
+import { keys, toEventItem } from '../../shared/adapters/dynamodb/entities.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
 import { cancelTask } from '../../shared/app/cancel-task.ts';
@@ -17,7 +17,7 @@ import type { TaskState } from '../../shared/domain/a2a.ts';
 import { TaskNotCancelableError } from '../../shared/domain/errors.ts';
 import type { AgentProvider, RunMessage } from '../../shared/domain/ports.ts';
 import { projectRevision, type StoredTask } from '../../shared/domain/projection.ts';
-import type { Owner } from '../../shared/domain/task.ts';
+import type { AgentCaller } from '../../shared/domain/task.ts';
 import { alice, testConfig, userMessage } from '../support/core-fixture.ts';
 import { createTestResources, type TestResources } from '../support/local-guard.ts';
 
@@ -26,15 +26,15 @@ const day = 86_400;
 
 /** A task image as the state table's stream would carry it (no sealed content needed here). */
 const image = (
-  owner: Owner,
+  owner: AgentCaller,
   taskId: string,
   revision: number,
   fields: { state?: TaskState; statusTimestamp: string; contextId?: string; expiresAt?: number },
 ): StoredTask => ({
   taskId,
   contextId: fields.contextId ?? 'ctx-1',
-  owner,
-  profileId: 'default',
+  owner: { tenant: owner.tenant, principal: owner.principal },
+  profileId: owner.profileId,
   state: fields.state ?? 'TASK_STATE_COMPLETED',
   revision,
   currentRunId: `run-${taskId}`,
@@ -61,8 +61,8 @@ describe('ListTasks and CancelTask against the emulators', () => {
   afterAll(() => env?.destroy());
 
   it('pages an owner index newest first with exclusive cursors, filters and exact counts', async () => {
-    const carol = { tenant: 't-list', principal: `carol-${Date.now()}` };
-    const dave = { tenant: 't-list', principal: `dave-${Date.now()}` };
+    const carol = { tenant: 't-list', principal: `carol-${Date.now()}`, profileId: 'default' };
+    const dave = { tenant: 't-list', principal: `dave-${Date.now()}`, profileId: 'default' };
     const at = (minute: number) => `2026-11-30T10:${String(minute).padStart(2, '0')}:00.000Z`;
     for (let i = 0; i < 7; i++) {
       const state = i % 2 === 0 ? 'TASK_STATE_COMPLETED' : 'TASK_STATE_WORKING';
@@ -110,8 +110,37 @@ describe('ListTasks and CancelTask against the emulators', () => {
     expect(await journal.countViews({ owner: carol, now, statusTimestampAfter: at(2) })).toBe(5);
   });
 
+  it('keeps each agent’s tasks of one owner in their own index partition and counters (decision 0049)', async () => {
+    const principal = `gina-${Date.now()}`;
+    const atRoot = { tenant: 't-agents', principal, profileId: 'default' };
+    const atAlpha = { ...atRoot, profileId: 'alpha' };
+    const atBeta = { ...atRoot, profileId: 'beta' };
+    const now = new Date();
+    const ts = (second: number) => `2026-11-30T13:00:${String(second).padStart(2, '0')}.000Z`;
+    await projectRecord(journal, undefined, image(atRoot, 'g-root', 1, { statusTimestamp: ts(1) }));
+    await projectRecord(journal, undefined, image(atAlpha, 'g-alpha-1', 1, { statusTimestamp: ts(2) }));
+    await projectRecord(journal, undefined, image(atAlpha, 'g-alpha-2', 1, { statusTimestamp: ts(3) }));
+    const ids = async (owner: AgentCaller) =>
+      (await journal.listViews({ owner, now, limit: 10 })).views.map((view) => view.taskId);
+    expect(await ids(atRoot)).toEqual(['g-root']);
+    expect(await ids(atAlpha)).toEqual(['g-alpha-2', 'g-alpha-1']);
+    expect(await ids(atBeta)).toEqual([]);
+    expect(await journal.countViews({ owner: atRoot, now })).toBe(1);
+    expect(await journal.countViews({ owner: atAlpha, now })).toBe(2);
+    expect(await journal.countViews({ owner: atBeta, now })).toBe(0);
+    expect(await journal.countViews({ owner: atAlpha, now, contextId: 'ctx-1' })).toBe(2);
+    // The view says its agent; the root's views carry none (the key it always had).
+    expect((await journal.getView('g-alpha-1'))?.profileId).toBe('alpha');
+    expect((await journal.getView('g-root'))?.profileId).toBe('default');
+    const raw = await env.clients.doc.send(
+      new GetCommand({ TableName: env.resources.tables.Journal.name, Key: keys.view('g-root') }),
+    );
+    expect(raw.Item?.profileId).toBeUndefined();
+    expect(raw.Item?.ownerKey).toBe(`OWNER#t-agents#${principal}`);
+  });
+
   it('keeps the counters exact through expiry moves, replays and projection gaps', async () => {
-    const erin = { tenant: 't-count', principal: `erin-${Date.now()}` };
+    const erin = { tenant: 't-count', principal: `erin-${Date.now()}`, profileId: 'default' };
     const now = new Date();
     const ts = (second: number) => `2026-11-30T11:00:${String(second).padStart(2, '0')}.000Z`;
     const revisions = [1, 2, 3, 4].map((revision) =>
@@ -145,7 +174,7 @@ describe('ListTasks and CancelTask against the emulators', () => {
   });
 
   it('completes a projection cut off between its event and its view (decision 0019)', async () => {
-    const frank = { tenant: 't-count', principal: `frank-${Date.now()}` };
+    const frank = { tenant: 't-count', principal: `frank-${Date.now()}`, profileId: 'default' };
     const now = new Date();
     const ts = (second: number) => `2026-11-30T12:00:${String(second).padStart(2, '0')}.000Z`;
     const first = image(frank, 'f1', 1, { state: 'TASK_STATE_SUBMITTED', statusTimestamp: ts(1) });

@@ -40,7 +40,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
  * DynamoDB refuses, and the purge taking the records with their task.
  */
 
-const bob = { tenant: 't1', principal: 'bob' } as const;
+const bob = { tenant: 't1', principal: 'bob', profileId: 'default' } as const;
 const quiet: LocalLog = () => {};
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -75,7 +75,7 @@ const task = (
 ): StoredTask => ({
   taskId,
   contextId: `ctx-${taskId}`,
-  owner: alice,
+  owner: { tenant: alice.tenant, principal: alice.principal },
   profileId: 'default',
   state,
   revision,

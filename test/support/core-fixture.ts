@@ -9,7 +9,8 @@ import type { Message } from '../../shared/domain/a2a.ts';
 import type { AgentProvider, RunMessage, Sealer } from '../../shared/domain/ports.ts';
 import { InMemoryJournalRepository, InMemoryTaskRepository } from './in-memory-repositories.ts';
 
-export const alice = { tenant: 't1', principal: 'alice' } as const;
+/** A caller at the root agent (`default`, the profile `createCore` serves there). */
+export const alice = { tenant: 't1', principal: 'alice', profileId: 'default' } as const;
 
 export const userMessage = (text: string, extra: Partial<Message> = {}): Message => ({
   messageId: `m-${Math.random().toString(36).slice(2)}`,

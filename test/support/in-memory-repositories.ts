@@ -18,7 +18,7 @@ import {
   type PushDeliveryRecord,
   type StoredPushConfig,
 } from '../../shared/domain/push.ts';
-import type { RunRecord } from '../../shared/domain/task.ts';
+import { isOwnTask, type RunRecord } from '../../shared/domain/task.ts';
 
 /**
  * Fakes of the repositories with the same all-or-nothing, version-conditioned semantics as the
@@ -169,8 +169,7 @@ export class InMemoryJournalRepository implements JournalRepository {
     return [...this.views.values()]
       .filter(
         (view) =>
-          view.owner.tenant === filter.owner.tenant &&
-          view.owner.principal === filter.owner.principal &&
+          isOwnTask(view, filter.owner) &&
           view.expiresAt > nowSeconds &&
           (filter.contextId === undefined || view.contextId === filter.contextId) &&
           (filter.state === undefined || view.state === filter.state) &&

@@ -13,7 +13,7 @@ import {
 import type { AgentProvider } from '../../shared/domain/ports.ts';
 import { alice, createCore, testConfig } from '../support/core-fixture.ts';
 
-const bob = { tenant: 't1', principal: 'bob' } as const;
+const bob = { tenant: 't1', principal: 'bob', profileId: 'default' } as const;
 
 const tckConfig = () =>
   parseConfig({

@@ -11,12 +11,14 @@ import type { JournalRepository } from '../../shared/domain/ports.ts';
 import type { JournalView } from '../../shared/domain/projection.ts';
 import { alice, createCore, userMessage } from '../support/core-fixture.ts';
 
-const owner = { tenant: 't1', principal: 'p1' };
+const owner = { tenant: 't1', principal: 'p1', profileId: 'default' };
 const view = (revision: number, state: JournalView['state']): JournalView =>
   ({
     taskId: 'task-1',
     contextId: 'ctx-1',
     owner,
+    profileId: owner.profileId,
+    createdAt: '2026-11-30T12:00:00.000Z',
     state,
     revision,
     statusTimestamp: `2026-11-30T12:00:0${revision}.000Z`,

@@ -3,7 +3,7 @@ import { decodePageToken, encodePageToken, listTasks } from '../../shared/app/li
 import { InvalidParamsError } from '../../shared/domain/errors.ts';
 import { alice, createCore, testConfig } from '../support/core-fixture.ts';
 
-const bob = { tenant: 't1', principal: 'bob' } as const;
+const bob = { tenant: 't1', principal: 'bob', profileId: 'default' } as const;
 
 /** n completed echo tasks of alice, projected; returns their ids in creation order. */
 const completedTasks = async (core: ReturnType<typeof createCore>, n: number, extra = {}) => {

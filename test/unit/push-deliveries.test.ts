@@ -22,7 +22,7 @@ import { InMemoryPushDeliveryLog } from '../support/in-memory-repositories.ts';
 
 /** Delivery records and their caller-readable extension method (decision 0025). */
 
-const bob = { tenant: 't1', principal: 'bob' } as const;
+const bob = { tenant: 't1', principal: 'bob', profileId: 'default' } as const;
 const now = new Date('2026-11-30T12:00:00.000Z');
 const context = (attempt: number, maxAttempts = 10): AttemptContext => ({
   attempt,

@@ -270,7 +270,7 @@ describe('streamTask: SubscribeToTask', () => {
     await expect(s.stream({ taskId: 'nope', start: { kind: 'subscribe' } }).next()).rejects.toBeInstanceOf(
       TaskNotFoundError,
     );
-    const bob = { tenant: 't1', principal: 'bob' };
+    const bob = { tenant: 't1', principal: 'bob', profileId: 'default' };
     await expect(
       s.stream({ taskId, caller: bob, start: { kind: 'subscribe' } }).next(),
     ).rejects.toBeInstanceOf(TaskNotFoundError);

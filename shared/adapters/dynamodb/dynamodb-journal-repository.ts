@@ -151,7 +151,7 @@ export class DynamoDbJournalRepository implements JournalRepository {
       return {
         Update: {
           TableName: this.tableName,
-          Key: counterKeys.item(view.owner.tenant, view.owner.principal, day),
+          Key: counterKeys.item({ ...view.owner, profileId: view.profileId }, day),
           UpdateExpression: `ADD ${adds.join(', ')} SET #expiresAt = :ttl`,
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
@@ -263,7 +263,7 @@ export class DynamoDbJournalRepository implements JournalRepository {
   /** Days after today count whole; today counts from the current hour on (decision 0006). */
   private async countFromCounters(filter: ViewFilter): Promise<number> {
     const today = expiryBucket(Math.floor(filter.now.getTime() / 1000));
-    const first = counterKeys.item(filter.owner.tenant, filter.owner.principal, today.day);
+    const first = counterKeys.item(filter.owner, today.day);
     let count = 0;
     let exclusiveStartKey: Record<string, unknown> | undefined;
     do {
@@ -309,7 +309,7 @@ const keyRange = (
   after: ViewQuery['after'],
 ): (Expression & { readonly exclusiveUpper?: string }) | undefined => {
   const names = { '#ownerKey': 'ownerKey', '#ownerSort': 'ownerSort' };
-  const owner = keys.ownerKey(filter.owner.tenant, filter.owner.principal);
+  const owner = keys.ownerKey(filter.owner.tenant, filter.owner.principal, filter.owner.profileId);
   const lower = filter.statusTimestampAfter;
   const upper = after && keys.ownerSort(after.statusTimestamp, after.taskId);
   if (lower !== undefined && upper !== undefined) {

@@ -3,7 +3,7 @@ import { taskStates } from '../../domain/a2a.ts';
 import { type ApprovalRecord, approvalDecisions } from '../../domain/approvals.ts';
 import type { JournalEvent, JournalView, StoredTask } from '../../domain/projection.ts';
 import type { StoredPushConfig } from '../../domain/push.ts';
-import { type RunRecord, runStatuses } from '../../domain/task.ts';
+import { type RunRecord, rootAgent, runStatuses } from '../../domain/task.ts';
 import { packSealedHeaders, unpackSealedHeaders } from './sealed-headers.ts';
 
 /**
@@ -48,7 +48,13 @@ export const keys = {
   /** Profiles saved by the admin command: one small partition, so listing them is one query. */
   profile: (profileId: string) => ({ pk: 'PROFILES' as const, sk: `PROFILE#${profileId}` }),
   profilePrefix: 'PROFILE#',
-  ownerKey: (tenant: string, principal: string) => `OWNER#${tenant}#${principal}`,
+  /**
+   * The ListTasks index partition of one owner at one agent (decision 0049). The root agent keeps
+   * the key it had before agents were told apart, so its views (and those written before) stay
+   * where they are; identity parts and profile ids never contain `#`, so keys cannot collide.
+   */
+  ownerKey: (tenant: string, principal: string, profileId: string) =>
+    profileId === rootAgent ? `OWNER#${tenant}#${principal}` : `OWNER#${tenant}#${principal}#${profileId}`,
   ownerSort: (statusTimestamp: string, taskId: string) => `${statusTimestamp}#${taskId}`,
 } as const;
 
@@ -185,6 +191,8 @@ const viewItemFields = z.object({
   contextId: z.string(),
   tenant: z.string(),
   principal: z.string(),
+  /** The task's agent (decision 0049); absent for the root agent, and on views written before. */
+  profileId: z.string().optional(),
   ownerKey: z.string(),
   ownerSort: z.string(),
   state: taskState,
@@ -401,7 +409,8 @@ export const toViewItem = (view: JournalView): ViewItem =>
     contextId: view.contextId,
     tenant: view.owner.tenant,
     principal: view.owner.principal,
-    ownerKey: keys.ownerKey(view.owner.tenant, view.owner.principal),
+    profileId: view.profileId === rootAgent ? undefined : view.profileId,
+    ownerKey: keys.ownerKey(view.owner.tenant, view.owner.principal, view.profileId),
     ownerSort: keys.ownerSort(view.statusTimestamp, view.taskId),
     state: view.state,
     revision: view.revision,
@@ -417,6 +426,7 @@ export const fromViewItem = (item: ViewItem): JournalView => ({
   taskId: item.taskId,
   contextId: item.contextId,
   owner: { tenant: item.tenant, principal: item.principal },
+  profileId: item.profileId ?? rootAgent,
   state: item.state,
   revision: item.revision,
   statusTimestamp: item.statusTimestamp,
@@ -459,7 +469,7 @@ export const fromEventItem = (item: EventItem): JournalEvent => ({
 });
 
 /**
- * Per-owner view counters (decision 0006): one item per owner and expiry day (UTC), with the
+ * Per-owner view counters (decision 0006), per agent (decision 0049): one item per owner, agent and expiry day (UTC), with the
  * day's total `n` and one attribute per expiry hour (`h00`…`h23`). The projector moves a view's
  * count in the transaction that writes the view; ListTasks sums the days still to come. Counter
  * items share the owner's index key string as partition, but carry no `ownerSort`, so the
@@ -467,8 +477,8 @@ export const fromEventItem = (item: EventItem): JournalEvent => ({
  */
 export const counterKeys = {
   prefix: 'COUNT#',
-  item: (tenant: string, principal: string, day: string) => ({
-    pk: keys.ownerKey(tenant, principal),
+  item: (owner: { tenant: string; principal: string; profileId: string }, day: string) => ({
+    pk: keys.ownerKey(owner.tenant, owner.principal, owner.profileId),
     sk: `COUNT#${day}`,
   }),
 } as const;
