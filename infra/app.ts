@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { App, Tags } from 'aws-cdk-lib';
+import { App, Tags, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import { deploymentAuthProblems } from '../shared/config/auth.ts';
 import { type Config, defaultConfig, parseConfig } from '../shared/config/config.ts';
 import { REPO_ROOT } from './house-function.ts';
@@ -111,10 +112,19 @@ export const createInstallation = (app: App, options: InstallationOptions = {}):
   return { stage, prefix, config, stateful, service };
 };
 
+/**
+ * cdk-nag's AwsSolutions pack on every stack of the app (decision 0055): `cdk synth` and
+ * `cdk deploy` stop at a finding that no `Validations.of(…).acknowledge` answers with a reason.
+ */
+export const addAwsSolutionsChecks = (app: App): void => {
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+};
+
 const isMain =
   process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href;
 if (isMain) {
   const app = new App();
   createInstallation(app);
+  addAwsSolutionsChecks(app);
   app.synth();
 }

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { type Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, LoggingFormat, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import {
   type BundlingOptions,
@@ -34,6 +35,7 @@ export interface HouseFunctionProps
     | 'tracing'
     | 'logRetention'
     | 'logGroup'
+    | 'role'
   > {
   /** Absolute path of the TypeScript entry file; it must export `handler`. */
   readonly entry: string;
@@ -64,12 +66,25 @@ const assertLocalEsbuild = (): void => {
 /**
  * The one way this project builds a Lambda function: Node 22 on arm64, an ESM bundle made by the
  * local esbuild (minified, linked source maps, AWS SDK bundled so its version is the one the
- * lock file pins), X-Ray tracing, JSON logs in an explicit log group with a retention.
+ * lock file pins), X-Ray tracing, JSON logs in an explicit log group with a retention, and a role
+ * of its own that may write to that log group only (no AWS managed policy, decision 0055).
  */
 export class HouseFunction extends NodejsFunction {
   constructor(scope: Construct, id: string, props: HouseFunctionProps) {
     assertLocalEsbuild();
     const { logRetention, environment, ...rest } = props;
+    // Siblings: `this` does not exist before super(). RETAIN (the CDK default) would leave log
+    // groups behind when the stateless service stack is destroyed.
+    const logGroup = new LogGroup(scope, `${id}LogGroup`, {
+      retention: logRetention ?? RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    // What AWSLambdaBasicExecutionRole grants on every log group of the account, on this one only.
+    const role = new Role(scope, `${id}ServiceRole`, {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `${id}: its log group, its tracing and the grants of its stack`,
+    });
+    logGroup.grantWrite(role);
     super(scope, id, {
       memorySize: 512,
       ...rest,
@@ -80,14 +95,20 @@ export class HouseFunction extends NodejsFunction {
       projectRoot: REPO_ROOT,
       tracing: Tracing.ACTIVE,
       loggingFormat: LoggingFormat.JSON,
-      // A sibling construct: `this` does not exist before super(). RETAIN (the CDK default) would
-      // leave log groups behind when the stateless service stack is destroyed.
-      logGroup: new LogGroup(scope, `${id}LogGroup`, {
-        retention: logRetention ?? RetentionDays.ONE_MONTH,
-        removalPolicy: RemovalPolicy.DESTROY,
-      }),
+      logGroup,
+      role,
       environment: { NODE_OPTIONS: '--enable-source-maps', ...environment },
       bundling: houseCdkBundling(HOUSE_ESBUILD_OPTIONS),
+    });
+    Validations.of(this).acknowledge({
+      id: 'AwsSolutions-L1',
+      reason:
+        'Node.js 22 is the runtime the project tests on (CI runs Node 20 and 22, docs/decisions/0056-node-22-and-external-endpoints.md); a newer runtime comes with a test run on it.',
+    });
+    Validations.of(role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'X-Ray tracing (xray:PutTraceSegments, xray:PutTelemetryRecords) has no resource-level permissions; test/infra/stacks.test.ts asserts these are the only actions on Resource "*".',
     });
   }
 }

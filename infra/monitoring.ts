@@ -53,7 +53,7 @@ export class Monitoring extends Construct {
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id);
     const { installation, settings } = props;
-    this.topic = new Topic(this, 'AlarmTopic', { displayName: `${installation} alarms` });
+    this.topic = new Topic(this, 'AlarmTopic', { displayName: `${installation} alarms`, enforceSSL: true });
     if (settings.email) this.topic.addSubscription(new EmailSubscription(settings.email));
     const action = new SnsAction(this.topic);
     const notify = (created: Alarm): void => {

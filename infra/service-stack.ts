@@ -1,11 +1,24 @@
 import { join } from 'node:path';
-import { Annotations, ArnFormat, CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import {
+  Annotations,
+  ArnFormat,
+  CfnOutput,
+  Duration,
+  RemovalPolicy,
+  Stack,
+  type StackProps,
+  Validations,
+} from 'aws-cdk-lib';
+import {
+  AccessLogFormat,
   AuthorizationType,
   EndpointType,
   IdentitySource,
   type IResource,
   LambdaIntegration,
+  LogGroupLogDestination,
+  type Method,
+  MethodLoggingLevel,
   type MethodOptions,
   MockIntegration,
   PassthroughBehavior,
@@ -14,9 +27,10 @@ import {
   ResponseType,
   RestApi,
 } from 'aws-cdk-lib/aws-apigateway';
+import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { Grant } from 'aws-cdk-lib/aws-iam';
+import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import {
   FilterCriteria,
   FilterRule,
@@ -25,9 +39,17 @@ import {
   StartingPosition,
 } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { queueDefinitions } from '../shared/adapters/dynamodb/tables.ts';
+import { byOwnerIndex } from '../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
+import {
+  auditTable as auditTableDefinition,
+  journalTable as journalTableDefinition,
+  queueDefinitions,
+  stateTable as stateTableDefinition,
+  type TableDefinition,
+} from '../shared/adapters/dynamodb/tables.ts';
+import { KMS_PURPOSE } from '../shared/adapters/kms-sealer.ts';
 import { type AuthSettings, deployedAuth } from '../shared/config/auth.ts';
 import type { Config } from '../shared/config/config.ts';
 import { HouseFunction, REPO_ROOT } from './house-function.ts';
@@ -119,9 +141,17 @@ export class ServiceStack extends Stack {
       ...environment,
       POWERTOOLS_SERVICE_NAME: `a2a-${service}`,
     });
-    const { contentKey } = stateful;
-    const grantSealing = (fn: HouseFunction) =>
-      contentKey.grant(fn, 'kms:Encrypt', 'kms:Decrypt', 'kms:GenerateDataKey');
+    // The content key, only with the encryption context the sealer sends (decision 0055): a role
+    // that leaks cannot use the key for anything but this installation's sealed content.
+    const grantContentKey = (fn: HouseFunction, ...actions: ContentKeyAction[]) =>
+      Grant.addToPrincipal({
+        grantee: fn,
+        actions,
+        resourceArns: [stateful.contentKey.keyArn],
+        conditions: contentKeyConditions(props.installation),
+      });
+    // Sealing asks KMS for a data key (never kms:Encrypt); opening decrypts the blob's data key.
+    const grantSealing = (fn: HouseFunction) => grantContentKey(fn, 'kms:Decrypt', 'kms:GenerateDataKey');
 
     // rpc: JSON-RPC and SSE on one streaming endpoint.
     this.rpc = new HouseFunction(this, 'Rpc', {
@@ -135,8 +165,9 @@ export class ServiceStack extends Stack {
       logRetention,
       environment: environmentFor('rpc'),
     });
-    stateful.stateTable.grantReadWriteData(this.rpc);
-    stateful.journalTable.grantReadData(this.rpc);
+    // What its adapters send (decision 0055), not grantReadWriteData: no scan, no batch, no stream.
+    grantTableActions(this.rpc, stateful.stateTable, RPC_STATE_TABLE_ACTIONS);
+    grantTableActions(this.rpc, stateful.journalTable, RPC_JOURNAL_TABLE_ACTIONS, [byOwnerIndex]);
     stateful.runQueue.grantSendMessages(this.rpc);
     grantSealing(this.rpc);
 
@@ -147,8 +178,28 @@ export class ServiceStack extends Stack {
       endpointConfiguration: { types: [EndpointType.REGIONAL] },
       // The CloudWatch role is one per account and region; it does not belong to one stack.
       cloudWatchRole: false,
-      deployOptions: { stageName: 'v1', tracingEnabled: true },
+      deployOptions: {
+        stageName: 'v1',
+        tracingEnabled: true,
+        // One JSON line per request; errors of the gateway itself. Never request or response
+        // bodies (dataTrace): they are the content this service seals. Both need the account's
+        // API Gateway CloudWatch role (docs/deployment.md).
+        accessLogDestination: new LogGroupLogDestination(
+          new LogGroup(this, 'ApiAccessLogs', {
+            retention: logRetention,
+            removalPolicy: RemovalPolicy.DESTROY,
+          }),
+        ),
+        accessLogFormat: AccessLogFormat.jsonWithStandardFields(),
+        loggingLevel: MethodLoggingLevel.ERROR,
+        dataTraceEnabled: false,
+        // The stage's defaults for every method (decision 0055): a flood is refused with 429
+        // before it reaches a function or the tables.
+        throttlingRateLimit: deployment.throttle.rateLimit,
+        throttlingBurstLimit: deployment.throttle.burstLimit,
+      },
     });
+    acknowledgeApiFindings(this.api);
     const integration = new LambdaIntegration(this.rpc, {
       responseTransferMode: ResponseTransferMode.STREAM,
       timeout: RPC_TIMEOUT,
@@ -168,20 +219,24 @@ export class ServiceStack extends Stack {
         },
       });
     }
-    const methodOptions = this.methodOptions(this.authorizer, props.config.auth);
-    this.api.root.addMethod('ANY', integration, methodOptions);
-    this.api.root.addResource('{proxy+}').addMethod('ANY', integration, methodOptions);
+    const methodOptions = this.methodOptions(this.authorizer, props.config.auth, deployment);
+    const dataMethod = (method: Method) => acknowledgeDataMethod(method, props.config.auth.public);
+    dataMethod(this.api.root.addMethod('ANY', integration, methodOptions));
+    dataMethod(this.api.root.addResource('{proxy+}').addMethod('ANY', integration, methodOptions));
     // Agent cards are public (docs/protocol.md §9): methods of their own, without the authorizer. A
     // profile's JSON-RPC endpoint needs its own resource next to its card's, with the authorizer.
     const publicCard = (parent: IResource): void => {
       const card = parent.addResource('.well-known').addResource('agent-card.json');
       for (const verb of ['GET', 'HEAD']) {
-        card.addMethod(verb, integration, { authorizationType: AuthorizationType.NONE });
+        acknowledgePublicMethod(
+          card.addMethod(verb, integration, { authorizationType: AuthorizationType.NONE }),
+          'An agent card is public by the A2A protocol (docs/decisions/0007-authentication.md): a client reads it to learn how to authenticate.',
+        );
       }
     };
     publicCard(this.api.root);
     const agent = this.api.root.addResource('agents').addResource('{profileId}');
-    agent.addMethod('ANY', integration, methodOptions);
+    dataMethod(agent.addMethod('ANY', integration, methodOptions));
     publicCard(agent);
     if (deployment.viewer) this.addViewer();
     // docs/protocol.md §8: authentication errors are a 401 with a challenge.
@@ -217,9 +272,9 @@ export class ServiceStack extends Stack {
         maxConcurrency: props.executorMaxConcurrency ?? deployment.executorMaxConcurrency,
       }),
     );
-    stateful.stateTable.grantReadWriteData(this.executor);
+    grantTableData(this.executor, stateful.stateTable, stateTableDefinition, 'readWrite');
     // Query/Update/Delete too: a tightening scrubs the run's audit rows (decision 0010).
-    stateful.auditTable.grantReadWriteData(this.executor);
+    grantTableData(this.executor, stateful.auditTable, auditTableDefinition, 'readWrite');
     grantSealing(this.executor);
     this.grantBedrockModels(this.executor, props.config);
     this.grantProviderSecrets(this.executor, providerSecrets);
@@ -247,7 +302,7 @@ export class ServiceStack extends Stack {
         filters: [FilterCriteria.filter({ dynamodb: { Keys: { sk: { S: FilterRule.isEqual('TASK') } } } })],
       }),
     );
-    stateful.journalTable.grantWriteData(this.projector);
+    grantTableData(this.projector, stateful.journalTable, journalTableDefinition, 'write');
 
     // reaper: every minute, RUNNING runs whose lease expired (a crashed executor) are settled
     // FAILED from the sparse lease index, never run again (decision 0011).
@@ -258,9 +313,9 @@ export class ServiceStack extends Stack {
       logRetention,
       environment: environmentFor('reaper'),
     });
-    stateful.stateTable.grantReadWriteData(this.reaper);
+    grantTableData(this.reaper, stateful.stateTable, stateTableDefinition, 'readWrite');
     // It seals the fixed status message only: a data key, never a decrypt.
-    contentKey.grant(this.reaper, 'kms:GenerateDataKey');
+    grantContentKey(this.reaper, 'kms:GenerateDataKey');
     new Rule(this, 'ReaperSchedule', {
       description: 'Runs the lease reaper every minute',
       schedule: Schedule.rate(Duration.minutes(1)),
@@ -301,7 +356,7 @@ export class ServiceStack extends Stack {
         ],
       }),
     );
-    stateful.stateTable.grantReadData(this.pusher);
+    grantTableData(this.pusher, stateful.stateTable, stateTableDefinition, 'read');
     stateful.deliveryQueue.grantSendMessages(this.pusher);
 
     // deliverer: one message = one revision to one webhook, through the SSRF guard. Batch size 1:
@@ -316,12 +371,12 @@ export class ServiceStack extends Stack {
     this.deliverer.addEventSource(
       new SqsEventSource(stateful.deliveryQueue, { batchSize: 1, reportBatchItemFailures: true }),
     );
-    stateful.stateTable.grantReadData(this.deliverer);
+    grantTableData(this.deliverer, stateful.stateTable, stateTableDefinition, 'read');
     // Appends each attempt to its delivery record (decision 0025): an update, never a put or delete.
-    stateful.stateTable.grant(this.deliverer, 'dynamodb:UpdateItem');
-    stateful.journalTable.grantReadData(this.deliverer);
+    grantTableActions(this.deliverer, stateful.stateTable, ['dynamodb:UpdateItem']);
+    grantTableData(this.deliverer, stateful.journalTable, journalTableDefinition, 'read');
     // Opens the event's content and the config's credentials: decrypt only, never seal.
-    contentKey.grant(this.deliverer, 'kms:Decrypt');
+    grantContentKey(this.deliverer, 'kms:Decrypt');
 
     new CfnOutput(this, 'AgentCardUrl', {
       description: 'Agent card of the default profile',
@@ -415,8 +470,10 @@ export class ServiceStack extends Stack {
       ],
     };
     const viewer = this.api.root.addResource('viewer');
-    viewer.addMethod('GET', integration, options);
-    viewer.addResource('{proxy+}').addMethod('GET', integration, options);
+    const reason =
+      'deployment.viewer: a static page that holds no data (docs/decisions/0026-deployment-secrets-viewer-v03.md); each call it makes carries the user token through the authorizer.';
+    acknowledgePublicMethod(viewer.addMethod('GET', integration, options), reason);
+    acknowledgePublicMethod(viewer.addResource('{proxy+}').addMethod('GET', integration, options), reason);
     new CfnOutput(this, 'ViewerUrl', {
       description: 'The journal viewer (deployment.viewer)',
       value: this.api.urlForPath('/viewer'),
@@ -424,7 +481,11 @@ export class ServiceStack extends Stack {
   }
 
   /** The REQUEST authorizer of every non-public method, cached as `authorizerCaching` decides. */
-  private methodOptions(handler: HouseFunction | undefined, auth: Config['auth']): MethodOptions | undefined {
+  private methodOptions(
+    handler: HouseFunction | undefined,
+    auth: Config['auth'],
+    deployment: Config['deployment'],
+  ): MethodOptions | undefined {
     if (!handler) {
       Annotations.of(this).addWarningV2(
         'a2a:no-authorizer',
@@ -434,7 +495,7 @@ export class ServiceStack extends Stack {
       );
       return undefined;
     }
-    const caching = authorizerCaching(auth);
+    const caching = authorizerCaching(auth, deployment.authorizerCacheSeconds);
     const authorizer = new RequestAuthorizer(this, 'RequestAuthorizer', {
       handler,
       identitySources: caching.identitySources,
@@ -551,7 +612,7 @@ export const providerSecretsOf = (config: Config): ProviderSecret[] =>
     return [{ secretId, ...(kmsKeyArn !== undefined ? { kmsKeyArn } : {}) }];
   });
 
-/** How long API Gateway reuses an authorizer answer for the same `Authorization` header. */
+/** How long API Gateway reuses an authorizer answer for the same `Authorization` header, unless `deployment.authorizerCacheSeconds` says otherwise. */
 export const AUTHORIZER_CACHE_TTL_SECONDS = 60;
 
 /**
@@ -565,10 +626,131 @@ export const AUTHORIZER_CACHE_TTL_SECONDS = 60;
  */
 export const authorizerCaching = (
   auth: AuthSettings,
+  ttlSeconds: number = AUTHORIZER_CACHE_TTL_SECONDS,
 ): { readonly identitySources: string[]; readonly ttlSeconds: number } =>
-  Object.keys(auth.apiKeys ?? {}).length > 0
+  Object.keys(auth.apiKeys ?? {}).length > 0 || ttlSeconds === 0
     ? { identitySources: [], ttlSeconds: 0 }
-    : { identitySources: [IdentitySource.header('Authorization')], ttlSeconds: AUTHORIZER_CACHE_TTL_SECONDS };
+    : { identitySources: [IdentitySource.header('Authorization')], ttlSeconds };
+
+/** The rpc function's state-table actions: tasks, runs, push configs, delivery records, saved profiles (decision 0055). */
+export const RPC_STATE_TABLE_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:Query',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  // DeletePushNotificationConfig.
+  'dynamodb:DeleteItem',
+] as const;
+
+/** The rpc function reads the journal: a task's events and views, and ListTasks on `byOwner`. */
+export const RPC_JOURNAL_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:Query'] as const;
+
+/** Exactly `actions` on a table and the named indexes (never `index/*`). */
+const grantTableActions = (
+  grantee: IGrantable,
+  table: ITableV2,
+  actions: readonly string[],
+  indexes: readonly string[] = [],
+): Grant =>
+  Grant.addToPrincipal({
+    grantee,
+    actions: [...actions],
+    resourceArns: [table.tableArn, ...indexes.map((index) => `${table.tableArn}/index/${index}`)],
+  });
+
+/** The actions of CDK's `grantReadData` / `grantWriteData` on a table (aws-dynamodb perms). */
+const TABLE_DATA_ACTIONS = {
+  read: [
+    'dynamodb:BatchGetItem',
+    'dynamodb:Query',
+    'dynamodb:GetItem',
+    'dynamodb:Scan',
+    'dynamodb:ConditionCheckItem',
+    'dynamodb:DescribeTable',
+  ],
+  write: [
+    'dynamodb:BatchWriteItem',
+    'dynamodb:PutItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:DeleteItem',
+    'dynamodb:DescribeTable',
+  ],
+} as const;
+
+/**
+ * CDK's `grant*Data` on a table, on its declared indexes by name instead of `index/*`: the same
+ * rights today, and an index added later is granted where its declaration says it exists.
+ */
+const grantTableData = (
+  grantee: IGrantable,
+  table: ITableV2,
+  definition: TableDefinition,
+  access: 'read' | 'write' | 'readWrite',
+): Grant =>
+  grantTableActions(
+    grantee,
+    table,
+    [
+      ...new Set([
+        ...(access === 'write' ? [] : TABLE_DATA_ACTIONS.read),
+        ...(access === 'read' ? [] : TABLE_DATA_ACTIONS.write),
+      ]),
+    ],
+    definition.globalSecondaryIndexes.map((index) => index.indexName),
+  );
+
+export type ContentKeyAction = 'kms:Decrypt' | 'kms:GenerateDataKey';
+
+/**
+ * The encryption context `shared/adapters/kms-sealer.ts` sends with every GenerateDataKey and
+ * Decrypt: `installation` and `purpose` always, `taskId` for a per-task key. KMS checks these
+ * conditions against the request, so a grant is good only for this installation's sealed content.
+ */
+export const contentKeyConditions = (installation: string) => ({
+  StringEquals: {
+    'kms:EncryptionContext:installation': installation,
+    'kms:EncryptionContext:purpose': KMS_PURPOSE,
+  },
+  'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['installation', 'purpose', 'taskId'] },
+});
+
+/**
+ * cdk-nag (AwsSolutions, decision 0055) findings the REST API answers otherwise, each with why.
+ */
+const acknowledgeApiFindings = (api: RestApi): void => {
+  Validations.of(api).acknowledge({
+    id: 'AwsSolutions-APIG2',
+    reason:
+      'The rpc function validates every JSON-RPC body and answers a precise JSON-RPC error with ErrorInfo (docs/decisions/0004-json-rpc-edge.md); a gateway request validator would answer its own 400 instead.',
+  });
+  Validations.of(api.deploymentStage).acknowledge({
+    id: 'AwsSolutions-APIG3',
+    reason:
+      'No WAF web ACL by default: stage throttling (deployment.throttle) and the authorizer bound abuse; an operator associates a web ACL with the stage when the account has one (docs/deployment.md).',
+  });
+};
+
+/** A method without the authorizer, on purpose: the reason says why. */
+const acknowledgePublicMethod = (method: Method, reason: string): void => {
+  for (const id of ['AwsSolutions-APIG4', 'AwsSolutions-COG4'])
+    Validations.of(method).acknowledge({ id, reason });
+};
+
+/** A data method: behind the REQUEST authorizer (JWT or API key), or open when the configuration says auth.public. */
+const acknowledgeDataMethod = (method: Method, isPublic: boolean): void => {
+  Validations.of(method).acknowledge({
+    id: 'AwsSolutions-COG4',
+    reason:
+      'Callers authenticate with JWTs of any OIDC issuer or API keys, through the REQUEST authorizer (docs/decisions/0007-authentication.md), not a Cognito user pool.',
+  });
+  if (isPublic) {
+    Validations.of(method).acknowledge({
+      id: 'AwsSolutions-APIG4',
+      reason:
+        'auth.public: the configuration serves everyone as local/local (docs/decisions/0007-authentication.md).',
+    });
+  }
+};
 
 /** The delivery queue's visibility, like the run queue's, is 6× its consumer's timeout. */
 const assertDelivererFitsDeliveryQueue = (): void => {

@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import {
   AttributeType,
   Billing,
@@ -210,6 +210,13 @@ export class StatefulStack extends Stack implements StatefulResources {
         ...(isDeadLetterQueue(definition) ? { retentionPeriod: DLQ_RETENTION } : {}),
         ...(deadLetterQueue ? { deadLetterQueue } : {}),
       });
+      if (isDeadLetterQueue(definition) && !isRedriveTarget(definition)) {
+        Validations.of(queue).acknowledge({
+          id: 'AwsSolutions-SQS3',
+          reason:
+            'A dead-letter queue itself: the on-failure destination of a stream event source mapping (projector, pusher), which no redrive policy names.',
+        });
+      }
       queues.set(definition.id, queue);
       return queue;
     };
@@ -246,6 +253,7 @@ export class StatefulStack extends Stack implements StatefulResources {
 
 /** A queue is a dead-letter queue when another queue redrives to it, or it is a stream consumer's on-failure destination. */
 export const isDeadLetterQueue = (definition: QueueDefinition): boolean =>
-  definition.id === 'ProjectorDlq' ||
-  definition.id === 'PusherDlq' ||
+  definition.id === 'ProjectorDlq' || definition.id === 'PusherDlq' || isRedriveTarget(definition);
+
+const isRedriveTarget = (definition: QueueDefinition): boolean =>
   queueDefinitions.some((candidate) => candidate.deadLetter?.queueId === definition.id);

@@ -156,6 +156,20 @@ export const deploymentConfigSchema = z.object({
   viewer: z.boolean().default(false),
   /** On-demand (default) or provisioned DynamoDB capacity with auto scaling (decision 0048). */
   dynamodb: dynamodbCapacitySchema.default(defaultDynamodbCapacity),
+  /**
+   * How long API Gateway reuses an authorizer's answer for the same `Authorization` header
+   * (JWT installations only; decision 0055): a token stays accepted up to this long after it
+   * expires or is revoked. 0 authorizes every request afresh. Keep it below the issuer's
+   * shortest token lifetime.
+   */
+  authorizerCacheSeconds: z.number().int().min(0).max(3600).default(60),
+  /** The API stage's request rate (per second, steady) and burst for all callers together (decision 0055). */
+  throttle: z
+    .object({
+      rateLimit: z.number().positive().max(10_000).default(100),
+      burstLimit: z.number().int().min(1).max(5_000).default(200),
+    })
+    .default({ rateLimit: 100, burstLimit: 200 }),
   alarms: z
     .object({
       /** Subscribed to the alarm topic (SNS sends a confirmation mail first). */
@@ -222,6 +236,8 @@ export const configSchema = z.object({
     executorMaxConcurrency: 10,
     viewer: false,
     dynamodb: defaultDynamodbCapacity,
+    authorizerCacheSeconds: 60,
+    throttle: { rateLimit: 100, burstLimit: 200 },
     alarms: { errorRatePercent: 5, iteratorAgeSeconds: 300 },
   }),
 });

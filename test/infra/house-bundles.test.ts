@@ -18,6 +18,7 @@ import {
   UNREACHED_MODULE_STUBS,
 } from '../../infra/bundling.ts';
 import { HouseFunction } from '../../infra/house-function.ts';
+import { RPC_JOURNAL_TABLE_ACTIONS, RPC_STATE_TABLE_ACTIONS } from '../../infra/service-stack.ts';
 import { BedrockProvider } from '../../shared/adapters/providers/bedrock-provider.ts';
 import type { ModelRequest, ModelTurn } from '../../shared/domain/model.ts';
 import {
@@ -120,6 +121,30 @@ describe('function bundles (decisions 0018, 0029)', () => {
       expect(bytes).toBeLessThanOrEqual(MAX_BUNDLE_BYTES);
     },
   );
+
+  it('grants the rpc function every DynamoDB operation its bundle can send, and no other (decision 0055)', async () => {
+    const { metafile } = await bundleOf(join(REPO_ROOT, 'functions', 'rpc', 'handler.ts'));
+    const output = Object.entries(metafile.outputs).find(([file]) => file.endsWith('.mjs'))?.[1];
+    if (!output) throw new Error('esbuild wrote no .mjs');
+    const operations = bundledOperations(output)
+      .filter(({ client }) => client === '@aws-sdk/client-dynamodb')
+      .map(({ operation }) => operation);
+    // Bundled with the client but never sent: endpoint discovery is off, and no rpc path scans
+    // (the document client's Scan command comes with its Query). A transaction's items are
+    // authorized as the item actions they are (PutItem, UpdateItem).
+    const neverSent = ['DescribeEndpoints', 'Scan'];
+    const asActions = (operation: string) =>
+      operation === 'TransactWriteItems'
+        ? ['dynamodb:PutItem', 'dynamodb:UpdateItem']
+        : [`dynamodb:${operation}`];
+    const needed = [
+      ...new Set(operations.filter((operation) => !neverSent.includes(operation)).flatMap(asActions)),
+    ];
+    expect(needed.length).toBeGreaterThan(3);
+    const granted = new Set<string>([...RPC_STATE_TABLE_ACTIONS, ...RPC_JOURNAL_TABLE_ACTIONS]);
+    expect(needed.filter((action) => !granted.has(action))).toEqual([]);
+    expect([...granted].filter((action) => !needed.includes(action))).toEqual([]);
+  });
 
   it('recognises an operation with an event-stream member (the check above can fail)', async () => {
     const bedrock = '@aws-sdk/client-bedrock-runtime';

@@ -305,7 +305,8 @@ describe('ServiceStack', () => {
       expect(deployed.auth.tokens).toEqual({});
       expect(variables.A2A_CONFIG).not.toContain('dev-secret-token');
     }
-    service.resourceCountIs('AWS::Logs::LogGroup', Object.keys(defaultEntries).length);
+    // One per function, and the API's access log (decision 0055).
+    service.resourceCountIs('AWS::Logs::LogGroup', Object.keys(defaultEntries).length + 1);
     service.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
   });
 
@@ -387,9 +388,11 @@ describe('ServiceStack', () => {
       expect(uri).toContain('/response-streaming-invocations');
       expect(uri).toContain(rpcId);
     }
-    // Stage throttling stays at the account defaults.
+    // Stage throttling is the deployment's default (deployment.throttle, decision 0055).
     const stage = Object.values(service.findResources('AWS::ApiGateway::Stage'))[0] as Resource;
-    expect(stage.Properties.MethodSettings).toBeUndefined();
+    expect(stage.Properties.MethodSettings).toEqual([
+      expect.objectContaining({ ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 }),
+    ]);
     service.hasOutput('AgentCardUrl', {
       Value: {
         'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp('/\\.well-known/agent-card\\.json$')])],
@@ -613,9 +616,10 @@ describe('ServiceStack', () => {
     expect(projectorActions.filter((action) => action.startsWith('kms:'))).toEqual([]);
     expect(projectorActions).toEqual(expect.arrayContaining(['dynamodb:GetRecords', 'dynamodb:PutItem']));
     for (const fn of [rpc, executor]) {
-      expect(actionsOfFunction(service, installation.service, fn)).toEqual(
-        expect.arrayContaining(['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey']),
-      );
+      const actions = actionsOfFunction(service, installation.service, fn);
+      expect(actions).toEqual(expect.arrayContaining(['kms:Decrypt', 'kms:GenerateDataKey']));
+      // Sealing takes a data key; nothing calls kms:Encrypt (decision 0055).
+      expect(actions).not.toContain('kms:Encrypt');
     }
     const executorActions = actionsOfFunction(service, installation.service, executor);
     expect(executorActions).not.toContain('kms:*');
@@ -1061,6 +1065,8 @@ describe('createInstallation', () => {
       executorMaxConcurrency: 10,
       viewer: false,
       dynamodb: defaultDynamodbCapacity,
+      authorizerCacheSeconds: 60,
+      throttle: { rateLimit: 100, burstLimit: 200 },
       alarms: { errorRatePercent: 5, iteratorAgeSeconds: 300 },
     });
     stateful.allResourcesProperties('AWS::DynamoDB::GlobalTable', {

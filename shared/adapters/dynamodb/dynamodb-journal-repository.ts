@@ -25,7 +25,7 @@ import { queryAll } from './query-all.ts';
 /** Where the view is expected before a revision is written: absent, or at a revision and expiry. */
 type ExpectedView = { readonly revision: number; readonly expiresAt: number } | undefined;
 
-const byOwnerIndex = 'byOwner';
+export const byOwnerIndex = 'byOwner';
 /** Attempts at the view write before the projector's own retry takes over. */
 const maxPutAttempts = 3;
 
