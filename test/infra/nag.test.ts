@@ -107,13 +107,17 @@ afterAll(() => {
 });
 
 describe('cdk-nag AwsSolutions (decision 0055)', () => {
-  it('finds nothing unanswered in either stack: JWTs with the viewer, API keys, and auth.public', () => {
+  it('finds nothing unanswered in either stack: JWTs with the viewer, API keys, auth.public, provisioned tables', () => {
     const apiKeys = build({
       ...defaultConfig,
       auth: { apiKeys: { ['a'.repeat(64)]: { tenant: 't', principal: 'p' } } },
     }).installation;
     const open = build({ ...defaultConfig, auth: { public: true } }, { authorizer: false }).installation;
-    for (const installation of [jwt, apiKeys, open]) {
+    const provisioned = build(
+      { ...jwtConfig, deployment: { dynamodb: { billing: 'provisioned' } } },
+      { stage: 'provisioned' },
+    ).installation;
+    for (const installation of [jwt, apiKeys, open, provisioned]) {
       expect(findingsOf(installation.stateful)).toEqual([]);
       expect(findingsOf(installation.service)).toEqual([]);
     }
