@@ -98,7 +98,7 @@ const SCALE_TASKS = quick ? 20 : 100;
 const ONE_CLIENT_TASKS = quick ? 15 : 50;
 /** Sequential blocking tasks at one client, on this server and on the anchor. */
 const SEQUENTIAL_TASKS = quick ? 20 : 100;
-/** Tasks per path traced at one client for the latency floor (decision 0033). */
+/** Tasks per path traced at one client for the latency floor. */
 const FLOOR_TASKS = quick ? 10 : 30;
 /** Lambda writes platform lines (start, report) per invocation; JSON format, estimated bytes. */
 const PLATFORM_LOG_BYTES_PER_INVOCATION = 600;
@@ -761,7 +761,7 @@ const scalePhase = async (stack: LocalStack, deployment: Deployment, hasListTask
 };
 
 /**
- * The anchor under the same load generator (decision 0047): `ROUNDS` × `TASKS` blocking tasks at
+ * The anchor under the same load generator: `ROUNDS` × `TASKS` blocking tasks at
  * `CONCURRENCY` clients, then `SEQUENTIAL_TASKS` at one client — run right after this server's own
  * rounds, so both see the same machine.
  */
@@ -805,7 +805,7 @@ const anchorPhase = async (install: AnchorInstall) => {
 };
 
 /**
- * One client, one task at a time, untraced (decision 0047): SendStreamingMessage → its terminal
+ * One client, one task at a time, untraced: SendStreamingMessage → its terminal
  * event, and request → the COMPLETED webhook at the receiver (the next task starts once it came).
  */
 const oneClientPhase = async (
@@ -891,7 +891,7 @@ const main = async () => {
   // Before the handlers load (they create their SDK clients at import); recording only in floorPhase.
   const trace = installHopTrace();
   trace.record(false);
-  // The anchor's own package (decision 0047), installed before anything is measured.
+  // The anchor's own package, installed before anything is measured.
   const anchorInstall: AnchorInstall = args['skip-anchor']
     ? { ok: false, reason: 'anchor skipped: --skip-anchor' }
     : await installAnchor(log);

@@ -22,7 +22,7 @@ export const ESM_REQUIRE_BANNER =
   "import { createRequire as __houseCreateRequire } from 'node:module'; const require = __houseCreateRequire(import.meta.url);";
 
 /**
- * Credential sources Lambda never reaches, left out of every bundle (decision 0018). Lambda puts
+ * Credential sources Lambda never reaches, left out of every bundle. Lambda puts
  * the function's role credentials in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN
  * and sets no AWS_PROFILE, so the SDK's default chain stops at its first link (the environment);
  * it loads these only by dynamic `import()` when that link fails. Bundled, they and the STS/SSO

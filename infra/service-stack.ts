@@ -165,7 +165,7 @@ export class ServiceStack extends Stack {
       logRetention,
       environment: environmentFor('rpc'),
     });
-    // What its adapters send (decision 0055), not grantReadWriteData: no scan, no batch, no stream.
+    // What its adapters send, not grantReadWriteData: no scan, no batch, no stream.
     grantTableActions(this.rpc, stateful.stateTable, RPC_STATE_TABLE_ACTIONS);
     grantTableActions(this.rpc, stateful.journalTable, RPC_JOURNAL_TABLE_ACTIONS, [byOwnerIndex]);
     stateful.runQueue.grantSendMessages(this.rpc);
@@ -193,7 +193,7 @@ export class ServiceStack extends Stack {
         accessLogFormat: AccessLogFormat.jsonWithStandardFields(),
         loggingLevel: MethodLoggingLevel.ERROR,
         dataTraceEnabled: false,
-        // The stage's defaults for every method (decision 0055): a flood is refused with 429
+        // The stage's defaults for every method: a flood is refused with 429
         // before it reaches a function or the tables.
         throttlingRateLimit: deployment.throttle.rateLimit,
         throttlingBurstLimit: deployment.throttle.burstLimit,
@@ -427,7 +427,7 @@ export class ServiceStack extends Stack {
   }
 
   /**
-   * `deployment.viewer` (decision 0026): the journal viewer as one public static page at
+   * `deployment.viewer`: the journal viewer as one public static page at
    * `GET /viewer` (and any path below it) on the API's own domain, so its data calls need no CORS
    * and carry the user's bearer token like any client's. A MOCK integration answers it from the
    * template — no bucket, no function, no role, nothing billed beyond the API request. The page
@@ -505,7 +505,7 @@ export class ServiceStack extends Stack {
   }
 
   /**
-   * GetSecretValue on exactly the referenced provider key secrets (decision 0026): a name is
+   * GetSecretValue on exactly the referenced provider key secrets: a name is
    * matched with Secrets Manager's 6-character suffix (`<name>-??????`), an ARN as given; and
    * kms:Decrypt on a named customer-managed key, only through Secrets Manager in this region.
    */
@@ -616,7 +616,7 @@ export const providerSecretsOf = (config: Config): ProviderSecret[] =>
 export const AUTHORIZER_CACHE_TTL_SECONDS = 60;
 
 /**
- * Authorizer caching (decision 0007). API Gateway caches a REQUEST authorizer's answer by its
+ * Authorizer caching. API Gateway caches a REQUEST authorizer's answer by its
  * identity sources, but answers 401 WITHOUT calling the authorizer when any identity source is
  * missing from a request. When every accepted credential travels in `Authorization` (JWTs,
  * and static tokens, which a deployment never has) the answer is cached by that header. API
@@ -632,7 +632,7 @@ export const authorizerCaching = (
     ? { identitySources: [], ttlSeconds: 0 }
     : { identitySources: [IdentitySource.header('Authorization')], ttlSeconds };
 
-/** The rpc function's state-table actions: tasks, runs, push configs, delivery records, saved profiles (decision 0055). */
+/** The rpc function's state-table actions: tasks, runs, push configs, delivery records, saved profiles. */
 export const RPC_STATE_TABLE_ACTIONS = [
   'dynamodb:GetItem',
   'dynamodb:Query',

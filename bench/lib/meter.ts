@@ -415,7 +415,7 @@ export const transactionalUnits = (input: Record<string, unknown>): Map<string, 
  * transaction are propagated to global secondary indexes (GSIs), streams, and backups", and the
  * GSI page (GSI.html#GSI.ThroughputConsiderations.Writes) prices an index update by what it
  * changes, without mentioning transactions. Whether the index writes are billed once or twice is
- * therefore not documented; the meter keeps the conservative 2× (decision 0036) and returns the
+ * therefore not documented; the meter keeps the conservative 2× and returns the
  * second unit apart as `assumed`, so the report can say what the figure would be at 1×.
  */
 export const transactionalIndexUnits = (
@@ -435,7 +435,7 @@ export const transactionalIndexUnits = (
  * the on-demand page says the same of read request units: "If you perform a read operation on an
  * item that does not exist, DynamoDB will still consume read throughput as outlined above",
  * HowItWorks.ReadWriteCapacityMode.html). A GetItem miss DynamoDB Local already reports so.
- * Returns what is missing up to that minimum for one single-table read request (decision 0036).
+ * Returns what is missing up to that minimum for one single-table read request.
  */
 export const emptyReadTopUp = (
   operation: string,

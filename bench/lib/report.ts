@@ -133,7 +133,7 @@ const issue8Targets = (report: Report): TargetResult[] => {
   ];
 };
 
-/** Issue 16's targets of this server against the SDK server and the floor (decision 0047). */
+/** Issue 16's targets of this server against the SDK server and the floor. */
 const issue16Targets = (report: Report, shared: readonly TargetResult[]): TargetResult[] => {
   const floors = report.latencyFloor;
   const ours = report.singleTurn?.latency?.p50 as number | undefined;
@@ -205,7 +205,7 @@ const issue16Targets = (report: Report, shared: readonly TargetResult[]): Target
 };
 
 /**
- * Every target with its verdict: issue 8's (decision 0012) first, then issue 16's (decision 0047),
+ * Every target with its verdict: issue 8's first, then issue 16's,
  * which repeat the bundle and init targets.
  */
 export const evaluateTargets = (report: Report): TargetResult[] => {

@@ -486,7 +486,7 @@ export interface StreamPoller extends Poller {
   readonly pollIntervalMs: number;
 }
 
-/** Lambda's base rate for a DynamoDB stream shard: 4 polls a second (decision 0017). */
+/** Lambda's base rate for a DynamoDB stream shard: 4 polls a second. */
 export const STREAM_POLL_INTERVAL_MS = 250;
 
 type Position =

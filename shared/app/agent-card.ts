@@ -155,7 +155,7 @@ export const securityOf = (
  * A profile's card declares `capabilities.extendedAgentCard` only when the profile configures an
  * `extendedCard` AND the installation authenticates: GetExtendedAgentCard MUST require
  * authentication (docs/protocol.md §9), and the `local` caller of an unauthenticated installation is
- * nobody in particular, so such an installation could never serve it (decision 0007).
+ * nobody in particular, so such an installation could never serve it.
  */
 export const declaresExtendedCard = (config: Config, profileId: string): boolean =>
   implementedCapabilities.extendedAgentCard &&

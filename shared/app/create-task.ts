@@ -314,7 +314,7 @@ const planFollowUp = async (
     sealedHistory: sealed.sealedHistory,
     expiresAt: Math.max(current.expiresAt, expiresAt),
   });
-  // The new run replaces the row's run, which moves to its own row (decision 0038).
+  // The new run replaces the row's run, which moves to its own row.
   const replaced = (await deps.tasks.getRunWithTask(taskId, current.currentRunId)).run;
   const taskRun: RunRecord = { ...run, taskId };
   return {

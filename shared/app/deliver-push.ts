@@ -137,7 +137,7 @@ const postRevision = async (
 };
 
 /**
- * Appends the attempt to the delivery's record (decision 0025). Best effort, like the audit
+ * Appends the attempt to the delivery's record. Best effort, like the audit
  * trail: a record that cannot be written is logged (ids and error name only) and never fails,
  * delays past its one write, or repeats the delivery.
  */
@@ -167,7 +167,7 @@ const recordAttempt = async (
   }
 };
 
-/** One revision's POSTs to one config, recorded (decision 0025); an internal failure is recorded and rethrown. */
+/** One revision's POSTs to one config, recorded; an internal failure is recorded and rethrown. */
 const attemptRevision = async (
   deps: DeliverDeps,
   delivery: PushDelivery,

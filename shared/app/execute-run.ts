@@ -58,7 +58,7 @@ export interface ExecuteRunDeps {
   readonly leaseRenewMs?: number;
   /** How often a working run looks for a cancel between renewals (decision 0013). */
   readonly cancelWatchMs?: number;
-  /** The tools profiles may enable (decision 0011). */
+  /** The tools profiles may enable. */
   readonly tools?: ToolRegistry;
   /**
    * Observer of every model turn and tool call, arguments and results included; never journaled.
@@ -148,7 +148,7 @@ const claim = async (
     // A resumed run holds its opened state in memory; the sealed copy is not kept past the wait.
     sealedSuspension: undefined,
   });
-  // A follow-up's task is WORKING already (decision 0050): only its run changes, no new revision.
+  // A follow-up's task is WORKING already: only its run changes, no new revision.
   const alreadyWorking = task.state === 'TASK_STATE_WORKING' && run.sealedSuspension === undefined;
   const workingTask = alreadyWorking
     ? task

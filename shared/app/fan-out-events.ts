@@ -29,7 +29,7 @@ export interface EventRef {
  * Queues one delivery per (live event, live config) for events of ONE task, given in revision
  * order: the configs are read once (after every event was committed, so a config stored before
  * any of them is seen), the deliveries queued in revision order. Returns how many. Events without
- * the push mark are wanted by no config (decision 0041): for them the configs are not read.
+ * the push mark are wanted by no config: for them the configs are not read.
  */
 export const fanOutEvents = async (deps: FanOutDeps, events: readonly EventRef[]): Promise<number> => {
   const now = epochSeconds(deps.clock.now());
@@ -77,7 +77,7 @@ export const fanOutProjected = async (
   deps: DirectFanOutDeps,
   event: EventRef,
 ): Promise<DirectFanOutResult> => {
-  // Unmarked: no config wants it (decision 0041), and the pusher reads none for it either.
+  // Unmarked: no config wants it, and the pusher reads none for it either.
   if (!event.pushConfigured) return 'nothing-to-queue';
   try {
     failpoint('push.directFanOut');

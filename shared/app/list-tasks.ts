@@ -62,7 +62,7 @@ export const decodePageToken = (token: string): ViewPosition => {
 /**
  * ListTasks (docs/protocol.md §6): the caller's tasks (I-OWNER), newest status first, from the journal's
  * owner index — never a scan. Expired tasks read as absent (I-PURGE). `totalSize` is exact
- * whenever the first page holds everything; otherwise it comes from `countViews` (decision 0006).
+ * whenever the first page holds everything; otherwise it comes from `countViews`.
  */
 export const listTasks = async (deps: ReadTaskDeps, input: ListTasksInput): Promise<ListTasksResult> => {
   const after = input.pageToken === undefined ? undefined : decodePageToken(input.pageToken);

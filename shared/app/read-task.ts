@@ -107,10 +107,10 @@ export const projectedWait = 'projected';
 /**
  * How the journal is polled while a caller waits on its own write. A projection lands one
  * stream hop or more after the commit (decision 0017), so the first poll is deferred to a
- * little before the quickest of the recent waits of the same kind (decision 0035), then the wait polls
+ * little before the quickest of the recent waits of the same kind, then the wait polls
  * every `activePollMs` for `activeWindowMs`, then doubles the delay up to `maxPollMs` for long
  * runs. Polls read eventually consistent (half a read unit): a view is written only after its
- * commit, so a stale read only means one more poll (decision 0017).
+ * commit, so a stale read only means one more poll.
  */
 export const journalWaitTiming = {
   activePollMs: 25,

@@ -81,7 +81,7 @@ export const overlaySavedProfiles = (
   return { served: { config: { ...config, profiles: Object.fromEntries(profiles) }, saved }, notServed };
 };
 
-/** What a run of a saved profile keeps of it (decision 0024). */
+/** What a run of a saved profile keeps of it. */
 export const runProfileOf = (profile: ProfileConfig): RunProfile => ({
   providers: profile.providers,
   instructions: profile.instructions,

@@ -43,7 +43,7 @@ const openAiProvider = z.object({
       kmsKeyArn: z.string().optional(),
     })
     .optional(),
-  /** Per model call; a timeout falls back to the next provider (decision 0011). */
+  /** Per model call; a timeout falls back to the next provider. */
   timeoutMs: z.number().int().positive().max(600_000).default(25_000),
   privacyLevel: privacyLevelInput.optional(),
 });
@@ -75,7 +75,7 @@ export const profileConfigSchema = z.object({
   providers: z.array(z.string().min(1)).min(1),
   privacyLevel: privacyLevelInput.optional(),
   tools: z.array(toolConfigSchema).default([]),
-  /** Model → tools → model rounds a run may take before it is stopped (decision 0011). */
+  /** Model → tools → model rounds a run may take before it is stopped. */
   maxToolRounds: z.number().int().min(1).max(50).default(8),
   skills: z.array(skillSchema).default([]),
   inputModes: z.array(z.string().min(1)).min(1).default(['text/plain', 'application/json']),
@@ -152,9 +152,9 @@ export const deploymentConfigSchema = z.object({
   deletionProtection: z.boolean().default(true),
   /** Upper bound of concurrent executor invocations: protects model quotas. */
   executorMaxConcurrency: z.number().int().min(2).max(1000).default(10),
-  /** Serves the journal viewer at `GET /viewer` of the API (decision 0026). */
+  /** Serves the journal viewer at `GET /viewer` of the API. */
   viewer: z.boolean().default(false),
-  /** On-demand (default) or provisioned DynamoDB capacity with auto scaling (decision 0048). */
+  /** On-demand (default) or provisioned DynamoDB capacity with auto scaling. */
   dynamodb: dynamodbCapacitySchema.default(defaultDynamodbCapacity),
   /**
    * How long API Gateway reuses an authorizer's answer for the same `Authorization` header
@@ -163,7 +163,7 @@ export const deploymentConfigSchema = z.object({
    * shortest token lifetime.
    */
   authorizerCacheSeconds: z.number().int().min(0).max(3600).default(60),
-  /** The API stage's request rate (per second, steady) and burst for all callers together (decision 0055). */
+  /** The API stage's request rate (per second, steady) and burst for all callers together. */
   throttle: z
     .object({
       rateLimit: z.number().positive().max(10_000).default(100),
@@ -191,7 +191,7 @@ export const configSchema = z.object({
       retention: z.object({ agentRun: z.number().optional(), approval: z.number().optional() }).default({}),
     })
     .default({ level: 'metadata', retention: {} }),
-  /** Who may call (docs/decisions/0007): static tokens (local), API keys, JWTs, or explicitly public. */
+  /** Who may call: static tokens (local), API keys, JWTs, or explicitly public. */
   auth: authConfigSchema.default({ tokens: {}, apiKeys: {}, public: false }),
   providers: z.record(z.string().min(1), providerConfigSchema),
   profiles: z.record(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/), profileConfigSchema),

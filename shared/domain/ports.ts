@@ -131,7 +131,7 @@ export interface TaskRepository {
   commit(plan: WritePlan): Promise<CommitResult>;
   getTask(taskId: string): Promise<StoredTask | undefined>;
   /**
-   * Sets the push mark on an existing task row (decision 0041), one write that no task write
+   * Sets the push mark on an existing task row, one write that no task write
    * undoes; the task as the mark left it, or undefined when the row does not exist.
    */
   markPushConfigured(taskId: string): Promise<StoredTask | undefined>;
@@ -247,7 +247,7 @@ export interface RunLeases {
    */
   renew(run: RunRef, leaseUntil: number): Promise<'renewed' | 'lost' | 'canceled'>;
   /**
-   * A cheap read between renewals (decision 0013): has the run been canceled or settled? Lets a
+   * A cheap read between renewals: has the run been canceled or settled? Lets a
    * run in a long model or tool call stop within seconds of a CancelTask, not at the next renewal.
    */
   watch(run: RunRef): Promise<'running' | 'lost' | 'canceled'>;

@@ -4,7 +4,7 @@ import { epochSeconds } from './task.ts';
  * I-TIGHTEN). Pure functions over raw setting values: the configuration keeps levels as plain
  * strings, and this module is the one place that reads them.
  *
- * Absent versus invalid (docs/decisions/0005):
+ * Absent versus invalid:
  * - the global level, absent, is the documented default `metadata`;
  * - a provider or task level, absent, constrains nothing;
  * - any level that is given but is not exactly one of the four names (wrong case, empty string,
@@ -109,7 +109,7 @@ export const isAtLeast = (level: PrivacyLevel, minimum: PrivacyLevel): boolean =
 const tightenOptional = (level: PrivacyLevel, other: PrivacyLevel | undefined): PrivacyLevel =>
   other === undefined ? level : tighten(level, other);
 
-/** The global default `metadata` keeps a full answer (decision 0005); every other global level is itself. */
+/** The global default `metadata` keeps a full answer; every other global level is itself. */
 const toGlobalAnswerLevel = (globalLevel: PrivacyLevel): PrivacyLevel =>
   globalLevel === 'metadata' ? 'full' : globalLevel;
 

@@ -51,7 +51,7 @@ export interface JournalEvent {
   readonly metadata?: JsonObject;
   readonly expiresAt: number;
   /**
-   * The task row carried the push mark when this revision committed (decision 0041): only then
+   * The task row carried the push mark when this revision committed: only then
    * may a push config want the revision, so the pusher reads configs only for marked events.
    */
   readonly pushConfigured?: true;

@@ -340,7 +340,7 @@ describe.each([
 });
 
 /**
- * I-OWNER with the agent (decision 0049): a task belongs to the agent whose endpoint created it.
+ * I-OWNER with the agent: a task belongs to the agent whose endpoint created it.
  * alice herself, at another agent's endpoint (another profile, or the root's `default`), gets
  * exactly what an unknown id gets from every method, and never sees the task listed.
  */

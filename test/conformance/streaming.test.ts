@@ -211,7 +211,7 @@ describe('SubscribeToTask', () => {
     const first = await answer.frames.next();
     expect(stateOf(first.value as SseFrame)).toBe('TASK_STATE_INPUT_REQUIRED');
     const [{ events }] = await Promise.all([drain(answer.frames), completeWithFollowUp(taskId)]);
-    // The follow-up moves the task on to WORKING; it never shows SUBMITTED again (decision 0050).
+    // The follow-up moves the task on to WORKING; it never shows SUBMITTED again.
     expect(compact(events)).toEqual(['statusUpdate:WORKING', 'statusUpdate:COMPLETED']);
     expect(terminalStates).toContain(stateOf(events.at(-1) as SseFrame));
   });

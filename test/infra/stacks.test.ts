@@ -618,7 +618,7 @@ describe('ServiceStack', () => {
     for (const fn of [rpc, executor]) {
       const actions = actionsOfFunction(service, installation.service, fn);
       expect(actions).toEqual(expect.arrayContaining(['kms:Decrypt', 'kms:GenerateDataKey']));
-      // Sealing takes a data key; nothing calls kms:Encrypt (decision 0055).
+      // Sealing takes a data key; nothing calls kms:Encrypt.
       expect(actions).not.toContain('kms:Encrypt');
     }
     const executorActions = actionsOfFunction(service, installation.service, executor);

@@ -261,11 +261,11 @@ describe('the deliverer records each attempt', () => {
 
   it('a record DynamoDB refuses is logged; the webhook still gets the revision exactly once', async () => {
     const { taskId } = await seedTask(`${receiver.url}/refused-record`);
-    // Revision 1 is settled first, so revision 2's message owes only itself (decision 0045).
+    // Revision 1 is settled first, so revision 2's message owes only itself.
     await deliverPush(deps, { taskId, configId: 'hook', revision: 1 }, firstAttempt(`r1-${taskId}#1`));
     const before = receiver.posts.length;
     warnings.length = 0;
-    // Appends go to a missing table; the settled revision is read from the real one (decision 0045).
+    // Appends go to a missing table; the settled revision is read from the real one.
     const missing = new DynamoDbPushDeliveryLog(env.clients.doc, `${env.prefix}-Missing`);
     const broken = {
       ...deps,

@@ -86,7 +86,7 @@ export class InMemoryTaskRepository implements TaskRepository {
       }
     }
     // As the adapter: a task write keeps the row's push mark and never sets it; a push config
-    // committed with its task marks the row (decision 0041).
+    // committed with its task marks the row.
     const marked = items.some((write) => write.entity === 'push');
     let committed: StoredTask | undefined;
     if (row?.task) {

@@ -209,7 +209,7 @@ describe('executeRun records its steps at the run audit ceiling', () => {
       ['tighten', 'metadata'],
     ]);
     expect(audit.entries[0]?.messageLength).toEqual({ parts: 1, characters: `${marker} words`.length });
-    // The failure and its reason: on the run and its task (decision 0040), not in an audit row.
+    // The failure and its reason: on the run and its task, not in an audit row.
     const task = core.tasks.tasks.get(taskId)!;
     expect(task.metadata).toEqual({ reason: 'RESULT_NOT_RETAINABLE' });
     expect(core.tasks.runs.get(task.currentRunId)).toMatchObject({

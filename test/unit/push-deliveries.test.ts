@@ -519,7 +519,7 @@ describe('fanOutEvents reads push configs only for events that carry the push ma
       ids: { newId: () => 'unused' },
     };
     await createPushConfig(deps, alice, taskId, { id: 'one', url: 'https://hooks.example/one' });
-    // That revision's event carries no mark, so the config must not want it (decision 0041).
+    // That revision's event carries no mark, so the config must not want it.
     expect(stored.get('one')?.afterRevision).toBe(read.revision + 1);
     expect(core.tasks.tasks.get(taskId)?.pushConfigured).toBe(true);
     // A row read with the mark needs no second mark; its revision was committed after the mark.

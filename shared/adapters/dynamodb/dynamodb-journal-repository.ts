@@ -226,7 +226,7 @@ export class DynamoDbJournalRepository implements JournalRepository {
   /**
    * Unfiltered: the owner's counters (one small query, flat in the number of tasks). Filtered: a
    * COUNT query over the owner index with the same conditions, linear in the owner's views
-   * within the timestamp range (decision 0006).
+   * within the timestamp range.
    */
   async countViews(filter: ViewFilter): Promise<number> {
     if (
@@ -260,7 +260,7 @@ export class DynamoDbJournalRepository implements JournalRepository {
     return count;
   }
 
-  /** Days after today count whole; today counts from the current hour on (decision 0006). */
+  /** Days after today count whole; today counts from the current hour on. */
   private async countFromCounters(filter: ViewFilter): Promise<number> {
     const today = expiryBucket(Math.floor(filter.now.getTime() / 1000));
     const first = counterKeys.item(filter.owner, today.day);

@@ -45,7 +45,7 @@ export class DynamoDbTaskRepository implements TaskRepository {
   ) {}
 
   /**
-   * A plan of one write is one conditional write (decision 0027); the row write returns the row as
+   * A plan of one write is one conditional write; the row write returns the row as
    * committed (`ALL_NEW`, no read units). More writes are one transaction, which returns nothing.
    * A follow-up's replaced run is copied to its own row first (a plain put: the copy of a run the
    * row still holds is harmless, reads prefer the row).

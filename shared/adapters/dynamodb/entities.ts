@@ -102,7 +102,7 @@ export const embeddedRunSchema = z.object({
   createdAt: z.string(),
   endedAt: z.string().optional(),
   expiresAt: z.number(),
-  /** The sealed suspended state (decision 0013), bound to (task, `suspension:<runId>`). */
+  /** The sealed suspended state, bound to (task, `suspension:<runId>`). */
   suspension: blob.optional(),
   approval: z
     .object({
@@ -160,13 +160,13 @@ const taskItemFields = z.object({
   artifacts: blob.optional(),
   history: blob.optional(),
   sealHeaders,
-  /** The task's current run (decision 0038): one item, so one write commits both. */
+  /** The task's current run: one item, so one write commits both. */
   run: embeddedRunSchema.optional(),
   /** The current run's lease, set exactly while it has one: the keys of the sparse lease index. */
   leaseUntil: z.number().optional(),
   leaseShard: z.string().optional(),
   /**
-   * The push mark (decision 0041): set by the write that stores the task's first push config,
+   * The push mark: set by the write that stores the task's first push config,
    * never by a task write (`toTaskRowUpdate` leaves it out), never removed.
    */
   pushConfigured: z.boolean().optional(),
@@ -191,7 +191,7 @@ const viewItemFields = z.object({
   contextId: z.string(),
   tenant: z.string(),
   principal: z.string(),
-  /** The task's agent (decision 0049); absent for the root agent, and on views written before. */
+  /** The task's agent; absent for the root agent, and on views written before. */
   profileId: z.string().optional(),
   ownerKey: z.string(),
   ownerSort: z.string(),
@@ -222,7 +222,7 @@ const eventItemFields = z.object({
   artifacts: blob.optional(),
   metadata: jsonObject.optional(),
   expiresAt: z.number(),
-  /** The task row's push mark at this revision (decision 0041); absent when unmarked. */
+  /** The task row's push mark at this revision; absent when unmarked. */
   pushConfigured: z.boolean().optional(),
   sealHeaders,
 });
@@ -251,7 +251,7 @@ export type PushConfigItem = z.infer<typeof pushConfigItemSchema>;
 export const withoutUndefined = <T extends Record<string, unknown>>(item: T): T =>
   Object.fromEntries(Object.entries(item).filter(([, value]) => value !== undefined)) as T;
 
-/** An item with sealed blobs as stored: no undefined attributes, shared blob headers once (decision 0039). */
+/** An item with sealed blobs as stored: no undefined attributes, shared blob headers once. */
 const toSealedItem = <T extends Record<string, unknown>>(item: T): T =>
   packSealedHeaders(withoutUndefined(item));
 
@@ -314,7 +314,7 @@ export const toEmbeddedRun = (run: RunRecord): EmbeddedRun =>
     profile: run.profile as EmbeddedRun['profile'],
   });
 
-/** The lease index keys of a run's lease: both set, or both absent (decision 0011). */
+/** The lease index keys of a run's lease: both set, or both absent. */
 export const leaseAttributes = (run: RunRecord): { leaseUntil?: number; leaseShard?: string } =>
   run.leaseUntil === undefined ? {} : { leaseUntil: run.leaseUntil, leaseShard: keys.leaseShard(run.runId) };
 
@@ -469,7 +469,7 @@ export const fromEventItem = (item: EventItem): JournalEvent => ({
 });
 
 /**
- * Per-owner view counters (decision 0006), per agent (decision 0049): one item per owner, agent and expiry day (UTC), with the
+ * Per-owner view counters (decision 0006), per agent: one item per owner, agent and expiry day (UTC), with the
  * day's total `n` and one attribute per expiry hour (`h00`…`h23`). The projector moves a view's
  * count in the transaction that writes the view; ListTasks sums the days still to come. Counter
  * items share the owner's index key string as partition, but carry no `ownerSort`, so the

@@ -34,7 +34,7 @@ export interface RowUpdate extends Partial<Omit<TaskRowWrite, 'taskId'>> {
 
 /**
  * The row write of a plan with its push mark: a push config is committed with its task's write,
- * which marks the row from the revision the config starts after (decision 0041); a config stored
+ * which marks the row from the revision the config starts after; a config stored
  * without it would go unseen by the pusher, so such a plan is refused. Pure.
  */
 export const rowUpdateOf = (plan: WritePlan): RowUpdate | undefined => {
@@ -48,7 +48,7 @@ export const rowUpdateOf = (plan: WritePlan): RowUpdate | undefined => {
 
 /**
  * The task attributes a task write sets or removes; the row's run and lease are the run write's,
- * and its push mark is set only with a push config (decision 0041): a task write from a read
+ * and its push mark is set only with a push config: a task write from a read
  * older than the mark must not remove it.
  */
 const taskAttributes = Object.keys(taskItemSchema.shape).filter(
