@@ -632,13 +632,13 @@ export const authorizerCaching = (
     ? { identitySources: [], ttlSeconds: 0 }
     : { identitySources: [IdentitySource.header('Authorization')], ttlSeconds };
 
-/** The rpc function's state-table actions: tasks, runs, push configs, delivery records, saved profiles. */
+/** The rpc function's state-table actions: tasks, runs, push configs, delivery records, saved profiles, stream slots. */
 export const RPC_STATE_TABLE_ACTIONS = [
   'dynamodb:GetItem',
   'dynamodb:Query',
   'dynamodb:PutItem',
   'dynamodb:UpdateItem',
-  // DeletePushNotificationConfig.
+  // DeletePushNotificationConfig, and a closed stream's slot (limits.streamsPerCaller).
   'dynamodb:DeleteItem',
 ] as const;
 

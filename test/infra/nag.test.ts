@@ -311,6 +311,18 @@ describe('least privilege (issue 19 item 5, decision 0055)', () => {
     );
   });
 
+  it('deploys the per-caller stream cap (limits.streamsPerCaller, 10 by default) to the rpc function', () => {
+    const rpcId = jwt.service.getLogicalId(
+      jwt.service.rpc.node.defaultChild as Parameters<Stack['getLogicalId']>[0],
+    );
+    const variables = (
+      (jwtService.toJSON().Resources[rpcId] as Resource).Properties.Environment as {
+        Variables: Record<string, string>;
+      }
+    ).Variables;
+    expect(JSON.parse(variables.A2A_CONFIG ?? '{}').limits).toMatchObject({ streamsPerCaller: 10 });
+  });
+
   it('requires TLS to publish to the alarm topic', () => {
     jwtService.hasResourceProperties('AWS::SNS::TopicPolicy', {
       PolicyDocument: {
