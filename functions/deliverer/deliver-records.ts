@@ -1,4 +1,5 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { inSqsTrace } from '../../shared/adapters/middy-presets.ts';
 import { deliveryMessageSchema, processFifoBatch } from '../../shared/adapters/sqs-delivery-queue.ts';
 import { type DeliverDeps, deliverPush } from '../../shared/app/deliver-push.ts';
 import type { Logger } from '../../shared/domain/logger.ts';
@@ -59,5 +60,5 @@ export const createDeliverRecords = (options: DelivererOptions) => {
   };
 
   return async (event: SQSEvent): Promise<SQSBatchResponse> =>
-    processFifoBatch(event.Records, { handle: deliverRecord, onFailure: backOff });
+    processFifoBatch(event.Records, { handle: inSqsTrace(deliverRecord), onFailure: inSqsTrace(backOff) });
 };

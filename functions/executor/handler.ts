@@ -3,7 +3,7 @@ import { DynamoDbAuditTrail } from '../../shared/adapters/dynamodb/dynamodb-audi
 import { DynamoDbRunLeases } from '../../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
-import { sqsBatchFunction } from '../../shared/adapters/middy-presets.ts';
+import { inSqsTrace, sqsBatchFunction } from '../../shared/adapters/middy-presets.ts';
 import { processPartialBatch } from '../../shared/adapters/partial-batch.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient } from '../../shared/adapters/sdk-clients.ts';
@@ -45,5 +45,5 @@ const runRecord = async (record: SQSRecord): Promise<void> => {
 };
 
 export const handler = sqsBatchFunction({ logger, metrics }, async (event) =>
-  processPartialBatch(event.Records, runRecord, (record) => record.messageId),
+  processPartialBatch(event.Records, inSqsTrace(runRecord), (record) => record.messageId),
 );

@@ -3,7 +3,7 @@ import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamo
 import { processStreamByTask } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { createFunctionMetrics, recordProjection } from '../../shared/adapters/metrics.ts';
-import { dynamoDbStreamFunction } from '../../shared/adapters/middy-presets.ts';
+import { dynamoDbStreamFunction, inStreamTrace } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient } from '../../shared/adapters/sdk-clients.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
@@ -34,5 +34,5 @@ const projectStreamRecord = async (record: DynamoDBRecord): Promise<void> => {
  * webhooks fed from it would get the task's revisions out of order.
  */
 export const handler = dynamoDbStreamFunction({ logger, metrics }, async (event) =>
-  processStreamByTask(event.Records, projectStreamRecord),
+  processStreamByTask(event.Records, inStreamTrace(projectStreamRecord)),
 );

@@ -1,7 +1,7 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
 import { parseEventRecord, processStreamTaskGroups } from '../../shared/adapters/dynamodb/journal-stream.ts';
-import { dynamoDbStreamFunction } from '../../shared/adapters/middy-presets.ts';
+import { dynamoDbStreamFunction, inStreamGroupTrace } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
 import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
@@ -44,5 +44,5 @@ const fanOutTask = async (records: readonly DynamoDBRecord[]): Promise<void> => 
 
 /** In stream order per task; the event-source filter passes only inserted event items (`sk` begins with EVT#). */
 export const handler = dynamoDbStreamFunction({ logger }, async (event) =>
-  processStreamTaskGroups(event.Records, fanOutTask),
+  processStreamTaskGroups(event.Records, inStreamGroupTrace(fanOutTask)),
 );

@@ -8,13 +8,22 @@ import type {
   APIGatewayRequestAuthorizerEvent,
   Context,
   DynamoDBBatchResponse,
+  DynamoDBRecord,
   DynamoDBStreamEvent,
   ScheduledEvent,
   SQSBatchResponse,
   SQSEvent,
+  SQSRecord,
 } from 'aws-lambda';
 import type { FunctionMetrics } from './metrics.ts';
 import type { FunctionLogger } from './powertools-logger.ts';
+import {
+  type TraceContext,
+  traceOfSqsRecord,
+  traceOfStreamRecord,
+  validTraceparent,
+  withTrace,
+} from './trace-context.ts';
 
 /**
  * One middy preset per trigger type (decision 0058). Every preset puts the Lambda context into
@@ -39,15 +48,41 @@ const withPreset = <E, R>(tools: FunctionTools, handler: Handler<E, R>, streamif
     .use(injectLambdaContext(tools.logger))
     .use(tools.metrics ? [logMetrics(tools.metrics)] : []);
 
-/** SQS with partial batch responses (executor, deliverer): the batch strategy reports the failed records. */
+/**
+ * SQS with partial batch responses (executor, deliverer): the batch strategy reports the failed
+ * records; `inSqsTrace` runs each record in its task's trace (trace-context.ts).
+ */
 export const sqsBatchFunction = (tools: FunctionTools, handler: Handler<SQSEvent, SQSBatchResponse>) =>
   withPreset(tools, handler);
 
-/** DynamoDB streams with partial batch responses (projector, pusher). */
+/** `handle`, run in the trace of its first argument (a record, a task's records, a request). */
+const traced =
+  <A, Rest extends unknown[], R>(
+    traceOf: (first: A) => TraceContext,
+    handle: (first: A, ...rest: Rest) => Promise<R>,
+  ) =>
+  (first: A, ...rest: Rest): Promise<R> =>
+    withTrace(traceOf(first), () => handle(first, ...rest));
+
+/** A queue record's handler, run in the trace its message attributes carry. */
+export const inSqsTrace = <Rest extends unknown[], R>(
+  handle: (record: SQSRecord, ...rest: Rest) => Promise<R>,
+) => traced(traceOfSqsRecord, handle);
+
+/**
+ * DynamoDB streams with partial batch responses (projector, pusher); `inStreamTrace` and
+ * `inStreamGroupTrace` run a record, or one task's records, in that task's trace.
+ */
 export const dynamoDbStreamFunction = (
   tools: FunctionTools,
   handler: Handler<DynamoDBStreamEvent, DynamoDBBatchResponse>,
 ) => withPreset(tools, handler);
+
+export const inStreamTrace = (handle: (record: DynamoDBRecord) => Promise<void>) =>
+  traced(traceOfStreamRecord, handle);
+
+export const inStreamGroupTrace = (handle: (records: readonly DynamoDBRecord[]) => Promise<void>) =>
+  traced((records: readonly DynamoDBRecord[]) => (records[0] ? traceOfStreamRecord(records[0]) : {}), handle);
 
 /** The response a streaming function returns: status and headers first, then the body as it is read. */
 export interface StreamingResponse {
@@ -56,14 +91,22 @@ export interface StreamingResponse {
   readonly body: string | Readable;
 }
 
+const requestTrace = (event: APIGatewayProxyEvent): TraceContext => {
+  const header = Object.entries(event.headers ?? {}).find(([name]) => name.toLowerCase() === 'traceparent');
+  const traceparent = validTraceparent(header?.[1]);
+  return traceparent === undefined ? {} : { traceparent };
+};
+
 /**
  * API Gateway REST with Lambda response streaming (rpc): middy pipes the returned body into the
- * runtime's response stream after writing status and headers (`streamifyResponse`).
+ * runtime's response stream after writing status and headers (`streamifyResponse`). The
+ * request runs in the caller's `traceparent`, when it sent a valid one: its log lines and the run
+ * messages it queues carry it.
  */
 export const streamingHttpFunction = (
   tools: FunctionTools,
   handler: Handler<APIGatewayProxyEvent, StreamingResponse>,
-) => withPreset(tools, handler, true);
+) => withPreset(tools, traced(requestTrace, handler), true);
 
 /** The API Gateway REQUEST authorizer: logging context only (no metrics of its own). */
 export const authorizerFunction = (

@@ -1,7 +1,7 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger as PowertoolsLogger } from '@aws-lambda-powertools/logger';
 import type { LogItemExtraInput, LogItemMessage, LogLevel } from '@aws-lambda-powertools/logger/types';
 import type { LogFields, Logger } from '../domain/logger.ts';
+import { currentTrace } from './trace-context.ts';
 
 /**
  * The functions' logger, the adapter of the `Logger` port (shared/domain/logger.ts), with the one
@@ -71,22 +71,12 @@ export const logReplacer = (key: string, value: unknown): unknown => {
   return value instanceof Error ? safeError(value) : value;
 };
 
-/** The fields of the record being handled, for every line written while it is (its awaits included). */
-const recordFields = new AsyncLocalStorage<LogFields>();
-
-/**
- * Runs `work` with `fields` in every line a FunctionLogger writes from it. The records of one batch
- * run concurrently, so their keys cannot be Powertools' per-logger persistent keys: each record
- * keeps its own here.
- */
-export const withLogFields = <T>(fields: LogFields, work: () => Promise<T>): Promise<T> =>
-  recordFields.run({ ...recordFields.getStore(), ...fields }, work);
-
 /** Powertools' extra inputs, or the port's one optional fields object. */
 type Extra = LogItemExtraInput | [fields?: LogFields];
 
 const scoped = (extra: Extra): LogItemExtraInput => {
-  const fields = recordFields.getStore();
+  const trace = currentTrace();
+  const fields: LogFields | undefined = trace && { ...trace };
   const [first] = extra;
   if (typeof first === 'string' || first instanceof Error) {
     return fields ? [{ ...fields, error: first }] : [first];
@@ -97,7 +87,8 @@ const scoped = (extra: Extra): LogItemExtraInput => {
 
 /**
  * A function's `Logger`: Powertools Logger (JSON lines with the Lambda context that the preset's
- * `injectLambdaContext` adds) with the sanitiser, plus the fields of the record in hand.
+ * `injectLambdaContext` adds) with the sanitiser, plus the trace of the task in hand
+ * (trace-context.ts: `correlation_id`, `traceparent`).
  */
 export class FunctionLogger extends PowertoolsLogger implements Logger {
   /** The level defaults to POWERTOOLS_LOG_LEVEL (or the Lambda application log level), else INFO. */

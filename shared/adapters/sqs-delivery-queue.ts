@@ -4,6 +4,7 @@ import * as z from 'zod';
 import type { DeliveryQueue } from '../domain/ports.ts';
 import { deliveryDedupIdOf, deliveryGroupOf, type PushDelivery } from '../domain/push.ts';
 import { handleInGroups, oneAtATime } from './grouped-batch.ts';
+import { traceMessageAttributes } from './trace-context.ts';
 
 /** The delivery queue message: ids only; the config and the journal event are the state. */
 export const deliveryMessageSchema = z.object({
@@ -40,6 +41,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
             }),
             MessageGroupId: deliveryGroupOf(delivery),
             MessageDeduplicationId: deliveryDedupIdOf(delivery),
+            MessageAttributes: traceMessageAttributes(delivery.taskId),
           })),
         }),
       );

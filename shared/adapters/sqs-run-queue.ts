@@ -2,6 +2,7 @@ import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import * as z from 'zod';
 import { EnqueueFailedError } from '../domain/errors.ts';
 import type { RunMessage, RunQueue } from '../domain/ports.ts';
+import { traceMessageAttributes } from './trace-context.ts';
 
 /** The run queue message: ids only; the run row is the state. Parsed at the executor's edge. */
 export const runMessageSchema = z.object({ taskId: z.string().min(1), runId: z.string().min(1) });
@@ -18,6 +19,7 @@ export class SqsRunQueue implements RunQueue {
         new SendMessageCommand({
           QueueUrl: this.queueUrl,
           MessageBody: JSON.stringify({ taskId: message.taskId, runId: message.runId }),
+          MessageAttributes: traceMessageAttributes(message.taskId),
         }),
       );
     } catch (error) {

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
+import { rpcCalls } from '../support/rpc-calls.ts';
 import {
   type ReceivedPost,
   startWebhookReceiver,
@@ -52,28 +52,7 @@ afterAll(async () => {
   await Promise.all([fast?.close(), flaky?.close(), slow?.close()]);
 });
 
-const call = async (method: string, params: unknown): Promise<Record<string, unknown>> => {
-  const response = await fetch(`${stack.baseUrl}/agents/default`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: randomUUID(), method, params }),
-  });
-  const body = (await response.json()) as { result?: Record<string, unknown> };
-  if (!body.result) throw new Error(`${method} failed: ${JSON.stringify(body)}`);
-  return body.result;
-};
-
-const send = async (prefix: string, taskId?: string) =>
-  (
-    await call('SendMessage', {
-      message: {
-        messageId: `${prefix}-${randomUUID()}`,
-        role: 'ROLE_USER',
-        parts: [{ text: 'hi' }],
-        ...(taskId ? { taskId } : {}),
-      },
-    })
-  ).task as { id: string; status: { state: string } };
+const { call, send } = rpcCalls(() => `${stack.baseUrl}/agents/default`);
 
 type StatusBody = { statusUpdate?: { taskId: string; status: { state: string; timestamp: string } } };
 

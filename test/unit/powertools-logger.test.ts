@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger, withLogFields } from '../../shared/adapters/powertools-logger.ts';
+import { createLogger } from '../../shared/adapters/powertools-logger.ts';
+import { withTrace } from '../../shared/adapters/trace-context.ts';
 import type { Logger } from '../../shared/domain/logger.ts';
 import { type CapturedOutput, captureOutput } from '../support/captured-output.ts';
 
@@ -33,7 +34,7 @@ describe('FunctionLogger', () => {
   it('adds the fields of the record in hand to every line, each concurrent record its own', async () => {
     const logger = createLogger('a2a-deliverer');
     const handle = (taskId: string, turns: number) =>
-      withLogFields({ correlation_id: taskId }, async () => {
+      withTrace({ correlation_id: taskId }, async () => {
         for (let turn = 0; turn < turns; turn++) {
           await new Promise((resolve) => setImmediate(resolve));
           logger.info('step', { turn });
@@ -52,7 +53,7 @@ describe('FunctionLogger', () => {
 
   it('keeps the record fields when a line is given an error instead of fields', async () => {
     const logger = createLogger('a2a-rpc');
-    await withLogFields({ correlation_id: 't-c' }, async () => {
+    await withTrace({ correlation_id: 't-c' }, async () => {
       logger.error('failed', new Error('boom'));
     });
     expect(lines()).toMatchObject([{ message: 'failed', correlation_id: 't-c', error: { message: 'boom' } }]);

@@ -142,8 +142,11 @@ export const defineMethod = <S extends z.ZodType>(
 export interface DispatcherOptions {
   /** ErrorInfo domain for this installation's own reasons (config `errorDomain`). */
   readonly errorDomain: string;
-  /** Receives the cause of every -32603; the client only sees "Internal error". */
-  readonly logger: Pick<Logger, 'error'>;
+  /**
+   * Receives the cause of every -32603 (the client only sees "Internal error") and, where it has
+   * `info`, one line per answered request that names a task: its id as `correlation_id`.
+   */
+  readonly logger: Pick<Logger, 'error'> & Partial<Pick<Logger, 'info'>>;
   /** Extension URIs the profile declares `required: true`; a request without one gets -32008. */
   readonly requiredExtensions?: readonly string[];
   /**
@@ -212,6 +215,18 @@ interface LogAttributes {
 
 const isJsonRpcId = (value: unknown): value is JsonRpcId =>
   value === null || typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
+
+/** The task a result (or its first stream event) is about: the correlation id of its log line. */
+const taskIdIn = (value: unknown, depth = 0): string | undefined => {
+  if (!isObject(value) || depth > 2) return undefined;
+  if (typeof value.taskId === 'string') return value.taskId;
+  if (typeof value.id === 'string' && 'status' in value) return value.id;
+  for (const key of ['task', 'message', 'statusUpdate', 'artifactUpdate', 'wire', 'response']) {
+    const found = taskIdIn(value[key], depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+};
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -286,6 +301,16 @@ export const createDispatcher = <S extends Record<string, z.ZodType>>(
     }
   };
 
+  const logHandled = (attributes: LogAttributes, result: unknown): void => {
+    const taskId = taskIdIn(result);
+    if (taskId === undefined) return;
+    try {
+      options.logger.info?.('JSON-RPC request handled', { ...attributes, correlation_id: taskId });
+    } catch {
+      // As above: logging never changes the answer.
+    }
+  };
+
   const failure = (id: JsonRpcId, error: unknown): JsonRpcFailure => {
     try {
       return { jsonrpc: '2.0', id, error: toJsonRpcError(error, { errorDomain: options.errorDomain, now }) };
@@ -319,6 +344,7 @@ export const createDispatcher = <S extends Record<string, z.ZodType>>(
     const iterator = result.stream[Symbol.asyncIterator]();
     const first = await iterator.next();
     if (first.done === true) throw new Error('The stream ended before its first event');
+    logHandled(attributes, first.value);
     let firstEvent: SseEvent;
     try {
       firstEvent = toSseEvent(id, first.value);
@@ -395,6 +421,7 @@ export const createDispatcher = <S extends Record<string, z.ZodType>>(
     };
     const result = await spec.run(params, ctx);
     if (isStreamResult(result)) return openStream(id, result, attributes);
+    logHandled(attributes, result);
     return { kind: 'json', status: 200, body: { jsonrpc: '2.0', id, result: toProtoJson(result) } };
   };
 
