@@ -138,7 +138,12 @@ export class Monitoring extends Construct {
         app('TasksCanceled'),
         app('TasksRejected'),
       ]),
-      graph('Refusals, tightenings, reaped runs', [app('Refusals'), app('Tightenings'), app('RunsReaped')]),
+      graph('Refusals, tightenings, reaped and requeued runs', [
+        app('Refusals'),
+        app('Tightenings'),
+        app('RunsReaped'),
+        app('RunsRequeued'),
+      ]),
       graph(
         'Projection lag and stream iterator age (ms)',
         [app('ProjectorLag', 'p50'), app('ProjectorLag', 'Maximum')],

@@ -314,6 +314,8 @@ export class ServiceStack extends Stack {
       environment: environmentFor('reaper'),
     });
     grantTableData(this.reaper, stateful.stateTable, stateTableDefinition, 'readWrite');
+    // A run never started (never claimed) is queued again, a bounded number of times (decision 0053).
+    stateful.runQueue.grantSendMessages(this.reaper);
     // It seals the fixed status message only: a data key, never a decrypt.
     grantContentKey(this.reaper, 'kms:GenerateDataKey');
     new Rule(this, 'ReaperSchedule', {

@@ -3,7 +3,8 @@ import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { scheduledFunction } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
-import { createDocumentClient } from '../../shared/adapters/sdk-clients.ts';
+import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
+import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
 import { type ReapReport, reapExpiredRuns } from '../../shared/app/reap-runs.ts';
 import { TaskContentCodec } from '../../shared/app/task-content.ts';
@@ -17,6 +18,9 @@ const client = createDocumentClient();
 const deps = {
   tasks: new DynamoDbTaskRepository(client, env.stateTableName),
   leases: new DynamoDbRunLeases(client, env.stateTableName),
+  // A never-started run is queued again instead of failed, a bounded number of times (decision 0053).
+  requeue: new SqsRunQueue(createSqsClient(), env.runQueueUrl),
+  ...(env.runStartDeadlineMs ? { runStartDeadlineMs: env.runStartDeadlineMs } : {}),
   codec: new TaskContentCodec(createSealer(env)),
   clock: systemClock,
   config: env.config,
@@ -28,5 +32,6 @@ export const handler = scheduledFunction({ logger, metrics }, async (): Promise<
   const report = await reapExpiredRuns(deps);
   if (report.found > 0) logger.info('expired leases handled', { ...report });
   if (report.reaped > 0) metrics.add('RunsReaped', report.reaped);
+  if (report.requeued > 0) metrics.add('RunsRequeued', report.requeued);
   return report;
 });

@@ -2,16 +2,24 @@ import type { Config } from '../config/config.ts';
 import { isTerminal } from '../domain/a2a.ts';
 import { VersionConflictError } from '../domain/errors.ts';
 import type { Logger } from '../domain/logger.ts';
-import type { Clock, RunLeases, RunRef, TaskRepository, WritePlan } from '../domain/ports.ts';
+import type { Clock, RunLeases, RunQueue, RunRef, TaskRepository, WritePlan } from '../domain/ports.ts';
 import { answerOutcome, retentionExpiry } from '../domain/privacy.ts';
 import type { StoredTask } from '../domain/projection.ts';
 import { runAloneWrite, taskAndRunWrite } from '../domain/row-writes.ts';
 import { type RunRecord, reviseRun, settleRun } from '../domain/task.ts';
+import { defaultRunStartDeadlineMs } from './create-task.ts';
 import { endTaskWith } from './end-task.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 export interface ReapRunsDeps {
   readonly tasks: TaskRepository;
+  /**
+   * Where a run that was never started is queued again (decision 0053); absent: such a run fails
+   * RUN_NOT_STARTED at its start deadline, as before.
+   */
+  readonly requeue?: RunQueue;
+  /** The start deadline a re-queued run gets (the rpc's `runStartDeadlineMs`). */
+  readonly runStartDeadlineMs?: number;
   readonly leases: RunLeases;
   readonly codec: TaskContentCodec;
   readonly clock: Clock;
@@ -24,12 +32,16 @@ export const abandonedRunReason = 'RUN_LEASE_EXPIRED';
 /** A QUEUED run past its start deadline: its queue message was lost (a crash between commit and enqueue). */
 export const unstartedRunText = 'The task could not be started; please try again.';
 export const unstartedRunReason = 'RUN_NOT_STARTED';
+/** How often the reaper queues a never-started run again before it fails it RUN_NOT_STARTED. */
+export const maxRequeues = 3;
 
 export interface ReapReport {
   /** Expired leases the index returned. */
   readonly found: number;
   /** Runs settled FAILED (with their task when it was theirs). */
   readonly reaped: number;
+  /** Never started (never claimed) past their start deadline: queued again instead of failed. */
+  readonly requeued: number;
   /** Renewed, settled or claimed by someone else in between: left alone. */
   readonly skipped: number;
 }
@@ -46,26 +58,40 @@ export interface ReapReport {
 export const reapExpiredRuns = async (deps: ReapRunsDeps, limit = 100): Promise<ReapReport> => {
   const now = deps.clock.now();
   const expired = await deps.leases.listExpired(now.getTime(), limit);
-  let reaped = 0;
+  const counts = { reaped: 0, requeued: 0 };
   for (const ref of expired) {
-    if (await reapRun(deps, ref, now)) reaped++;
+    const handled = await reapRun(deps, ref, now);
+    if (handled !== 'skipped') counts[handled]++;
   }
-  return { found: expired.length, reaped, skipped: expired.length - reaped };
+  return { found: expired.length, ...counts, skipped: expired.length - counts.reaped - counts.requeued };
 };
 
-const reapRun = async (deps: ReapRunsDeps, ref: RunRef, now: Date): Promise<boolean> => {
+const reapRun = async (
+  deps: ReapRunsDeps,
+  ref: RunRef,
+  now: Date,
+): Promise<'reaped' | 'requeued' | 'skipped'> => {
   // The index is eventually consistent: the run row decides (read with its task: one request, 0036).
   const { run, task } = await deps.tasks.getRunWithTask(ref.taskId, ref.runId);
-  if (run === undefined || (run.status !== 'RUNNING' && run.status !== 'QUEUED')) return false;
-  if (run.leaseUntil === undefined || run.leaseUntil >= now.getTime()) return false;
+  if (run === undefined || (run.status !== 'RUNNING' && run.status !== 'QUEUED')) return 'skipped';
+  if (run.leaseUntil === undefined || run.leaseUntil >= now.getTime()) return 'skipped';
   if (run.status === 'QUEUED' && run.startBy !== undefined && run.startBy > now.getTime()) {
     // Held in the queue longer than the lease it was created with, but not past its start
     // deadline: wait until then (decision 0027). Fenced like a settle; never moves the version.
-    await deferStart(deps, task, run, now);
-    return false;
+    await deferStart(deps, task, run, run.startBy, now);
+    return 'skipped';
+  }
+  const ownsTask = task !== undefined && task.currentRunId === run.runId && !isTerminal(task.state);
+  if (run.status === 'QUEUED' && ownsTask && !run.cancelRequested && deps.requeue !== undefined) {
+    // Never claimed, so no provider was ever called (I-ONCE: the claim is the only way to one):
+    // its message was lost (a crash between commit and enqueue) or is late. Queue it again, a
+    // bounded number of times; a late original and the new message race for the one claim.
+    const requeues = run.requeues ?? 0;
+    if (requeues < maxRequeues) {
+      return (await requeue(deps, deps.requeue, task, run, requeues + 1, now)) ? 'requeued' : 'skipped';
+    }
   }
   const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
-  const ownsTask = task !== undefined && task.currentRunId === run.runId && !isTerminal(task.state);
   // A task that moved on (canceled, or another run) keeps its state; only the run is settled.
   const settledRun = settleRun(run, !ownsTask && run.cancelRequested ? 'CANCELED' : 'FAILED', now, expiresAt);
   const fence = { leaseExpiredBefore: now.getTime() };
@@ -77,7 +103,7 @@ const reapRun = async (deps: ReapRunsDeps, ref: RunRef, now: Date): Promise<bool
   try {
     await deps.tasks.commit(plan);
   } catch (error) {
-    if (error instanceof VersionConflictError) return false;
+    if (error instanceof VersionConflictError) return 'skipped';
     throw error;
   }
   deps.logger?.info('run reaped', {
@@ -86,21 +112,42 @@ const reapRun = async (deps: ReapRunsDeps, ref: RunRef, now: Date): Promise<bool
     status: settledRun.status,
     leaseExpiredMs: now.getTime() - run.leaseUntil,
   });
+  return 'reaped';
+};
+
+/** The never-started run with a new start deadline, then its message again; false if it moved meanwhile. */
+const requeue = async (
+  deps: ReapRunsDeps,
+  queue: RunQueue,
+  task: StoredTask,
+  run: RunRecord,
+  requeues: number,
+  now: Date,
+): Promise<boolean> => {
+  const startBy = now.getTime() + (deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs);
+  if (!(await deferStart(deps, task, { ...run, requeues }, startBy, now))) return false;
+  // Written first: if this send fails, the run waits for its new deadline and is queued again then.
+  await queue.enqueue({ taskId: run.taskId, runId: run.runId });
+  deps.logger?.info('run requeued', { taskId: run.taskId, runId: run.runId, requeues });
   return true;
 };
 
+/** The QUEUED run's lease moved to `startBy` (and its deadline there); false if it was claimed or settled meanwhile. */
 const deferStart = async (
   deps: ReapRunsDeps,
   task: StoredTask | undefined,
   run: RunRecord,
+  startBy: number,
   now: Date,
-): Promise<void> => {
+): Promise<boolean> => {
   try {
-    const deferred = reviseRun(run, { leaseUntil: run.startBy }, { keepVersion: true });
+    const deferred = reviseRun(run, { leaseUntil: startBy, startBy }, { keepVersion: true });
     await deps.tasks.commit(runAloneWrite(task, run, deferred, { leaseExpiredBefore: now.getTime() }));
+    return true;
   } catch (error) {
     // Claimed or settled in between: nothing to defer.
     if (!(error instanceof VersionConflictError)) throw error;
+    return false;
   }
 };
 

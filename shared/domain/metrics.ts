@@ -21,6 +21,7 @@ export const metricCatalog = {
   Tightenings: { unit: 'Count', emittedBy: 'executor' },
   /** A RUNNING run whose lease expired was settled FAILED (an executor crashed or timed out). */
   RunsReaped: { unit: 'Count', emittedBy: 'reaper' },
+  RunsRequeued: { unit: 'Count', emittedBy: 'reaper' },
   /** One delivery message (one revision to one webhook) taken up, retries included. */
   PushAttempts: { unit: 'Count', emittedBy: 'deliverer' },
   PushDelivered: { unit: 'Count', emittedBy: 'deliverer' },

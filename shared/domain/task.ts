@@ -107,6 +107,11 @@ export interface RunRecord {
    * this deadline when the queue holds the run longer.
    */
   readonly startBy?: number;
+  /**
+   * Times the reaper queued this run again because it was provably never started (never claimed,
+   * so no provider was called): bounded, after which it fails RUN_NOT_STARTED (decision 0053).
+   */
+  readonly requeues?: number;
   readonly cancelRequested: boolean;
   readonly createdAt: string;
   readonly endedAt?: string;

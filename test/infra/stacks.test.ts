@@ -359,7 +359,13 @@ describe('ServiceStack', () => {
       expect.arrayContaining(['dynamodb:Query', 'dynamodb:PutItem', 'kms:GenerateDataKey']),
     );
     expect(actions).not.toContain('kms:Decrypt');
-    expect(actions.some((action) => action.startsWith('sqs:'))).toBe(false);
+    // It never executes a run (I-ONCE): of SQS it may only send a never-started run's message
+    // again (decision 0053), which the run's one claim then fences.
+    expect(actions.filter((action) => action.startsWith('sqs:')).sort()).toEqual([
+      'sqs:GetQueueAttributes',
+      'sqs:GetQueueUrl',
+      'sqs:SendMessage',
+    ]);
   });
 
   it('serves / and /{proxy+} for ANY through a streaming Lambda proxy integration', () => {

@@ -193,6 +193,66 @@ describe('run leases and the reaper against the emulators', () => {
     expect(model.requests.length).toBe(before);
   });
 
+  it('a run never started (never claimed) past its start deadline is queued again, at most 3 times, then FAILED RUN_NOT_STARTED (decision 0053)', async () => {
+    const createdAt = new Date();
+    const lost = { enqueue: async () => {} };
+    const create = (text: string) =>
+      createTask(
+        { ...baseDeps(), clock: { now: () => createdAt }, queue: lost, runStartDeadlineMs: 5_000 },
+        { caller: alice, profileId: 'default', message: userMessage(text) },
+      );
+    const { taskId } = await create('lost four times');
+    const runId = (await tasks.getTask(taskId))!.currentRunId;
+    const requeued: RunMessage[] = [];
+    const reaperAt = (ms: number) => ({
+      ...baseDeps(),
+      leases,
+      requeue: { enqueue: async (message: RunMessage) => void requeued.push(message) },
+      runStartDeadlineMs: 5_000,
+      clock: { now: () => new Date(createdAt.getTime() + ms) },
+    });
+    // Each deadline passes with the message lost again: queued again with a new deadline, the
+    // version unchanged (nothing but the queue moved), the task still SUBMITTED.
+    for (const [requeues, at] of [
+      [1, 6_000],
+      [2, 12_000],
+      [3, 18_000],
+    ] as const) {
+      await reapExpiredRuns(reaperAt(at), 100);
+      expect(await tasks.getRun(taskId, runId)).toMatchObject({
+        status: 'QUEUED',
+        version: 1,
+        requeues,
+        startBy: createdAt.getTime() + at + 5_000,
+        leaseUntil: createdAt.getTime() + at + 5_000,
+      });
+      expect((await tasks.getTask(taskId))!.state).toBe('TASK_STATE_SUBMITTED');
+    }
+    expect(requeued.filter((message) => message.runId === runId)).toHaveLength(3);
+    // The bound: past the fourth deadline it fails as before.
+    await reapExpiredRuns(reaperAt(24_000), 100);
+    expect(await tasks.getRun(taskId, runId)).toMatchObject({ status: 'FAILED', requeues: 3 });
+    expect((await tasks.getTask(taskId))!).toMatchObject({
+      state: 'TASK_STATE_FAILED',
+      metadata: { reason: unstartedRunReason },
+    });
+    expect(requeued.filter((message) => message.runId === runId)).toHaveLength(3);
+
+    // A re-queued run runs once: the late original and the new message race for the one claim.
+    const late = await create('late, then queued again');
+    const lateRunId = (await tasks.getTask(late.taskId))!.currentRunId;
+    await reapExpiredRuns(reaperAt(6_000), 100);
+    expect(requeued.at(-1)).toEqual({ taskId: late.taskId, runId: lateRunId });
+    const before = model.requests.length;
+    const outcomes = await Promise.all([
+      executeRun(baseDeps(), { taskId: late.taskId, runId: lateRunId }),
+      executeRun(baseDeps(), requeued.at(-1)!),
+    ]);
+    expect(outcomes.sort()).toEqual(['completed', 'duplicate']);
+    expect(model.requests.length).toBe(before + 1);
+    expect((await tasks.getTask(late.taskId))!.state).toBe('TASK_STATE_COMPLETED');
+  });
+
   it('a create is one write of the task row with its run: cut off, it leaves neither task nor run and queues nothing (decision 0038)', async () => {
     const createdAt = new Date();
     const ids = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];

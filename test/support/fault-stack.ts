@@ -52,6 +52,8 @@ export interface TaskRow {
 export interface RunRow {
   readonly status: string;
   readonly taskId: string;
+  /** Times the reaper queued the run again because it was never started (decision 0053). */
+  readonly requeues: number;
 }
 
 /** Every task and run row of an installation's state table, read straight from DynamoDB. */
@@ -86,10 +88,15 @@ export const readTaskRows = async (
             runs.set(String(item.run.runId), {
               status: String(item.run.status),
               taskId: String(item.taskId),
+              requeues: Number(item.run.requeues ?? 0),
             });
           }
         } else if (String(item.sk).startsWith('RUN#') && !current.has(String(item.runId))) {
-          runs.set(String(item.runId), { status: String(item.status), taskId: String(item.taskId) });
+          runs.set(String(item.runId), {
+            status: String(item.status),
+            taskId: String(item.taskId),
+            requeues: Number(item.requeues ?? 0),
+          });
         }
       }
       start = page.LastEvaluatedKey;

@@ -165,6 +165,18 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
         },
         providerCalls: [...ScriptedProvider.callsByRun.values()].reduce((sum, calls) => sum + calls, 0),
         runsCalledTwice,
+        // Never started before their deadline (decision 0053): queued again instead of failed
+        // RUN_NOT_STARTED; how each such run ended is among `outcomes` (by its task).
+        runsRequeued: {
+          runs: [...rows.runs.values()].filter((run) => run.requeues > 0).length,
+          requeues: [...rows.runs.values()].reduce((sum, run) => sum + run.requeues, 0),
+          byRunStatus: [...rows.runs.values()]
+            .filter((run) => run.requeues > 0)
+            .reduce<Record<string, number>>((counts, run) => {
+              counts[run.status] = (counts[run.status] ?? 0) + 1;
+              return counts;
+            }, {}),
+        },
         channels: {
           ...verdict.sightings,
           webhookPosts: receiver.posts.length,
