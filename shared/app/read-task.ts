@@ -114,6 +114,12 @@ export const projectedWait = 'projected';
  */
 export const journalWaitTiming = {
   activePollMs: 25,
+  /**
+   * Waits of a kind that recently took little poll `pollShare` of the quickest of them apart,
+   * down to `minPollMs` (decision 0046): a short run is picked up a few ms late, not 25.
+   */
+  minPollMs: 10,
+  pollShare: 0.15,
   activeWindowMs: 1_000,
   maxPollMs: 200,
   /** Recent waits remembered per kind. */
@@ -137,12 +143,27 @@ export class WaitHistory {
 
   /** Milliseconds after the start of a wait of `kind` when its first poll is due. */
   firstPollMs(kind: string): number {
-    const recent = this.recent.get(kind);
-    if (recent === undefined || recent.length === 0) return 0;
-    return Math.max(
-      0,
-      Math.round(journalWaitTiming.deferShare * Math.min(...recent)) - journalWaitTiming.activePollMs,
+    const quickest = this.quickestMs(kind);
+    if (quickest === undefined) return 0;
+    return Math.max(0, Math.round(journalWaitTiming.deferShare * quickest) - this.pollMs(kind));
+  }
+
+  /**
+   * Milliseconds between a wait's polls in its first second: `pollShare` of the quickest recent
+   * wait of `kind`, between `minPollMs` and `activePollMs` (decision 0046). No history: `activePollMs`.
+   */
+  pollMs(kind: string): number {
+    const quickest = this.quickestMs(kind);
+    if (quickest === undefined) return journalWaitTiming.activePollMs;
+    return Math.min(
+      journalWaitTiming.activePollMs,
+      Math.max(journalWaitTiming.minPollMs, Math.round(journalWaitTiming.pollShare * quickest)),
     );
+  }
+
+  private quickestMs(kind: string): number | undefined {
+    const recent = this.recent.get(kind);
+    return recent === undefined || recent.length === 0 ? undefined : Math.min(...recent);
   }
 
   /** A wait of `kind` found its view `elapsedMs` after it began, at its first poll or later. */
@@ -173,7 +194,7 @@ export const waitForView = async (
   const firstPollMs = kind === undefined ? 0 : Math.min(history?.firstPollMs(kind) ?? 0, options.timeoutMs);
   if (firstPollMs > 0) await sleep(firstPollMs);
   const activeUntil = startedAt + firstPollMs + journalWaitTiming.activeWindowMs;
-  let delay: number = journalWaitTiming.activePollMs;
+  let delay: number = (kind !== undefined && history?.pollMs(kind)) || journalWaitTiming.activePollMs;
   let latest: JournalView | undefined;
   for (let polls = 1; ; polls++) {
     const view = await deps.journal.getView(taskId, { consistent: false });

@@ -24,6 +24,13 @@ export interface StreamTiming {
   /** For this long after a write or an event, the delay stays at most `activeMaxPollMs`. */
   readonly activeWindowMs: number;
   readonly activeMaxPollMs: number;
+  /**
+   * While active, the delay after a poll that found nothing is this share of the time since the
+   * last change (at least `firstPollMs`, at most `activeMaxPollMs`) instead of doubling: a
+   * revision is picked up at most this share of its wait late, and a long wait costs few reads
+   * (decision 0046). Absent: the delay doubles.
+   */
+  readonly activeShare?: number;
   /** An SSE comment is sent when nothing else was sent for this long (≤ 30 s, docs/protocol.md §17). */
   readonly heartbeatMs: number;
   /** The stream closes cleanly after this long (API Gateway cuts streams at 15 min). */
@@ -40,10 +47,11 @@ export interface StreamTiming {
 }
 
 export const defaultStreamTiming: StreamTiming = {
-  firstPollMs: 20,
+  firstPollMs: 10,
   maxPollMs: 1_000,
   activeWindowMs: 3_000,
-  activeMaxPollMs: 40,
+  activeMaxPollMs: 100,
+  activeShare: 0.2,
   heartbeatMs: 15_000,
   maxDurationMs: 14 * 60_000,
   projectionWaitMs: 10_000,
@@ -162,8 +170,15 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
     const untilEnd = startedAt + timing.maxDurationMs - now();
     await sleep(Math.max(1, Math.min(delay, untilHeartbeat, untilEnd)));
     if (!progressed) {
-      const active = now() - lastChangeAt < timing.activeWindowMs;
-      delay = Math.min(delay * 2, active ? timing.activeMaxPollMs : timing.maxPollMs);
+      const sinceChange = now() - lastChangeAt;
+      const active = sinceChange < timing.activeWindowMs;
+      delay =
+        active && timing.activeShare !== undefined
+          ? Math.min(
+              timing.activeMaxPollMs,
+              Math.max(timing.firstPollMs, Math.round(timing.activeShare * sinceChange)),
+            )
+          : Math.min(delay * 2, active ? timing.activeMaxPollMs : timing.maxPollMs);
     }
   }
 }

@@ -216,3 +216,21 @@ describe('the first poll is deferred by what recent waits of the same kind took 
     expect(waitHistory.firstPollMs('projected')).toBe(deferredTo(400));
   });
 });
+
+describe('short waits poll a share of their length apart (decision 0046)', () => {
+  it('after waits of ~40 ms the polls are 10 ms apart and the view is found at most 10 ms late; long waits keep 25 ms', async () => {
+    const history = new WaitHistory();
+    for (let i = 0; i < 4; i++) await waitSettled(landing(40, history).deps);
+    expect(history.pollMs('settled:default')).toBe(journalWaitTiming.minPollMs);
+    const next = landing(44, history);
+    expect(await waitSettled(next.deps)).toMatchObject({ revision: 3 });
+    const gaps = next.readsAt.slice(1).map((at, index) => at - (next.readsAt[index] as number));
+    expect(gaps.every((gap) => gap === journalWaitTiming.minPollMs)).toBe(true);
+    expect((next.readsAt.at(-1) as number) - 44).toBeLessThan(journalWaitTiming.minPollMs);
+    // A kind whose waits take a second polls as before; a kind with no history too.
+    const slow = new WaitHistory();
+    await waitSettled(landing(1_000, slow).deps);
+    expect(slow.pollMs('settled:default')).toBe(journalWaitTiming.activePollMs);
+    expect(slow.pollMs('projected')).toBe(journalWaitTiming.activePollMs);
+  });
+});

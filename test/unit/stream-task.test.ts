@@ -3,6 +3,7 @@ import { createTask } from '../../shared/app/create-task.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import type { StreamItem } from '../../shared/app/rpc/dispatcher.ts';
 import {
+  defaultStreamTiming,
   heartbeat,
   parseLastEventId,
   type StreamTaskInput,
@@ -33,6 +34,8 @@ const timing: StreamTiming = {
   maxPollMs: 1_000,
   activeWindowMs: 3_000,
   activeMaxPollMs: 100,
+  // The doubling back-off (the default's share-of-the-wait delay is tested on its own, decision 0046).
+  activeShare: undefined,
   heartbeatMs: 15_000,
   maxDurationMs: 60_000,
   projectionWaitMs: 10_000,
@@ -42,7 +45,7 @@ const timing: StreamTiming = {
 
 type Image = [StoredTask | undefined, StoredTask];
 
-const setup = () => {
+const setup = (streamTiming: StreamTiming = timing) => {
   const core = createCore({ config });
   // The stream records of the state table: every committed task image, projected on demand.
   const unprojected: Image[] = [];
@@ -79,7 +82,7 @@ const setup = () => {
     }
   };
   const listEvents = vi.spyOn(core.journal, 'listEvents');
-  const deps = { ...core.deps, clock, sleep, streamTiming: timing };
+  const deps = { ...core.deps, clock, sleep, streamTiming };
 
   const create = async (messageId: string, extra: Parameters<typeof userMessage>[1] = {}) =>
     createTask(deps, {
@@ -484,6 +487,32 @@ describe('streamTask: SubscribeToTask', () => {
     expect(describeItem((await iterator.next()).value as StreamItem)).toBe('status:COMPLETED#5');
     expect(s.sleeps[before]).toBe(20);
     await iterator.return(undefined);
+  });
+
+  it('by default waits a fifth of the time since the last change (10–100 ms): a revision is picked up at most a fifth of its wait late (decision 0046)', async () => {
+    for (const gapMs of [36, 300, 2_000]) {
+      const s = setup({ ...timing, ...defaultStreamTiming, maxDurationMs: timing.maxDurationMs });
+      const taskId = await inputRequiredTask(s);
+      const iterator = s.stream({ taskId, start: { kind: 'subscribe' } });
+      await iterator.next(); // the snapshot
+      const changedAt = s.nowMs();
+      const before = s.sleeps.length;
+      // The follow-up's revision reaches the journal `gapMs` after the snapshot.
+      await s.create('tck-complete-task', { taskId });
+      s.at(gapMs, () => s.project());
+      expect(describeItem((await iterator.next()).value as StreamItem)).toMatch(
+        /^status:(SUBMITTED|WORKING)#4$/,
+      );
+      let elapsed = 0;
+      for (const ms of s.sleeps.slice(before)) {
+        expect(ms).toBe(Math.min(100, Math.max(10, Math.round(0.2 * elapsed))));
+        elapsed += ms;
+      }
+      const late = s.nowMs() - changedAt - gapMs;
+      expect(late).toBeGreaterThanOrEqual(0);
+      expect(late).toBeLessThanOrEqual(Math.max(10, Math.min(100, 0.2 * gapMs)));
+      await iterator.return(undefined);
+    }
   });
 
   it('costs about one journal read per second per idle stream (bounded polling)', async () => {
