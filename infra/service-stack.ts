@@ -273,6 +273,8 @@ export class ServiceStack extends Stack {
       }),
     );
     grantTableData(this.executor, stateful.stateTable, stateTableDefinition, 'readWrite');
+    // The write-through of its commits (decision 0043): events, views and the owner counters.
+    grantTableActions(this.executor, stateful.journalTable, JOURNAL_WRITE_THROUGH_ACTIONS);
     // Query/Update/Delete too: a tightening scrubs the run's audit rows (decision 0010).
     grantTableData(this.executor, stateful.auditTable, auditTableDefinition, 'readWrite');
     grantSealing(this.executor);
@@ -316,6 +318,7 @@ export class ServiceStack extends Stack {
     grantTableData(this.reaper, stateful.stateTable, stateTableDefinition, 'readWrite');
     // A run never started (never claimed) is queued again, a bounded number of times (decision 0053).
     stateful.runQueue.grantSendMessages(this.reaper);
+    grantTableActions(this.reaper, stateful.journalTable, JOURNAL_WRITE_THROUGH_ACTIONS);
     // It seals the fixed status message only: a data key, never a decrypt.
     grantContentKey(this.reaper, 'kms:GenerateDataKey');
     new Rule(this, 'ReaperSchedule', {
@@ -645,7 +648,18 @@ export const RPC_STATE_TABLE_ACTIONS = [
 ] as const;
 
 /** The rpc function reads the journal: a task's events and views, and ListTasks on `byOwner`. */
-export const RPC_JOURNAL_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:Query'] as const;
+/**
+ * What a writer's write-through needs of the journal (decision 0043): it reads whether a revision
+ * is projected (GetItem), puts events and views (PutItem) and moves the owner's counters
+ * (UpdateItem, inside a transaction). Never a delete: purging stays the admin command's.
+ */
+export const JOURNAL_WRITE_THROUGH_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+] as const;
+
+export const RPC_JOURNAL_TABLE_ACTIONS = ['dynamodb:Query', ...JOURNAL_WRITE_THROUGH_ACTIONS] as const;
 
 /** Exactly `actions` on a table and the named indexes (never `index/*`). */
 const grantTableActions = (

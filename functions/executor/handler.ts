@@ -1,5 +1,6 @@
 import type { SQSRecord } from 'aws-lambda';
 import { DynamoDbAuditTrail } from '../../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
+import { DynamoDbJournalWriter } from '../../shared/adapters/dynamodb/dynamodb-journal-writer.ts';
 import { DynamoDbRunLeases } from '../../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
@@ -13,6 +14,7 @@ import { createToolRegistry } from '../../shared/adapters/tools/static-tool-regi
 import { executeRun } from '../../shared/app/execute-run.ts';
 import { failpoint } from '../../shared/app/failpoints.ts';
 import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { WriteThroughTaskRepository } from '../../shared/app/write-through.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { createSealer, webhookPolicyOf } from '../compose.ts';
 import { createProviderFor } from './providers.ts';
@@ -23,7 +25,12 @@ const metrics = createFunctionMetrics(env, 'executor');
 const documents = createDocumentClient();
 const sealer = createSealer(env);
 const deps = {
-  tasks: new DynamoDbTaskRepository(documents, env.stateTableName),
+  // Commits project their revision into the journal themselves (decision 0043).
+  tasks: new WriteThroughTaskRepository(
+    new DynamoDbTaskRepository(documents, env.stateTableName),
+    new DynamoDbJournalWriter(documents, env.journalTableName),
+    { logger },
+  ),
   codec: new TaskContentCodec(sealer),
   clock: systemClock,
   config: env.config,

@@ -1,3 +1,4 @@
+import { DynamoDbJournalWriter } from '../../shared/adapters/dynamodb/dynamodb-journal-writer.ts';
 import { DynamoDbRunLeases } from '../../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
@@ -8,6 +9,7 @@ import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
 import { type ReapReport, reapExpiredRuns } from '../../shared/app/reap-runs.ts';
 import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { WriteThroughTaskRepository } from '../../shared/app/write-through.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { createSealer } from '../compose.ts';
 
@@ -16,7 +18,12 @@ const logger = createLogger('a2a-reaper');
 const metrics = createFunctionMetrics(env, 'reaper');
 const client = createDocumentClient();
 const deps = {
-  tasks: new DynamoDbTaskRepository(client, env.stateTableName),
+  // Commits project their revision into the journal themselves (decision 0043).
+  tasks: new WriteThroughTaskRepository(
+    new DynamoDbTaskRepository(client, env.stateTableName),
+    new DynamoDbJournalWriter(client, env.journalTableName),
+    { logger },
+  ),
   leases: new DynamoDbRunLeases(client, env.stateTableName),
   // A never-started run is queued again instead of failed, a bounded number of times (decision 0053).
   requeue: new SqsRunQueue(createSqsClient(), env.runQueueUrl),

@@ -17,6 +17,7 @@ import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
 import { createV03Methods } from '../../shared/app/rpc/v03-methods.ts';
 import { createProfileCatalog } from '../../shared/app/served-profiles.ts';
 import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { WriteThroughTaskRepository } from '../../shared/app/write-through.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { createSealer, webhookPolicyOf } from '../compose.ts';
 import { toHttpRequest, toStreamingResponse } from './api-gateway.ts';
@@ -27,7 +28,15 @@ const logger = createLogger('a2a-rpc');
 const metrics = createFunctionMetrics(env, 'rpc');
 const documents = createDocumentClient();
 const sealer = createSealer(env);
-const tasks = new DynamoDbTaskRepository(documents, env.stateTableName);
+const journal = new DynamoDbJournalRepository(documents, env.journalTableName);
+// Commits project their revision into the journal themselves (decision 0043).
+const tasks = new WriteThroughTaskRepository(
+  new DynamoDbTaskRepository(documents, env.stateTableName),
+  journal,
+  {
+    logger,
+  },
+);
 // Saved profiles overlay the deployment's, read at most once per 30 s (decision 0024).
 const profiles = createProfileCatalog({
   config: env.config,
@@ -38,7 +47,7 @@ const profiles = createProfileCatalog({
 });
 const methods = createA2aMethods({
   tasks,
-  journal: new DynamoDbJournalRepository(documents, env.journalTableName),
+  journal,
   queue: new SqsRunQueue(createSqsClient(), env.runQueueUrl),
   codec: new TaskContentCodec(sealer),
   clock: systemClock,

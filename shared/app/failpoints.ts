@@ -25,6 +25,10 @@ export const failpointNames = [
   'executor.insideSettle',
   /** The run is settled; the executor fails before its SQS message is deleted (redelivered). */
   'executor.beforeDelete',
+  /** A task revision is committed; its writer's write-through does not start (the projector has it). */
+  'writeThrough.afterCommit',
+  /** A write-through wrote its revision's event and stops before the view (the projector finishes it). */
+  'writeThrough.afterEvent',
   /** A projector record fails in the middle of its batch (the stream retries from it). */
   'projector.midBatch',
   /** A pusher record fails in the middle of its batch (the stream retries from it). */

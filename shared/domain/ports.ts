@@ -143,10 +143,39 @@ export interface TaskRepository {
   ): Promise<{ readonly run: RunRecord | undefined; readonly task: StoredTask | undefined }>;
 }
 
-/** The journal: what remote parties read (I-COMMITTED). Written only by the projector. */
-export interface JournalRepository {
-  /** Idempotent per revision: a revision written twice leaves one event and the newest view. */
+/**
+ * The journal's writes (I-COMMITTED): from committed state only, after the commit — by the
+ * writer's write-through and by the projector, its backstop (decision 0043). Every writer puts a
+ * revision's event before its view, so a view at revision N means events 1…N are there.
+ */
+export interface JournalWriter {
+  /**
+   * The backstop's write, in stream order: the event (only if absent), then the view where the
+   * old image says it is; a view already at or past the revision stays. Idempotent per revision.
+   */
   putRevision(projection: Projection): Promise<'written' | 'duplicate'>;
+  /**
+   * Whether a revision's event is there, and where the view is: one cheap read, possibly stale
+   * (what it shows is there; what it misses may just have been written).
+   */
+  projected(taskId: string, revision: number): Promise<JournalState>;
+  /** The event of a revision, only if absent: true when written now, false when it was there. */
+  putEvent(event: JournalEvent): Promise<boolean>;
+  /**
+   * The view of a revision, only where `projection.previous` says the view is (absent for a new
+   * task), with the owner's counters: 'moved' when it is not there (another writer moved it).
+   */
+  putView(projection: Projection): Promise<'written' | 'moved'>;
+}
+
+/** A revision's place in the journal (`JournalWriter.projected`). */
+export interface JournalState {
+  readonly event: boolean;
+  readonly viewRevision?: number;
+}
+
+/** The journal: what remote parties read (I-COMMITTED, I-ORDER), and its writes. */
+export interface JournalRepository extends JournalWriter {
   /**
    * The task's view; strongly consistent unless `consistent: false` (half the read units, and
    * may be stale: still a committed view, since views are written only after commit).

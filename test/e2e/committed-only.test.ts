@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context, DynamoDBStreamEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
+import { armFailpoints, disarmFailpoints } from '../../shared/app/failpoints.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { drain, rpc, type SseFrame, stateOf } from '../conformance/sse.ts';
 import { readTaskRows } from '../support/fault-stack.ts';
@@ -14,7 +15,9 @@ import {
 
 /**
  * I-COMMITTED (docs/invariants.md): polling, SSE and webhooks read only the journal, which the
- * projector writes from the committed stream records. The test holds the projector back (its
+ * writers' write-through and the projector write from committed state (decision 0043). The test
+ * turns the write-through off (its failpoint, as a write-through that failed) and holds the
+ * projector back (its
  * invocations wait at a gate, as a slow or failing projector would) while the executor commits a
  * task's completion to the state table, and checks that no channel shows it: GetTask still answers
  * the earlier revision, the open SSE subscription gets no COMPLETED event, the webhook no POST.
@@ -74,6 +77,7 @@ beforeAll(async () => {
   webhook = await startWebhookReceiver();
 });
 afterAll(async () => {
+  disarmFailpoints();
   openGate();
   await stack?.stop();
   await webhook?.close();
@@ -133,6 +137,8 @@ describe('I-COMMITTED: what the projector has not projected, no channel shows', 
     const projectedRevision = (await committedRow(task.id))?.revision ?? 0;
 
     closeGate();
+    // Every write-through fails: what is committed now reaches the journal only through the gate.
+    armFailpoints('writeThrough.afterCommit=1');
     // The follow-up completes the task; this blocking call waits for its projection.
     const followUp = call('SendMessage', message('tck-complete-task', task.id));
     await waitUntil(
@@ -155,6 +161,7 @@ describe('I-COMMITTED: what the projector has not projected, no channel shows', 
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
 
+    disarmFailpoints();
     openGate();
     const answered = (await followUp).task as Task;
     expect(answered.status.state).toBe('TASK_STATE_COMPLETED');

@@ -28,7 +28,9 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
 // 1,000 tasks the same way with every failpoint armed.
 const tasks = Number(process.env.A2A_CONSISTENCY_TASKS ?? 200);
 const concurrency = Number(process.env.A2A_CONSISTENCY_CLIENTS ?? 8);
-const failpoints = 'projector.midBatch=0.1,pusher.midBatch=0.05,deliverer.post=0.1,seed=5';
+// The write-through's failpoints (decision 0043) leave some revisions to the projector, cut some between event and view.
+const failpoints =
+  'projector.midBatch=0.1,pusher.midBatch=0.05,deliverer.post=0.1,writeThrough.afterCommit=0.1,writeThrough.afterEvent=0.1,seed=5';
 
 let stack: LocalStack;
 let receiver: WebhookReceiver;
@@ -128,6 +130,8 @@ describe('polling, SSE and webhooks under projector and delivery faults', () => 
     // The faults did happen, and were retried, not parked.
     expect(faults['projector.midBatch']?.faults).toBeGreaterThan(0);
     expect(faults['deliverer.post']?.faults).toBeGreaterThan(0);
+    expect(faults['writeThrough.afterCommit']?.faults).toBeGreaterThan(0);
+    expect(faults['writeThrough.afterEvent']?.faults).toBeGreaterThan(0);
     expect(verdict.webhookDuplicates).toBeGreaterThan(0);
     expect(dlqs).toEqual({ ProjectorDlq: 0, PusherDlq: 0, DeliveryDlq: 0 });
   }, 600_000);

@@ -3,6 +3,7 @@ import { VersionConflictError } from '../../shared/domain/errors.ts';
 import type {
   CommitResult,
   JournalRepository,
+  JournalState,
   PushDeliveryLog,
   PushDeliveryPage,
   TaskRepository,
@@ -135,9 +136,32 @@ export class InMemoryJournalRepository implements JournalRepository {
     const duplicate = this.events.has(key);
     if (!duplicate) this.events.set(key, projection.event);
     const view = this.views.get(projection.view.taskId);
-    if (view === undefined || view.revision < projection.view.revision)
-      this.views.set(projection.view.taskId, projection.view);
-    return duplicate ? 'duplicate' : 'written';
+    // As the adapter: a revision whose event was there but whose view was behind is written now.
+    const moves = view === undefined || view.revision < projection.view.revision;
+    if (moves) this.views.set(projection.view.taskId, projection.view);
+    return duplicate && !moves ? 'duplicate' : 'written';
+  }
+
+  async projected(taskId: string, revision: number): Promise<JournalState> {
+    const viewRevision = this.views.get(taskId)?.revision;
+    return {
+      event: this.events.has(`${taskId}#${revision}`),
+      ...(viewRevision !== undefined && { viewRevision }),
+    };
+  }
+
+  async putEvent(event: JournalEvent): Promise<boolean> {
+    const key = `${event.taskId}#${event.revision}`;
+    if (this.events.has(key)) return false;
+    this.events.set(key, event);
+    return true;
+  }
+
+  async putView(projection: Projection): Promise<'written' | 'moved'> {
+    const view = this.views.get(projection.view.taskId);
+    if (view?.revision !== projection.previous?.revision) return 'moved';
+    this.views.set(projection.view.taskId, projection.view);
+    return 'written';
   }
 
   async getView(taskId: string): Promise<JournalView | undefined> {

@@ -1,14 +1,7 @@
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import {
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  TransactWriteCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { JournalRepository, ViewFilter, ViewPage, ViewQuery } from '../../domain/ports.ts';
-import type { JournalEvent, JournalView, Projection } from '../../domain/projection.ts';
-import { isConditionalCheckFailed } from './condition-failures.ts';
+import type { JournalEvent, JournalView } from '../../domain/projection.ts';
+import { DynamoDbJournalWriter, expiryBucket } from './dynamodb-journal-writer.ts';
 import {
   counterItemSchema,
   counterKeys,
@@ -16,154 +9,24 @@ import {
   fromEventItem,
   fromViewItem,
   keys,
-  toEventItem,
-  toViewItem,
   viewItemSchema,
 } from './entities.ts';
 import { queryAll } from './query-all.ts';
 
-/** Where the view is expected before a revision is written: absent, or at a revision and expiry. */
-type ExpectedView = { readonly revision: number; readonly expiresAt: number } | undefined;
+export { counterMoves, expiryBucket } from './dynamodb-journal-writer.ts';
 
 export const byOwnerIndex = 'byOwner';
-/** Attempts at the view write before the projector's own retry takes over. */
-const maxPutAttempts = 3;
-
-/** The UTC day and hour a view expires in: its counter bucket (decision 0006). */
-export const expiryBucket = (expiresAt: number): { day: string; hour: number } => {
-  const iso = new Date(expiresAt * 1000).toISOString();
-  return { day: iso.slice(0, 10), hour: Number(iso.slice(11, 13)) };
-};
-
-/**
- * The view write lost to another write of the same view: its condition failed, or its transaction
- * (with the counter moves) was canceled, for a condition or a conflicting write in flight. Either
- * way the view is read again and the write decided anew.
- */
-const lostToAnotherWrite = (error: unknown): boolean =>
-  isConditionalCheckFailed(error) || error instanceof TransactionCanceledException;
 
 const hourAttribute = (hour: number): string => `h${String(hour).padStart(2, '0')}`;
 
-/** Counter items live one day past the day they count; TTL removes them. */
-const counterExpiry = (day: string): number => Date.parse(`${day}T00:00:00.000Z`) / 1000 + 2 * 86_400;
-
 /**
- * The counter updates that move one view from the bucket of `from` (absent: a new view) to the
- * bucket of `to`: nothing when both fall into the same hour, else one ADD per touched day.
+ * The journal table: one view per task (newest revision wins) and one event item per revision.
+ * The writes are `DynamoDbJournalWriter`'s (the executor and reaper bundle only those); this adds
+ * the reads of the rpc and the admin command.
  */
-export const counterMoves = (
-  from: number | undefined,
-  to: number,
-): { day: string; deltas: Record<string, number> }[] => {
-  const target = expiryBucket(to);
-  const source = from === undefined ? undefined : expiryBucket(from);
-  if (source && source.day === target.day && source.hour === target.hour) return [];
-  const days = new Map<string, Record<string, number>>();
-  const add = (bucket: { day: string; hour: number }, delta: number) => {
-    const deltas = days.get(bucket.day) ?? {};
-    deltas.n = (deltas.n ?? 0) + delta;
-    const hour = hourAttribute(bucket.hour);
-    deltas[hour] = (deltas[hour] ?? 0) + delta;
-    days.set(bucket.day, deltas);
-  };
-  if (source) add(source, -1);
-  add(target, 1);
-  return [...days].map(([day, deltas]) => ({
-    day,
-    deltas: Object.fromEntries(Object.entries(deltas).filter(([, delta]) => delta !== 0)),
-  }));
-};
-
-/** The journal table: one view per task (newest revision wins) and one event item per revision. */
-export class DynamoDbJournalRepository implements JournalRepository {
-  constructor(
-    private readonly client: DynamoDBDocumentClient,
-    private readonly tableName: string,
-  ) {}
-
-  /**
-   * The event first, then the view (decision 0019). The event put is idempotent (only if absent),
-   * so it needs no transaction; a view at a revision always has its event. The view is written
-   * conditioned on being where the old image says it was: a plain conditional put when the
-   * owner's counters stay in their bucket (the usual case after the first revision), else one
-   * transaction with the counter moves. When the condition fails (a late, replayed or gapped
-   * record), the view is read and the write decided again: a newer view keeps its place; an older
-   * or absent one is moved with counters computed from what is really stored.
-   */
-  async putRevision(projection: Projection): Promise<'written' | 'duplicate'> {
-    const eventWritten = await this.putEvent(projection);
-    let expected: ExpectedView = projection.previous;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.writeView(projection.view, expected);
-        return 'written';
-      } catch (error) {
-        if (!lostToAnotherWrite(error)) throw error;
-        const current = await this.getView(projection.view.taskId);
-        // A replayed or late record: the view is already at or past it (its event is filled in).
-        if (current !== undefined && current.revision >= projection.view.revision) {
-          return eventWritten ? 'written' : 'duplicate';
-        }
-        if (attempt >= maxPutAttempts) throw error;
-        expected = current && { revision: current.revision, expiresAt: current.expiresAt };
-      }
-    }
-  }
-
-  /** True when the event was written now, false when it was there already. */
-  private async putEvent(projection: Projection): Promise<boolean> {
-    try {
-      await this.client.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: toEventItem(projection.event),
-          ConditionExpression: 'attribute_not_exists(pk)',
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
-  }
-
-  private async writeView(view: JournalView, expected: ExpectedView): Promise<void> {
-    const viewPut = {
-      TableName: this.tableName,
-      Item: toViewItem(view),
-      ...(expected === undefined
-        ? { ConditionExpression: 'attribute_not_exists(pk)' }
-        : {
-            ConditionExpression: '#revision = :expected',
-            ExpressionAttributeNames: { '#revision': 'revision' },
-            ExpressionAttributeValues: { ':expected': expected.revision },
-          }),
-    };
-    const counterUpdates = counterMoves(expected?.expiresAt, view.expiresAt).map(({ day, deltas }) => {
-      const names: Record<string, string> = { '#expiresAt': 'expiresAt' };
-      const values: Record<string, number> = { ':ttl': counterExpiry(day) };
-      const adds = Object.entries(deltas).map(([attribute, delta], index) => {
-        names[`#a${index}`] = attribute;
-        values[`:d${index}`] = delta;
-        return `#a${index} :d${index}`;
-      });
-      return {
-        Update: {
-          TableName: this.tableName,
-          Key: counterKeys.item({ ...view.owner, profileId: view.profileId }, day),
-          UpdateExpression: `ADD ${adds.join(', ')} SET #expiresAt = :ttl`,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-        },
-      };
-    });
-    // The counters move with the view or not at all (ADD is not idempotent): only then a transaction.
-    if (counterUpdates.length === 0) await this.client.send(new PutCommand(viewPut));
-    else
-      await this.client.send(
-        new TransactWriteCommand({ TransactItems: [{ Put: viewPut }, ...counterUpdates] }),
-      );
+export class DynamoDbJournalRepository extends DynamoDbJournalWriter implements JournalRepository {
+  constructor(client: DynamoDBDocumentClient, tableName: string) {
+    super(client, tableName);
   }
 
   async getView(taskId: string, options?: { consistent?: boolean }): Promise<JournalView | undefined> {
