@@ -137,12 +137,15 @@ const updateRow = (task) => {
 
 const loadTasks = async () => {
   if (!state.endpoint) return;
+  const endpoint = state.endpoint;
   try {
     const result = await rpc('ListTasks', { pageSize: 50 });
+    // A Connect to another agent since this call began: its own list applies, not this one.
+    if (endpoint !== state.endpoint) return;
     renderTasks(result.tasks ?? []);
     setStatus(`Connected to ${state.endpoint} — ${result.totalSize ?? (result.tasks ?? []).length} task(s).`);
   } catch (error) {
-    setStatus(`ListTasks failed: ${error.message}`, true);
+    if (endpoint === state.endpoint) setStatus(`ListTasks failed: ${error.message}`, true);
   }
 };
 
@@ -467,7 +470,11 @@ const selectTask = async (taskId) => {
 
 // ---- connecting and sending
 
+/** Each Connect (or the one on open) supersedes the ones before it: only the latest one applies. */
+let connectGeneration = 0;
+
 const connect = async () => {
+  const generation = ++connectGeneration;
   const url = $('agent-url').value.trim() || servedFrom;
   storage.setItem('a2a-viewer-url', url);
   storage.setItem('a2a-viewer-token', $('token').value.trim());
@@ -475,6 +482,7 @@ const connect = async () => {
     const response = await fetch(cardUrlOf(url), { headers: { 'A2A-Version': '1.0' } });
     if (!response.ok) throw new Error(`agent card: HTTP ${response.status}`);
     const card = await response.json();
+    if (generation !== connectGeneration) return;
     const jsonRpc = (card.supportedInterfaces ?? []).find((entry) => entry.protocolBinding === 'JSONRPC');
     if (!jsonRpc) throw new Error('the agent card declares no JSON-RPC interface');
     state.endpoint = jsonRpc.url;
@@ -483,7 +491,7 @@ const connect = async () => {
     clearInterval(state.listTimer);
     state.listTimer = setInterval(loadTasks, 5000);
   } catch (error) {
-    setStatus(`Cannot connect: ${error.message}`, true);
+    if (generation === connectGeneration) setStatus(`Cannot connect: ${error.message}`, true);
   }
 };
 
@@ -511,4 +519,14 @@ $('token').value = storage.getItem('a2a-viewer-token') ?? '';
 $('connect').addEventListener('click', connect);
 $('refresh').addEventListener('click', loadTasks);
 $('send-form').addEventListener('submit', send);
-if (new URLSearchParams(window.location.search).has('connect')) void connect();
+// Connect on open (decision 0057) when served by `npm start` on this machine (local mode), when a
+// token is remembered from an earlier visit, or when asked with `?connect`; otherwise wait for
+// Connect (a deployment's page needs the user's token first).
+const servedLocally = ['127.0.0.1', 'localhost', '[::1]'].includes(window.location.hostname);
+if (
+  new URLSearchParams(window.location.search).has('connect') ||
+  servedLocally ||
+  storage.getItem('a2a-viewer-token')
+) {
+  void connect();
+}

@@ -243,6 +243,30 @@ describeInBrowser('the journal viewer in headless Chromium', () => {
     }
   });
 
+  it('connects on open in local mode: the tasks show without pressing Connect (decision 0057)', async () => {
+    const done = await rpc('SendMessage', message('tck-complete-task', 'seen on open'));
+    const fresh = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    try {
+      // What an earlier visit leaves: the agent and the token; this visit presses nothing.
+      await fresh.addInitScript(
+        // Runs in the page; this file is compiled without the DOM library.
+        ([url, token]) => {
+          const storage = (
+            globalThis as unknown as { sessionStorage: { setItem(k: string, v: string): void } }
+          ).sessionStorage;
+          storage.setItem('a2a-viewer-url', url as string);
+          storage.setItem('a2a-viewer-token', token as string);
+        },
+        [`${stack.baseUrl}/agents/tck`, aliceToken],
+      );
+      await fresh.goto(`${stack.baseUrl}/viewer/`);
+      await fresh.locator(`#tasks tr[data-task-id="${done.id}"]`).waitFor({ timeout: 30_000 });
+      expect(await fresh.locator('#status').textContent()).toMatch(/^Connected to /);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('a settled task shows its whole revision timeline from the journal', async () => {
     const done = await rpc('SendMessage', message('tck-artifact-text', 'make an artifact'));
     expect(done.status.state).toBe('TASK_STATE_COMPLETED');
