@@ -175,6 +175,38 @@ export class Monitoring extends Construct {
         [props.runQueue.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum', period: PERIOD })],
       ),
     );
+    // One task's hops in order (docs/operations.md, "Follow one task through the logs"), from the
+    // metrics already emitted: API latency, run queue wait, executor duration, commit → journal,
+    // journal → pusher, deliverer duration.
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Per-stage latency of a task (ms, p50; run queue wait: oldest message, s)',
+        left: [
+          props.api.metricLatency({ statistic: 'p50', period: PERIOD, label: 'rpc (API latency)' }),
+          ...(['executor', 'deliverer'] as const).flatMap((name) => {
+            const fn = props.functions[name];
+            return fn
+              ? [fn.metricDuration({ statistic: 'p50', period: PERIOD, label: `${name} duration` })]
+              : [];
+          }),
+          app('ProjectorLag', 'p50'),
+          ...Object.entries(props.streamConsumers)
+            .filter(([name]) => name === 'pusher')
+            .map(([name, fn]) =>
+              fn.metric('IteratorAge', { statistic: 'p50', period: PERIOD, label: `${name} iterator age` }),
+            ),
+        ],
+        right: [
+          props.runQueue.metricApproximateAgeOfOldestMessage({
+            statistic: 'Maximum',
+            period: PERIOD,
+            label: 'run queue wait',
+          }),
+        ],
+        width: 24,
+        height: 6,
+      }),
+    );
     this.dashboard.addWidgets(
       graph(
         'Function errors',

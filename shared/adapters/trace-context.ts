@@ -50,8 +50,9 @@ export const traceOfSqsRecord = (record: Pick<SQSRecord, 'messageAttributes'>): 
 };
 
 /**
- * The trace of a stream record of a task's partition (`TASK#<id>`): the task row carries the
- * traceparent of the request that last wrote it as `tp` (journal items carry none).
+ * The trace of a stream record of a task's partition (`TASK#<id>`): the task id, and a `tp`
+ * (traceparent) attribute of the image when an item has one; no item is written with one yet
+ * (decision 0059), so the projector and pusher log the correlation id alone.
  */
 export const traceOfStreamRecord = (record: Pick<DynamoDBRecord, 'dynamodb'>): TraceContext => {
   const pk = record.dynamodb?.Keys?.pk?.S;

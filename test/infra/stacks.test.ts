@@ -944,6 +944,9 @@ describe('Monitoring (decision 0020)', () => {
     for (const name of Object.keys(installation.stateful.deadLetterQueues))
       expect(text).toContain(`"label":"${name}"`);
     expect(text).toContain('"type":"alarm"');
+    expect(text).toContain('Per-stage latency of a task');
+    for (const label of ['rpc (API latency)', 'executor duration', 'deliverer duration', 'run queue wait'])
+      expect(text).toContain(`"label":"${label}"`);
   });
 
   it('leaves the deployment settings out of the functions environment', () => {
