@@ -163,12 +163,14 @@ export class ServiceStack extends Stack {
       // waiting part of its bill; the CPU part costs the same GB-s at any size.
       memorySize: 256,
       logRetention,
-      environment: environmentFor('rpc'),
+      environment: { ...environmentFor('rpc'), DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl },
     });
     // What its adapters send, not grantReadWriteData: no scan, no batch, no stream.
     grantTableActions(this.rpc, stateful.stateTable, RPC_STATE_TABLE_ACTIONS);
     grantTableActions(this.rpc, stateful.journalTable, RPC_JOURNAL_TABLE_ACTIONS, [byOwnerIndex]);
     stateful.runQueue.grantSendMessages(this.rpc);
+    // The writer's direct fan-out of the revisions it projects (decision 0045).
+    stateful.deliveryQueue.grantSendMessages(this.rpc);
     grantSealing(this.rpc);
 
     this.api = new RestApi(this, 'Api', {

@@ -91,3 +91,13 @@ export const fanOutProjected = async (
     return 'failed';
   }
 };
+
+/**
+ * The write-through's hook after each revision it projected (`afterProjected`): the direct
+ * fan-out of that revision's event. Resolves whatever the fan-out came to.
+ */
+export const fanOutAfterProjection =
+  (deps: DirectFanOutDeps) =>
+  async (projection: { readonly event: EventRef }): Promise<void> => {
+    await fanOutProjected(deps, projection.event);
+  };

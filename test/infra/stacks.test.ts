@@ -616,6 +616,43 @@ describe('ServiceStack', () => {
     expect(variables(deliverer).DELIVERY_QUEUE_URL).toBeDefined();
   });
 
+  it('lets the rpc, a writer that fans out directly, send to the delivery queue; executor and reaper leave it to the pusher (decision 0045)', () => {
+    const { rpc, reaper, executor } = installation.service;
+    const deliveryQueueSends = (fn: typeof rpc) => {
+      const roleId = (
+        (service.toJSON().Resources[logicalIdOf(installation.service, fn)] as Resource).Properties.Role as {
+          'Fn::GetAtt': [string, string];
+        }
+      )['Fn::GetAtt'][0];
+      return (Object.values(service.findResources('AWS::IAM::Policy')) as Resource[])
+        .filter((policy) =>
+          (policy.Properties.Roles as Array<{ Ref: string }>).some((ref) => ref.Ref === roleId),
+        )
+        .flatMap(
+          (policy) =>
+            (policy.Properties.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement,
+        )
+        .filter(
+          (statement) =>
+            [statement.Action].flat().includes('sqs:SendMessage') &&
+            JSON.stringify(statement.Resource).includes('DeliveryQueue'),
+        );
+    };
+    const environmentOf = (fn: typeof rpc) =>
+      (
+        (service.toJSON().Resources[logicalIdOf(installation.service, fn)] as Resource).Properties
+          .Environment as { Variables: Record<string, unknown> }
+      ).Variables;
+    expect(deliveryQueueSends(rpc)).toHaveLength(1);
+    expect(environmentOf(rpc).DELIVERY_QUEUE_URL).toBeDefined();
+    // The executor's bundle cannot carry the SQS client within the 512,000-byte budget; the
+    // reaper's rare FAILED revisions keep it without SQS: the journal stream's pusher serves both.
+    for (const fn of [executor, reaper]) {
+      expect(deliveryQueueSends(fn)).toEqual([]);
+      expect(environmentOf(fn).DELIVERY_QUEUE_URL).toBeUndefined();
+    }
+  });
+
   it('never lets the projector touch KMS, while rpc and executor may seal and open', () => {
     const { rpc, executor, projector } = installation.service;
     const projectorActions = actionsOfFunction(service, installation.service, projector);

@@ -7,7 +7,7 @@ import {
   WebhookDeliveryFailedError,
 } from '../../shared/app/deliver-push.ts';
 import { armFailpoints, disarmFailpoints } from '../../shared/app/failpoints.ts';
-import { fanOutProjected } from '../../shared/app/fan-out-events.ts';
+import { fanOutAfterProjection, fanOutProjected } from '../../shared/app/fan-out-events.ts';
 import { projectRecord } from '../../shared/app/project-record.ts';
 import { buildPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
 import { TaskContentCodec } from '../../shared/app/task-content.ts';
@@ -294,5 +294,38 @@ describe('fanOutProjected: the writer’s direct fan-out never fails the writer'
       { taskId: 't', revision: 2, error: 'InjectedFaultError' },
       { taskId: 't', revision: 2, error: 'Error' },
     ]);
+  });
+});
+
+describe('fanOutAfterProjection: the write-through hook', () => {
+  it('fans the projected event out, and resolves when the fan-out fails', async () => {
+    const queued: PushDelivery[] = [];
+    const deps = {
+      pushConfigs: {
+        get: async () => undefined,
+        list: async () => ({
+          configs: [
+            {
+              taskId: 't',
+              configId: 'hook',
+              url: 'https://x',
+              createdAt: '',
+              expiresAt: 4e9,
+              afterRevision: 0,
+            },
+          ],
+          more: false,
+        }),
+        put: async () => {},
+        delete: async () => {},
+      },
+      deliveries: { enqueue: async (deliveries: readonly PushDelivery[]) => void queued.push(...deliveries) },
+      clock: { now: () => new Date() },
+    };
+    const event = { taskId: 't', revision: 3, expiresAt: 4e9, pushConfigured: true as const };
+    await fanOutAfterProjection(deps)({ event });
+    expect(queued).toEqual([{ taskId: 't', configId: 'hook', revision: 3 }]);
+    const refusing = { ...deps, deliveries: { enqueue: async () => Promise.reject(new Error('down')) } };
+    await expect(fanOutAfterProjection(refusing)({ event })).resolves.toBeUndefined();
   });
 });
