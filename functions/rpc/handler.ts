@@ -8,9 +8,11 @@ import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { streamingHttpFunction } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
+import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
 import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
 import { systemClock, uuidGenerator } from '../../shared/adapters/system.ts';
 import { createA2aMethods, createExtensionMethods } from '../../shared/app/a2a-methods.ts';
+import { fanOutAfterProjection } from '../../shared/app/fan-out-events.ts';
 import { PushConfigCodec } from '../../shared/app/push-configs.ts';
 import { WaitHistory } from '../../shared/app/read-task.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
@@ -29,12 +31,25 @@ const metrics = createFunctionMetrics(env, 'rpc');
 const documents = createDocumentClient();
 const sealer = createSealer(env);
 const journal = new DynamoDbJournalRepository(documents, env.journalTableName);
-// Commits project their revision into the journal themselves (decision 0043).
+const sqs = createSqsClient();
+const pushConfigs = new DynamoDbPushConfigRepository(documents, env.stateTableName);
+// Commits project their revision into the journal themselves (decision 0043), and queue its
+// webhook deliveries without waiting for the journal stream's pusher (decision 0045).
 const tasks = new WriteThroughTaskRepository(
   new DynamoDbTaskRepository(documents, env.stateTableName),
   journal,
   {
     logger,
+    ...(env.deliveryQueueUrl
+      ? {
+          afterProjected: fanOutAfterProjection({
+            pushConfigs,
+            deliveries: new SqsDeliveryQueue(sqs, env.deliveryQueueUrl),
+            clock: systemClock,
+            logger,
+          }),
+        }
+      : {}),
   },
 );
 // Saved profiles overlay the deployment's, read at most once per 30 s (decision 0024).
@@ -48,7 +63,7 @@ const profiles = createProfileCatalog({
 const methods = createA2aMethods({
   tasks,
   journal,
-  queue: new SqsRunQueue(createSqsClient(), env.runQueueUrl),
+  queue: new SqsRunQueue(sqs, env.runQueueUrl),
   codec: new TaskContentCodec(sealer),
   clock: systemClock,
   // Defers the journal wait's first poll by what recent waits took (decision 0035).
@@ -57,7 +72,7 @@ const methods = createA2aMethods({
   config: env.config,
   logger,
   metrics,
-  pushConfigs: new DynamoDbPushConfigRepository(documents, env.stateTableName),
+  pushConfigs,
   pushCodec: new PushConfigCodec(sealer),
   webhookPolicy: webhookPolicyOf(env),
   profileCatalog: profiles,
