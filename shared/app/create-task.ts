@@ -4,6 +4,7 @@ import { isInterrupted, isTerminal } from '../domain/a2a.ts';
 import {
   ContentTypeNotSupportedError,
   InvalidParamsError,
+  MessageIdReusedError,
   PushNotificationNotSupportedError,
   ResultNotRetainableError,
   TaskAlreadyWorkingError,
@@ -30,15 +31,16 @@ import {
   advanceTask,
   appendHistory,
   isExpired,
+  isOwnTask,
   type Owner,
   type RunRecord,
-  sameOwner,
   settleRun,
 } from '../domain/task.ts';
 import type { WebhookPolicy } from '../domain/webhook-address.ts';
 import { endTaskWith } from './end-task.ts';
 import { failpoint } from './failpoints.ts';
 import { checkMessageLimits, checkPushConfigLimit, limitsOf } from './limits.ts';
+import { runIdOf, taskIdOf } from './message-identity.ts';
 import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from './push-configs.ts';
 import { defaultLeaseMs } from './run-lease.ts';
 import { runProfileOf } from './served-profiles.ts';
@@ -111,6 +113,9 @@ const accepts = (modes: readonly string[], mediaType: string): boolean =>
  * SendMessage's write side: refuse what cannot be kept (I-REFUSE) before anything is written,
  * then create the task, its first run and its sealed history in one atomic commit, and queue the
  * run. A run that cannot be queued is settled FAILED at once (enqueue fails closed).
+ * A retry of a message already accepted (same caller, agent, messageId and content) creates and
+ * runs nothing: it answers with the task the first send created or continued (I-RETRY, decision
+ * 0051); the same messageId with other content is refused (MESSAGE_ID_REUSED).
  */
 export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): Promise<CreatedTask> => {
   const profile = deps.config.profiles[input.profileId];
@@ -137,11 +142,13 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
 
   const now = deps.clock.now();
   const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
-  const runId = deps.ids.newId();
+  // Derived ids (decision 0051): a retry derives the same task and run, another content another run.
+  const taskId = input.message.taskId ?? taskIdOf(senderOf(input), input.message);
+  const runId = runIdOf(taskId, input.message);
   const startDeadlineMs = deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs;
   const run: RunRecord = {
     runId,
-    taskId: '',
+    taskId,
     profileId: input.profileId,
     status: 'QUEUED',
     version: 1,
@@ -163,6 +170,7 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
   };
 
   const plan = await commitPlanned(deps, input, run, now, expiresAt, inlinePush);
+  if ('earlier' in plan) return answerRetry(deps, plan.earlier, runId);
   failpoint('create.afterCommit');
   try {
     await deps.queue.enqueue({ taskId: plan.task.taskId, runId });
@@ -176,6 +184,21 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
   }
   return { taskId: plan.task.taskId, revision: plan.task.revision };
 };
+
+/**
+ * A retry answers from the task as it is now (I-RYW: at its current revision or later). Its run
+ * still QUEUED may be one whose first send crashed between its commit and its enqueue: it is
+ * queued again — a duplicate wake-up is harmless, the claim is one conditional write (I-ONCE).
+ */
+const answerRetry = async (deps: CreateTaskDeps, task: StoredTask, runId: string): Promise<CreatedTask> => {
+  const run = await deps.tasks.getRun(task.taskId, runId);
+  if (run?.status === 'QUEUED') await deps.queue.enqueue({ taskId: task.taskId, runId });
+  return { taskId: task.taskId, revision: task.revision };
+};
+
+/** Whether the run this message derives exists in the task: then the message was accepted before. */
+const sentBefore = async (deps: CreateTaskDeps, task: StoredTask, runId: string): Promise<boolean> =>
+  task.currentRunId === runId || (await deps.tasks.getRun(task.taskId, runId)) !== undefined;
 
 /** Of racing follow-ups exactly one wins the conditional write; a loser re-reads and answers for the task as it is. */
 const maxFollowUpAttempts = 3;
@@ -193,11 +216,12 @@ const commitPlanned = async (
   now: Date,
   expiresAt: number,
   inlinePush: SendMessageConfiguration['taskPushNotificationConfig'],
-): Promise<Plan> => {
+): Promise<Plan | Earlier> => {
   for (let attempt = 1; ; attempt++) {
     const plan = input.message.taskId
       ? await planFollowUp(deps, input, run, now, expiresAt)
       : await planNewTask(deps, input, run, now, expiresAt);
+    if ('earlier' in plan) return plan;
     // A new task has no configs yet; a continued one may be at its limit (checked once it is the caller's).
     if (inlinePush !== undefined && input.message.taskId !== undefined && deps.pushConfigs !== undefined) {
       await checkPushConfigLimit(
@@ -234,7 +258,10 @@ const commitPlanned = async (
       await deps.tasks.commit({ row: plan.row, items: pushWrites });
       return plan;
     } catch (error) {
-      if (!(error instanceof VersionConflictError) || input.message.taskId === undefined) throw error;
+      if (!(error instanceof VersionConflictError)) throw error;
+      // A new task's derived id is taken: by an earlier send of this message, or of another one
+      // with the same messageId (I-RETRY). Concurrent duplicates all end here but one.
+      if (input.message.taskId === undefined) return earlierCreate(deps, input, plan.task, run.runId, error);
       if (attempt >= maxFollowUpAttempts) throw new TaskBusyError(input.message.taskId);
     }
   }
@@ -246,6 +273,28 @@ interface Plan {
   readonly row: TaskRowWrite;
 }
 
+/** The message was accepted before (I-RETRY): the task it created or continued, as read now. */
+interface Earlier {
+  readonly earlier: StoredTask;
+}
+
+const earlierCreate = async (
+  deps: CreateTaskDeps,
+  input: CreateTaskInput,
+  planned: StoredTask,
+  runId: string,
+  conflict: VersionConflictError,
+): Promise<Earlier> => {
+  const current = await deps.tasks.getTask(planned.taskId);
+  // The id is derived from the sender and the messageId: a row of someone else's cannot hold it.
+  if (current === undefined || !isOwnTask(current, senderOf(input))) throw conflict;
+  if (!isExpired(current.expiresAt, deps.clock.now()) && (await sentBefore(deps, current, runId))) {
+    return { earlier: current };
+  }
+  // Other content, or a task of this messageId whose retention has passed (I-PURGE).
+  throw new MessageIdReusedError(input.message.messageId);
+};
+
 const planNewTask = async (
   deps: CreateTaskDeps,
   input: CreateTaskInput,
@@ -253,7 +302,7 @@ const planNewTask = async (
   now: Date,
   expiresAt: number,
 ): Promise<Plan> => {
-  const taskId = deps.ids.newId();
+  const { taskId } = run;
   const contextId = input.message.contextId ?? deps.ids.newId();
   const message: Message = { ...input.message, taskId, contextId };
   const sealed = await deps.codec.seal(taskId, { history: appendHistory([], 1, [message]) });
@@ -285,27 +334,37 @@ const planFollowUp = async (
   run: RunRecord,
   now: Date,
   expiresAt: number,
-): Promise<Plan> => {
-  const taskId = input.message.taskId ?? '';
+): Promise<Plan | Earlier> => {
+  const { taskId } = run;
   const current = await deps.tasks.getTask(taskId);
-  if (current === undefined || !sameOwner(current.owner, input.caller) || isExpired(current.expiresAt, now)) {
+  if (current === undefined || !isOwnTask(current, senderOf(input)) || isExpired(current.expiresAt, now)) {
     throw new TaskNotFoundError(taskId);
   }
-  if (current.profileId !== input.profileId) throw new TaskNotFoundError(taskId);
   if (input.message.contextId !== undefined && input.message.contextId !== current.contextId) {
     throw new InvalidParamsError([
       { field: 'message.contextId', description: 'contextId does not match the task identified by taskId' },
     ]);
   }
-  if (isTerminal(current.state)) {
-    throw new UnsupportedOperationError('Task is in a terminal state and cannot accept messages', {
-      taskId,
-      state: current.state,
-    });
+  // A retry of this follow-up (I-RETRY): the run it derives is there already (decision 0051). Only
+  // looked up when the task would refuse a new message, so a first follow-up costs no extra read.
+  if (current.currentRunId === run.runId) return { earlier: current };
+  if (!isInterrupted(current.state)) {
+    if (await sentBefore(deps, current, run.runId)) return { earlier: current };
+    if (isTerminal(current.state)) {
+      throw new UnsupportedOperationError('Task is in a terminal state and cannot accept messages', {
+        taskId,
+        state: current.state,
+      });
+    }
+    throw new TaskAlreadyWorkingError(taskId, current.state);
   }
-  if (!isInterrupted(current.state)) throw new TaskAlreadyWorkingError(taskId, current.state);
   const message: Message = { ...input.message, taskId, contextId: current.contextId };
   const history = await deps.codec.openHistory(taskId, current.sealedHistory);
+  if (history.some((entry) => entry.message.messageId === input.message.messageId)) {
+    // This messageId is in the task already: a retry whose turn has come back to input, or another message.
+    if (await sentBefore(deps, current, run.runId)) return { earlier: current };
+    throw new MessageIdReusedError(input.message.messageId, taskId);
+  }
   const revision = current.revision + 1;
   const sealed = await deps.codec.seal(taskId, { history: appendHistory(history, revision, [message]) });
   const task = advanceTask(current, 'TASK_STATE_WORKING', now, {

@@ -18,6 +18,7 @@ export type DomainErrorCode =
   | 'RESULT_NOT_RETAINABLE'
   | 'TASK_ALREADY_WORKING'
   | 'TASK_BUSY'
+  | 'MESSAGE_ID_REUSED'
   | 'LIMIT_EXCEEDED'
   | 'STREAM_LIMIT_EXCEEDED'
   | 'INVALID_PARAMS'
@@ -136,6 +137,22 @@ export class TaskBusyError extends DomainError {
   readonly code = 'TASK_BUSY';
   constructor(taskId: string) {
     super('The task kept changing while this request was applied; retry', { taskId });
+  }
+}
+
+/**
+ * I-RETRY (docs/decisions/0051): the messageId was already used by this caller at this agent for
+ * a message with other content (or for a task whose retention has passed). A retry must resend the
+ * same message; a new message needs a new messageId.
+ */
+export class MessageIdReusedError extends DomainError {
+  override readonly name = 'MessageIdReusedError';
+  readonly code = 'MESSAGE_ID_REUSED';
+  constructor(messageId: string, taskId?: string) {
+    super('This messageId was already used for another message', {
+      messageId,
+      ...(taskId !== undefined && { taskId }),
+    });
   }
 }
 

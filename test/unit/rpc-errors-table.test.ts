@@ -17,6 +17,7 @@ import {
   ExtendedAgentCardNotConfiguredError,
   ExtensionSupportRequiredError,
   InvalidParamsError,
+  MessageIdReusedError,
   PushNotificationNotSupportedError,
   ResultNotRetainableError,
   SealingFailedError,
@@ -144,6 +145,14 @@ const a2aRows: readonly A2aRow[] = [
     domain: 'errors.example.test',
     metadata: { taskId: 't-5' },
   },
+  {
+    error: new MessageIdReusedError('m-1', 't-6'),
+    code: -32602,
+    message: 'Invalid parameters: the messageId was already used for another message',
+    reason: 'MESSAGE_ID_REUSED',
+    domain: 'errors.example.test',
+    metadata: { messageId: 'm-1', taskId: 't-6' },
+  },
 ];
 
 describe('toJsonRpcError: A2A errors', () => {
@@ -257,6 +266,11 @@ describe('jsonRpcErrorTable', () => {
       .map((row) => row.detail)
       .filter((detail) => detail.kind === 'errorInfo' && detail.domain === 'installation')
       .map((detail) => (detail.kind === 'errorInfo' ? detail.reason : ''));
-    expect(installationReasons).toEqual(['RESULT_NOT_RETAINABLE', 'TASK_ALREADY_WORKING', 'TASK_BUSY']);
+    expect(installationReasons).toEqual([
+      'RESULT_NOT_RETAINABLE',
+      'TASK_ALREADY_WORKING',
+      'TASK_BUSY',
+      'MESSAGE_ID_REUSED',
+    ]);
   });
 });

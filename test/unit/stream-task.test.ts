@@ -84,11 +84,13 @@ const setup = (streamTiming: StreamTiming = timing) => {
   const listEvents = vi.spyOn(core.journal, 'listEvents');
   const deps = { ...core.deps, clock, sleep, streamTiming };
 
-  const create = async (messageId: string, extra: Parameters<typeof userMessage>[1] = {}) =>
+  // A scenario prefix plus a fresh suffix: each call is a new message (a repeated messageId is a retry).
+  let sent = 0;
+  const create = async (prefix: string, extra: Parameters<typeof userMessage>[1] = {}) =>
     createTask(deps, {
       caller: alice,
       profileId: 'default',
-      message: userMessage('hi', { messageId, ...extra }),
+      message: userMessage('hi', { messageId: `${prefix}-${++sent}`, ...extra }),
     });
 
   const stream = (input: Partial<StreamTaskInput> & Pick<StreamTaskInput, 'taskId' | 'start'>) =>

@@ -97,6 +97,12 @@ export const jsonRpcErrorTable: Readonly<Record<WireErrorCode, WireErrorRow>> = 
     detail: { kind: 'errorInfo', reason: 'TASK_BUSY', domain: 'installation' },
   },
   INVALID_PARAMS: { code: -32602, message: 'Invalid parameters', detail: { kind: 'badRequest' } },
+  // I-RETRY (docs/decisions/0051): a messageId sent again with other content.
+  MESSAGE_ID_REUSED: {
+    code: -32602,
+    message: 'Invalid parameters: the messageId was already used for another message',
+    detail: { kind: 'errorInfo', reason: 'MESSAGE_ID_REUSED', domain: 'installation' },
+  },
   // A request above a documented limit (docs/configuration.md `limits`): the reason names it.
   LIMIT_EXCEEDED: {
     code: -32602,

@@ -1,0 +1,161 @@
+import { describe, expect, it } from 'vitest';
+import { createTask } from '../../shared/app/create-task.ts';
+import { runIdOf, taskIdOf } from '../../shared/app/message-identity.ts';
+import { sendMessage } from '../../shared/app/send-message.ts';
+import type { Message } from '../../shared/domain/a2a.ts';
+import { MessageIdReusedError } from '../../shared/domain/errors.ts';
+import type { Owner } from '../../shared/domain/task.ts';
+import { alice, createCore, testConfig, userMessage } from '../support/core-fixture.ts';
+
+/**
+ * I-RETRY (decision 0051): a message sent again with the same messageId by the same caller at the
+ * same agent starts no second task and no second run; other content under that messageId is
+ * refused; another caller's or another agent's equal messageId is its own. Counted in tasks,
+ * queued runs and model calls of the in-memory core.
+ */
+
+const config = testConfig({
+  providers: { local: { type: 'scripted', behavior: 'echo' }, tck: { type: 'scripted', behavior: 'tck' } },
+  profiles: {
+    default: { name: 'Echo', description: 'x', providers: ['local'] },
+    other: { name: 'Other', description: 'x', providers: ['local'] },
+    tck: { name: 'TCK', description: 'x', providers: ['tck'] },
+  },
+});
+
+const send = (
+  core: ReturnType<typeof createCore>,
+  message: Message,
+  profileId = 'default',
+  caller: Owner = alice,
+) => createTask(core.deps, { caller, profileId, message });
+
+const modelCalls = (core: ReturnType<typeof createCore>) =>
+  [...core.calls.values()].reduce((a, b) => a + b, 0);
+
+describe('message identity', () => {
+  it('derives one task id per (tenant, principal, agent, messageId) and one run id per content', () => {
+    const message = userMessage('hi', { messageId: 'm-1' });
+    const at = { ...alice, profileId: 'default' };
+    expect(taskIdOf(at, message)).toBe(taskIdOf(at, { ...message, parts: [{ text: 'other' }] }));
+    expect(taskIdOf(at, message)).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
+    for (const other of [
+      { ...at, principal: 'bob' },
+      { ...at, tenant: 't2' },
+      { ...at, profileId: 'other' },
+    ]) {
+      expect(taskIdOf(other, message)).not.toBe(taskIdOf(at, message));
+    }
+    // The run id follows the whole message; key order does not matter, content does.
+    const reordered = JSON.parse(
+      JSON.stringify({ parts: message.parts, role: message.role, messageId: 'm-1' }),
+    );
+    expect(runIdOf('t', reordered)).toBe(runIdOf('t', message));
+    expect(runIdOf('t', { ...message, parts: [{ text: 'hi!' }] })).not.toBe(runIdOf('t', message));
+    expect(runIdOf('t', { ...message, metadata: { a: 1 } })).not.toBe(runIdOf('t', message));
+  });
+});
+
+describe('I-RETRY', () => {
+  it('a retried message answers from the first task: one task, one run, one model call', async () => {
+    const core = createCore({ config });
+    const message = userMessage('hello', { messageId: 'retry-1' });
+    const first = await send(core, message);
+    const again = await send(core, { ...message });
+    expect(again.taskId).toBe(first.taskId);
+    expect(core.tasks.tasks.size).toBe(1);
+    expect(core.queued).toHaveLength(2); // the first run is still QUEUED: the retry wakes it again
+    await core.runNext();
+    expect(await core.runNext()).toBe('duplicate');
+    expect(modelCalls(core)).toBe(1);
+    // Once the run is claimed, a retry queues nothing more.
+    expect((await send(core, message)).taskId).toBe(first.taskId);
+    expect(core.queued).toHaveLength(0);
+    expect(core.tasks.runs.size).toBe(1);
+  });
+
+  it('a blocking retry after completion answers the completed task', async () => {
+    const core = createCore({ config });
+    const message = userMessage('hello', { messageId: 'retry-2' });
+    const deps = {
+      ...core.deps,
+      sleep: async () => {
+        if (core.queued.length > 0) await core.runNext();
+        await core.projectAll();
+      },
+    };
+    const first = await sendMessage(deps, { caller: alice, profileId: 'default', message });
+    expect(first.status.state).toBe('TASK_STATE_COMPLETED');
+    const again = await sendMessage(deps, { caller: alice, profileId: 'default', message });
+    expect(again).toEqual(first);
+    expect(core.tasks.tasks.size).toBe(1);
+    expect(modelCalls(core)).toBe(1);
+  });
+
+  it('five concurrent sends of one message resolve to one task and one run', async () => {
+    const core = createCore({ config });
+    const message = userMessage('hello', { messageId: 'retry-3' });
+    const answers = await Promise.all(Array.from({ length: 5 }, () => send(core, message)));
+    expect(new Set(answers.map((answer) => answer.taskId)).size).toBe(1);
+    expect(core.tasks.tasks.size).toBe(1);
+    expect(core.tasks.runs.size).toBe(1);
+    while (core.queued.length > 0) await core.runNext();
+    expect(modelCalls(core)).toBe(1);
+  });
+
+  it('the same messageId with other content is refused with MESSAGE_ID_REUSED, and nothing changes', async () => {
+    const core = createCore({ config });
+    const message = userMessage('hello', { messageId: 'retry-4' });
+    await send(core, message);
+    const before = [...core.tasks.tasks.values()];
+    await expect(send(core, { ...message, parts: [{ text: 'something else' }] })).rejects.toBeInstanceOf(
+      MessageIdReusedError,
+    );
+    expect([...core.tasks.tasks.values()]).toEqual(before);
+    expect(core.queued).toHaveLength(1);
+  });
+
+  it('another caller’s or another agent’s equal messageId is its own task', async () => {
+    const core = createCore({ config });
+    const message = userMessage('hello', { messageId: 'retry-5' });
+    const mine = await send(core, message);
+    const bobs = await send(core, message, 'default', { tenant: 't1', principal: 'bob' });
+    const elsewhere = await send(core, message, 'other');
+    expect(new Set([mine.taskId, bobs.taskId, elsewhere.taskId]).size).toBe(3);
+    expect(core.tasks.runs.size).toBe(3);
+  });
+
+  it('a retried follow-up starts no second run; the task’s first messageId as a follow-up is refused', async () => {
+    const core = createCore({ config });
+    const opening = userMessage('hi', { messageId: 'tck-input-required-r6' });
+    const { taskId } = await send(core, opening, 'tck');
+    await core.runNext();
+    expect(core.tasks.tasks.get(taskId)?.state).toBe('TASK_STATE_INPUT_REQUIRED');
+    const followUp = userMessage('go on', { messageId: 'tck-complete-task-r6', taskId });
+    const first = await send(core, followUp, 'tck');
+    // While its run is queued, while it works, and after it completed: the same task, no new run.
+    expect((await send(core, followUp, 'tck')).taskId).toBe(taskId);
+    await core.runNext();
+    expect(await core.runNext()).toBe('duplicate');
+    expect(core.tasks.tasks.get(taskId)?.state).toBe('TASK_STATE_COMPLETED');
+    const again = await send(core, followUp, 'tck');
+    expect(again).toEqual({ taskId, revision: core.tasks.tasks.get(taskId)?.revision });
+    expect(again.revision).toBeGreaterThan(first.revision);
+    expect(core.tasks.runs.size).toBe(2);
+    expect(modelCalls(core)).toBe(2);
+    const history = await core.codec.openHistory(taskId, core.tasks.tasks.get(taskId)?.sealedHistory);
+    expect(history.filter((entry) => entry.message.messageId === followUp.messageId)).toHaveLength(1);
+  });
+
+  it('a follow-up reusing a messageId of the task with other content is refused', async () => {
+    const core = createCore({ config });
+    const opening = userMessage('hi', { messageId: 'tck-input-required-r7' });
+    const { taskId } = await send(core, opening, 'tck');
+    await core.runNext();
+    await expect(send(core, { ...opening, taskId }, 'tck')).rejects.toBeInstanceOf(MessageIdReusedError);
+    expect(core.tasks.tasks.get(taskId)?.state).toBe('TASK_STATE_INPUT_REQUIRED');
+    expect(core.queued).toHaveLength(0);
+  });
+});
