@@ -77,7 +77,7 @@ describe('limits', () => {
     const { taskId } = await createTask(deps(queued), {
       caller: alice,
       profileId: 'default',
-      message: userMessage('ask me', { messageId: 'tck-input-required-1' }),
+      message: userMessage('ask me', { messageId: `tck-input-required-${crypto.randomUUID()}` }),
     });
     for (const id of ['a', 'b', 'c']) {
       await createPushConfig(deps(queued), alice, taskId, { id, url: `https://hooks.example/${id}` });

@@ -51,7 +51,7 @@ describe('lost races answer precisely', () => {
     const { taskId } = await createTask(deps(queued), {
       caller: alice,
       profileId: 'default',
-      message: userMessage('ask me', { messageId: 'tck-input-required-1' }),
+      message: userMessage('ask me', { messageId: `tck-input-required-${crypto.randomUUID()}` }),
     });
     expect(await executeRun(deps(queued), queued.shift()!)).toBe('input-required');
     return taskId;
