@@ -370,7 +370,8 @@ const streamingPhase = async (client: RpcClient, deployment: Deployment) => {
       const { events, began } = await streamOnce(client, `streamed task ${i}`);
       const final = events.at(-1);
       const { state, timestamp } = stateIn(final?.data?.result);
-      if (!final || state !== 'TASK_STATE_COMPLETED') throw new Error(`stream ${i} ended in ${state}`);
+      if (!final || state !== 'TASK_STATE_COMPLETED')
+        throw new Error(`stream ${i} ended in ${state ?? JSON.stringify(final?.data?.error ?? final?.data)}`);
       firstEvent.push((events[0]?.t ?? began) - began);
       toFinal.push(performance.now() - began);
       if (timestamp) commitToEvent.push(final.at - Date.parse(timestamp));
@@ -819,7 +820,8 @@ const oneClientPhase = async (
       const { events, began } = await streamOnce(client, `one-client streamed ${i}`);
       const final = events.at(-1);
       const { state, timestamp } = stateIn(final?.data?.result);
-      if (!final || state !== 'TASK_STATE_COMPLETED') throw new Error(`stream ${i} ended in ${state}`);
+      if (!final || state !== 'TASK_STATE_COMPLETED')
+        throw new Error(`stream ${i} ended in ${state ?? JSON.stringify(final?.data?.error ?? final?.data)}`);
       sendToFinal.push(final.t - began);
       if (timestamp) commitToSse.push(final.at - Date.parse(timestamp));
     }

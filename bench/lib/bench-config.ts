@@ -27,4 +27,7 @@ export const benchConfig = parseConfig({
     },
   },
   webhooks: { allowLoopback: true },
+  // The streaming phase holds --concurrency (20) streams of one caller open at once; the default
+  // cap of 10 per caller (decision 0052) would refuse half of them.
+  limits: { streamsPerCaller: 100 },
 });
