@@ -73,7 +73,8 @@ const streamingMethods = new Set<string>(['SendStreamingMessage', 'SubscribeToTa
 // ---------------------------------------------------------------------------------------------
 
 type Detail =
-  | { kind: 'errorInfo'; reasons: Set<string>; domains: Set<string> }
+  /** `orBadRequest`: the code also has a validation row (-32602 is both invalid params and MESSAGE_ID_REUSED). */
+  | { kind: 'errorInfo'; reasons: Set<string>; domains: Set<string>; orBadRequest?: boolean }
   | { kind: 'badRequest' | 'none' };
 
 const detailByCode = new Map<number, Detail>();
@@ -81,13 +82,20 @@ for (const row of Object.values(jsonRpcErrorTable)) {
   const known = detailByCode.get(row.code);
   if (row.detail.kind === 'errorInfo') {
     const domain = row.detail.domain === 'a2a' ? a2aErrorDomain : fuzzConfig.errorDomain;
-    const entry =
+    const entry: Detail =
       known?.kind === 'errorInfo'
         ? known
-        : { kind: 'errorInfo' as const, reasons: new Set<string>(), domains: new Set<string>() };
+        : {
+            kind: 'errorInfo' as const,
+            reasons: new Set<string>(),
+            domains: new Set<string>(),
+            orBadRequest: known?.kind === 'badRequest',
+          };
     entry.reasons.add(row.detail.reason);
     entry.domains.add(domain);
     detailByCode.set(row.code, entry);
+  } else if (known?.kind === 'errorInfo' && row.detail.kind === 'badRequest') {
+    known.orBadRequest = true;
   } else if (known === undefined && row.detail.kind !== 'limit') {
     // A limit's ErrorInfo + BadRequest needs requests above a limit, which the fuzzer never builds.
     detailByCode.set(row.code, { kind: row.detail.kind });
@@ -887,6 +895,7 @@ const check = (request: FuzzRequest, expected: Expected, answer: Answer): string
   switch (detail?.kind) {
     case 'errorInfo': {
       const info = details.find((item) => item['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo');
+      if (!info && detail.orBadRequest) return badRequestProblem(error.code, details);
       if (!info) return `code ${error.code} without ErrorInfo`;
       if (!detail.reasons.has(info.reason as string) || !detail.domains.has(info.domain as string)) {
         return `ErrorInfo ${info.reason}@${info.domain} for code ${error.code}`;
@@ -900,22 +909,26 @@ const check = (request: FuzzRequest, expected: Expected, answer: Answer): string
       return undefined;
     }
     case 'badRequest':
-      for (const item of details) {
-        if (
-          item['@type'] !== 'type.googleapis.com/google.rpc.BadRequest' ||
-          !Array.isArray(item.fieldViolations)
-        ) {
-          return `code ${error.code} with a detail other than BadRequest`;
-        }
-      }
-      if (error.code === -32602 && details.length === 0)
-        return '-32602 without a BadRequest naming the field';
-      return undefined;
+      return badRequestProblem(error.code, details);
     case 'none':
       return details.length === 0 ? undefined : `code ${error.code} with data`;
     default:
       return `code ${error.code} is not in the error table`;
   }
+};
+
+/** What is wrong with a validation error's details: each a BadRequest, and -32602 names the field. */
+const badRequestProblem = (code: number, details: readonly JsonObject[]): string | undefined => {
+  for (const item of details) {
+    if (
+      item['@type'] !== 'type.googleapis.com/google.rpc.BadRequest' ||
+      !Array.isArray(item.fieldViolations)
+    ) {
+      return `code ${code} with a detail other than BadRequest`;
+    }
+  }
+  if (code === -32602 && details.length === 0) return '-32602 without a BadRequest naming the field';
+  return undefined;
 };
 
 /** How an answer is counted in the printed figures: a JSON-RPC code, `result`, `sse` or the HTTP status. */
