@@ -20,7 +20,7 @@ import { createLocalClients, startEmulators } from '../infra/local/local-stack.t
 import { createResources } from '../infra/local/resources.ts';
 import { DynamoDbJournalRepository } from '../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { keys } from '../shared/adapters/dynamodb/entities.ts';
-import { projectRecord } from '../shared/app/project-record.ts';
+import { projectRecord } from '../shared/app/journal/project-record.ts';
 import type { StoredTask } from '../shared/domain/projection.ts';
 import { median } from './lib/stats.ts';
 

@@ -6,10 +6,11 @@
  *
  *   npx tsx bench/poll-schedule.ts
  */
-import { createTask } from '../shared/app/create-task.ts';
-import { projectRecord } from '../shared/app/project-record.ts';
-import { type ReadTaskDeps, WaitHistory, waitForView } from '../shared/app/read-task.ts';
-import { defaultStreamTiming, type StreamTiming, streamTask } from '../shared/app/stream-task.ts';
+
+import { projectRecord } from '../shared/app/journal/project-record.ts';
+import { createTask } from '../shared/app/tasks/create-task.ts';
+import { type ReadTaskDeps, WaitHistory, waitForView } from '../shared/app/tasks/read-task.ts';
+import { defaultStreamTiming, type StreamTiming, streamTask } from '../shared/app/tasks/stream-task.ts';
 import { parseConfig } from '../shared/config/config.ts';
 import { isTerminal } from '../shared/domain/a2a.ts';
 import type { JournalRepository, WritePlan } from '../shared/domain/ports.ts';

@@ -34,7 +34,7 @@ import { DynamoDbJournalRepository } from '../shared/adapters/dynamodb/dynamodb-
 import { packSealedHeaders, unpackSealedHeaders } from '../shared/adapters/dynamodb/sealed-headers.ts';
 import { tableDefinitions } from '../shared/adapters/dynamodb/tables.ts';
 import { createDocumentClient } from '../shared/adapters/sdk-clients.ts';
-import { TaskContentCodec } from '../shared/app/task-content.ts';
+import { TaskContentCodec } from '../shared/app/tasks/task-content.ts';
 import { readRuntimeEnv } from '../shared/config/runtime-env.ts';
 import { projectRevision, type StoredTask } from '../shared/domain/projection.ts';
 import {

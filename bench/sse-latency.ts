@@ -14,7 +14,7 @@
 import { parseArgs } from 'node:util';
 import { ensureDynamoDbLocalJar } from '../infra/local/dynamodb-local.ts';
 import { startLocalStack } from '../infra/local/local-stack.ts';
-import { streamTask } from '../shared/app/stream-task.ts';
+import { streamTask } from '../shared/app/tasks/stream-task.ts';
 import { defaultConfig } from '../shared/config/config.ts';
 import type { JournalRepository } from '../shared/domain/ports.ts';
 import type { JournalEvent, JournalView } from '../shared/domain/projection.ts';

@@ -42,7 +42,7 @@ export const UNREACHED_CREDENTIAL_PROVIDERS = [
 ] as const;
 
 /**
- * Compile-time constants of deployed bundles: failpoints (shared/app/failpoints.ts) are compiled
+ * Compile-time constants of deployed bundles: failpoints (shared/app/operations/failpoints.ts) are compiled
  * out, so no configuration or variable can switch fault injection on in a deployment.
  */
 export const DEPLOYED_DEFINES = { A2A_FAILPOINTS: 'false' } as const;

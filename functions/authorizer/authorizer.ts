@@ -1,5 +1,5 @@
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
-import type { Authenticate, AuthFailure, HeaderLookup } from '../../shared/app/authenticate.ts';
+import type { Authenticate, AuthFailure, HeaderLookup } from '../../shared/app/rpc/authenticate.ts';
 import { type AuthConfig, hasAuthScheme } from '../../shared/config/auth.ts';
 import type { Logger } from '../../shared/domain/logger.ts';
 

@@ -1,7 +1,7 @@
 import { createJoseTokenVerifier } from '../../shared/adapters/jose-token-verifier.ts';
 import { authorizerFunction } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
-import { createAuthenticator } from '../../shared/app/authenticate.ts';
+import { createAuthenticator } from '../../shared/app/rpc/authenticate.ts';
 import { readAuthorizerEnv } from '../../shared/config/runtime-env.ts';
 import { createAuthorizer } from './authorizer.ts';
 

@@ -1,7 +1,7 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { inSqsTrace } from '../../shared/adapters/middy-presets.ts';
 import { deliveryMessageSchema, processFifoBatch } from '../../shared/adapters/sqs-delivery-queue.ts';
-import { type DeliverDeps, deliverPush } from '../../shared/app/deliver-push.ts';
+import { type DeliverDeps, deliverPush } from '../../shared/app/push/deliver-push.ts';
 import type { Logger } from '../../shared/domain/logger.ts';
 import type { Metrics } from '../../shared/domain/metrics.ts';
 import { type AttemptContext, deliveryBackoffSeconds } from '../../shared/domain/push.ts';

@@ -9,8 +9,8 @@ import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk
 import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
 import { createGuardedWebhookSender } from '../../shared/adapters/ssrf-guard.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
-import { PushConfigCodec } from '../../shared/app/push-configs.ts';
-import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { PushConfigCodec } from '../../shared/app/push/push-configs.ts';
+import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { deliveryQueueUrlOf, readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { createSealer, webhookPolicyOf } from '../compose.ts';
 import { createDeliverRecords } from './deliver-records.ts';

@@ -3,7 +3,7 @@ import { BedrockProvider } from '../../shared/adapters/providers/bedrock-provide
 import { OpenAiProvider } from '../../shared/adapters/providers/openai-provider.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
 import { extensionApiKey } from '../../shared/adapters/providers/secret-api-key.ts';
-import { ToolLoopAgent } from '../../shared/app/tool-loop-agent.ts';
+import { ToolLoopAgent } from '../../shared/app/runs/tool-loop-agent.ts';
 import type { RuntimeEnv } from '../../shared/config/runtime-env.ts';
 import type { AgentProvider } from '../../shared/domain/ports.ts';
 

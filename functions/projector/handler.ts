@@ -6,8 +6,8 @@ import { createFunctionMetrics, recordProjection } from '../../shared/adapters/m
 import { dynamoDbStreamFunction, inStreamTrace } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient } from '../../shared/adapters/sdk-clients.ts';
-import { failpoint } from '../../shared/app/failpoints.ts';
-import { projectRecord } from '../../shared/app/project-record.ts';
+import { projectRecord } from '../../shared/app/journal/project-record.ts';
+import { failpoint } from '../../shared/app/operations/failpoints.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
 const env = readRuntimeEnv();

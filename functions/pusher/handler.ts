@@ -6,8 +6,8 @@ import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
 import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
-import { failpoint } from '../../shared/app/failpoints.ts';
-import { fanOutEvents } from '../../shared/app/fan-out-events.ts';
+import { failpoint } from '../../shared/app/operations/failpoints.ts';
+import { fanOutEvents } from '../../shared/app/push/fan-out-events.ts';
 import { deliveryQueueUrlOf, readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
 const env = readRuntimeEnv();

@@ -7,9 +7,9 @@ import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
 import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
-import { type ReapReport, reapExpiredRuns } from '../../shared/app/reap-runs.ts';
-import { TaskContentCodec } from '../../shared/app/task-content.ts';
-import { WriteThroughTaskRepository } from '../../shared/app/write-through.ts';
+import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
+import { type ReapReport, reapExpiredRuns } from '../../shared/app/runs/reap-runs.ts';
+import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { createSealer } from '../compose.ts';
 

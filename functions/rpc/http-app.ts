@@ -3,7 +3,8 @@ import {
   buildAgentCard,
   implementedCapabilities,
   pushDeliveriesExtension,
-} from '../../shared/app/agent-card.ts';
+} from '../../shared/app/profiles/agent-card.ts';
+import type { ProfileCatalog } from '../../shared/app/profiles/served-profiles.ts';
 import {
   type Caller,
   type Dispatcher,
@@ -12,7 +13,6 @@ import {
   type SseEvent,
 } from '../../shared/app/rpc/dispatcher.ts';
 import { JsonRpcProtocolError, toJsonRpcError } from '../../shared/app/rpc/errors-table.ts';
-import type { ProfileCatalog } from '../../shared/app/served-profiles.ts';
 import { hasAuthScheme } from '../../shared/config/auth.ts';
 import type { Config } from '../../shared/config/config.ts';
 

@@ -13,15 +13,15 @@ import { DynamoDbProfileStore } from '../../shared/adapters/dynamodb/dynamodb-pr
 import { DynamoDbRunCatalog } from '../../shared/adapters/dynamodb/dynamodb-run-catalog.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
-import { decideApproval, listPendingApprovals } from '../../shared/app/decide-approval.ts';
-import { inspectRuns, type RunInspection } from '../../shared/app/inspect-runs.ts';
-import { type PurgeReport, purgeExpired } from '../../shared/app/purge-expired.ts';
-import { saveProfile } from '../../shared/app/save-profile.ts';
+import { inspectRuns, type RunInspection } from '../../shared/app/operations/inspect-runs.ts';
+import { type PurgeReport, purgeExpired } from '../../shared/app/operations/purge-expired.ts';
+import { saveProfile } from '../../shared/app/profiles/save-profile.ts';
 import {
   describeRefusal,
   type ProfileVerdict,
   validateProfiles,
-} from '../../shared/app/validate-profiles.ts';
+} from '../../shared/app/profiles/validate-profiles.ts';
+import { decideApproval, listPendingApprovals } from '../../shared/app/runs/decide-approval.ts';
 import { ConfigError, defaultConfig, parseConfig } from '../../shared/config/config.ts';
 import { type TaskState, taskStates } from '../../shared/domain/a2a.ts';
 import { type ApprovalRecord, ApprovalRefusedError } from '../../shared/domain/approvals.ts';

@@ -1,5 +1,5 @@
 import { createJoseTokenVerifier } from '../../shared/adapters/jose-token-verifier.ts';
-import { createAuthenticator } from '../../shared/app/authenticate.ts';
+import { createAuthenticator } from '../../shared/app/rpc/authenticate.ts';
 import { type AuthSettings, hasAuthScheme } from '../../shared/config/auth.ts';
 import type { TokenVerifier } from '../../shared/domain/ports.ts';
 import { type Authorize, anonymousIdentity } from './http-harness.ts';

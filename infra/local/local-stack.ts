@@ -7,7 +7,7 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { isJournalEventInsert } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { addSdkClientHook } from '../../shared/adapters/sdk-clients.ts';
-import { armFailpoints, disarmFailpoints } from '../../shared/app/failpoints.ts';
+import { armFailpoints, disarmFailpoints } from '../../shared/app/operations/failpoints.ts';
 import { type Config, defaultConfig } from '../../shared/config/config.ts';
 import { startDynamoDbLocal } from './dynamodb-local.ts';
 import {
@@ -318,7 +318,7 @@ const startReaperTimer = async (intervalMs: number, log: LocalLog): Promise<() =
 };
 
 /** The journal viewer's page and script (decision 0016), served at `/viewer/`. */
-export const viewerDirectory = fileURLToPath(new URL('../viewer/', import.meta.url));
+export const viewerDirectory = fileURLToPath(new URL('../viewer', import.meta.url));
 
 export interface LocalStackOptions {
   /** HTTP port; 0 (the default) picks a free one. */
@@ -344,7 +344,7 @@ export interface LocalStackOptions {
   readonly reaperIntervalMs?: number;
   /**
    * Failpoints to arm (`npm start -- --failpoints <spec>` or `A2A_FAILPOINTS`; the grammar is in
-   * shared/app/failpoints.ts, the points in docs/reliability.md). Default: none.
+   * shared/app/operations/failpoints.ts, the points in docs/reliability.md). Default: none.
    */
   readonly failpoints?: string;
   /** Run leases (default 90 s) and queued runs' start deadline (default 30 min), for fault tests. */

@@ -1,10 +1,10 @@
 import { DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { KMSClient, KMSInternalException } from '@aws-sdk/client-kms';
 import type { SdkClient } from '../../shared/adapters/sdk-clients.ts';
-import { failpointFires } from '../../shared/app/failpoints.ts';
+import { failpointFires } from '../../shared/app/operations/failpoints.ts';
 
 /**
- * The SDK-level failpoints (`kms.error`, `dynamodb.throttle`, shared/app/failpoints.ts) as a
+ * The SDK-level failpoints (`kms.error`, `dynamodb.throttle`, shared/app/operations/failpoints.ts) as a
  * middleware on the clients shared/adapters/sdk-clients.ts creates: the call fails with the service's own
  * exception before it is sent, as it surfaces after the SDK's retries, so the code above sees
  * exactly what AWS would give it. Registered with `addSdkClientHook` by the local stack only.

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { parseFailpointSpec } from '../../shared/app/failpoints.ts';
-import { describeRefusal, validateProfiles } from '../../shared/app/validate-profiles.ts';
+import { parseFailpointSpec } from '../../shared/app/operations/failpoints.ts';
+import { describeRefusal, validateProfiles } from '../../shared/app/profiles/validate-profiles.ts';
 import { type Config, ConfigError, defaultConfig, parseConfig } from '../../shared/config/config.ts';
 import {
   defaultDynamoDbLocalCacheDir,

@@ -4,7 +4,7 @@ import type { ToolSpec } from './tools.ts';
 /**
  * One model turn behind a port, in a provider-neutral transcript. The Bedrock Converse and
  * OpenAI chat-completions adapters translate it to their wire formats; the tool loop
- * (shared/app/tool-loop-agent.ts) drives turns, tools and the round cap above it, so a fallback
+ * (shared/app/runs/tool-loop-agent.ts) drives turns, tools and the round cap above it, so a fallback
  * model continues the same transcript and a finished tool call is never made twice.
  */
 

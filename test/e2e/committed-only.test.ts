@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context, DynamoDBStreamEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
-import { armFailpoints, disarmFailpoints } from '../../shared/app/failpoints.ts';
+import { armFailpoints, disarmFailpoints } from '../../shared/app/operations/failpoints.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { drain, rpc, type SseFrame, stateOf } from '../conformance/sse.ts';
 import { readTaskRows } from '../support/fault-stack.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
-import { failpointCounts } from '../../shared/app/failpoints.ts';
+import { failpointCounts } from '../../shared/app/operations/failpoints.ts';
 import {
   type Committed,
   driveTasks,

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { abandonedRunReason, unstartedRunReason } from '../../shared/app/reap-runs.ts';
+import { abandonedRunReason, unstartedRunReason } from '../../shared/app/runs/reap-runs.ts';
 import { rpc } from '../conformance/sse.ts';
 import { terminalStates } from '../support/fault-drive.ts';
 import { readTaskRows } from '../support/fault-stack.ts';

@@ -7,7 +7,7 @@ import { auditContentField } from '../../shared/adapters/dynamodb/dynamodb-audit
 import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
 import { unpackSealedHeaders } from '../../shared/adapters/dynamodb/sealed-headers.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
-import { purgeExpired } from '../../shared/app/purge-expired.ts';
+import { purgeExpired } from '../../shared/app/operations/purge-expired.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { createTestResources, providedEndpoints, type TestResources } from '../support/local-guard.ts';
 

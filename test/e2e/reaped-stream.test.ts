@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
-import { unstartedRunReason } from '../../shared/app/reap-runs.ts';
+import { unstartedRunReason } from '../../shared/app/runs/reap-runs.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { rpc, type SseFrame, stateOf } from '../conformance/sse.ts';
 import { readTaskRows } from '../support/fault-stack.ts';

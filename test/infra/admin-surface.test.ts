@@ -14,11 +14,11 @@ import { REPO_ROOT } from '../../infra/house-function.ts';
 
 const adminOnly = [
   /^infra\/admin\//,
-  /^shared\/app\/purge-expired\.ts$/,
-  /^shared\/app\/inspect-runs\.ts$/,
+  /^shared\/app\/operations\/purge-expired\.ts$/,
+  /^shared\/app\/operations\/inspect-runs\.ts$/,
   /^shared\/adapters\/dynamodb\/dynamodb-expired-items\.ts$/,
   /^shared\/adapters\/dynamodb\/dynamodb-run-catalog\.ts$/,
-  /^shared\/app\/save-profile\.ts$/,
+  /^shared\/app\/profiles\/save-profile\.ts$/,
   /^shared\/adapters\/dynamodb\/dynamodb-profile-store\.ts$/,
 ];
 
@@ -43,7 +43,7 @@ describe('the public functions’ bundles', () => {
       const inputs = await inputsOf(entry);
       // Positive control: the bundle is the real one (its own entry and the dispatcher or authenticator).
       expect(inputs).toContain(entry);
-      expect(inputs.some((input) => /^shared\/app\/(rpc\/dispatcher|authenticate)\.ts$/.test(input))).toBe(
+      expect(inputs.some((input) => /^shared\/app\/rpc\/(dispatcher|authenticate)\.ts$/.test(input))).toBe(
         true,
       );
       expect(inputs.filter((input) => adminOnly.some((pattern) => pattern.test(input)))).toEqual([]);

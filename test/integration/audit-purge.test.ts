@@ -15,11 +15,11 @@ import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamo
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
-import { createTask } from '../../shared/app/create-task.ts';
-import { executeRun } from '../../shared/app/execute-run.ts';
-import { projectRecord } from '../../shared/app/project-record.ts';
-import { purgeExpired } from '../../shared/app/purge-expired.ts';
-import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { projectRecord } from '../../shared/app/journal/project-record.ts';
+import { purgeExpired } from '../../shared/app/operations/purge-expired.ts';
+import { executeRun } from '../../shared/app/runs/execute-run.ts';
+import { createTask } from '../../shared/app/tasks/create-task.ts';
+import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import type { Config } from '../../shared/config/config.ts';
 import type { AuditContent } from '../../shared/domain/audit.ts';
 import type { RunMessage } from '../../shared/domain/ports.ts';

@@ -9,10 +9,10 @@ import { unpackSealedHeaders } from '../../shared/adapters/dynamodb/sealed-heade
 import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
-import { createTask } from '../../shared/app/create-task.ts';
-import { executeRun } from '../../shared/app/execute-run.ts';
-import { projectRecord } from '../../shared/app/project-record.ts';
-import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { projectRecord } from '../../shared/app/journal/project-record.ts';
+import { executeRun } from '../../shared/app/runs/execute-run.ts';
+import { createTask } from '../../shared/app/tasks/create-task.ts';
+import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { ItemTooLargeError, VersionConflictError } from '../../shared/domain/errors.ts';
 import type { AgentProvider, RunMessage } from '../../shared/domain/ports.ts';
 import { alice, testConfig, userMessage } from '../support/core-fixture.ts';

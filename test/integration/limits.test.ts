@@ -3,11 +3,11 @@ import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dyn
 import { DynamoDbStreamSlots } from '../../shared/adapters/dynamodb/dynamodb-stream-slots.ts';
 import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
-import { createTask } from '../../shared/app/create-task.ts';
-import { executeRun } from '../../shared/app/execute-run.ts';
-import { withStreamSlot } from '../../shared/app/limits.ts';
-import { createPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
+import { createPushConfig, PushConfigCodec } from '../../shared/app/push/push-configs.ts';
 import { toJsonRpcError } from '../../shared/app/rpc/errors-table.ts';
+import { executeRun } from '../../shared/app/runs/execute-run.ts';
+import { createTask } from '../../shared/app/tasks/create-task.ts';
+import { withStreamSlot } from '../../shared/app/tasks/limits.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { LimitExceededError } from '../../shared/domain/errors.ts';
 import type { RunMessage, TaskRepository } from '../../shared/domain/ports.ts';

@@ -8,11 +8,11 @@ import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-
 import { keys, toEventItem } from '../../shared/adapters/dynamodb/entities.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
-import { cancelTask } from '../../shared/app/cancel-task.ts';
-import { createTask } from '../../shared/app/create-task.ts';
-import { executeRun } from '../../shared/app/execute-run.ts';
-import { projectRecord } from '../../shared/app/project-record.ts';
-import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { projectRecord } from '../../shared/app/journal/project-record.ts';
+import { executeRun } from '../../shared/app/runs/execute-run.ts';
+import { cancelTask } from '../../shared/app/tasks/cancel-task.ts';
+import { createTask } from '../../shared/app/tasks/create-task.ts';
+import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import type { TaskState } from '../../shared/domain/a2a.ts';
 import { TaskNotCancelableError } from '../../shared/domain/errors.ts';
 import type { AgentProvider, RunMessage } from '../../shared/domain/ports.ts';

@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
-import { createTask } from '../../shared/app/create-task.ts';
+import { createTask } from '../../shared/app/tasks/create-task.ts';
 import { VersionConflictError } from '../../shared/domain/errors.ts';
 import type { RunMessage } from '../../shared/domain/ports.ts';
 import { alice, testConfig, userMessage } from '../support/core-fixture.ts';

@@ -6,11 +6,11 @@ import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-
 import { keys, pushMark } from '../../shared/adapters/dynamodb/entities.ts';
 import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
-import { createTask } from '../../shared/app/create-task.ts';
-import { fanOutEvents } from '../../shared/app/fan-out-events.ts';
-import { projectRecord } from '../../shared/app/project-record.ts';
-import { createPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
-import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { projectRecord } from '../../shared/app/journal/project-record.ts';
+import { fanOutEvents } from '../../shared/app/push/fan-out-events.ts';
+import { createPushConfig, PushConfigCodec } from '../../shared/app/push/push-configs.ts';
+import { createTask } from '../../shared/app/tasks/create-task.ts';
+import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import type { PushDelivery } from '../../shared/domain/push.ts';
 import { webhookPolicyFor } from '../../shared/domain/webhook-address.ts';
 import { alice, testConfig, userMessage } from '../support/core-fixture.ts';

@@ -3,17 +3,17 @@ import { DynamoDbRunLeases } from '../../shared/adapters/dynamodb/dynamodb-run-l
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { OpenAiProvider } from '../../shared/adapters/providers/openai-provider.ts';
-import { createTask } from '../../shared/app/create-task.ts';
-import { type ExecuteRunDeps, executeRun } from '../../shared/app/execute-run.ts';
+import { type ExecuteRunDeps, executeRun } from '../../shared/app/runs/execute-run.ts';
 import {
   abandonedRunReason,
   abandonedRunText,
   reapExpiredRuns,
   unstartedRunReason,
   unstartedRunText,
-} from '../../shared/app/reap-runs.ts';
-import { TaskContentCodec } from '../../shared/app/task-content.ts';
-import { ToolLoopAgent } from '../../shared/app/tool-loop-agent.ts';
+} from '../../shared/app/runs/reap-runs.ts';
+import { ToolLoopAgent } from '../../shared/app/runs/tool-loop-agent.ts';
+import { createTask } from '../../shared/app/tasks/create-task.ts';
+import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { VersionConflictError } from '../../shared/domain/errors.ts';
 import type { RunMessage } from '../../shared/domain/ports.ts';

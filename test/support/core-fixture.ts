@@ -1,9 +1,9 @@
 import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
-import { type CreateTaskDeps, createTask } from '../../shared/app/create-task.ts';
-import { type ExecuteRunDeps, executeRun } from '../../shared/app/execute-run.ts';
-import { projectRecord } from '../../shared/app/project-record.ts';
-import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { projectRecord } from '../../shared/app/journal/project-record.ts';
+import { type ExecuteRunDeps, executeRun } from '../../shared/app/runs/execute-run.ts';
+import { type CreateTaskDeps, createTask } from '../../shared/app/tasks/create-task.ts';
+import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { type Config, parseConfig } from '../../shared/config/config.ts';
 import type { Message } from '../../shared/domain/a2a.ts';
 import type { AgentProvider, RunMessage, Sealer } from '../../shared/domain/ports.ts';

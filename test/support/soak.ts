@@ -1,7 +1,7 @@
 import { type Endpoints, startLocalStack } from '../../infra/local/local-stack.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
-import { disarmFailpoints, failpointCounts } from '../../shared/app/failpoints.ts';
-import { abandonedRunReason, unstartedRunReason } from '../../shared/app/reap-runs.ts';
+import { disarmFailpoints, failpointCounts } from '../../shared/app/operations/failpoints.ts';
+import { abandonedRunReason, unstartedRunReason } from '../../shared/app/runs/reap-runs.ts';
 import {
   driveTasks,
   faultProofConfig,

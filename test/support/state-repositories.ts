@@ -1,7 +1,7 @@
 import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
-import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import type { TestResources } from './local-guard.ts';
 
 /** The state and journal repositories and a KMS-sealing codec over a test's emulator resources. */

@@ -1,15 +1,15 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createHttpApp } from '../../functions/rpc/http-app.ts';
-import { createA2aMethods } from '../../shared/app/a2a-methods.ts';
 import {
   buildAgentCard,
   buildExtendedAgentCard,
   declaresExtendedCard,
   securityOf,
-} from '../../shared/app/agent-card.ts';
+} from '../../shared/app/profiles/agent-card.ts';
+import { createA2aMethods } from '../../shared/app/rpc/a2a-methods.ts';
 import { type Caller, createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
-import type { SendMessageDeps } from '../../shared/app/send-message.ts';
+import type { SendMessageDeps } from '../../shared/app/tasks/send-message.ts';
 import { type Config, parseConfig } from '../../shared/config/config.ts';
 
 /**

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { executeRun } from '../../shared/app/execute-run.ts';
+import { executeRun } from '../../shared/app/runs/execute-run.ts';
 import type { Artifact, Message } from '../../shared/domain/a2a.ts';
 import { type AuditStep, auditEntryAt } from '../../shared/domain/audit.ts';
 import { type PrivacyLevel, privacyLevels } from '../../shared/domain/privacy.ts';

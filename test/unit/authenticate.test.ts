@@ -11,7 +11,7 @@ import {
   createAuthenticator,
   identityFromClaims,
   localCaller,
-} from '../../shared/app/authenticate.ts';
+} from '../../shared/app/rpc/authenticate.ts';
 import { deploymentAuthProblems, hasAuthScheme } from '../../shared/config/auth.ts';
 import { defaultConfig, parseConfig } from '../../shared/config/config.ts';
 import type { TokenVerification, TokenVerifier } from '../../shared/domain/ports.ts';

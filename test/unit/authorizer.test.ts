@@ -3,7 +3,7 @@ import type { APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { allowedResource, createAuthorizer, unauthorized } from '../../functions/authorizer/authorizer.ts';
 import { TokenVerifierUnavailableError } from '../../shared/adapters/jose-token-verifier.ts';
-import { createAuthenticator } from '../../shared/app/authenticate.ts';
+import { createAuthenticator } from '../../shared/app/rpc/authenticate.ts';
 import { defaultConfig } from '../../shared/config/config.ts';
 import { readAuthorizerEnv } from '../../shared/config/runtime-env.ts';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
-import { canceledText, cancelTask } from '../../shared/app/cancel-task.ts';
-import { getTask } from '../../shared/app/read-task.ts';
-import { toSendMessageResponse } from '../../shared/app/send-message.ts';
+import { canceledText, cancelTask } from '../../shared/app/tasks/cancel-task.ts';
+import { getTask } from '../../shared/app/tasks/read-task.ts';
+import { toSendMessageResponse } from '../../shared/app/tasks/send-message.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import {
   ProviderUnavailableError,

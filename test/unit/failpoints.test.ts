@@ -17,7 +17,7 @@ import {
   failpointNames,
   InjectedFaultError,
   parseFailpointSpec,
-} from '../../shared/app/failpoints.ts';
+} from '../../shared/app/operations/failpoints.ts';
 
 afterEach(disarmFailpoints);
 

@@ -4,8 +4,8 @@ import {
   type ReadTaskDeps,
   WaitHistory,
   waitForView,
-} from '../../shared/app/read-task.ts';
-import { sendMessage } from '../../shared/app/send-message.ts';
+} from '../../shared/app/tasks/read-task.ts';
+import { sendMessage } from '../../shared/app/tasks/send-message.ts';
 import { isTerminal } from '../../shared/domain/a2a.ts';
 import type { JournalRepository } from '../../shared/domain/ports.ts';
 import type { JournalView } from '../../shared/domain/projection.ts';

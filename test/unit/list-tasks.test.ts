@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodePageToken, encodePageToken, listTasks } from '../../shared/app/list-tasks.ts';
+import { decodePageToken, encodePageToken, listTasks } from '../../shared/app/tasks/list-tasks.ts';
 import { InvalidParamsError } from '../../shared/domain/errors.ts';
 import { alice, createCore, testConfig } from '../support/core-fixture.ts';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createTask } from '../../shared/app/create-task.ts';
-import { runIdOf, taskIdOf } from '../../shared/app/message-identity.ts';
-import { sendMessage } from '../../shared/app/send-message.ts';
+import { createTask } from '../../shared/app/tasks/create-task.ts';
+import { runIdOf, taskIdOf } from '../../shared/app/tasks/message-identity.ts';
+import { sendMessage } from '../../shared/app/tasks/send-message.ts';
 import type { Message } from '../../shared/domain/a2a.ts';
 import { MessageIdReusedError } from '../../shared/domain/errors.ts';
 import type { Owner } from '../../shared/domain/task.ts';

@@ -8,9 +8,9 @@ import {
 } from '../../shared/adapters/metrics.ts';
 import { scheduledFunction } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
-import { createTask } from '../../shared/app/create-task.ts';
-import { executeRun } from '../../shared/app/execute-run.ts';
-import { projectRecord } from '../../shared/app/project-record.ts';
+import { projectRecord } from '../../shared/app/journal/project-record.ts';
+import { executeRun } from '../../shared/app/runs/execute-run.ts';
+import { createTask } from '../../shared/app/tasks/create-task.ts';
 import { ResultNotRetainableError } from '../../shared/domain/errors.ts';
 import { type MetricName, metricCatalog, taskEndMetric } from '../../shared/domain/metrics.ts';
 import type { StoredTask } from '../../shared/domain/projection.ts';

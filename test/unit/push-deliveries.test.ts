@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { createHttpApp } from '../../functions/rpc/http-app.ts';
 import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
-import { createExtensionMethods } from '../../shared/app/a2a-methods.ts';
-import { buildAgentCard, pushDeliveriesExtension } from '../../shared/app/agent-card.ts';
-import { deliverPush, WebhookDeliveryFailedError } from '../../shared/app/deliver-push.ts';
-import { fanOutEvents } from '../../shared/app/fan-out-events.ts';
-import { buildPushConfig, createPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
-import { listPushDeliveries } from '../../shared/app/push-deliveries.ts';
+import { buildAgentCard, pushDeliveriesExtension } from '../../shared/app/profiles/agent-card.ts';
+import { deliverPush, WebhookDeliveryFailedError } from '../../shared/app/push/deliver-push.ts';
+import { fanOutEvents } from '../../shared/app/push/fan-out-events.ts';
+import { buildPushConfig, createPushConfig, PushConfigCodec } from '../../shared/app/push/push-configs.ts';
+import { listPushDeliveries } from '../../shared/app/push/push-deliveries.ts';
+import { createExtensionMethods } from '../../shared/app/rpc/a2a-methods.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
 import { InvalidParamsError, TaskNotFoundError } from '../../shared/domain/errors.ts';
 import type { PushConfigRepository, WebhookResult } from '../../shared/domain/ports.ts';

@@ -1,16 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
+import { projectRecord } from '../../shared/app/journal/project-record.ts';
+import { armFailpoints, disarmFailpoints } from '../../shared/app/operations/failpoints.ts';
 import {
   type DeliverDeps,
   deliverPush,
   RevisionNotProjectedError,
   WebhookDeliveryFailedError,
-} from '../../shared/app/deliver-push.ts';
-import { armFailpoints, disarmFailpoints } from '../../shared/app/failpoints.ts';
-import { fanOutAfterProjection, fanOutProjected } from '../../shared/app/fan-out-events.ts';
-import { projectRecord } from '../../shared/app/project-record.ts';
-import { buildPushConfig, PushConfigCodec } from '../../shared/app/push-configs.ts';
-import { TaskContentCodec } from '../../shared/app/task-content.ts';
+} from '../../shared/app/push/deliver-push.ts';
+import { fanOutAfterProjection, fanOutProjected } from '../../shared/app/push/fan-out-events.ts';
+import { buildPushConfig, PushConfigCodec } from '../../shared/app/push/push-configs.ts';
+import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import type { WebhookResult } from '../../shared/domain/ports.ts';
 import type { StoredTask } from '../../shared/domain/projection.ts';
 import { type AttemptContext, owedRevisions, type PushDelivery } from '../../shared/domain/push.ts';

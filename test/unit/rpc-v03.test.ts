@@ -3,9 +3,9 @@ import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
-import { buildAgentCard, buildExtendedAgentCard, securityOf } from '../../shared/app/agent-card.ts';
-import { type DeliverDeps, deliverPush } from '../../shared/app/deliver-push.ts';
-import { PushConfigCodec } from '../../shared/app/push-configs.ts';
+import { buildAgentCard, buildExtendedAgentCard, securityOf } from '../../shared/app/profiles/agent-card.ts';
+import { type DeliverDeps, deliverPush } from '../../shared/app/push/deliver-push.ts';
+import { PushConfigCodec } from '../../shared/app/push/push-configs.ts';
 import {
   type A2aMethodTable,
   createDispatcher,
@@ -29,7 +29,7 @@ import {
   toV03State,
   toV03Task,
 } from '../../shared/app/rpc/v03-shapes.ts';
-import { TaskContentCodec } from '../../shared/app/task-content.ts';
+import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import {
   type JsonValue,

@@ -3,7 +3,7 @@ import {
   createProfileCatalog,
   overlaySavedProfiles,
   type ServedProfiles,
-} from '../../shared/app/served-profiles.ts';
+} from '../../shared/app/profiles/served-profiles.ts';
 import type { StoredProfile } from '../../shared/domain/operations.ts';
 import { createCore, testConfig } from '../support/core-fixture.ts';
 

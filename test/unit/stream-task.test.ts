@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
-import { createTask } from '../../shared/app/create-task.ts';
-import { projectRecord } from '../../shared/app/project-record.ts';
+import { projectRecord } from '../../shared/app/journal/project-record.ts';
 import type { StreamItem } from '../../shared/app/rpc/dispatcher.ts';
+import { createTask } from '../../shared/app/tasks/create-task.ts';
 import {
   defaultStreamTiming,
   heartbeat,
@@ -9,7 +9,7 @@ import {
   type StreamTaskInput,
   type StreamTiming,
   streamTask,
-} from '../../shared/app/stream-task.ts';
+} from '../../shared/app/tasks/stream-task.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import type { StreamResponse } from '../../shared/domain/a2a.ts';
 import { TaskNotFoundError, UnsupportedOperationError } from '../../shared/domain/errors.ts';

@@ -3,8 +3,8 @@ import { BedrockProvider } from '../../shared/adapters/providers/bedrock-provide
 import { classifyStatus, classifyThrown } from '../../shared/adapters/providers/provider-errors.ts';
 import { calculatorTool } from '../../shared/adapters/tools/calculator.ts';
 import { createToolRegistry } from '../../shared/adapters/tools/static-tool-registry.ts';
-import { executeRun } from '../../shared/app/execute-run.ts';
-import { ToolLoopAgent } from '../../shared/app/tool-loop-agent.ts';
+import { executeRun } from '../../shared/app/runs/execute-run.ts';
+import { ToolLoopAgent } from '../../shared/app/runs/tool-loop-agent.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import {
   ApprovalRequiredError,

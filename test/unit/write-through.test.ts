@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { armFailpoints, disarmFailpoints } from '../../shared/app/failpoints.ts';
-import { projectRecord } from '../../shared/app/project-record.ts';
-import { WriteThroughTaskRepository } from '../../shared/app/write-through.ts';
+import { projectRecord } from '../../shared/app/journal/project-record.ts';
+import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
+import { armFailpoints, disarmFailpoints } from '../../shared/app/operations/failpoints.ts';
 import type { Projection, StoredTask } from '../../shared/domain/projection.ts';
 import { advanceTask, type RunRecord } from '../../shared/domain/task.ts';
 import { InMemoryJournalRepository, InMemoryTaskRepository } from '../support/in-memory-repositories.ts';

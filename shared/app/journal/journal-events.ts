@@ -1,0 +1,75 @@
+import type { Artifact, Message, StreamResponse, Task, TaskStatus } from '../../domain/a2a.ts';
+import type { JournalEvent } from '../../domain/projection.ts';
+import type { TaskContentCodec } from '../tasks/task-content.ts';
+
+/**
+ * One committed revision as v1.0 StreamResponses, the same mapping the SSE streams use
+ * (shared/app/tasks/stream-task.ts): one artifactUpdate per artifact when the revision changed the
+ * artifacts (each the whole committed artifact: `lastChunk`, never `append`), then the
+ * statusUpdate. Webhook bodies are these responses, one POST each, in this order.
+ */
+export const toStreamResponses = (
+  event: JournalEvent,
+  content: { readonly statusMessage?: Message; readonly artifacts?: readonly Artifact[] },
+): StreamResponse[] => [
+  ...(content.artifacts ?? []).map(
+    (artifact): StreamResponse => ({
+      artifactUpdate: { taskId: event.taskId, contextId: event.contextId, artifact, lastChunk: true },
+    }),
+  ),
+  {
+    statusUpdate: {
+      taskId: event.taskId,
+      contextId: event.contextId,
+      status: statusOf(event, content.statusMessage),
+      ...(event.metadata !== undefined ? { metadata: event.metadata } : {}),
+    },
+  },
+];
+
+const statusOf = (event: JournalEvent, statusMessage: Message | undefined): TaskStatus => ({
+  state: event.state,
+  timestamp: event.statusTimestamp,
+  ...(statusMessage ? { message: statusMessage } : {}),
+});
+
+/** Opens the event's sealed content and maps it (needs kms:Decrypt through the codec). */
+export const openStreamResponses = async (
+  codec: TaskContentCodec,
+  event: JournalEvent,
+): Promise<StreamResponse[]> => {
+  const [artifacts, statusMessage] = await Promise.all([
+    event.sealedArtifacts === undefined ? [] : codec.openArtifacts(event.taskId, event.sealedArtifacts),
+    codec.openStatusMessage(event.taskId, event.sealedStatusMessage),
+  ]);
+  return toStreamResponses(event, { artifacts, ...(statusMessage ? { statusMessage } : {}) });
+};
+
+/**
+ * The task as of one revision, for webhooks of configs created through A2A v0.3 (decision 0026:
+ * v0.3 servers POST the Task): the revision's status and the artifacts committed up to it — from
+ * the latest event at or before it that changed them (`events` must include that one). No
+ * history: v0.3 makes it optional, and the receiver asked for updates, not the conversation.
+ */
+export const openTaskAt = async (
+  codec: TaskContentCodec,
+  events: readonly JournalEvent[],
+  event: JournalEvent,
+): Promise<Task> => {
+  const withArtifacts = events.findLast(
+    (candidate) => candidate.revision <= event.revision && candidate.sealedArtifacts !== undefined,
+  );
+  const [artifacts, statusMessage] = await Promise.all([
+    withArtifacts?.sealedArtifacts === undefined
+      ? []
+      : codec.openArtifacts(event.taskId, withArtifacts.sealedArtifacts),
+    codec.openStatusMessage(event.taskId, event.sealedStatusMessage),
+  ]);
+  return {
+    id: event.taskId,
+    contextId: event.contextId,
+    status: statusOf(event, statusMessage),
+    ...(artifacts.length > 0 ? { artifacts: [...artifacts] } : {}),
+    ...(event.metadata !== undefined ? { metadata: event.metadata } : {}),
+  };
+};

@@ -1,0 +1,142 @@
+import type { CommitResult, JournalWriter, TaskRepository, WritePlan } from '../../domain/ports.ts';
+import { type Projection, projectRevision, type StoredTask } from '../../domain/projection.ts';
+import { failpoint } from '../operations/failpoints.ts';
+
+/**
+ * Write-through projection (decision 0043): a writer projects the revision it committed into the
+ * journal itself, right after its conditional write returned, from the committed image, through
+ * the projector's own pure `projectRevision` — so a reader does not wait for the state stream's
+ * poll. The stream projector stays the backstop (`projectRecord`).
+ *
+ * Gapless: every writer puts a revision's event before its view, so a view at N−1 proves events
+ * 1…N−1 are there. The write-through writes revision N only when it knows N−1 is projected —
+ * it projected N−1 itself, or the view reads N−1 — and otherwise leaves N to the backstop, which
+ * projects in stream order. No channel sees N before N−1, nor anything uncommitted.
+ *
+ * A failure here never fails the caller's request and never runs the model or a tool again:
+ * it is logged (ids only) and left to the backstop.
+ */
+
+export type WriteThroughResult = 'written' | 'duplicate' | 'gap' | 'failed';
+
+export interface WriteThroughOptions {
+  readonly logger?: { warn(message: string, fields: Record<string, unknown>): void };
+  /**
+   * Called with each revision this writer projected (after its view is written); a hook for the
+   * webhook fan-out of tasks that carry the push mark. Its failure is logged like the write's.
+   */
+  readonly afterProjected?: (projection: Projection) => Promise<void>;
+}
+
+/** Tasks whose last projected revision this container remembers (the claim → settle path). */
+const rememberedTasks = 1_000;
+
+/**
+ * A `TaskRepository` whose commits project their revision through: the one home of the
+ * write-through, wired in by the composition roots of the functions that commit task revisions
+ * (rpc, executor, reaper). Reads pass through.
+ */
+export class WriteThroughTaskRepository implements TaskRepository {
+  /** taskId → the revision this container projected last, fully (event and view). */
+  private readonly projectedRevisions = new Map<string, number>();
+
+  constructor(
+    private readonly tasks: TaskRepository,
+    private readonly journal: JournalWriter,
+    private readonly options: WriteThroughOptions = {},
+  ) {}
+
+  async commit(plan: WritePlan): Promise<CommitResult> {
+    const result = await this.tasks.commit(plan);
+    await this.writeThrough(plan, result);
+    return result;
+  }
+
+  /** Projects the plan's committed revision; never throws. */
+  async writeThrough(plan: WritePlan, result: CommitResult): Promise<WriteThroughResult | undefined> {
+    const row = plan.row;
+    if (row?.task === undefined) return undefined;
+    try {
+      failpoint('writeThrough.afterCommit');
+      const committed = result.committed ?? (await this.committedImage(plan));
+      const projection = committed && projectRevision(row.before, committed);
+      // A scrub in place, or a row that moved on before it could be read: the backstop has it.
+      if (projection === undefined) return undefined;
+      const outcome = await this.project(projection);
+      if (outcome === 'written') await this.options.afterProjected?.(projection);
+      return outcome;
+    } catch (error) {
+      this.options.logger?.warn('write-through left to the projector', {
+        taskId: row.taskId,
+        revision: row.task.revision,
+        error: error instanceof Error ? error.name : 'unknown',
+      });
+      return 'failed';
+    }
+  }
+
+  /**
+   * A transaction returns nothing: the planned task is what it committed (the condition proves
+   * it), except the push mark, which no task write sets (decision 0041). It is known when the
+   * plan sets it or the image read carried it (never cleared); otherwise the row is read, and
+   * used only while it still holds the planned revision.
+   */
+  private async committedImage(plan: WritePlan): Promise<StoredTask | undefined> {
+    const task = plan.row?.task;
+    if (task === undefined) return undefined;
+    const { pushConfigured: _planned, ...planned } = task;
+    if ((plan.items ?? []).some((write) => write.entity === 'push') || plan.row?.before?.pushConfigured)
+      return { ...planned, pushConfigured: true };
+    const stored = await this.tasks.getTask(task.taskId);
+    if (stored?.revision !== task.revision) return undefined;
+    return stored.pushConfigured ? { ...planned, pushConfigured: true } : planned;
+  }
+
+  /** The event, then the view, of the revision that directly follows the last one projected. */
+  private async project(projection: Projection): Promise<Exclude<WriteThroughResult, 'failed'>> {
+    const { taskId, revision } = projection.view;
+    const previous = projection.previous;
+    if (previous !== undefined && this.projectedRevisions.get(taskId) !== previous.revision) {
+      // A possibly stale read is safe: what it shows is there (events stay, views move forward).
+      const journaled = await this.journal.projected(taskId, previous.revision);
+      const viewRevision = journaled.viewRevision ?? 0;
+      if (!journaled.event || viewRevision < previous.revision) return 'gap';
+      // Projected already (its event is written before its view), or past a gap: the backstop's.
+      if (viewRevision >= revision)
+        return (await this.journal.projected(taskId, revision)).event
+          ? this.remember(taskId, revision, 'duplicate')
+          : 'gap';
+    }
+    await this.journal.putEvent(projection.event);
+    failpoint('writeThrough.afterEvent');
+    const view = await this.journal.putView(projection);
+    // Moved: another projector wrote this revision's view (after its event) first.
+    return this.remember(taskId, revision, view === 'written' ? 'written' : 'duplicate');
+  }
+
+  private remember<T>(taskId: string, revision: number, outcome: T): T {
+    this.projectedRevisions.delete(taskId);
+    this.projectedRevisions.set(taskId, revision);
+    if (this.projectedRevisions.size > rememberedTasks) {
+      const [oldest] = this.projectedRevisions.keys();
+      if (oldest !== undefined) this.projectedRevisions.delete(oldest);
+    }
+    return outcome;
+  }
+
+  getTask(taskId: string) {
+    return this.tasks.getTask(taskId);
+  }
+
+  markPushConfigured(taskId: string) {
+    return this.tasks.markPushConfigured(taskId);
+  }
+
+  getRun(taskId: string, runId: string) {
+    return this.tasks.getRun(taskId, runId);
+  }
+
+  getRunWithTask(taskId: string, runId: string) {
+    return this.tasks.getRunWithTask(taskId, runId);
+  }
+}

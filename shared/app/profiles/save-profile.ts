@@ -1,0 +1,34 @@
+import type { Config } from '../../config/config.ts';
+import type { ProfileStore, StoredProfile } from '../../domain/operations.ts';
+import type { Clock } from '../../domain/ports.ts';
+import { checkProfileEntry } from './served-profiles.ts';
+import type { ProfileVerdict } from './validate-profiles.ts';
+
+/**
+ * `profiles put` (docs/operations.md "Saved profiles"; docs/configuration.md): a profile is saved only if it is valid in the
+ * installation's configuration (its shape, its providers exist) and publishable (I-REFUSE).
+ * A refused profile is not saved; the verdict names the setting that refuses it.
+ */
+
+export type SaveProfileResult =
+  | { readonly saved: true; readonly stored: StoredProfile; readonly verdict: ProfileVerdict }
+  | { readonly saved: false; readonly verdict: ProfileVerdict };
+
+/** Throws ConfigError (with the setting's path) when the entry is not a valid profile of `config`. */
+export const saveProfile = async (
+  deps: { readonly profiles: ProfileStore; readonly clock: Clock },
+  config: Config,
+  profileId: string,
+  entry: unknown,
+): Promise<SaveProfileResult> => {
+  // Checked as the rpc function checks it each time it reads it (served-profiles.ts).
+  const { verdict } = checkProfileEntry(config, profileId, entry);
+  if (!verdict.publishable) return { saved: false, verdict };
+  const stored: StoredProfile = {
+    profileId,
+    profile: entry as Record<string, unknown>,
+    updatedAt: deps.clock.now().toISOString(),
+  };
+  await deps.profiles.put(stored);
+  return { saved: true, stored, verdict };
+};

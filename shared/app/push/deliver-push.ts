@@ -1,0 +1,251 @@
+import type { Logger } from '../../domain/logger.ts';
+import type {
+  Clock,
+  JournalRepository,
+  PushConfigRepository,
+  PushDeliveryLog,
+  WebhookSender,
+} from '../../domain/ports.ts';
+import type { JournalEvent } from '../../domain/projection.ts';
+import {
+  type AttemptContext,
+  type AttemptResult,
+  describeAttempt,
+  owedRevisions,
+  type PushDelivery,
+  type StoredPushConfig,
+} from '../../domain/push.ts';
+import { epochSeconds } from '../../domain/task.ts';
+import { openStreamResponses, openTaskAt } from '../journal/journal-events.ts';
+import { failpoint } from '../operations/failpoints.ts';
+import { toProtoJson } from '../rpc/proto-json.ts';
+import { toV03Task } from '../rpc/v03-shapes.ts';
+import type { TaskContentCodec } from '../tasks/task-content.ts';
+import type { PushConfigCodec } from './push-configs.ts';
+
+/**
+ * Webhook delivery (docs/decisions/0009, A2A §7): every journal event goes to every push config
+ * of its task, at least once, in revision order per (task, config). The fan-out
+ * (`fan-out-events.ts`) turns an event into one queue message per config; the deliverer turns
+ * one message into POSTs.
+ */
+
+export interface DeliverDeps {
+  readonly pushConfigs: PushConfigRepository;
+  readonly journal: JournalRepository;
+  readonly codec: TaskContentCodec;
+  readonly pushCodec: PushConfigCodec;
+  readonly sender: WebhookSender;
+  readonly clock: Clock;
+  /** Where attempts are recorded for the caller (decision 0025); best effort, never in the way. */
+  readonly deliveryLog?: PushDeliveryLog;
+  readonly logger?: Pick<Logger, 'warn'>;
+}
+
+/** What became of one delivery. Failures worth a retry are thrown as WebhookDeliveryFailedError. */
+export type DeliveryOutcome =
+  | {
+      readonly kind: 'delivered';
+      readonly posts: number;
+      /** Older revisions this message delivered first, having overtaken theirs (decision 0045). */
+      readonly earlier?: readonly number[];
+    }
+  /** The config was deleted or expired: nothing to deliver to. */
+  | { readonly kind: 'config-gone' }
+  /** The event expired with its task (retention passed); the purge takes it next. */
+  | { readonly kind: 'event-gone' }
+  /** The SSRF guard refused the target (a private address, a redirect to it…); not retried. */
+  | { readonly kind: 'refused'; readonly reason: string }
+  /** Settled already (a duplicate message) or not wanted by the config: nothing is posted. */
+  | { readonly kind: 'not-owed' };
+
+/** A POST failed (network, timeout, non-2xx, redirect): the queue retries it with backoff. */
+export class WebhookDeliveryFailedError extends Error {
+  override readonly name: string = 'WebhookDeliveryFailedError';
+  constructor(
+    readonly reason: string,
+    readonly status?: number,
+  ) {
+    super(`Webhook delivery failed: ${reason}${status ? ` (HTTP ${status})` : ''}`);
+  }
+}
+
+/**
+ * A revision the delivery owes is not in the journal yet: its write-through failed and its
+ * projection still waits for the stream backstop, or a writer fanned it out before projecting it.
+ * Nothing is posted; the queue retries the message with backoff. (A wanted revision's event
+ * cannot have expired while its config lives: the config carries the task's expiry as of a
+ * revision at or before it, and expiries only grow.)
+ */
+export class RevisionNotProjectedError extends WebhookDeliveryFailedError {
+  override readonly name = 'RevisionNotProjectedError';
+  constructor(readonly revision: number) {
+    super('revision not in the journal yet');
+  }
+}
+
+export const a2aJsonMediaType = 'application/a2a+json';
+
+/**
+ * The bodies of one revision's webhook POSTs in the config's protocol version (docs/protocol.md §7): one
+ * v1.0 StreamResponse each (artifact updates, then the status update); for a config created
+ * through v0.3, one v0.3 Task as of the revision (`kind: "task"`, lowercase state), what v0.3
+ * servers POST (a2a-js 0.3 `DefaultPushNotificationSender`, decision 0026), as `application/json`.
+ */
+const openWebhookBodies = async (
+  codec: TaskContentCodec,
+  config: Pick<StoredPushConfig, 'protocolVersion'>,
+  events: readonly JournalEvent[],
+  event: JournalEvent,
+): Promise<string[]> =>
+  config.protocolVersion === '0.3'
+    ? [JSON.stringify(toProtoJson(toV03Task(await openTaskAt(codec, events, event))))]
+    : (await openStreamResponses(codec, event)).map((response) => JSON.stringify(toProtoJson(response)));
+
+/** The headers of a webhook POST (docs/protocol.md §7): media type, the auth scheme and credentials, the notification token. */
+export const webhookHeaders = (
+  config: Pick<StoredPushConfig, 'scheme' | 'protocolVersion'>,
+  secrets: { readonly credentials?: string; readonly token?: string },
+): Record<string, string> => ({
+  'content-type': config.protocolVersion === '0.3' ? 'application/json' : a2aJsonMediaType,
+  ...(config.scheme !== undefined && secrets.credentials !== undefined
+    ? { authorization: `${config.scheme} ${secrets.credentials}` }
+    : {}),
+  ...(secrets.token !== undefined ? { 'x-a2a-notification-token': secrets.token } : {}),
+});
+
+/** The revision's bodies POSTed in order; the first POST that does not answer 2xx ends it. */
+const postRevision = async (
+  deps: DeliverDeps,
+  config: StoredPushConfig,
+  events: readonly JournalEvent[],
+  event: JournalEvent,
+): Promise<Exclude<AttemptResult, { kind: 'error' }>> => {
+  const [bodies, secrets] = await Promise.all([
+    openWebhookBodies(deps.codec, config, events, event),
+    deps.pushCodec.open(config),
+  ]);
+  const headers = webhookHeaders(config, secrets);
+  let status = 0;
+  for (const body of bodies) {
+    const result = await deps.sender.post({ url: config.url, headers, body });
+    if (result.kind !== 'delivered') return result;
+    status = result.status;
+    failpoint('deliverer.post');
+  }
+  return { kind: 'delivered', status, posts: bodies.length };
+};
+
+/**
+ * Appends the attempt to the delivery's record. Best effort, like the audit
+ * trail: a record that cannot be written is logged (ids and error name only) and never fails,
+ * delays past its one write, or repeats the delivery.
+ */
+const recordAttempt = async (
+  deps: DeliverDeps,
+  delivery: PushDelivery,
+  event: Pick<JournalEvent, 'expiresAt'>,
+  context: AttemptContext | undefined,
+  result: AttemptResult,
+): Promise<void> => {
+  if (deps.deliveryLog === undefined || context === undefined) return;
+  try {
+    const { attempt, state } = describeAttempt(result, context, deps.clock.now());
+    await deps.deliveryLog.append({
+      ...delivery,
+      state,
+      attempt,
+      attemptId: context.attemptId,
+      expiresAt: event.expiresAt,
+    });
+  } catch (error) {
+    deps.logger?.warn('delivery record not written', {
+      ...delivery,
+      attempt: context.attempt,
+      error: error instanceof Error ? error.name : 'error',
+    });
+  }
+};
+
+/** One revision's POSTs to one config, recorded; an internal failure is recorded and rethrown. */
+const attemptRevision = async (
+  deps: DeliverDeps,
+  delivery: PushDelivery,
+  config: StoredPushConfig,
+  events: readonly JournalEvent[],
+  event: JournalEvent,
+  context: AttemptContext | undefined,
+): Promise<Awaited<ReturnType<typeof postRevision>>> => {
+  let result: Awaited<ReturnType<typeof postRevision>>;
+  try {
+    result = await postRevision(deps, config, events, event);
+  } catch (error) {
+    await recordAttempt(deps, delivery, event, context, { kind: 'error' });
+    throw error;
+  }
+  await recordAttempt(deps, delivery, event, context, result);
+  return result;
+};
+
+/**
+ * Delivers one message's revision to one config: its bodies, one POST each, in order. Any failed
+ * POST fails the whole delivery, which is then retried from its first POST (receivers get
+ * duplicates, never a gap or a reordering). With an attempt context, the attempt's outcome is
+ * recorded for the caller; a config or event that is gone records nothing.
+ *
+ * With a delivery log, the message delivers every revision its config is still owed up to its
+ * own, oldest first (`owedRevisions`, decision 0045): a revision fanned out directly by its writer
+ * can reach the queue before an older one that waits for the stream backstop, and the webhook must
+ * still get the older one first; a message for a revision already settled (a late duplicate)
+ * posts nothing. At the queue's last attempt an older revision that fails is given up and the
+ * next one is tried, as its own message would have been.
+ */
+export const deliverPush = async (
+  deps: DeliverDeps,
+  delivery: PushDelivery,
+  context?: AttemptContext,
+): Promise<DeliveryOutcome> => {
+  const now = epochSeconds(deps.clock.now());
+  const config = await deps.pushConfigs.get(delivery.taskId, delivery.configId);
+  if (config === undefined || config.expiresAt <= now) return { kind: 'config-gone' };
+  const owed =
+    deps.deliveryLog === undefined
+      ? [delivery.revision]
+      : owedRevisions(
+          config,
+          delivery.revision,
+          await deps.deliveryLog.settledThrough(delivery.taskId, delivery.configId),
+        );
+  const oldest = owed[0];
+  if (oldest === undefined) return { kind: 'not-owed' };
+  // A v0.3 body is the task as of the revision: its artifacts may come from an earlier event.
+  const events = await deps.journal.listEvents(
+    delivery.taskId,
+    config.protocolVersion === '0.3' ? 0 : oldest - 1,
+  );
+  const event = events.find((candidate) => candidate.revision === delivery.revision);
+  if (event === undefined) throw new RevisionNotProjectedError(delivery.revision);
+  if (event.expiresAt <= now) return { kind: 'event-gone' };
+
+  const lastAttempt = context !== undefined && context.attempt >= context.maxAttempts;
+  const earlier: number[] = [];
+  let posts = 0;
+  for (const revision of owed) {
+    const owedEvent = events.find((candidate) => candidate.revision === revision);
+    if (owedEvent === undefined) throw new RevisionNotProjectedError(revision);
+    // An older revision can expire before the message's own (a follow-up extended the task).
+    if (owedEvent.expiresAt <= now) continue;
+    const result = await attemptRevision(deps, { ...delivery, revision }, config, events, owedEvent, context);
+    if (revision === delivery.revision) {
+      if (result.kind === 'refused') return { kind: 'refused', reason: result.reason };
+      if (result.kind === 'failed') throw new WebhookDeliveryFailedError(result.reason, result.status);
+      posts += result.posts;
+    } else if (result.kind === 'failed' && !lastAttempt) {
+      throw new WebhookDeliveryFailedError(result.reason, result.status);
+    } else if (result.kind === 'delivered') {
+      posts += result.posts;
+      earlier.push(revision);
+    }
+  }
+  return { kind: 'delivered', posts, ...(earlier.length > 0 ? { earlier } : {}) };
+};

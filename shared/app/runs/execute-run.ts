@@ -1,0 +1,594 @@
+import type { Config } from '../../config/config.ts';
+import type { Artifact, JsonObject, Message, TaskState } from '../../domain/a2a.ts';
+import { isTerminal } from '../../domain/a2a.ts';
+import type { AuditContent, AuditTrail } from '../../domain/audit.ts';
+import {
+  AgentStoppedError,
+  ApprovalRequiredError,
+  ItemTooLargeError,
+  ProviderUnavailableError,
+  SealingFailedError,
+  VersionConflictError,
+} from '../../domain/errors.ts';
+import type { Logger } from '../../domain/logger.ts';
+import type { Metrics } from '../../domain/metrics.ts';
+import { type AgentSession, type AgentStep, newAgentSession } from '../../domain/model.ts';
+import type {
+  AgentOutcome,
+  AgentProvider,
+  Clock,
+  RunLeases,
+  RunMessage,
+  TaskRepository,
+} from '../../domain/ports.ts';
+import { answerOutcome, ceilingsForAttempt, retentionExpiry } from '../../domain/privacy.ts';
+import type { StoredTask } from '../../domain/projection.ts';
+import { redactArtifacts, redactMessage } from '../../domain/redaction.ts';
+import { runAloneWrite, taskAndRunWrite } from '../../domain/row-writes.ts';
+import {
+  advanceTask,
+  appendHistory,
+  type HistoryEntry,
+  historyAsOf,
+  moveRun,
+  type ProviderAttempt,
+  type RunRecord,
+  type RunStatus,
+  reviseRun,
+  settleRun,
+} from '../../domain/task.ts';
+import type { ToolRegistry } from '../../domain/tools.ts';
+import { failpoint } from '../operations/failpoints.ts';
+import { endTaskWith } from '../tasks/end-task.ts';
+import type { TaskContentCodec } from '../tasks/task-content.ts';
+import { recordAgentStep, recordAuditStep, recordTightening } from './record-audit.ts';
+import { claimLeaseUntil, keepLease, leaseUntilFrom } from './run-lease.ts';
+import { enabledToolsOf } from './run-tools.ts';
+import { resumptionOf, suspendRun } from './suspend-run.ts';
+
+export interface ExecuteRunDeps {
+  readonly tasks: TaskRepository;
+  readonly codec: TaskContentCodec;
+  readonly clock: Clock;
+  readonly config: Config;
+  readonly providerFor: (providerId: string) => AgentProvider;
+  readonly leaseMs?: number;
+  /** Renews the run lease while it works (decision 0011); absent = only the claim's lease. */
+  readonly leases?: RunLeases;
+  readonly leaseRenewMs?: number;
+  /** How often a working run looks for a cancel between renewals (decision 0013). */
+  readonly cancelWatchMs?: number;
+  /** The tools profiles may enable. */
+  readonly tools?: ToolRegistry;
+  /**
+   * Observer of every model turn and tool call, arguments and results included; never journaled.
+   * The audit trail records them itself (`recordAgentStep`, at the audit ceiling).
+   */
+  readonly onAgentStep?: (run: RunRecord, step: AgentStep) => Promise<void> | void;
+  /** The audit trail of run steps at the audit ceiling (decision 0010); absent = not recorded. */
+  readonly audit?: AuditTrail;
+  readonly logger?: Pick<Logger, 'info'>;
+  /** Counts tightenings (decision 0020). */
+  readonly metrics?: Metrics;
+}
+
+export type ExecuteRunResult =
+  | 'completed'
+  | 'awaiting-approval'
+  | 'input-required'
+  | 'rejected'
+  | 'failed'
+  | 'canceled'
+  | 'not-retainable'
+  | 'duplicate'
+  | 'missing';
+
+/** Fixed agent texts for failures; they name no content. */
+const texts = {
+  notRetainable: "The result could not be kept under the installation's privacy policy.",
+  providerFailed: 'The agent could not produce a result.',
+  notStorable: 'The result could not be stored.',
+} as const;
+
+/**
+ * Runs one queued run to its end (docs/architecture.md). Claimed by one conditional write (I-ONCE),
+ * ceilings tightened per provider attempt under the run lock (I-LOCK, I-TIGHTEN), and completed
+ * in one atomic commit with the task's sealed result (I-RESULT). Any failure to store the result
+ * ends the run and the task FAILED.
+ */
+export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Promise<ExecuteRunResult> => {
+  const { run, task } = await deps.tasks.getRunWithTask(message.taskId, message.runId);
+  if (run === undefined) return 'missing';
+  if (run.status !== 'QUEUED') return 'duplicate';
+  if (task === undefined) return 'missing';
+  if (task.currentRunId !== run.runId || isTerminal(task.state)) {
+    await settleRunOnly(deps, task, run, 'CANCELED');
+    return 'canceled';
+  }
+
+  const claimed = await claim(deps, run, task);
+  if ('ended' in claimed) return claimed.ended;
+  failpoint('executor.afterClaim');
+  const lease = keepLease(deps, claimed.run);
+  try {
+    // A run decided by an operator continues from its sealed state (I-APPROVAL, decision 0013).
+    const resumption = run.sealedSuspension === undefined ? undefined : await resumptionOf(deps, run);
+    if (resumption?.kind === 'refused')
+      return await fail(deps, claimed.run, claimed.task, texts.providerFailed, resumption.reason);
+    if (resumption)
+      await recordAuditStep(deps, claimed.run, { kind: 'resume', outcome: run.approval?.verdict });
+    return await work(deps, claimed.run, claimed.task, {
+      signal: lease.signal,
+      session: resumption?.session ?? newAgentSession(),
+      firstProvider: resumption?.providerIndex ?? 0,
+      historyRevision: resumption?.historyRevision ?? claimed.task.revision,
+    });
+  } finally {
+    lease.stop();
+  }
+};
+
+/**
+ * The claim (I-ONCE) and the WORKING revision are one write (decision 0038: the task row holds
+ * its current run), conditioned on the run version and the task revision read. A lost condition
+ * means another delivery claimed the run, or a cancel ended it: the reread decides which.
+ * A follow-up's task is WORKING from the message that queued its run (it never shows SUBMITTED
+ * again, decision 0050): its claim changes the run only, conditioned on its version, and the task
+ * keeps its revision, so no channel sees a second WORKING revision.
+ */
+const claim = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+): Promise<{ run: RunRecord; task: StoredTask } | { ended: ExecuteRunResult }> => {
+  const now = deps.clock.now();
+  const claimedRun = moveRun(run, 'RUNNING', {
+    leaseUntil: claimLeaseUntil(deps, run, now),
+    startBy: undefined,
+    // A resumed run holds its opened state in memory; the sealed copy is not kept past the wait.
+    sealedSuspension: undefined,
+  });
+  // A follow-up's task is WORKING already: only its run changes, no new revision.
+  const alreadyWorking = task.state === 'TASK_STATE_WORKING' && run.sealedSuspension === undefined;
+  const workingTask = alreadyWorking
+    ? task
+    : advanceTask(task, 'TASK_STATE_WORKING', now, {
+        // The "waiting for an approval" message ends with the wait.
+        ...(run.sealedSuspension !== undefined && { sealedStatusMessage: undefined }),
+      });
+  try {
+    await deps.tasks.commit(
+      alreadyWorking
+        ? runAloneWrite(task, run, claimedRun)
+        : { row: taskAndRunWrite(task, workingTask, run, claimedRun) },
+    );
+    return { run: claimedRun, task: workingTask };
+  } catch (error) {
+    if (!(error instanceof VersionConflictError)) throw error;
+    // Claimed by another delivery or settled (duplicate), or its task canceled (the run ends here).
+    const fresh = await reread(deps, run, task, 'QUEUED');
+    if (fresh.kind === 'ended') return { ended: fresh.result };
+    // Still queued under a task that moved otherwise: let the queue deliver it again.
+    throw error;
+  }
+};
+
+const work = async (
+  deps: ExecuteRunDeps,
+  startRun: RunRecord,
+  task: StoredTask,
+  runtime: {
+    readonly signal: AbortSignal;
+    readonly session: AgentSession;
+    /** The provider of the chain to start with: a resumed run continues on the one that suspended. */
+    readonly firstProvider: number;
+    /** The task revision whose history the run answers (kept across a suspension). */
+    readonly historyRevision: number;
+  },
+): Promise<ExecuteRunResult> => {
+  // A saved profile's run carries its settings from its create; a deployment one reads them here.
+  const profile = startRun.profile ?? deps.config.profiles[startRun.profileId];
+  if (profile === undefined) return fail(deps, startRun, task, texts.providerFailed, 'PROFILE_MISSING');
+  const history = await deps.codec.openHistory(task.taskId, task.sealedHistory);
+  await recordAuditStep(deps, startRun, {
+    kind: 'claim',
+    content: { message: historyAsOf(history, runtime.historyRevision).at(-1) },
+  });
+  // One level of fallback: the primary and at most one further provider.
+  const chain = profile.providers.slice(0, 2);
+  let run = startRun;
+  let current = task;
+  for (const [index, providerId] of chain.entries()) {
+    if (index < runtime.firstProvider) continue;
+    if (index > runtime.firstProvider) {
+      // Between attempts is where a cancel is noticed (cooperative; the flag is on the run row).
+      const fresh = await reread(deps, run, current);
+      if (fresh.kind === 'ended') return fresh.result;
+      run = { ...fresh.run, attempts: run.attempts };
+      current = fresh.task;
+    }
+    const tightened = await tightenForAttempt(deps, run, current, providerId, history);
+    if (tightened.kind === 'ended') return tightened.result;
+    run = tightened.run;
+    current = tightened.task;
+    const startedAt = deps.clock.now();
+    try {
+      const result = await deps.providerFor(providerId).run({
+        runId: run.runId,
+        taskId: task.taskId,
+        contextId: task.contextId,
+        instructions: profile.instructions,
+        history: historyAsOf(history, runtime.historyRevision),
+        signal: runtime.signal,
+        tools: enabledToolsOf(profile, deps.tools),
+        maxToolRounds: profile.maxToolRounds,
+        session: runtime.session,
+        onStep: async (step) => {
+          await recordAgentStep(deps, run, step);
+          await deps.onAgentStep?.(run, step);
+        },
+      });
+      const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), result);
+      // The attempt's own fields (provider, outcome, duration, tokens); auditEntryAt keeps only those it lists.
+      await recordAuditStep(deps, run, {
+        kind: 'attempt',
+        ...attempt,
+        content: auditContentOf(result.outcome),
+      });
+      return settle(deps, { ...run, attempts: [...run.attempts, attempt] }, current, result.outcome, history);
+    } catch (error) {
+      if (error instanceof ApprovalRequiredError) {
+        const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), error.tokens);
+        await recordAuditStep(deps, run, { kind: 'attempt', ...attempt, reason: 'AWAITING_APPROVAL' });
+        return suspend(deps, { ...run, attempts: [...run.attempts, attempt] }, current, {
+          history,
+          session: runtime.session,
+          pending: error.pending,
+          providerIndex: index,
+          historyRevision: runtime.historyRevision,
+        });
+      }
+      const attempt = attemptOf(providerId, 'failed', startedAt, deps.clock.now());
+      run = { ...run, attempts: [...run.attempts, attempt] };
+      await recordAuditStep(deps, run, {
+        kind: 'attempt',
+        ...attempt,
+        reason: error instanceof ProviderUnavailableError ? 'PROVIDER_UNAVAILABLE' : 'PROVIDER_ERROR',
+      });
+      if (runtime.signal.aborted) {
+        // The lease keeper aborted the call: the run was canceled, or settled by someone else.
+        const fresh = await reread(deps, run, current);
+        if (fresh.kind === 'ended') return fresh.result;
+      }
+      if (error instanceof AgentStoppedError) return fail(deps, run, current, error.publicText, error.reason);
+      const canFallBack = error instanceof ProviderUnavailableError && index < chain.length - 1;
+      if (!canFallBack) return fail(deps, run, current, texts.providerFailed, 'PROVIDER_FAILED');
+    }
+  }
+  return fail(deps, run, current, texts.providerFailed, 'PROVIDER_FAILED');
+};
+
+/** Suspends the run for an approval; a cancel that won the race ends it instead. */
+const suspend = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  input: Omit<Parameters<typeof suspendRun>[1], 'run' | 'task'>,
+): Promise<ExecuteRunResult> => {
+  try {
+    await suspendRun(deps, { ...input, run, task });
+    return 'awaiting-approval';
+  } catch (error) {
+    if (error instanceof SealingFailedError)
+      return fail(deps, run, task, texts.notStorable, 'SEALING_FAILED');
+    if (!(error instanceof VersionConflictError)) throw error;
+    const fresh = await reread(deps, run, task);
+    if (fresh.kind === 'ended') return fresh.result;
+    throw error;
+  }
+};
+
+/** What an attempt produced, for the audit trail (cut to the audit ceiling before it is written). */
+const auditContentOf = (outcome: AgentOutcome): AuditContent => {
+  const artifacts = 'artifacts' in outcome ? outcome.artifacts : undefined;
+  return {
+    ...(outcome.message ? { message: outcome.message } : {}),
+    ...(artifacts ? { artifacts } : {}),
+  };
+};
+
+const attemptOf = (
+  providerId: string,
+  outcome: ProviderAttempt['outcome'],
+  startedAt: Date,
+  endedAt: Date,
+  tokens?: { inputTokens?: number; outputTokens?: number },
+): ProviderAttempt => ({
+  providerId,
+  outcome,
+  startedAt: startedAt.toISOString(),
+  durationMs: endedAt.getTime() - startedAt.getTime(),
+  ...(tokens?.inputTokens !== undefined ? { inputTokens: tokens.inputTokens } : {}),
+  ...(tokens?.outputTokens !== undefined ? { outputTokens: tokens.outputTokens } : {}),
+});
+
+/**
+ * Before each provider attempt the run's ceilings take that provider's level, in one
+ * conditional write on the run version (I-LOCK). A tightening to metadata/none ends the task
+ * FAILED with RESULT_NOT_RETAINABLE (I-TIGHTEN); one to redacted scrubs the stored history.
+ */
+const tightenForAttempt = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  providerId: string,
+  /** The history this run opened at its start; only this run rewrites it while it works. */
+  history: readonly HistoryEntry[],
+): Promise<
+  { kind: 'ready'; run: RunRecord; task: StoredTask } | { kind: 'ended'; result: ExecuteRunResult }
+> => {
+  const providerLevel = deps.config.providers[providerId]?.privacyLevel;
+  const next = ceilingsForAttempt({ audit: run.auditCeiling, answer: run.answerCeiling }, providerLevel);
+  if (next.audit === run.auditCeiling && next.answer === run.answerCeiling)
+    return { kind: 'ready', run, task };
+  deps.metrics?.add('Tightenings');
+  const tightenedRun = reviseRun(run, {
+    auditCeiling: next.audit,
+    answerCeiling: next.answer,
+    // A write of the live executor carries its lease forward: renewals do not move the version.
+    leaseUntil: leaseUntilFrom(deps, deps.clock.now()),
+  });
+  const tightening = {
+    kind: 'tighten',
+    providerId,
+    from: { audit: run.auditCeiling, answer: run.answerCeiling },
+    to: next,
+  } as const;
+  if (answerOutcome(next.answer) === 'not-retainable') {
+    await recordTightening(deps, tightenedRun, tightening);
+    return { kind: 'ended', result: await failNotRetainable(deps, tightenedRun, task, run.version) };
+  }
+  if (answerOutcome(next.answer) !== 'keep-redacted' || run.answerCeiling !== 'full') {
+    await deps.tasks.commit({
+      row: { taskId: task.taskId, run: tightenedRun, expect: { runVersion: run.version } },
+    });
+    await recordTightening(deps, tightenedRun, tightening);
+    return { kind: 'ready', run: tightenedRun, task };
+  }
+  // Scrubbing rewrites the row in place; the revision stays, so nothing new is projected.
+  const sealed = await deps.codec.seal(task.taskId, { history: redactHistory(history) });
+  const scrubbedTask: StoredTask = { ...task, sealedHistory: sealed.sealedHistory };
+  await deps.tasks.commit({ row: taskAndRunWrite(task, scrubbedTask, run, tightenedRun) });
+  await recordTightening(deps, tightenedRun, tightening);
+  return { kind: 'ready', run: tightenedRun, task: scrubbedTask };
+};
+
+interface FinalContent {
+  readonly state: TaskState;
+  readonly runStatus: 'COMPLETED' | 'FAILED';
+  readonly statusMessage?: Message;
+  readonly artifacts?: readonly Artifact[];
+  readonly result: ExecuteRunResult;
+  /** Public, content-free task metadata this outcome adds (e.g. `responseKind`). */
+  readonly metadata?: JsonObject;
+}
+
+const finalStates = {
+  completed: 'TASK_STATE_COMPLETED',
+  'input-required': 'TASK_STATE_INPUT_REQUIRED',
+  rejected: 'TASK_STATE_REJECTED',
+  failed: 'TASK_STATE_FAILED',
+} as const;
+
+const finalContentOf = (outcome: AgentOutcome): FinalContent =>
+  outcome.kind === 'message'
+    ? // A direct Message answer still completes the durable task (decision 0006): the message is
+      // its final status message, there are no artifacts, and the marker tells the blocking
+      // SendMessage to answer `{"message": …}`.
+      {
+        state: 'TASK_STATE_COMPLETED',
+        runStatus: 'COMPLETED',
+        statusMessage: outcome.message,
+        artifacts: [],
+        result: 'completed',
+        metadata: { responseKind: 'message' },
+      }
+    : {
+        state: finalStates[outcome.kind],
+        // A failed outcome fails the run; every other outcome completes it (its task may wait for input).
+        runStatus: outcome.kind === 'failed' ? 'FAILED' : 'COMPLETED',
+        statusMessage: outcome.message,
+        // Only completed and input-required outcomes carry artifacts.
+        artifacts: 'artifacts' in outcome ? outcome.artifacts : undefined,
+        result: outcome.kind,
+      };
+
+const maxSettleAttempts = 3;
+
+/**
+ * The completing commit (I-RESULT): run settled with version + 1 conditioned on the version read,
+ * task in its new state with its sealed result, all or nothing (one write of the task row that
+ * holds its run, decision 0038). The answer ceiling is re-read under the
+ * lock: a concurrent tightening makes the version check fail, and the settle retries with it.
+ */
+const settle = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  outcome: AgentOutcome,
+  /** Opened once at the run's start: redaction is idempotent, so a scrubbed row needs no reopening. */
+  history: readonly HistoryEntry[],
+): Promise<ExecuteRunResult> => {
+  let currentRun = run;
+  let currentTask = task;
+  let currentHistory = history;
+  for (let attempt = 1; ; attempt++) {
+    const decision = answerOutcome(currentRun.answerCeiling);
+    if (decision === 'not-retainable')
+      return failNotRetainable(deps, currentRun, currentTask, currentRun.version);
+    const content = finalContentOf(outcome);
+    const keep = decision === 'keep-redacted' ? redactContent(content) : content;
+    const keptHistory = decision === 'keep-redacted' ? redactHistory(currentHistory) : currentHistory;
+    try {
+      await commitFinal(deps, currentRun, currentTask, keptHistory, keep);
+      return keep.result;
+    } catch (error) {
+      if (error instanceof SealingFailedError)
+        return fail(deps, currentRun, currentTask, texts.notStorable, 'SEALING_FAILED');
+      if (!(error instanceof VersionConflictError)) {
+        if (error instanceof ItemTooLargeError)
+          return fail(deps, currentRun, currentTask, texts.notStorable, 'RESULT_NOT_STORABLE');
+        throw error;
+      }
+      const fresh = await reread(deps, currentRun, currentTask);
+      if (fresh.kind === 'ended') return fresh.result;
+      if (attempt >= maxSettleAttempts) throw error;
+      currentRun = { ...fresh.run, attempts: currentRun.attempts };
+      currentTask = fresh.task;
+      currentHistory = await deps.codec.openHistory(currentTask.taskId, currentTask.sealedHistory);
+    }
+  }
+};
+
+/** Redaction is idempotent, so already-scrubbed entries pass through unchanged. */
+const redactHistory = (history: readonly HistoryEntry[]): HistoryEntry[] =>
+  history.map((entry) => ({ ...entry, message: redactMessage(entry.message) }));
+
+const redactContent = (content: FinalContent): FinalContent => ({
+  ...content,
+  statusMessage: content.statusMessage ? redactMessage(content.statusMessage) : undefined,
+  artifacts: content.artifacts ? redactArtifacts([...content.artifacts]) : undefined,
+});
+
+const commitFinal = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  history: readonly HistoryEntry[],
+  content: FinalContent,
+): Promise<void> => {
+  const now = deps.clock.now();
+  const revision = task.revision + 1;
+  const sealed = await deps.codec.seal(task.taskId, {
+    statusMessage: content.statusMessage,
+    artifacts: content.artifacts,
+    history: appendHistory(history, revision, [content.statusMessage]),
+  });
+  const finalTask = advanceTask(task, content.state, now, {
+    sealedStatusMessage: sealed.sealedStatusMessage,
+    sealedArtifacts: sealed.sealedArtifacts ?? task.sealedArtifacts,
+    sealedHistory: sealed.sealedHistory,
+    ...(content.metadata && { metadata: { ...task.metadata, ...content.metadata } }),
+    expiresAt: Math.max(task.expiresAt, retentionFrom(deps, now)),
+  });
+  const settledRun = settleRun(run, content.runStatus, now, finalTask.expiresAt);
+  failpoint('executor.beforeSettle');
+  await deps.tasks.commit({ row: taskAndRunWrite(task, finalTask, run, settledRun) });
+  // No audit row for the settle (decision 0040): the run record holds its status and end.
+  failpoint('executor.insideSettle');
+};
+
+/** Retention runs from the end of the run (I-PURGE). */
+const retentionFrom = (deps: ExecuteRunDeps, now: Date): number =>
+  retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
+
+/**
+ * After a lost version check: did a cancel end the task, or did a tightening change the ceiling?
+ * `status` is the one the run must still have to be this executor's (QUEUED at the claim).
+ */
+const reread = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  status: RunStatus = 'RUNNING',
+): Promise<
+  { kind: 'retry'; run: RunRecord; task: StoredTask } | { kind: 'ended'; result: ExecuteRunResult }
+> => {
+  const { run: freshRun, task: freshTask } = await deps.tasks.getRunWithTask(task.taskId, run.runId);
+  if (freshRun === undefined || freshTask === undefined) return { kind: 'ended', result: 'missing' };
+  if (freshRun.status !== status) return { kind: 'ended', result: 'duplicate' };
+  if (freshRun.cancelRequested || isTerminal(freshTask.state) || freshTask.currentRunId !== run.runId) {
+    await settleRunOnly(deps, freshTask, freshRun, 'CANCELED');
+    return { kind: 'ended', result: 'canceled' };
+  }
+  return { kind: 'retry', run: freshRun, task: freshTask };
+};
+
+const fail = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  text: string,
+  reason: string,
+): Promise<ExecuteRunResult> => {
+  await settleWithoutContent(deps, run, task, text, reason, run.version);
+  return 'failed';
+};
+
+/** I-TIGHTEN: nothing of the content is stored; the task says FAILED with the reason. */
+const failNotRetainable = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  expectedVersion: number,
+): Promise<ExecuteRunResult> => {
+  await settleWithoutContent(deps, run, task, texts.notRetainable, 'RESULT_NOT_RETAINABLE', expectedVersion);
+  return 'not-retainable';
+};
+
+/**
+ * Ends run and task FAILED with a fixed status message and a public reason. Prior artifacts and
+ * history are dropped when the answer ceiling no longer allows keeping them.
+ */
+const settleWithoutContent = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  text: string,
+  reason: string,
+  expectedVersion: number,
+): Promise<void> => {
+  const now = deps.clock.now();
+  const dropContent = answerOutcome(run.answerCeiling) === 'not-retainable';
+  const failedTask = await endTaskWith(
+    deps.codec,
+    task,
+    {
+      state: 'TASK_STATE_FAILED',
+      messageId: `${run.runId}-failed`,
+      text,
+      reason,
+      dropContent,
+      // Retention runs from the end of the run, failed ones included (I-PURGE).
+      expiresAt: retentionFrom(deps, now),
+    },
+    now,
+  );
+  // The run as it was read: a tightening not yet committed rides on this write (`expectedVersion`).
+  const read: RunRecord = { ...run, version: expectedVersion };
+  const failedRun = settleRun(read, 'FAILED', now, failedTask.expiresAt);
+  try {
+    await deps.tasks.commit({ row: taskAndRunWrite(task, failedTask, read, failedRun) });
+  } catch (error) {
+    if (!(error instanceof VersionConflictError)) throw error;
+    // A cancel won the race: the task is already terminal; the run only needs settling.
+    const fresh = await deps.tasks.getRunWithTask(run.taskId, run.runId);
+    if (fresh.run?.status === 'RUNNING') await settleRunOnly(deps, fresh.task, fresh.run, 'CANCELED');
+  }
+};
+
+/** Settles a run that no longer owns its task (canceled, or the task moved on): the run alone. */
+const settleRunOnly = async (
+  deps: ExecuteRunDeps,
+  task: StoredTask | undefined,
+  run: RunRecord,
+  status: 'CANCELED' | 'FAILED',
+): Promise<void> => {
+  const now = deps.clock.now();
+  const settledRun = settleRun(run, status, now, retentionFrom(deps, now));
+  try {
+    await deps.tasks.commit(runAloneWrite(task, run, settledRun));
+  } catch (error) {
+    if (!(error instanceof VersionConflictError)) throw error;
+  }
+};

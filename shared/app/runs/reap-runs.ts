@@ -1,0 +1,173 @@
+import type { Config } from '../../config/config.ts';
+import { isTerminal } from '../../domain/a2a.ts';
+import { VersionConflictError } from '../../domain/errors.ts';
+import type { Logger } from '../../domain/logger.ts';
+import type { Clock, RunLeases, RunQueue, RunRef, TaskRepository, WritePlan } from '../../domain/ports.ts';
+import { answerOutcome, retentionExpiry } from '../../domain/privacy.ts';
+import type { StoredTask } from '../../domain/projection.ts';
+import { runAloneWrite, taskAndRunWrite } from '../../domain/row-writes.ts';
+import { type RunRecord, reviseRun, settleRun } from '../../domain/task.ts';
+import { defaultRunStartDeadlineMs } from '../tasks/create-task.ts';
+import { endTaskWith } from '../tasks/end-task.ts';
+import type { TaskContentCodec } from '../tasks/task-content.ts';
+
+export interface ReapRunsDeps {
+  readonly tasks: TaskRepository;
+  /**
+   * Where a run that was never started is queued again (decision 0053); absent: such a run fails
+   * RUN_NOT_STARTED at its start deadline, as before.
+   */
+  readonly requeue?: RunQueue;
+  /** The start deadline a re-queued run gets (the rpc's `runStartDeadlineMs`). */
+  readonly runStartDeadlineMs?: number;
+  readonly leases: RunLeases;
+  readonly codec: TaskContentCodec;
+  readonly clock: Clock;
+  readonly config: Config;
+  readonly logger?: Pick<Logger, 'info'>;
+}
+
+export const abandonedRunText = 'The agent stopped unexpectedly; the task was not completed.';
+export const abandonedRunReason = 'RUN_LEASE_EXPIRED';
+/** A QUEUED run past its start deadline: its queue message was lost (a crash between commit and enqueue). */
+export const unstartedRunText = 'The task could not be started; please try again.';
+export const unstartedRunReason = 'RUN_NOT_STARTED';
+/** How often the reaper queues a never-started run again before it fails it RUN_NOT_STARTED. */
+export const maxRequeues = 3;
+
+export interface ReapReport {
+  /** Expired leases the index returned. */
+  readonly found: number;
+  /** Runs settled FAILED (with their task when it was theirs). */
+  readonly reaped: number;
+  /** Never started (never claimed) past their start deadline: queued again instead of failed. */
+  readonly requeued: number;
+  /** Renewed, settled or claimed by someone else in between: left alone. */
+  readonly skipped: number;
+}
+
+/**
+ * The reaper (decision 0011): settles RUNNING runs whose lease expired — their executor crashed
+ * or timed out — FAILED, with their task FAILED and a fixed status message, in one transaction
+ * fenced on the run version and on the lease still being over. It never executes a run again
+ * (I-ONCE): a redelivered message finds the run settled, and no tool is ever retried. A QUEUED
+ * run carries the lease its claim will keep and a start deadline (decisions 0014, 0027): once its
+ * lease is over it waits until the deadline, past it its message is taken as lost and the run is
+ * settled the same way, so a crash between commit and enqueue ends FAILED too.
+ */
+export const reapExpiredRuns = async (deps: ReapRunsDeps, limit = 100): Promise<ReapReport> => {
+  const now = deps.clock.now();
+  const expired = await deps.leases.listExpired(now.getTime(), limit);
+  const counts = { reaped: 0, requeued: 0 };
+  for (const ref of expired) {
+    const handled = await reapRun(deps, ref, now);
+    if (handled !== 'skipped') counts[handled]++;
+  }
+  return { found: expired.length, ...counts, skipped: expired.length - counts.reaped - counts.requeued };
+};
+
+const reapRun = async (
+  deps: ReapRunsDeps,
+  ref: RunRef,
+  now: Date,
+): Promise<'reaped' | 'requeued' | 'skipped'> => {
+  // The index is eventually consistent: the run row decides (read with its task: one request, 0036).
+  const { run, task } = await deps.tasks.getRunWithTask(ref.taskId, ref.runId);
+  if (run === undefined || (run.status !== 'RUNNING' && run.status !== 'QUEUED')) return 'skipped';
+  if (run.leaseUntil === undefined || run.leaseUntil >= now.getTime()) return 'skipped';
+  if (run.status === 'QUEUED' && run.startBy !== undefined && run.startBy > now.getTime()) {
+    // Held in the queue longer than the lease it was created with, but not past its start
+    // deadline: wait until then (decision 0027). Fenced like a settle; never moves the version.
+    await deferStart(deps, task, run, run.startBy, now);
+    return 'skipped';
+  }
+  const ownsTask = task !== undefined && task.currentRunId === run.runId && !isTerminal(task.state);
+  if (run.status === 'QUEUED' && ownsTask && !run.cancelRequested && deps.requeue !== undefined) {
+    // Never claimed, so no provider was ever called (I-ONCE: the claim is the only way to one):
+    // its message was lost (a crash between commit and enqueue) or is late. Queue it again, a
+    // bounded number of times; a late original and the new message race for the one claim.
+    const requeues = run.requeues ?? 0;
+    if (requeues < maxRequeues) {
+      return (await requeue(deps, deps.requeue, task, run, requeues + 1, now)) ? 'requeued' : 'skipped';
+    }
+  }
+  const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
+  // A task that moved on (canceled, or another run) keeps its state; only the run is settled.
+  const settledRun = settleRun(run, !ownsTask && run.cancelRequested ? 'CANCELED' : 'FAILED', now, expiresAt);
+  const fence = { leaseExpiredBefore: now.getTime() };
+  const plan: WritePlan = ownsTask
+    ? {
+        row: taskAndRunWrite(task, await failedTask(deps, run, task, now, expiresAt), run, settledRun, fence),
+      }
+    : runAloneWrite(task, run, settledRun, fence);
+  try {
+    await deps.tasks.commit(plan);
+  } catch (error) {
+    if (error instanceof VersionConflictError) return 'skipped';
+    throw error;
+  }
+  deps.logger?.info('run reaped', {
+    taskId: run.taskId,
+    runId: run.runId,
+    status: settledRun.status,
+    leaseExpiredMs: now.getTime() - run.leaseUntil,
+  });
+  return 'reaped';
+};
+
+/** The never-started run with a new start deadline, then its message again; false if it moved meanwhile. */
+const requeue = async (
+  deps: ReapRunsDeps,
+  queue: RunQueue,
+  task: StoredTask,
+  run: RunRecord,
+  requeues: number,
+  now: Date,
+): Promise<boolean> => {
+  const startBy = now.getTime() + (deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs);
+  if (!(await deferStart(deps, task, { ...run, requeues }, startBy, now))) return false;
+  // Written first: if this send fails, the run waits for its new deadline and is queued again then.
+  await queue.enqueue({ taskId: run.taskId, runId: run.runId });
+  deps.logger?.info('run requeued', { taskId: run.taskId, runId: run.runId, requeues });
+  return true;
+};
+
+/** The QUEUED run's lease moved to `startBy` (and its deadline there); false if it was claimed or settled meanwhile. */
+const deferStart = async (
+  deps: ReapRunsDeps,
+  task: StoredTask | undefined,
+  run: RunRecord,
+  startBy: number,
+  now: Date,
+): Promise<boolean> => {
+  try {
+    const deferred = reviseRun(run, { leaseUntil: startBy, startBy }, { keepVersion: true });
+    await deps.tasks.commit(runAloneWrite(task, run, deferred, { leaseExpiredBefore: now.getTime() }));
+    return true;
+  } catch (error) {
+    // Claimed or settled in between: nothing to defer.
+    if (!(error instanceof VersionConflictError)) throw error;
+    return false;
+  }
+};
+
+const failedTask = (
+  deps: ReapRunsDeps,
+  run: RunRecord,
+  task: StoredTask,
+  now: Date,
+  expiresAt: number,
+): Promise<StoredTask> =>
+  endTaskWith(
+    deps.codec,
+    task,
+    {
+      state: 'TASK_STATE_FAILED',
+      messageId: `${run.runId}-failed`,
+      text: run.status === 'QUEUED' ? unstartedRunText : abandonedRunText,
+      reason: run.status === 'QUEUED' ? unstartedRunReason : abandonedRunReason,
+      dropContent: answerOutcome(run.answerCeiling) === 'not-retainable',
+      expiresAt,
+    },
+    now,
+  );

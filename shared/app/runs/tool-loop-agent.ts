@@ -1,0 +1,177 @@
+import type { Artifact } from '../../domain/a2a.ts';
+import { deniedCallText } from '../../domain/approvals.ts';
+import { AgentStoppedError, ApprovalRequiredError } from '../../domain/errors.ts';
+import {
+  type AgentSession,
+  type ChatModel,
+  type DecidedToolTurn,
+  type ModelTurn,
+  newAgentSession,
+  type ToolCall,
+  type ToolResult,
+  transcriptOf,
+} from '../../domain/model.ts';
+import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
+import type { EnabledTool } from '../../domain/tools.ts';
+
+export const defaultMaxToolRounds = 8;
+
+/**
+ * An LLM provider as an agent: model → tool calls → results → model, until the model answers
+ * or the round cap is hit. The transcript beyond the task history lives in the run's session,
+ * so a fallback model continues it and finished tool calls are never made again. Tool arguments
+ * and results go to `onStep` (the audit seam) and back to the model, nowhere else.
+ */
+export class ToolLoopAgent implements AgentProvider {
+  constructor(private readonly model: ChatModel) {}
+
+  async run(request: AgentRequest): Promise<AgentResult> {
+    const session = request.session ?? newAgentSession();
+    const enabled = new Map((request.tools ?? []).map((entry) => [entry.tool.name, entry]));
+    const specs = [...enabled.values()].map(({ tool }) => ({
+      name: tool.name,
+      description: tool.description,
+      inputSchema: tool.inputSchema,
+      readOnly: tool.readOnly,
+    }));
+    const maxRounds = request.maxToolRounds ?? defaultMaxToolRounds;
+    const history = transcriptOf(request.history);
+    let inputTokens = 0;
+    let outputTokens = 0;
+    // A resumed run settles its decided turn first: the model is not asked again for it (I-APPROVAL).
+    if (session.decided !== undefined) await this.settleDecided(request, enabled, session, session.decided);
+    for (;;) {
+      request.signal?.throwIfAborted();
+      const started = performance.now();
+      const turn = await this.model.complete({
+        system: request.instructions,
+        transcript: [...history, ...session.steps],
+        tools: specs,
+        signal: request.signal,
+      });
+      inputTokens += turn.inputTokens ?? 0;
+      outputTokens += turn.outputTokens ?? 0;
+      await request.onStep?.({
+        kind: 'model-turn',
+        providerId: this.model.providerId,
+        durationMs: Math.round(performance.now() - started),
+        stopReason: turn.stopReason,
+        toolCalls: turn.toolCalls.map((call) => call.name),
+        inputTokens: turn.inputTokens,
+        outputTokens: turn.outputTokens,
+      });
+      if (turn.toolCalls.length === 0) {
+        return { outcome: outcomeOf(request, turn), inputTokens, outputTokens };
+      }
+      if (session.rounds >= maxRounds) {
+        throw new AgentStoppedError(
+          'TOOL_ROUNDS_EXCEEDED',
+          `The agent needed more than ${maxRounds} tool rounds and was stopped before it answered.`,
+        );
+      }
+      // Checked before any call of the turn runs, so a gated tool never runs half a turn: the
+      // executor seals the session and this turn, and the run waits for an operator.
+      if (turn.toolCalls.some((call) => enabled.get(call.name)?.requiresApproval)) {
+        throw new ApprovalRequiredError(
+          { text: turn.text, toolCalls: turn.toolCalls },
+          { inputTokens, outputTokens },
+        );
+      }
+      const results: ToolResult[] = [];
+      for (const call of turn.toolCalls) {
+        results.push(await this.invoke(request, enabled.get(call.name), call));
+      }
+      // Turn and results enter the session together: a transcript never holds a call without its result.
+      session.steps.push(
+        { role: 'assistant', text: turn.text, toolCalls: turn.toolCalls },
+        { role: 'tool', results },
+      );
+      session.rounds += 1;
+    }
+  }
+
+  /** Approved: every call of the turn runs. Denied: gated calls get the denial, the others run. */
+  private async settleDecided(
+    request: AgentRequest,
+    enabled: ReadonlyMap<string, EnabledTool>,
+    session: AgentSession,
+    decided: DecidedToolTurn,
+  ): Promise<void> {
+    const results: ToolResult[] = [];
+    for (const call of decided.turn.toolCalls) {
+      const entry = enabled.get(call.name);
+      results.push(
+        decided.verdict === 'denied' && entry?.requiresApproval
+          ? errorResult(call, decided.reason ? `${deniedCallText} Reason: ${decided.reason}` : deniedCallText)
+          : await this.invoke(request, entry, call),
+      );
+    }
+    session.steps.push(
+      { role: 'assistant', text: decided.turn.text, toolCalls: decided.turn.toolCalls },
+      { role: 'tool', results },
+    );
+    session.rounds += 1;
+    session.decided = undefined;
+  }
+
+  private async invoke(
+    request: AgentRequest,
+    enabled: EnabledTool | undefined,
+    call: ToolCall,
+  ): Promise<ToolResult> {
+    const started = performance.now();
+    let result: ToolResult;
+    if (enabled === undefined) {
+      result = errorResult(call, `Tool ${call.name} is not available to this agent.`);
+    } else {
+      try {
+        const output = await enabled.tool.invoke(call.arguments, {
+          runId: request.runId,
+          signal: request.signal,
+        });
+        result = output.ok
+          ? { callId: call.id, name: call.name, content: JSON.stringify(output.content), isError: false }
+          : errorResult(call, output.error);
+      } catch (error) {
+        request.signal?.throwIfAborted();
+        result = errorResult(call, `Tool ${call.name} failed: ${(error as Error).name}`);
+      }
+    }
+    await request.onStep?.({
+      kind: 'tool-call',
+      providerId: this.model.providerId,
+      call,
+      result,
+      readOnly: enabled?.tool.readOnly ?? true,
+      durationMs: Math.round(performance.now() - started),
+    });
+    return result;
+  }
+}
+
+const errorResult = (call: ToolCall, message: string): ToolResult => ({
+  callId: call.id,
+  name: call.name,
+  content: JSON.stringify({ error: message }),
+  isError: true,
+});
+
+const outcomeOf = (request: AgentRequest, turn: ModelTurn): AgentOutcome => {
+  if (turn.stopReason === 'refused') {
+    return {
+      kind: 'rejected',
+      message: {
+        messageId: `${request.runId}-rejected`,
+        role: 'ROLE_AGENT',
+        taskId: request.taskId,
+        contextId: request.contextId,
+        parts: [{ text: 'The model declined to answer.' }],
+      },
+    };
+  }
+  const artifacts: Artifact[] =
+    turn.text.trim() === ''
+      ? []
+      : [{ artifactId: `${request.runId}-artifact-0`, name: 'answer', parts: [{ text: turn.text }] }];
+  return { kind: 'completed', artifacts };
+};

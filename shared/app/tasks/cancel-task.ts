@@ -1,0 +1,132 @@
+import type { Config } from '../../config/config.ts';
+import type { Task } from '../../domain/a2a.ts';
+import { isTerminal } from '../../domain/a2a.ts';
+import {
+  TaskBusyError,
+  TaskNotCancelableError,
+  TaskNotFoundError,
+  VersionConflictError,
+} from '../../domain/errors.ts';
+import type { TaskRowWrite } from '../../domain/ports.ts';
+import { retentionExpiry } from '../../domain/privacy.ts';
+import type { StoredTask } from '../../domain/projection.ts';
+import { taskAndRunWrite } from '../../domain/row-writes.ts';
+import {
+  type AgentCaller,
+  isExpired,
+  isOwnTask,
+  isSettled,
+  type RunRecord,
+  reviseRun,
+  settleRun,
+} from '../../domain/task.ts';
+import { endTaskWith } from './end-task.ts';
+import {
+  projectedWait,
+  type ReadOptions,
+  type ReadTaskDeps,
+  taskFromCommittedRow,
+  toTask,
+  waitForView,
+} from './read-task.ts';
+
+export interface CancelTaskDeps extends ReadTaskDeps {
+  readonly config: Config;
+}
+
+export interface CancelTaskInput {
+  readonly caller: AgentCaller;
+  readonly taskId: string;
+}
+
+/** The fixed status message of a canceled task; it names no content. */
+export const canceledText = 'Task canceled by the client.';
+
+/** How long the answer waits for the cancel's own revision to reach the journal (I-RYW). */
+const projectionWaitMs = 10_000;
+
+/** A conflict means a concurrent writer moved the task or run; each retry re-reads and decides anew. */
+const maxAttempts = 5;
+
+/**
+ * CancelTask (docs/protocol.md §11): cooperative and race-safe. One transaction sets the task CANCELED
+ * (conditioned on the revision read) and flags the current run (conditioned on its version,
+ * I-LOCK); a run that is not executing (QUEUED, AWAITING_APPROVAL) is settled CANCELED at once,
+ * a RUNNING one is settled by its executor, whose completing transaction now loses. A conflict
+ * re-reads: a completion that won makes the cancel TaskNotCancelable, a cancel that won answers
+ * the canceled task (idempotent on CANCELED); a task that keeps moving answers TaskBusy, never an
+ * internal error.
+ */
+export const cancelTask = async (deps: CancelTaskDeps, input: CancelTaskInput): Promise<Task> => {
+  for (let attempt = 1; ; attempt++) {
+    const task = await deps.tasks.getTask(input.taskId);
+    if (task === undefined || !isOwnTask(task, input.caller) || isExpired(task.expiresAt, deps.clock.now())) {
+      throw new TaskNotFoundError(input.taskId);
+    }
+    if (task.state === 'TASK_STATE_CANCELED') return readAtRevision(deps, input.caller, task);
+    if (isTerminal(task.state)) throw new TaskNotCancelableError(task.taskId, task.state);
+    const run = await deps.tasks.getRun(task.taskId, task.currentRunId);
+    try {
+      const canceled = await commitCancel(deps, task, run);
+      return readAtRevision(deps, input.caller, canceled);
+    } catch (error) {
+      if (!(error instanceof VersionConflictError)) throw error;
+      if (attempt >= maxAttempts) throw new TaskBusyError(task.taskId);
+    }
+  }
+};
+
+const commitCancel = async (
+  deps: CancelTaskDeps,
+  task: StoredTask,
+  run: RunRecord | undefined,
+): Promise<StoredTask> => {
+  const now = deps.clock.now();
+  // Retention runs from the end of the task (I-PURGE).
+  const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
+  const canceledTask = await endTaskWith(
+    deps.codec,
+    task,
+    {
+      state: 'TASK_STATE_CANCELED',
+      messageId: `${task.currentRunId}-canceled`,
+      text: canceledText,
+      recordInHistory: true,
+      expiresAt,
+    },
+    now,
+  );
+  const row: TaskRowWrite = {
+    taskId: task.taskId,
+    task: canceledTask,
+    expect: { revision: task.revision },
+    before: task,
+  };
+  if (run === undefined || isSettled(run.status)) {
+    await deps.tasks.commit({ row });
+    return canceledTask;
+  }
+  // Nothing executes a QUEUED or AWAITING_APPROVAL run right now: it ends here. A RUNNING run
+  // only gets the flag; its executor settles it (execute-run.ts `reread`).
+  const idle = run.status === 'QUEUED' || run.status === 'AWAITING_APPROVAL';
+  const flagged: RunRecord = { ...run, cancelRequested: true };
+  const canceledRun = idle
+    ? // A run waiting for an approval never resumes: its sealed transcript goes (decision 0013).
+      settleRun(flagged, 'CANCELED', now, canceledTask.expiresAt, { sealedSuspension: undefined })
+    : reviseRun(flagged, { expiresAt: Math.max(run.expiresAt, canceledTask.expiresAt) });
+  await deps.tasks.commit({ row: taskAndRunWrite(task, canceledTask, run, canceledRun) });
+  return canceledTask;
+};
+
+/** The task as the journal shows it at (or after) the row's revision (I-RYW). */
+const readAtRevision = async (deps: ReadTaskDeps, caller: AgentCaller, row: StoredTask): Promise<Task> => {
+  const options: ReadOptions = {};
+  const view = await waitForView(deps, caller, row.taskId, {
+    minRevision: row.revision,
+    timeoutMs: projectionWaitMs,
+    kind: projectedWait,
+  });
+  return view === undefined
+    ? taskFromCommittedRow(deps, caller, row.taskId, options)
+    : toTask(deps, view, options);
+};

@@ -1,0 +1,420 @@
+import type { Config } from '../../config/config.ts';
+import type { Message, Part, ProtocolVersion, SendMessageConfiguration } from '../../domain/a2a.ts';
+import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
+import {
+  ContentTypeNotSupportedError,
+  InvalidParamsError,
+  MessageIdReusedError,
+  PushNotificationNotSupportedError,
+  ResultNotRetainableError,
+  TaskAlreadyWorkingError,
+  TaskBusyError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+  VersionConflictError,
+} from '../../domain/errors.ts';
+import type { Logger } from '../../domain/logger.ts';
+import type { Metrics } from '../../domain/metrics.ts';
+import type {
+  Clock,
+  IdGenerator,
+  PushConfigRepository,
+  RunQueue,
+  TaskRepository,
+  TaskRowWrite,
+} from '../../domain/ports.ts';
+import { resolveProfilePrivacy, retentionExpiry } from '../../domain/privacy.ts';
+import type { StoredTask } from '../../domain/projection.ts';
+import { taskAndRunWrite } from '../../domain/row-writes.ts';
+import {
+  type AgentCaller,
+  advanceTask,
+  appendHistory,
+  isExpired,
+  isOwnTask,
+  type Owner,
+  type RunRecord,
+  settleRun,
+} from '../../domain/task.ts';
+import type { WebhookPolicy } from '../../domain/webhook-address.ts';
+import { failpoint } from '../operations/failpoints.ts';
+import { runProfileOf } from '../profiles/served-profiles.ts';
+import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from '../push/push-configs.ts';
+import { defaultLeaseMs } from '../runs/run-lease.ts';
+import { endTaskWith } from './end-task.ts';
+import { checkMessageLimits, checkPushConfigLimit, limitsOf } from './limits.ts';
+import { runIdOf, taskIdOf } from './message-identity.ts';
+import type { TaskContentCodec } from './task-content.ts';
+
+export interface CreateTaskDeps {
+  readonly tasks: TaskRepository;
+  readonly queue: RunQueue;
+  readonly codec: TaskContentCodec;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+  readonly config: Config;
+  readonly logger?: Pick<Logger, 'warn'>;
+  /** Counts refusals (decision 0020). */
+  readonly metrics?: Metrics;
+  /** Push support (docs/protocol.md §7): an inline config is stored in the transaction that creates the task. */
+  readonly pushCodec?: PushConfigCodec;
+  readonly pushConfigs?: PushConfigRepository;
+  readonly webhookPolicy?: WebhookPolicy;
+  /** How long a queued run may wait for an executor before the reaper settles it FAILED. */
+  readonly runStartDeadlineMs?: number;
+  /** Ids of `config.profiles` that are saved profiles: their runs carry their settings (decision 0024). */
+  readonly savedProfiles?: ReadonlySet<string>;
+  /** The executor's run lease (decision 0011): a queued run carries it for its claim to keep. */
+  readonly runLeaseMs?: number;
+}
+
+/** A run not claimed within this is taken as never queued (decision 0014); far above any queue wait. */
+export const defaultRunStartDeadlineMs = 30 * 60_000;
+
+export interface CreateTaskInput {
+  readonly caller: Owner;
+  readonly profileId: string;
+  readonly message: Message;
+  readonly configuration?: SendMessageConfiguration;
+  /** The version the request came in; an inline push config keeps it (its webhook body). */
+  readonly protocolVersion?: ProtocolVersion;
+}
+
+/** The sender at the agent it sent to: the scope in which it reads the task it created (I-OWNER). */
+export const senderOf = (input: CreateTaskInput): AgentCaller => ({
+  tenant: input.caller.tenant,
+  principal: input.caller.principal,
+  profileId: input.profileId,
+});
+
+/** The committed revision a caller may wait for, and the task it belongs to. */
+export interface CreatedTask {
+  readonly taskId: string;
+  readonly revision: number;
+}
+
+/** The media type a part declares, or the one its kind implies. */
+const mediaTypeOf = (part: Part): string => {
+  if (part.mediaType) return part.mediaType;
+  if ('text' in part) return 'text/plain';
+  if ('data' in part) return 'application/json';
+  return 'application/octet-stream';
+};
+
+const accepts = (modes: readonly string[], mediaType: string): boolean =>
+  modes.some((mode) => {
+    if (mode === '*/*' || mode === mediaType) return true;
+    if (mode.endsWith('/*')) return mediaType.startsWith(mode.slice(0, -1));
+    // Cards written with short modes ("text") accept that whole family.
+    return !mode.includes('/') && mediaType.startsWith(`${mode}/`);
+  });
+
+/**
+ * SendMessage's write side: refuse what cannot be kept (I-REFUSE) before anything is written,
+ * then create the task, its first run and its sealed history in one atomic commit, and queue the
+ * run. A run that cannot be queued is settled FAILED at once (enqueue fails closed).
+ * A retry of a message already accepted (same caller, agent, messageId and content) creates and
+ * runs nothing: it answers with the task the first send created or continued (I-RETRY, decision
+ * 0051); the same messageId with other content is refused (MESSAGE_ID_REUSED).
+ */
+export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): Promise<CreatedTask> => {
+  const profile = deps.config.profiles[input.profileId];
+  if (profile === undefined) throw new TaskNotFoundError(input.profileId);
+  const privacy = resolveProfilePrivacy(deps.config, input.profileId);
+  if (privacy.refusal) {
+    deps.metrics?.add('Refusals');
+    throw new ResultNotRetainableError(input.profileId, privacy.refusal.setting);
+  }
+
+  const inlinePush = input.configuration?.taskPushNotificationConfig;
+  if (inlinePush !== undefined) {
+    if (deps.pushCodec === undefined || deps.webhookPolicy === undefined) {
+      throw new PushNotificationNotSupportedError();
+    }
+    validatePushConfigInput(inlinePush, deps.webhookPolicy, 'configuration.taskPushNotificationConfig.');
+  }
+
+  checkMessageLimits(input.message, limitsOf(deps.config));
+  for (const part of input.message.parts) {
+    const mediaType = mediaTypeOf(part);
+    if (!accepts(profile.inputModes, mediaType)) throw new ContentTypeNotSupportedError(mediaType);
+  }
+
+  const now = deps.clock.now();
+  const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
+  // Derived ids (decision 0051): a retry derives the same task and run, another content another run.
+  const taskId = input.message.taskId ?? taskIdOf(senderOf(input), input.message);
+  const runId = runIdOf(taskId, input.message);
+  const startDeadlineMs = deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs;
+  const run: RunRecord = {
+    runId,
+    taskId,
+    profileId: input.profileId,
+    status: 'QUEUED',
+    version: 1,
+    answerCeiling: privacy.ceilings.answer,
+    auditCeiling: privacy.ceilings.audit,
+    attempts: [],
+    cancelRequested: false,
+    createdAt: now.toISOString(),
+    expiresAt,
+    // The lease its claim will keep (decision 0027): its lease index entry is written once here
+    // and removed when the run settles. A crash between the commit and the enqueue leaves a run
+    // no message will claim; the reaper settles it FAILED once `startBy` is over, and moves the
+    // lease to `startBy` when the queue merely holds the run longer than this lease.
+    leaseUntil: now.getTime() + Math.min(deps.runLeaseMs ?? defaultLeaseMs, startDeadlineMs),
+    startBy: now.getTime() + startDeadlineMs,
+    // The executor reads only the deployment configuration: a saved profile's run takes its
+    // settings along, so it runs as accepted even if the profile changes or goes meanwhile.
+    ...(deps.savedProfiles?.has(input.profileId) && { profile: runProfileOf(profile) }),
+  };
+
+  const plan = await commitPlanned(deps, input, run, now, expiresAt, inlinePush);
+  if ('earlier' in plan) return answerRetry(deps, plan.earlier, runId);
+  failpoint('create.afterCommit');
+  try {
+    await deps.queue.enqueue({ taskId: plan.task.taskId, runId });
+  } catch (error) {
+    deps.logger?.warn('Run could not be queued; settling it FAILED', {
+      taskId: plan.task.taskId,
+      runId,
+      error: error instanceof Error ? error.name : 'unknown',
+    });
+    return settleUnqueued(deps, plan.task, plan.run);
+  }
+  return { taskId: plan.task.taskId, revision: plan.task.revision };
+};
+
+/**
+ * A retry answers from the task as it is now (I-RYW: at its current revision or later). Its run
+ * still QUEUED may be one whose first send crashed between its commit and its enqueue: it is
+ * queued again — a duplicate wake-up is harmless, the claim is one conditional write (I-ONCE).
+ */
+const answerRetry = async (deps: CreateTaskDeps, task: StoredTask, runId: string): Promise<CreatedTask> => {
+  const run = await deps.tasks.getRun(task.taskId, runId);
+  if (run?.status === 'QUEUED') await deps.queue.enqueue({ taskId: task.taskId, runId });
+  return { taskId: task.taskId, revision: task.revision };
+};
+
+/** Whether the run this message derives exists in the task: then the message was accepted before. */
+const sentBefore = async (deps: CreateTaskDeps, task: StoredTask, runId: string): Promise<boolean> =>
+  task.currentRunId === runId || (await deps.tasks.getRun(task.taskId, runId)) !== undefined;
+
+/** Of racing follow-ups exactly one wins the conditional write; a loser re-reads and answers for the task as it is. */
+const maxFollowUpAttempts = 3;
+
+/**
+ * Plans the task write and commits it with the run (and an inline push config). A follow-up that
+ * loses its conditional write re-reads the task: another follow-up continued it (TaskAlreadyWorking),
+ * or it ended or went (the refusals of `planFollowUp`); when the task still waits for input, it
+ * tries again, a bounded number of times.
+ */
+const commitPlanned = async (
+  deps: CreateTaskDeps,
+  input: CreateTaskInput,
+  run: RunRecord,
+  now: Date,
+  expiresAt: number,
+  inlinePush: SendMessageConfiguration['taskPushNotificationConfig'],
+): Promise<Plan | Earlier> => {
+  for (let attempt = 1; ; attempt++) {
+    const plan = input.message.taskId
+      ? await planFollowUp(deps, input, run, now, expiresAt)
+      : await planNewTask(deps, input, run, now, expiresAt);
+    if ('earlier' in plan) return plan;
+    // A new task has no configs yet; a continued one may be at its limit (checked once it is the caller's).
+    if (inlinePush !== undefined && input.message.taskId !== undefined && deps.pushConfigs !== undefined) {
+      await checkPushConfigLimit(
+        deps.pushConfigs,
+        plan.task.taskId,
+        inlinePush.id,
+        limitsOf(deps.config),
+        'configuration.taskPushNotificationConfig',
+        Math.floor(now.getTime() / 1000),
+      );
+    }
+
+    const pushWrites =
+      inlinePush !== undefined && deps.pushCodec !== undefined
+        ? [
+            {
+              entity: 'push' as const,
+              // The config's own taskId "should be empty" on send (docs/protocol.md §4): the new task's id wins.
+              // Written with the revision this message creates: that revision is the config's first.
+              item: await buildPushConfig(
+                { ...deps, pushCodec: deps.pushCodec },
+                plan.task,
+                { ...inlinePush, protocolVersion: input.protocolVersion },
+                plan.task.revision - 1,
+              ),
+              expect: 'any' as const,
+            },
+          ]
+        : [];
+    // One commit: the task row holds its current run (decision 0038), so without an inline push
+    // config this is one single-item write; with one, one transaction (a push config must not
+    // attach itself to a task whose follow-up lost its race). Nothing is queued before it.
+    try {
+      await deps.tasks.commit({ row: plan.row, items: pushWrites });
+      return plan;
+    } catch (error) {
+      if (!(error instanceof VersionConflictError)) throw error;
+      // A new task's derived id is taken: by an earlier send of this message, or of another one
+      // with the same messageId (I-RETRY). Concurrent duplicates all end here but one.
+      if (input.message.taskId === undefined) return earlierCreate(deps, input, plan.task, run.runId, error);
+      if (attempt >= maxFollowUpAttempts) throw new TaskBusyError(input.message.taskId);
+    }
+  }
+};
+
+interface Plan {
+  readonly task: StoredTask;
+  readonly run: RunRecord;
+  readonly row: TaskRowWrite;
+}
+
+/** The message was accepted before (I-RETRY): the task it created or continued, as read now. */
+interface Earlier {
+  readonly earlier: StoredTask;
+}
+
+const earlierCreate = async (
+  deps: CreateTaskDeps,
+  input: CreateTaskInput,
+  planned: StoredTask,
+  runId: string,
+  conflict: VersionConflictError,
+): Promise<Earlier> => {
+  const current = await deps.tasks.getTask(planned.taskId);
+  // The id is derived from the sender and the messageId: a row of someone else's cannot hold it.
+  if (current === undefined || !isOwnTask(current, senderOf(input))) throw conflict;
+  if (!isExpired(current.expiresAt, deps.clock.now()) && (await sentBefore(deps, current, runId))) {
+    return { earlier: current };
+  }
+  // Other content, or a task of this messageId whose retention has passed (I-PURGE).
+  throw new MessageIdReusedError(input.message.messageId);
+};
+
+const planNewTask = async (
+  deps: CreateTaskDeps,
+  input: CreateTaskInput,
+  run: RunRecord,
+  now: Date,
+  expiresAt: number,
+): Promise<Plan> => {
+  const { taskId } = run;
+  const contextId = input.message.contextId ?? deps.ids.newId();
+  const message: Message = { ...input.message, taskId, contextId };
+  const sealed = await deps.codec.seal(taskId, { history: appendHistory([], 1, [message]) });
+  const task: StoredTask = {
+    taskId,
+    contextId,
+    owner: { tenant: input.caller.tenant, principal: input.caller.principal },
+    profileId: input.profileId,
+    state: 'TASK_STATE_SUBMITTED',
+    revision: 1,
+    currentRunId: run.runId,
+    statusTimestamp: now.toISOString(),
+    createdAt: now.toISOString(),
+    expiresAt,
+    sealedHistory: sealed.sealedHistory,
+  };
+  const taskRun: RunRecord = { ...run, taskId };
+  return { task, run: taskRun, row: { taskId, task, run: taskRun, expect: { revision: 'absent' } } };
+};
+
+/**
+ * A follow-up message continues an interrupted task as a new run (multi-turn, docs/protocol.md §10). The task moves on
+ * to WORKING at once: SUBMITTED is only a new task's first state, and no channel ever shows a task
+ * going back to it (decision 0050). The run's claim then leaves the task as it is.
+ */
+const planFollowUp = async (
+  deps: CreateTaskDeps,
+  input: CreateTaskInput,
+  run: RunRecord,
+  now: Date,
+  expiresAt: number,
+): Promise<Plan | Earlier> => {
+  const { taskId } = run;
+  const current = await deps.tasks.getTask(taskId);
+  if (current === undefined || !isOwnTask(current, senderOf(input)) || isExpired(current.expiresAt, now)) {
+    throw new TaskNotFoundError(taskId);
+  }
+  if (input.message.contextId !== undefined && input.message.contextId !== current.contextId) {
+    throw new InvalidParamsError([
+      { field: 'message.contextId', description: 'contextId does not match the task identified by taskId' },
+    ]);
+  }
+  // A retry of this follow-up (I-RETRY): the run it derives is there already (decision 0051). Only
+  // looked up when the task would refuse a new message, so a first follow-up costs no extra read.
+  if (current.currentRunId === run.runId) return { earlier: current };
+  if (!isInterrupted(current.state)) {
+    if (await sentBefore(deps, current, run.runId)) return { earlier: current };
+    if (isTerminal(current.state)) {
+      throw new UnsupportedOperationError('Task is in a terminal state and cannot accept messages', {
+        taskId,
+        state: current.state,
+      });
+    }
+    throw new TaskAlreadyWorkingError(taskId, current.state);
+  }
+  const message: Message = { ...input.message, taskId, contextId: current.contextId };
+  const history = await deps.codec.openHistory(taskId, current.sealedHistory);
+  if (history.some((entry) => entry.message.messageId === input.message.messageId)) {
+    // This messageId is in the task already: a retry whose turn has come back to input, or another message.
+    if (await sentBefore(deps, current, run.runId)) return { earlier: current };
+    throw new MessageIdReusedError(input.message.messageId, taskId);
+  }
+  const revision = current.revision + 1;
+  const sealed = await deps.codec.seal(taskId, { history: appendHistory(history, revision, [message]) });
+  const task = advanceTask(current, 'TASK_STATE_WORKING', now, {
+    currentRunId: run.runId,
+    sealedStatusMessage: undefined,
+    sealedHistory: sealed.sealedHistory,
+    expiresAt: Math.max(current.expiresAt, expiresAt),
+  });
+  // The new run replaces the row's run, which moves to its own row.
+  const replaced = (await deps.tasks.getRunWithTask(taskId, current.currentRunId)).run;
+  const taskRun: RunRecord = { ...run, taskId };
+  return {
+    task,
+    run: taskRun,
+    row: {
+      taskId,
+      task,
+      run: taskRun,
+      expect: { revision: current.revision },
+      before: current,
+      archive: replaced ?? 'none',
+    },
+  };
+};
+
+const settleUnqueued = async (
+  deps: CreateTaskDeps,
+  task: StoredTask,
+  run: RunRecord,
+): Promise<CreatedTask> => {
+  const now = deps.clock.now();
+  const failed = await endTaskWith(
+    deps.codec,
+    task,
+    {
+      state: 'TASK_STATE_FAILED',
+      messageId: `${run.runId}-unqueued`,
+      text: 'The task could not be started; please try again.',
+      reason: 'ENQUEUE_FAILED',
+    },
+    now,
+  );
+  try {
+    await deps.tasks.commit({
+      row: taskAndRunWrite(task, failed, run, settleRun(run, 'FAILED', now, run.expiresAt)),
+    });
+  } catch (error) {
+    // A cancel moved the task meanwhile: it answers for itself (its run is settled with it).
+    if (!(error instanceof VersionConflictError)) throw error;
+    return { taskId: task.taskId, revision: task.revision };
+  }
+  return { taskId: failed.taskId, revision: failed.revision };
+};

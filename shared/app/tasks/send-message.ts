@@ -1,0 +1,82 @@
+import type { Message, Task } from '../../domain/a2a.ts';
+import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
+import type { JournalView } from '../../domain/projection.ts';
+import { type CreateTaskDeps, type CreateTaskInput, createTask, senderOf } from './create-task.ts';
+import { projectedWait, type ReadTaskDeps, taskFromCommittedRow, toTask, waitForView } from './read-task.ts';
+
+export type SendMessageDeps = CreateTaskDeps & ReadTaskDeps;
+
+export type SendMessageInput = CreateTaskInput;
+
+/** How long a non-blocking send waits for its own first revision to be projected (I-RYW). */
+const projectionWaitMs = 10_000;
+
+const settledForCaller = (state: Task['status']['state']): boolean =>
+  isTerminal(state) || isInterrupted(state);
+
+/**
+ * SendMessage: blocking by default (returns at a terminal or interrupted state, or at the
+ * profile's cap, after which GetTask continues); `returnImmediately` returns the
+ * first committed revision. Either way the answer comes from the journal.
+ */
+export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput): Promise<Task> => {
+  const created = await createTask(deps, input);
+  const caller = senderOf(input);
+  const blocking = input.configuration?.returnImmediately !== true;
+  const profile = deps.config.profiles[input.profileId];
+  const capMs = (profile?.blockingCapSeconds ?? 25) * 1000;
+  const view = await waitForView(deps, caller, created.taskId, {
+    minRevision: created.revision,
+    until: blocking ? settledForCaller : undefined,
+    timeoutMs: blocking ? capMs : projectionWaitMs,
+    // A blocking wait lasts as long as the profile's runs; a non-blocking one, one projection.
+    kind: blocking ? `settled:${input.profileId}` : projectedWait,
+  });
+  const options = { historyLength: input.configuration?.historyLength };
+  if (view === undefined) return taskFromCommittedRow(deps, caller, created.taskId, options);
+  // returnImmediately promises an in-progress task (docs/protocol.md §4): when the run already finished
+  // before the first projection was seen, answer with the committed revision this call created.
+  if (!blocking && isTerminal(view.state) && view.revision > created.revision) {
+    const snapshot = await viewAtRevision(deps, view, created.revision);
+    if (snapshot !== undefined) return toTask(deps, snapshot, options);
+  }
+  return toTask(deps, view, options);
+};
+
+/** The view as it was at an earlier revision, from that revision's journal event. */
+const viewAtRevision = async (
+  deps: SendMessageDeps,
+  view: JournalView,
+  revision: number,
+): Promise<JournalView | undefined> => {
+  const events = await deps.journal.listEvents(view.taskId, revision - 1);
+  const event = events.find((candidate) => candidate.revision === revision);
+  if (event === undefined) return undefined;
+  return {
+    ...view,
+    state: event.state,
+    revision: event.revision,
+    statusTimestamp: event.statusTimestamp,
+    sealedStatusMessage: event.sealedStatusMessage,
+    // An event carries artifacts only when its revision changed them; a new task has none yet.
+    sealedArtifacts: event.sealedArtifacts,
+    metadata: event.metadata,
+  };
+};
+
+/** The SendMessage result: exactly one of a Task or a Message (docs/protocol.md §2.1). */
+export type SendMessageResponse = { readonly task: Task } | { readonly message: Message };
+
+/** Task metadata key the executor sets when the agent answered with a Message (decision 0006). */
+export const responseKindKey = 'responseKind';
+
+/**
+ * A task the agent completed with a direct Message answers `{"message": …}`; every other task
+ * (still working, interrupted, failed, or completed with a result) answers `{"task": …}`.
+ */
+export const toSendMessageResponse = (task: Task): SendMessageResponse =>
+  task.status.state === 'TASK_STATE_COMPLETED' &&
+  task.metadata?.[responseKindKey] === 'message' &&
+  task.status.message !== undefined
+    ? { message: task.status.message }
+    : { task };
