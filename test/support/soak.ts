@@ -138,6 +138,11 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
       webhook: webhookSightings(receiver.posts),
     });
     problems.push(...verdict.violations);
+    // A drive whose clients mostly never got a task proves little (a cap or a refusal stopped them):
+    // under 2 % faults a few may lose their create, not more than 5 % of them.
+    const withoutTask = driven.traces.filter((trace) => trace.taskId === undefined).length;
+    if (withoutTask > Math.max(3, 0.05 * driven.traces.length))
+      problems.push(`${withoutTask} of ${driven.traces.length} clients never got a task`);
     // Retries are bounded far above the injected rates: nothing may be parked in a DLQ. (The run
     // queue still holds the messages whose executor failed: they come back after its 6-minute
     // visibility timeout and then find their run settled.)
@@ -182,7 +187,7 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
           webhookPosts: receiver.posts.length,
           webhookDuplicateStatusUpdates: verdict.webhookDuplicates,
           clientErrors: driven.traces.reduce((sum, trace) => sum + trace.errors.length, 0),
-          clientsWithoutTask: driven.traces.filter((trace) => trace.taskId === undefined).length,
+          clientsWithoutTask: withoutTask,
           pollErrors: driven.pollErrors,
         },
         dlqs,
