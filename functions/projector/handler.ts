@@ -6,7 +6,11 @@ import { createFunctionMetrics, recordProjection } from '../../shared/adapters/m
 import { dynamoDbStreamFunction, inStreamTrace } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient } from '../../shared/adapters/sdk-clients.ts';
-import { projectRecord } from '../../shared/app/journal/project-record.ts';
+import {
+  batchJournalState,
+  type JournalStateOf,
+  projectRecord,
+} from '../../shared/app/journal/project-record.ts';
 import { failpoint } from '../../shared/app/operations/failpoints.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 
@@ -16,23 +20,26 @@ const metrics = createFunctionMetrics(env, 'projector');
 const journal = new DynamoDbJournalRepository(createDocumentClient(), env.journalTableName);
 
 /** One stream record = one committed revision; a failure is retried from the committed images. */
-const projectStreamRecord = async (record: DynamoDBRecord): Promise<void> => {
-  failpoint('projector.midBatch');
-  const images = {
-    oldImage: parseTaskImage(record.dynamodb?.OldImage),
-    newImage: parseTaskImage(record.dynamodb?.NewImage),
+const projectStreamRecord =
+  (stateOf: JournalStateOf) =>
+  async (record: DynamoDBRecord): Promise<void> => {
+    failpoint('projector.midBatch');
+    const images = {
+      oldImage: parseTaskImage(record.dynamodb?.OldImage),
+      newImage: parseTaskImage(record.dynamodb?.NewImage),
+    };
+    const result = await projectRecord(journal, images.oldImage, images.newImage, stateOf);
+    recordProjection(metrics, record, images, result);
+    const task = images.newImage ?? images.oldImage;
+    logger.debug('record projected', { taskId: task?.taskId, revision: task?.revision, result });
   };
-  const result = await projectRecord(journal, images.oldImage, images.newImage);
-  recordProjection(metrics, record, images, result);
-  const task = images.newImage ?? images.oldImage;
-  logger.debug('record projected', { taskId: task?.taskId, revision: task?.revision, result });
-};
 
 /**
  * A task's records in stream order, stopping at its first failure (decision 0014): a later revision
  * projected before an earlier one that failed would reach the journal stream first, and the
- * webhooks fed from it would get the task's revisions out of order.
+ * webhooks fed from it would get the task's revisions out of order. One backstop read per task
+ * and batch (decision 0070).
  */
 export const handler = dynamoDbStreamFunction({ logger, metrics }, async (event) =>
-  processStreamByTask(event.Records, inStreamTrace(projectStreamRecord)),
+  processStreamByTask(event.Records, () => inStreamTrace(projectStreamRecord(batchJournalState(journal)))),
 );

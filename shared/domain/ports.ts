@@ -159,6 +159,11 @@ export interface JournalWriter {
    * (what it shows is there; what it misses may just have been written).
    */
   projected(taskId: string, revision: number): Promise<JournalState>;
+  /**
+   * Which events from `fromRevision` on are there, and where the view is: one read of the task's
+   * journal for a run of revisions (the backstop's per-batch read), possibly stale like `projected`.
+   */
+  projectedFrom(taskId: string, fromRevision: number): Promise<JournalLedger>;
   /** The event of a revision, only if absent: true when written now, false when it was there. */
   putEvent(event: JournalEvent): Promise<boolean>;
   /**
@@ -171,6 +176,13 @@ export interface JournalWriter {
 /** A revision's place in the journal (`JournalWriter.projected`). */
 export interface JournalState {
   readonly event: boolean;
+  readonly viewRevision?: number;
+}
+
+/** A run of revisions' places in the journal (`JournalWriter.projectedFrom`). */
+export interface JournalLedger {
+  /** The revisions, from the one asked about on, whose event is there. */
+  readonly events: ReadonlySet<number>;
   readonly viewRevision?: number;
 }
 

@@ -8,7 +8,7 @@ import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-
 import { keys, toEventItem } from '../../shared/adapters/dynamodb/entities.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
-import { projectRecord } from '../../shared/app/journal/project-record.ts';
+import { batchJournalState, projectRecord } from '../../shared/app/journal/project-record.ts';
 import { executeRun } from '../../shared/app/runs/execute-run.ts';
 import { cancelTask } from '../../shared/app/tasks/cancel-task.ts';
 import { createTask } from '../../shared/app/tasks/create-task.ts';
@@ -171,6 +171,61 @@ describe('ListTasks and CancelTask against the emulators', () => {
       revision: 1,
       expiresAt: revisions[0]!.expiresAt,
     });
+  });
+
+  it("reads a task's journal once per stream batch, and still completes what is missing (decision 0070)", async () => {
+    const grace = { tenant: 't-count', principal: `grace-${Date.now()}`, profileId: 'default' };
+    const ts = (second: number) => `2026-11-30T13:00:${String(second).padStart(2, '0')}.000Z`;
+    const expiresAt = nowSeconds() + 30 * day;
+    const [r1, r2, r3, r4] = [1, 2, 3, 4].map((revision) =>
+      image(grace, 'g-batch', revision, { statusTimestamp: ts(revision), expiresAt }),
+    );
+    // The writer projected 1 and 2, and 3's event but not its view; 4 not at all.
+    expect(await projectRecord(journal, undefined, r1)).toBe('written');
+    expect(await projectRecord(journal, r1, r2)).toBe('written');
+    await env.clients.doc.send(
+      new PutCommand({
+        TableName: env.resources.tables.Journal.name,
+        Item: toEventItem(projectRevision(r2, r3)!.event),
+      }),
+    );
+    expect(await journal.projectedFrom('g-batch', 2)).toEqual({ events: new Set([2, 3]), viewRevision: 2 });
+    // The backstop's batch: the four records, one journal read among them.
+    const reads: string[] = [];
+    const counted = new Proxy(journal, {
+      get: (target, name, receiver) => {
+        const value = Reflect.get(target, name, receiver);
+        if (name !== 'projected' && name !== 'projectedFrom') return value;
+        return (...args: unknown[]) => {
+          reads.push(String(name));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const stateOf = batchJournalState(counted);
+    const results = [];
+    for (const [before, after] of [
+      [undefined, r1],
+      [r1, r2],
+      [r2, r3],
+      [r3, r4],
+    ] as const) {
+      results.push(await projectRecord(counted, before, after, stateOf));
+    }
+    expect(results).toEqual(['duplicate', 'duplicate', 'written', 'written']);
+    expect(reads).toEqual(['projectedFrom']);
+    expect((await journal.getView('g-batch'))?.revision).toBe(4);
+    expect((await journal.listEvents('g-batch', 0)).map((event) => event.revision)).toEqual([1, 2, 3, 4]);
+    // A later batch of the same records finds them all.
+    const again = batchJournalState(journal);
+    for (const [before, after] of [
+      [undefined, r1],
+      [r1, r2],
+      [r2, r3],
+      [r3, r4],
+    ] as const) {
+      expect(await projectRecord(journal, before, after, again)).toBe('duplicate');
+    }
   });
 
   it('completes a projection cut off between its event and its view (decision 0019)', async () => {

@@ -2,6 +2,7 @@ import type { ApprovalRecord } from '../../shared/domain/approvals.ts';
 import { VersionConflictError } from '../../shared/domain/errors.ts';
 import type {
   CommitResult,
+  JournalLedger,
   JournalRepository,
   JournalState,
   PushDeliveryLog,
@@ -148,6 +149,16 @@ export class InMemoryJournalRepository implements JournalRepository {
       event: this.events.has(`${taskId}#${revision}`),
       ...(viewRevision !== undefined && { viewRevision }),
     };
+  }
+
+  async projectedFrom(taskId: string, fromRevision: number): Promise<JournalLedger> {
+    const viewRevision = this.views.get(taskId)?.revision;
+    const events = new Set(
+      [...this.events.values()]
+        .filter((event) => event.taskId === taskId && event.revision >= fromRevision)
+        .map((event) => event.revision),
+    );
+    return { events, ...(viewRevision !== undefined && { viewRevision }) };
   }
 
   async putEvent(event: JournalEvent): Promise<boolean> {

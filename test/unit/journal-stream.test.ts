@@ -45,12 +45,26 @@ describe('processStreamTaskGroups (the pusher)', () => {
 describe('processStreamByTask (the projector)', () => {
   it('stops a task at its failed record and reports from the earliest failure on', async () => {
     const handled: string[] = [];
-    const response = await processStreamByTask(batch, async (entry) => {
+    const response = await processStreamByTask(batch, () => async (entry) => {
       if (sequenceOf(entry) === '3') throw new Error('conflict');
       handled.push(sequenceOf(entry));
     });
     // a3 failed: a6 is not tried; b and c went on.
     expect(handled.sort()).toEqual(['1', '2', '4', '5']);
     expect(response).toEqual(failuresFrom(3, 4, 5, 6));
+  });
+
+  it('gives each task its own handler, made once per task and batch', async () => {
+    const handlers: string[][] = [];
+    await processStreamByTask(batch, () => {
+      const seen: string[] = [];
+      handlers.push(seen);
+      return async (entry) => {
+        seen.push(entry.dynamodb?.Keys?.pk?.S ?? '');
+      };
+    });
+    // Three tasks in the batch: three handlers, each seeing only its task's records.
+    expect(handlers).toHaveLength(3);
+    for (const seen of handlers) expect(new Set(seen).size).toBe(1);
   });
 });

@@ -5,10 +5,11 @@ import {
   PutCommand,
   TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { JournalState, JournalWriter } from '../../domain/ports.ts';
+import type { JournalLedger, JournalState, JournalWriter } from '../../domain/ports.ts';
 import type { JournalEvent, JournalView, Projection } from '../../domain/projection.ts';
 import { isConditionalCheckFailed } from './condition-failures.ts';
 import { counterKeys, keys, toEventItem, toViewItem } from './entities.ts';
+import { queryAll } from './query-all.ts';
 
 /** Where the view is expected before a revision is written: absent, or at a revision and expiry. */
 type ExpectedView = { readonly revision: number; readonly expiresAt: number } | undefined;
@@ -89,6 +90,32 @@ export class DynamoDbJournalWriter implements JournalWriter {
       this.viewAt(taskId, false),
     ]);
     return { event: event.Item !== undefined, ...(view && { viewRevision: view.revision }) };
+  }
+
+  /**
+   * One eventually consistent Query of the task's partition from the revision's event to its
+   * view (`EVT#…` sorts before `VIEW`): billed by the items' total size, so a task's few events
+   * and its view cost what one or two GetItems do.
+   */
+  async projectedFrom(taskId: string, fromRevision: number): Promise<JournalLedger> {
+    const items = await queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :view',
+      ExpressionAttributeValues: {
+        ':pk': keys.view(taskId).pk,
+        ':from': keys.event(taskId, fromRevision).sk,
+        ':view': keys.view(taskId).sk,
+      },
+      ProjectionExpression: 'sk, #revision',
+      ExpressionAttributeNames: { '#revision': 'revision' },
+    });
+    const events = new Set<number>();
+    let viewRevision: number | undefined;
+    for (const item of items) {
+      if (item.sk === keys.view(taskId).sk) viewRevision = Number(item.revision);
+      else events.add(Number(String(item.sk).slice(keys.eventPrefix.length)));
+    }
+    return { events, ...(viewRevision !== undefined && { viewRevision }) };
   }
 
   /** Where the view is: its revision and expiry (the counters' bucket), or undefined. */

@@ -45,8 +45,13 @@ export const processStreamTaskGroups = async (
   };
 };
 
-/** One record at a time per task (the projector): a task stops at its first failed record. */
+/**
+ * One record at a time per task (the projector), a task stopping at its first failed record; each
+ * task's records go through a handler of their own (`perTask()`), which may keep what it learnt
+ * about the task for its later records.
+ */
 export const processStreamByTask = (
   records: readonly DynamoDBRecord[],
-  handle: (record: DynamoDBRecord) => Promise<void>,
-): Promise<DynamoDBBatchResponse> => processStreamTaskGroups(records, oneAtATime(handle));
+  perTask: () => (record: DynamoDBRecord) => Promise<void>,
+): Promise<DynamoDBBatchResponse> =>
+  processStreamTaskGroups(records, (taskRecords) => oneAtATime(perTask())(taskRecords));
