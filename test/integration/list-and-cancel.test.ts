@@ -203,29 +203,22 @@ describe('ListTasks and CancelTask against the emulators', () => {
       },
     });
     const stateOf = batchJournalState(counted);
-    const results = [];
-    for (const [before, after] of [
+    const records = [
       [undefined, r1],
       [r1, r2],
       [r2, r3],
       [r3, r4],
-    ] as const) {
-      results.push(await projectRecord(counted, before, after, stateOf));
-    }
+    ] as const;
+    const results = [];
+    for (const [before, after] of records) results.push(await projectRecord(counted, before, after, stateOf));
     expect(results).toEqual(['duplicate', 'duplicate', 'written', 'written']);
     expect(reads).toEqual(['projectedFrom']);
     expect((await journal.getView('g-batch'))?.revision).toBe(4);
     expect((await journal.listEvents('g-batch', 0)).map((event) => event.revision)).toEqual([1, 2, 3, 4]);
     // A later batch of the same records finds them all.
     const again = batchJournalState(journal);
-    for (const [before, after] of [
-      [undefined, r1],
-      [r1, r2],
-      [r2, r3],
-      [r3, r4],
-    ] as const) {
+    for (const [before, after] of records)
       expect(await projectRecord(journal, before, after, again)).toBe('duplicate');
-    }
   });
 
   it('completes a projection cut off between its event and its view (decision 0019)', async () => {
