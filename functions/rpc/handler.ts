@@ -24,6 +24,7 @@ import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { createSealer, webhookPolicyOf } from '../compose.ts';
 import { toHttpRequest, toStreamingResponse } from './api-gateway.ts';
 import { createHttpApp } from './http-app.ts';
+import { mayAnswerWithMessage } from './message-answers.ts';
 
 const env = readRuntimeEnv();
 const logger = createLogger('a2a-rpc');
@@ -76,6 +77,8 @@ const methods = createA2aMethods({
   pushCodec: new PushConfigCodec(sealer),
   webhookPolicy: webhookPolicyOf(env),
   profileCatalog: profiles,
+  // A stream whose agent may answer with a Message waits to know which it is (decision 0067).
+  mayAnswerWithMessage,
   // Open streams per caller, counted across instances in the state table (decision 0052).
   streamSlots: new DynamoDbStreamSlots(documents, env.stateTableName, systemClock),
   ...(env.runStartDeadlineMs ? { runStartDeadlineMs: env.runStartDeadlineMs } : {}),

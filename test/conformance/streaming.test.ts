@@ -195,6 +195,51 @@ describe('SendStreamingMessage', () => {
   });
 });
 
+describe('a Message answer over SSE (decision 0067)', () => {
+  type AgentMessage = { messageId: string; taskId: string; contextId: string; parts: unknown[] };
+
+  it('STREAM-MSG-001: tck-message-response streams exactly one Message event, then closes', async () => {
+    // Fails without the change: the stream was task:SUBMITTED → WORKING → COMPLETED.
+    const answer = await stream('SendStreamingMessage', message('tck-message-response'));
+    const { events } = await drain(answer.frames);
+    expect(events.map(kindOf)).toEqual(['message']);
+    const streamed = events[0]?.data?.result?.message as AgentMessage;
+    expect(streamed).toMatchObject({ role: 'ROLE_AGENT', parts: [{ text: 'Direct message response' }] });
+    // A message-only stream has no revision to resume after.
+    expect(events[0]?.id).toBeUndefined();
+
+    // The same as a blocking SendMessage answers, and the task behind it is durable: GetTask shows
+    // it COMPLETED with this message as its status, and there is nothing to subscribe to.
+    const blocking = await rpc(url, 'SendMessage', message('tck-message-response'));
+    expect(blocking.kind === 'json' && Object.keys(blocking.body.result ?? {})).toEqual(['message']);
+    const task = await rpc(url, 'GetTask', { id: streamed.taskId });
+    expect(task.kind === 'json' && task.body.result).toMatchObject({
+      id: streamed.taskId,
+      contextId: streamed.contextId,
+      status: { state: 'TASK_STATE_COMPLETED', message: streamed },
+      metadata: { responseKind: 'message' },
+    });
+    const subscribe = await rpc(url, 'SubscribeToTask', { id: streamed.taskId });
+    expect(subscribe.kind === 'json' && subscribe.body.error?.code).toBe(-32004);
+  });
+
+  it('a retried streaming send of a Message answer streams the same one Message (I-RETRY)', async () => {
+    const params = message('tck-message-response');
+    const first = await drain((await stream('SendStreamingMessage', params)).frames);
+    const retry = await drain((await stream('SendStreamingMessage', params)).frames);
+    expect(retry.events.map(kindOf)).toEqual(['message']);
+    expect(retry.events[0]?.data?.result).toEqual(first.events[0]?.data?.result);
+  });
+
+  it('a follow-up answered with a Message streams one Message too', async () => {
+    const taskId = await inputRequiredTask();
+    const answer = await stream('SendStreamingMessage', message('tck-message-response', { taskId }));
+    const { events } = await drain(answer.frames);
+    expect(events.map(kindOf)).toEqual(['message']);
+    expect(events[0]?.data?.result?.message).toMatchObject({ taskId });
+  });
+});
+
 describe('SubscribeToTask', () => {
   it('STREAM-SUB-001: the first event is the Task', async () => {
     const taskId = await inputRequiredTask();
@@ -320,6 +365,20 @@ describe('with the official @a2a-js/sdk client', () => {
     expect(artifact).toMatchObject({
       artifactUpdate: { artifact: { parts: [{ filename: 'output.txt', mediaType: 'text/plain' }] } },
     });
+  });
+
+  it('sendMessageStream: a Message answer is the one event of its stream (STREAM-MSG-001)', async () => {
+    const events = await collect(
+      client.sendMessageStream(SendMessageRequest.fromJSON(message('tck-message-response'))),
+    );
+    expect(events).toEqual([
+      {
+        message: expect.objectContaining({
+          role: 'ROLE_AGENT',
+          parts: [{ text: 'Direct message response' }],
+        }),
+      },
+    ]);
   });
 
   it('resubscribeTask: the Task first, then the follow-up lifecycle to COMPLETED', async () => {

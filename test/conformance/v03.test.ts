@@ -162,6 +162,17 @@ describe('v0.3 client round trip', () => {
     expect(events.some((event) => event.payload?.$case === 'artifactUpdate')).toBe(true);
   });
 
+  it('message/stream: a Message answer is the one event of its stream (decision 0067)', async () => {
+    const events: StreamResponse[] = [];
+    for await (const event of client.sendMessageStream(request('tck-message-response'))) events.push(event);
+    expect(events.map((event) => event.payload?.$case)).toEqual(['message']);
+    const answer = await rawV03('message/stream', { message: v03Message('tck-message-response') });
+    if (answer.kind !== 'sse') throw new Error(`expected SSE, got ${JSON.stringify(answer)}`);
+    expect(resultsOf((await drain(answer.frames)).events)).toEqual([
+      expect.objectContaining({ kind: 'message', role: 'agent' }),
+    ]);
+  });
+
   it('message/stream on the wire: every event has a kind, and only the last status-update is final', async () => {
     for (const [prefix, closing] of [
       ['tck-stream-001', 'completed'],

@@ -96,7 +96,26 @@ const setup = (streamTiming: StreamTiming = timing) => {
   const stream = (input: Partial<StreamTaskInput> & Pick<StreamTaskInput, 'taskId' | 'start'>) =>
     streamTask(deps, { caller: alice, closeAt: 'terminal', ...input });
 
-  return { core, deps, project, unprojected, sleeps, at, listEvents, create, stream, nowMs: () => now };
+  /** Executes the next queued run, and projects its revisions, once `afterMs` have passed. */
+  const runAt = (afterMs: number) =>
+    at(afterMs, async () => {
+      await core.runNext();
+      await project();
+    });
+
+  return {
+    core,
+    deps,
+    project,
+    unprojected,
+    sleeps,
+    at,
+    runAt,
+    listEvents,
+    create,
+    stream,
+    nowMs: () => now,
+  };
 };
 
 /** Collects every item with the stream time at which it was produced. */
@@ -216,6 +235,99 @@ describe('streamTask: SendStreamingMessage (from the caller own write)', () => {
       'status:WORKING#2',
       'status:INPUT_REQUIRED#3',
     ]);
+  });
+});
+
+describe('streamTask: a send whose agent may answer with a Message (decision 0067)', () => {
+  /** A held SendStreamingMessage of `prefix`, its run executed and projected `runAtMs` later. */
+  const heldStream = async (prefix: string, runAtMs: number, waitMs = 25_000) => {
+    const s = setup();
+    const created = await s.create(prefix);
+    await s.project();
+    s.runAt(runAtMs);
+    const startedAt = s.nowMs();
+    const items = await collect(
+      s.stream({
+        taskId: created.taskId,
+        start: { kind: 'created', revision: created.revision },
+        closeAt: 'terminal-or-interrupted',
+        messageAnswerWaitMs: waitMs,
+      }),
+      s.nowMs,
+    );
+    return { s, created, items, startedAt };
+  };
+
+  it('streams exactly one Message, the one a blocking send answers, then closes (STREAM-MSG-001)', async () => {
+    // Fails without the wait: the stream is then task:SUBMITTED, status:WORKING, status:COMPLETED.
+    const { s, created, items } = await heldStream('tck-message-response', 50);
+    expect(items.map(({ item }) => describeItem(item))).toEqual(['message']);
+    const task = await s.core.deps.journal.getView(created.taskId);
+    expect(task?.state).toBe('TASK_STATE_COMPLETED');
+    expect(items[0]?.item).toEqual({
+      message: {
+        messageId: expect.any(String),
+        role: 'ROLE_AGENT',
+        // The task exists durably (GetTask reads it): the message names it, as the blocking answer does.
+        taskId: created.taskId,
+        contextId: task?.contextId,
+        parts: [{ text: 'Direct message response' }],
+      },
+    });
+    // Nothing before it: no snapshot, no id (a message-only stream has nothing to resume).
+    expect(items[0]?.item).not.toHaveProperty('eventId');
+  });
+
+  it.each([
+    { when: 'once it settled', runAtMs: 50, waitMs: 25_000, snapshotAtMs: 50 },
+    { when: 'from the wait bound on, then live', runAtMs: 5_000, waitMs: 1_000, snapshotAtMs: 1_000 },
+  ])('streams a run that answered with a task exactly as an unheld stream, $when', async (held) => {
+    const { items, startedAt } = await heldStream('tck-stream-001', held.runAtMs, held.waitMs);
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:SUBMITTED#1',
+      'status:WORKING#2',
+      'artifact:Stream hello from TCK',
+      'status:COMPLETED#3',
+    ]);
+    // Held: the snapshot of revision 1 comes when the run settled or the wait gave up, not at 0;
+    // the run's own revisions when it ran.
+    expect((items[0]?.at ?? 0) - startedAt).toBe(held.snapshotAtMs);
+    expect((items[1]?.at ?? 0) - startedAt).toBeGreaterThanOrEqual(held.runAtMs);
+  });
+
+  it('a Message after the wait bound ends a task stream, as a blocking send past its cap answers with the task', async () => {
+    const { items } = await heldStream('tck-message-response', 5_000, 1_000);
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:SUBMITTED#1',
+      'status:WORKING#2',
+      'status:COMPLETED#3',
+    ]);
+  });
+
+  it('sends heartbeats while it waits, never more than heartbeatMs apart', async () => {
+    const { items, startedAt } = await heldStream('tck-message-response', 40_000, 50_000);
+    expect(items.map(({ item }) => describeItem(item))).toEqual(['heartbeat', 'heartbeat', 'message']);
+    const sentAt = [startedAt, ...items.map(({ at }) => at)];
+    for (let i = 1; i < sentAt.length; i++) {
+      expect((sentAt[i] as number) - (sentAt[i - 1] as number)).toBeLessThanOrEqual(timing.heartbeatMs);
+    }
+  });
+
+  it('a subscriber to a task that answers with a Message still gets a task stream (the spec: Task first)', async () => {
+    const s = setup();
+    const created = await s.create('tck-message-response');
+    await s.project();
+    s.runAt(50);
+    const items = await collect(s.stream({ taskId: created.taskId, start: { kind: 'subscribe' } }), s.nowMs);
+    expect(items.map(({ item }) => describeItem(item))).toEqual([
+      'task:SUBMITTED#1',
+      'status:WORKING#2',
+      'status:COMPLETED#3',
+    ]);
+    const last = items.at(-1)?.item as { response: StreamResponse };
+    expect(last.response).toMatchObject({
+      statusUpdate: { status: { message: { parts: [{ text: 'Direct message response' }] } } },
+    });
   });
 });
 

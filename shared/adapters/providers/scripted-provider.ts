@@ -44,6 +44,18 @@ export class ScriptedProvider implements AgentProvider {
   }
 }
 
+/** The TCK scenario whose agent answers with a direct Message instead of a task (docs/protocol.md §13.3). */
+const messageResponsePrefix = 'tck-message-response';
+
+/**
+ * Whether this behaviour answers the message with a direct Message — known before it runs, as an
+ * SDK executor knows it before it publishes its first event (decision 0067).
+ */
+export const answersWithMessage = (
+  behavior: ScriptedBehavior,
+  message: Pick<Message, 'messageId'>,
+): boolean => behavior === 'tck' && message.messageId.startsWith(messageResponsePrefix);
+
 const agentMessage = (request: AgentRequest, suffix: string, parts: Part[]): Message => ({
   messageId: `${request.runId}-${suffix}`,
   role: 'ROLE_AGENT',
@@ -81,7 +93,7 @@ const playTck = (request: AgentRequest, last: Message): AgentOutcome => {
       message: agentMessage(request, 'input', [{ text: 'Please provide more input.' }]),
     };
   }
-  if (id.startsWith('tck-message-response')) {
+  if (id.startsWith(messageResponsePrefix)) {
     return {
       kind: 'message',
       message: agentMessage(request, 'message', [{ text: 'Direct message response' }]),

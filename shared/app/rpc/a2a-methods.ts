@@ -23,7 +23,7 @@ import { cancelTask } from '../tasks/cancel-task.ts';
 import { listTasks } from '../tasks/list-tasks.ts';
 import { getTask } from '../tasks/read-task.ts';
 import { type SendMessageDeps, sendMessage, toSendMessageResponse } from '../tasks/send-message.ts';
-import { type StreamTaskDeps, sendStreamingMessage, subscribeToTask } from '../tasks/stream-task.ts';
+import { type StreamMethodDeps, sendStreamingMessage, subscribeToTask } from '../tasks/stream-task.ts';
 import {
   type A2aMethodTable,
   defineMethod,
@@ -51,13 +51,13 @@ const pushDeps = (deps: SendMessageDeps) => {
 };
 
 export type A2aMethodsDeps = SendMessageDeps &
-  Pick<StreamTaskDeps, 'streamSlots'> & {
+  Pick<StreamMethodDeps, 'streamSlots' | 'mayAnswerWithMessage'> & {
     /** The profiles served, saved ones included (decision 0024); absent = `config.profiles` only. */
     readonly profileCatalog?: ProfileCatalog;
   };
 
 /** The deps of a call that resolves its profile: the configuration with the profiles served now. */
-const withServedProfiles = async (deps: A2aMethodsDeps): Promise<SendMessageDeps> => {
+const withServedProfiles = async (deps: A2aMethodsDeps): Promise<A2aMethodsDeps> => {
   if (deps.profileCatalog === undefined) return deps;
   const { config, saved } = await deps.profileCatalog.current();
   return { ...deps, config, savedProfiles: saved };

@@ -1,3 +1,4 @@
+import type { Config } from '../../config/config.ts';
 import type { Message, Task } from '../../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
 import type { JournalView } from '../../domain/projection.ts';
@@ -11,8 +12,16 @@ export type SendMessageInput = CreateTaskInput;
 /** How long a non-blocking send waits for its own first revision to be projected (I-RYW). */
 const projectionWaitMs = 10_000;
 
-const settledForCaller = (state: Task['status']['state']): boolean =>
+/** Where a blocking send returns: the run has settled for its caller (done, or waiting for it). */
+export const settledForCaller = (state: Task['status']['state']): boolean =>
   isTerminal(state) || isInterrupted(state);
+
+/** How long a send waits for its run to settle: the profile's blocking cap. */
+export const blockingCapMs = (config: Config, profileId: string): number =>
+  (config.profiles[profileId]?.blockingCapSeconds ?? 25) * 1000;
+
+/** The wait kind of a send waiting for its run (`WaitHistory`): waits of one profile take alike. */
+export const settledWait = (profileId: string): string => `settled:${profileId}`;
 
 /**
  * SendMessage: blocking by default (returns at a terminal or interrupted state, or at the
@@ -23,14 +32,13 @@ export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput
   const created = await createTask(deps, input);
   const caller = senderOf(input);
   const blocking = input.configuration?.returnImmediately !== true;
-  const profile = deps.config.profiles[input.profileId];
-  const capMs = (profile?.blockingCapSeconds ?? 25) * 1000;
+  const capMs = blockingCapMs(deps.config, input.profileId);
   const view = await waitForView(deps, caller, created.taskId, {
     minRevision: created.revision,
     until: blocking ? settledForCaller : undefined,
     timeoutMs: blocking ? capMs : projectionWaitMs,
     // A blocking wait lasts as long as the profile's runs; a non-blocking one, one projection.
-    kind: blocking ? `settled:${input.profileId}` : projectedWait,
+    kind: blocking ? settledWait(input.profileId) : projectedWait,
   });
   const options = { historyLength: input.configuration?.historyLength };
   if (view === undefined) return taskFromCommittedRow(deps, caller, created.taskId, options);

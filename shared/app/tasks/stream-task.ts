@@ -1,4 +1,5 @@
-import type { StreamEnd, Task, TaskState } from '../../domain/a2a.ts';
+import type { Config } from '../../config/config.ts';
+import type { Message, StreamEnd, Task, TaskState } from '../../domain/a2a.ts';
 import { endsStream, isTerminal } from '../../domain/a2a.ts';
 import { TaskNotFoundError, UnsupportedOperationError } from '../../domain/errors.ts';
 import type { StreamSlots } from '../../domain/ports.ts';
@@ -9,6 +10,7 @@ import type { StreamComment, StreamItem } from '../rpc/dispatcher.ts';
 import { type CreateTaskDeps, type CreateTaskInput, createTask, senderOf } from './create-task.ts';
 import { withStreamSlot } from './limits.ts';
 import { getVisibleView, projectedWait, type ReadTaskDeps, toTask, waitForView } from './read-task.ts';
+import { blockingCapMs, settledForCaller, settledWait, toSendMessageResponse } from './send-message.ts';
 
 /**
  * SSE streams of a task, read from the journal only (I-COMMITTED, docs/decisions/0008): the Task
@@ -80,7 +82,19 @@ export interface StreamTaskInput {
    */
   readonly closeAt: StreamEnd;
   readonly historyLength?: number;
+  /**
+   * A send to an agent that may answer with a Message (decision 0067): the first event waits for
+   * the run to settle, at most this long. A run that answered with a Message streams that Message
+   * alone; any other run streams its task from the created revision, as if nothing had waited.
+   */
+  readonly messageAnswerWaitMs?: number;
 }
+
+/**
+ * Whether the agent a profile serves may answer this message with a direct Message instead of a
+ * task (decision 0067). A composition root knows its providers; without one, no agent does.
+ */
+export type MessageAnswerForecast = (config: Config, profileId: string, message: Message) => boolean;
 
 export const heartbeat: StreamComment = { comment: 'keep-alive' };
 
@@ -113,6 +127,22 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
   const now = (): number => deps.clock.now().getTime();
   const startedAt = now();
   const closes = (state: TaskState): boolean => endsStream(state, input.closeAt);
+
+  if (input.start.kind === 'created' && input.messageAnswerWaitMs !== undefined) {
+    const answer = yield* messageAnswerOf(
+      deps,
+      input,
+      input.start.revision,
+      input.messageAnswerWaitMs,
+      timing,
+    );
+    if (answer !== undefined) {
+      // A message-only stream (docs/protocol.md §5): exactly one Message, then closed. It has no
+      // revision to resume after: its task is terminal.
+      yield { message: answer };
+      return;
+    }
+  }
 
   const opening = await openSnapshot(deps, input, timing);
   yield { eventId: String(opening.revision), response: { task: opening.task } };
@@ -180,6 +210,38 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
             )
           : Math.min(delay * 2, active ? timing.activeMaxPollMs : timing.maxPollMs);
     }
+  }
+}
+
+/**
+ * Waits for the created run to settle, at most `waitMs`, sending heartbeats meanwhile: the
+ * Message it answered with, or undefined (it answered with a task, or has not settled in time).
+ * The rule is the blocking SendMessage's (`toSendMessageResponse` after a wait of its blocking
+ * cap), so a send answers alike blocking and streaming.
+ */
+async function* messageAnswerOf(
+  deps: StreamTaskDeps,
+  input: StreamTaskInput,
+  revision: number,
+  waitMs: number,
+  timing: StreamTiming,
+): AsyncGenerator<StreamItem, Message | undefined> {
+  const now = (): number => deps.clock.now().getTime();
+  const until = now() + waitMs;
+  for (;;) {
+    const view = await waitForView(deps, input.caller, input.taskId, {
+      minRevision: revision,
+      until: settledForCaller,
+      timeoutMs: Math.max(0, Math.min(until - now(), timing.heartbeatMs)),
+      kind: settledWait(input.caller.profileId),
+    });
+    if (view !== undefined && settledForCaller(view.state)) {
+      const task = await toTask(deps, view, { historyLength: 0, includeArtifacts: false });
+      const response = toSendMessageResponse(task);
+      return 'message' in response ? response.message : undefined;
+    }
+    if (now() >= until) return undefined;
+    yield heartbeat;
   }
 }
 
@@ -340,7 +402,11 @@ const openFromCommittedRow = async (deps: StreamTaskDeps, input: StreamTaskInput
   };
 };
 
-export type StreamMethodDeps = CreateTaskDeps & StreamTaskDeps;
+export type StreamMethodDeps = CreateTaskDeps &
+  StreamTaskDeps & {
+    /** Which sends may be answered with a Message; absent: none (every stream is a task's). */
+    readonly mayAnswerWithMessage?: MessageAnswerForecast;
+  };
 
 /** The stream timing of an installation: defaults, with heartbeat and lifetime from its configuration. */
 export const streamTimingOf = (deps: StreamMethodDeps): Partial<StreamTiming> => ({
@@ -356,7 +422,8 @@ export const streamTimingOf = (deps: StreamMethodDeps): Partial<StreamTiming> =>
 /**
  * SendStreamingMessage: the task is created exactly as SendMessage creates it (refusal, content
  * types, follow-ups — all plain JSON-RPC errors, before any event), then streamed from the created
- * revision until a terminal or interrupted state.
+ * revision until a terminal or interrupted state. When the agent may answer with a Message, the
+ * first event waits for the run, as long as a blocking send would (decision 0067).
  */
 export const sendStreamingMessage = async (
   deps: StreamMethodDeps,
@@ -373,6 +440,9 @@ export const sendStreamingMessage = async (
         start: { kind: 'created', revision: created.revision },
         closeAt: 'terminal-or-interrupted',
         historyLength: input.historyLength,
+        ...(deps.mayAnswerWithMessage?.(deps.config, input.profileId, input.message) && {
+          messageAnswerWaitMs: blockingCapMs(deps.config, input.profileId),
+        }),
       },
     );
   });
