@@ -298,6 +298,12 @@ describe('SQS poller', () => {
         Attributes: { FifoQueue: 'true', ContentBasedDeduplication: 'true', VisibilityTimeout: '30' },
       }),
     );
+    // What it proves: a busy receive starts another poller, so two invocations run at once (one
+    // standing poller would run one at a time), never more than the ceiling, never two of one
+    // FIFO group, each group in order. No sleep decides it: every invocation waits until two are
+    // in flight together — an observable event, not a time. A poller that does not scale out
+    // leaves the first one waiting: `waitFor` times out and the peak stays 1 (the wait is released
+    // before the poller stops, so the test fails instead of hanging).
     const groups = 8;
     const perGroup = 3;
     const seen = new Map<string, number[]>();
@@ -305,6 +311,10 @@ describe('SQS poller', () => {
     let inFlight = 0;
     let peak = 0;
     let overlaps = 0;
+    let twoInFlight = (): void => {};
+    const scaledOut = new Promise<void>((resolve) => {
+      twoInFlight = resolve;
+    });
     const poller = createSqsPoller({
       sqs: local.clients.sqs,
       queueUrl: QueueUrl!,
@@ -315,7 +325,8 @@ describe('SQS poller', () => {
           inFlightGroups.add(group);
           inFlight += 1;
           peak = Math.max(peak, inFlight);
-          await new Promise((wake) => setTimeout(wake, 150));
+          if (inFlight >= 2) twoInFlight();
+          await scaledOut;
           seen.set(group, [...(seen.get(group) ?? []), Number(index)]);
           inFlight -= 1;
           inFlightGroups.delete(group);
@@ -343,9 +354,9 @@ describe('SQS poller', () => {
     try {
       await waitFor(() => poller.stats().deleted === groups * perGroup);
     } finally {
+      twoInFlight();
       await poller.stop();
     }
-    // One standing poller would have run one at a time; the extra ones stay under the ceiling.
     expect(peak).toBeGreaterThan(1);
     expect(peak).toBeLessThanOrEqual(groups);
     expect(overlaps).toBe(0);
