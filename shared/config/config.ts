@@ -219,8 +219,24 @@ export const configSchema = z.object({
       partsPerMessage: z.number().int().min(1).max(1000).default(100),
       metadataBytes: z.number().int().min(256).max(262_144).default(16_384),
       streamsPerCaller: z.number().int().min(1).max(1000).default(10),
+      /**
+       * A task's whole history (every message of every turn, JSON) may grow to this many bytes:
+       * the write that settles a turn carries the whole sealed history with the result.
+       */
+      historyBytes: z
+        .number()
+        .int()
+        .min(65_536)
+        .max(3 * 1024 * 1024)
+        .default(2.5 * 1024 * 1024),
     })
-    .default({ pushConfigsPerTask: 10, partsPerMessage: 100, metadataBytes: 16_384, streamsPerCaller: 10 }),
+    .default({
+      pushConfigsPerTask: 10,
+      partsPerMessage: 100,
+      metadataBytes: 16_384,
+      streamsPerCaller: 10,
+      historyBytes: 2.5 * 1024 * 1024,
+    }),
   /** ErrorInfo domain for this installation's own reasons (docs/protocol.md §17). */
   errorDomain: z.string().min(1).default('a2a-serverless.local'),
   /** Request bodies above this many bytes are refused with -32600 (decision 0006). */

@@ -161,7 +161,8 @@ export type LimitName =
   | 'PUSH_CONFIGS_PER_TASK'
   | 'PARTS_PER_MESSAGE'
   | 'METADATA_BYTES'
-  | 'STREAMS_PER_CALLER';
+  | 'STREAMS_PER_CALLER'
+  | 'HISTORY_BYTES';
 
 /**
  * A request above one of the installation's limits, refused before anything is stored. Its wire

@@ -163,6 +163,43 @@ describe('limits', () => {
     },
   );
 
+  it('refuses a message that would grow the history past historyBytes (-32602 HISTORY_BYTES_EXCEEDED): first or follow-up, nothing is written', async () => {
+    const small = parseConfig({ ...config, limits: { ...config.limits, historyBytes: 65_536 } });
+    const queued: RunMessage[] = [];
+    const { tasks, counter } = counting();
+    const using = () => ({ ...deps(queued, tasks), config: small });
+    const turn = (text: string, taskId?: string) =>
+      createTask(using(), {
+        caller: alice,
+        profileId: 'default',
+        message: userMessage(text, { messageId: `tck-input-required-${crypto.randomUUID()}`, taskId }),
+      });
+    // Alone over the limit: refused before the task exists.
+    const first = await turn('f'.repeat(70_000)).catch((error: unknown) => error);
+    expect(first).toBeInstanceOf(LimitExceededError);
+    expect(counter.commits).toBe(0);
+    // Within it, then a follow-up that would pass it: refused, the task as it was.
+    const { taskId } = await turn('a'.repeat(40_000));
+    expect(await executeRun(using(), queued.shift()!)).toBe('input-required');
+    const before = (await repositories.tasks.getTask(taskId))!;
+    const commits = counter.commits;
+    const refused = await turn('b'.repeat(40_000), taskId).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(LimitExceededError);
+    const wire = errorInfo(refused);
+    expect(wire.code).toBe(-32602);
+    expect(wire.data?.[0]).toMatchObject({
+      reason: 'HISTORY_BYTES_EXCEEDED',
+      metadata: { limit: 'limits.historyBytes', max: '65536' },
+    });
+    expect(wire.data?.[1]).toMatchObject({ fieldViolations: [{ field: 'message' }] });
+    expect(counter.commits).toBe(commits);
+    expect((await repositories.tasks.getTask(taskId))!.revision).toBe(before.revision);
+    expect(queued).toHaveLength(0);
+    // A shorter follow-up still fits.
+    await turn('c'.repeat(10_000), taskId);
+    expect((await repositories.tasks.getTask(taskId))!.revision).toBe(before.revision + 1);
+  });
+
   it('counts open streams per caller across instances: at the limit the next is refused (-32004 STREAMS_PER_CALLER_EXCEEDED) until one closes or its lease lapses', async () => {
     let now = Date.parse('2026-12-01T10:00:00Z');
     const clock = { now: () => new Date(now) };

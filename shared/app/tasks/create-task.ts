@@ -42,7 +42,7 @@ import { runProfileOf } from '../profiles/served-profiles.ts';
 import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from '../push/push-configs.ts';
 import { defaultLeaseMs } from '../runs/run-lease.ts';
 import { endTaskWith } from './end-task.ts';
-import { checkMessageLimits, checkPushConfigLimit, limitsOf } from './limits.ts';
+import { checkHistoryLimit, checkMessageLimits, checkPushConfigLimit, limitsOf } from './limits.ts';
 import { runIdOf, taskIdOf } from './message-identity.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
@@ -305,7 +305,9 @@ const planNewTask = async (
   const { taskId } = run;
   const contextId = input.message.contextId ?? deps.ids.newId();
   const message: Message = { ...input.message, taskId, contextId };
-  const sealed = await deps.codec.seal(taskId, { history: appendHistory([], 1, [message]) });
+  const history = appendHistory([], 1, [message]);
+  checkHistoryLimit(history, limitsOf(deps.config));
+  const sealed = await deps.codec.seal(taskId, { history });
   const task: StoredTask = {
     taskId,
     contextId,
@@ -366,7 +368,9 @@ const planFollowUp = async (
     throw new MessageIdReusedError(input.message.messageId, taskId);
   }
   const revision = current.revision + 1;
-  const sealed = await deps.codec.seal(taskId, { history: appendHistory(history, revision, [message]) });
+  const extended = appendHistory(history, revision, [message]);
+  checkHistoryLimit(extended, limitsOf(deps.config));
+  const sealed = await deps.codec.seal(taskId, { history: extended });
   const task = advanceTask(current, 'TASK_STATE_WORKING', now, {
     currentRunId: run.runId,
     sealedStatusMessage: undefined,

@@ -2,7 +2,7 @@ import type { Config } from '../../config/config.ts';
 import type { Message } from '../../domain/a2a.ts';
 import { LimitExceededError } from '../../domain/errors.ts';
 import type { PushConfigRepository, StreamSlots } from '../../domain/ports.ts';
-import type { Owner } from '../../domain/task.ts';
+import type { HistoryEntry, Owner } from '../../domain/task.ts';
 
 /**
  * The documented limits of one request (docs/configuration.md `limits`, decision 0052), checked
@@ -17,6 +17,7 @@ export const defaultLimits: Limits = {
   partsPerMessage: 100,
   metadataBytes: 16_384,
   streamsPerCaller: 10,
+  historyBytes: 2.5 * 1024 * 1024,
 };
 
 export const limitsOf = (config: Partial<Pick<Config, 'limits'>> | undefined): Limits =>
@@ -43,6 +44,23 @@ export const checkMessageLimits = (message: Message, limits: Limits): void => {
       max: limits.metadataBytes,
       field: 'message.metadata',
       description: `At most ${limits.metadataBytes} bytes of metadata (JSON, the message's and its parts' together)`,
+    });
+  }
+};
+
+/**
+ * The task's history with the new message in it, in UTF-8 bytes of JSON (what is sealed), fits
+ * `limits.historyBytes`: checked before the message is stored, on a new task and
+ * on every follow-up, so a conversation that would grow past it is refused, not truncated.
+ */
+export const checkHistoryLimit = (history: readonly HistoryEntry[], limits: Limits): void => {
+  const max = limits.historyBytes ?? defaultLimits.historyBytes;
+  if (utf8Bytes(history) > max) {
+    throw new LimitExceededError('HISTORY_BYTES', {
+      setting: 'limits.historyBytes',
+      max,
+      field: 'message',
+      description: `At most ${max} bytes of history per task (JSON, every message of every turn)`,
     });
   }
 };
