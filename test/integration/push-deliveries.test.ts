@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeliverRecords } from '../../functions/deliverer/deliver-records.ts';
 import { createSqsPoller, type LocalLog, type SqsPoller } from '../../infra/local/lambda-pollers.ts';
+import { createLocalClients, type LocalClients } from '../../infra/local/local-stack.ts';
+import { injectSdkFaults } from '../../infra/local/sdk-faults.ts';
 import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
 import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
@@ -18,7 +20,7 @@ import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
 import { createGuardedWebhookSender } from '../../shared/adapters/ssrf-guard.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
 import { projectRecord } from '../../shared/app/journal/project-record.ts';
-import { armFailpoints, disarmFailpoints } from '../../shared/app/operations/failpoints.ts';
+import { armFailpoints, disarmFailpoints, failpointCounts } from '../../shared/app/operations/failpoints.ts';
 import { purgeExpired } from '../../shared/app/operations/purge-expired.ts';
 import { type DeliverDeps, deliverPush } from '../../shared/app/push/deliver-push.ts';
 import { fanOutEvents, fanOutProjected } from '../../shared/app/push/fan-out-events.ts';
@@ -37,7 +39,8 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
  * Delivery records (decision 0025) against DynamoDB Local and the SQS emulator: the deliverer's
  * own batch handler behind a local poller on the FIFO delivery queue, a real loopback receiver
  * that refuses its first POST with 503, the owner-scoped read, the write cost, a record write
- * DynamoDB refuses, and the purge taking the records with their task.
+ * DynamoDB refuses, the purge taking the records with their task, and the webhook's order when
+ * the soak's faults hit a catch-up (decision 0062).
  */
 
 const bob = { tenant: 't1', principal: 'bob', profileId: 'default' } as const;
@@ -53,6 +56,7 @@ const waitFor = async (condition: () => Promise<boolean>, timeoutMs = 60_000): P
 };
 
 let env: TestResources;
+let faultable: LocalClients;
 let receiver: WebhookReceiver;
 let poller: SqsPoller;
 let tasks: DynamoDbTaskRepository;
@@ -94,11 +98,18 @@ beforeAll(async () => {
     installation: 'test',
   });
   tasks = new DynamoDbTaskRepository(env.clients.doc, state);
-  // The log's client asks DynamoDB what each append costs (as `npm run bench`'s meter does).
-  const metered = Object.create(env.clients.doc) as typeof env.clients.doc;
+  // The log's own client carries the local stack's SDK failpoints: an armed `dynamodb.throttle=#N`
+  // counts the log's calls alone (decision 0062). It asks DynamoDB what each append costs (as
+  // `npm run bench`'s meter does).
+  faultable = createLocalClients(env.endpoints);
+  injectSdkFaults(faultable.dynamodb);
+  const logDocuments = DynamoDBDocumentClient.from(faultable.dynamodb, {
+    marshallOptions: { removeUndefinedValues: true },
+  });
+  const metered = Object.create(logDocuments) as typeof logDocuments;
   metered.send = (async (command: { input: Record<string, unknown> }) => {
     command.input.ReturnConsumedCapacity = 'TOTAL';
-    const output = (await env.clients.doc.send(command as never)) as {
+    const output = (await logDocuments.send(command as never)) as {
       ConsumedCapacity?: { CapacityUnits?: number };
     };
     if (command.constructor.name === 'UpdateCommand') {
@@ -120,7 +131,15 @@ beforeAll(async () => {
     deliveryLog: new DynamoDbPushDeliveryLog(metered, state),
     logger,
   };
-  receiver = await startWebhookReceiver({ respond: (_post, index) => (index === 0 ? 503 : 200) });
+  // The first test's first POST is refused with 503; no other test depends on what ran before it.
+  let refused = false;
+  receiver = await startWebhookReceiver({
+    respond: (post) => {
+      if (refused || !post.path.startsWith('/hook?sig=')) return 200;
+      refused = true;
+      return 503;
+    },
+  });
   const queue = new SqsDeliveryQueue(env.clients.sqs, env.resources.queues.DeliveryQueue.url);
   poller = createSqsPoller({
     sqs: env.clients.sqs,
@@ -143,6 +162,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await poller?.stop();
   await receiver?.close();
+  faultable?.destroy();
   env?.destroy();
 });
 
@@ -447,5 +467,47 @@ describe('the writer’s direct fan-out, with the journal stream as its backstop
       [2, 'DELIVERED'],
       [3, 'DELIVERED'],
     ]);
+  });
+});
+
+describe('a webhook never sees a revision after a newer one, whatever fails (decision 0062)', () => {
+  it('revision 2 overtakes 1; 1’s record is throttled, 2’s answer lost: the webhook goes 1 → 2, never back', async () => {
+    await queueDrained();
+    const { taskId, expiresAt } = await seedTask(`${receiver.url}/ordered`);
+    const queue = new SqsDeliveryQueue(env.clients.sqs, env.resources.queues.DeliveryQueue.url);
+    const fanOut = { pushConfigs: deps.pushConfigs, deliveries: queue, clock: systemClock };
+    warnings.length = 0;
+    // The log's calls: 1 the settled-revision read, 2 the append of revision 1's DELIVERED record.
+    // The POSTs: 1 revision 1's, 2 the next one — received, its answer lost.
+    armFailpoints('dynamodb.throttle=#2,deliverer.post=#2');
+    try {
+      // As in the soak: revision 2's writer fanned it out directly while 1 waited for the backstop.
+      for (const revision of [2, 1]) {
+        await fanOutEvents(fanOut, [{ taskId, revision, expiresAt, pushConfigured: true }]);
+      }
+      // Read through the test's own client: these reads are not the log's calls.
+      const reader = new DynamoDbPushDeliveryLog(env.clients.doc, env.resources.tables.State.name);
+      const read = () => listPushDeliveries({ ...deps, deliveryLog: reader }, alice, taskId);
+      await waitFor(
+        async () => (await read()).deliveries.filter((d) => d.state === 'DELIVERED').length === 2,
+      );
+      await queueDrained();
+      expect(failpointCounts()['dynamodb.throttle']?.faults).toBe(1);
+      expect(failpointCounts()['deliverer.post']?.faults).toBe(1);
+      expect((await read()).deliveries.map((d) => [d.revision, d.state])).toEqual([
+        [1, 'DELIVERED'],
+        [2, 'DELIVERED'],
+      ]);
+    } finally {
+      disarmFailpoints();
+    }
+    const revisions = receiver.posts
+      .filter((post) => post.path === '/ordered')
+      .map((post) => (post.body as { statusUpdate: { status: { state: string } } }).statusUpdate.status.state)
+      .map((state) => ({ TASK_STATE_WORKING: 1, TASK_STATE_COMPLETED: 2 })[state]);
+    // I-ORDER: duplicates allowed (A2A §7), a step back never (at 2f6d83c: 1, 2, 1, 2).
+    expect(revisions).toEqual([...revisions].sort((a = 0, b = 0) => a - b));
+    expect(new Set(revisions)).toEqual(new Set([1, 2]));
+    expect(warnings.map((warning) => warning.message)).toContain('delivery record not written');
   });
 });

@@ -4,6 +4,7 @@ import { projectRecord } from '../../shared/app/journal/project-record.ts';
 import { armFailpoints, disarmFailpoints } from '../../shared/app/operations/failpoints.ts';
 import {
   type DeliverDeps,
+  DeliveryNotRecordedError,
   deliverPush,
   RevisionNotProjectedError,
   WebhookDeliveryFailedError,
@@ -189,6 +190,45 @@ describe('deliverPush keeps the webhook’s order when a message overtook an old
       [2, 'DELIVERED', [10]],
     ]);
     expect(f.posted).toEqual(['TASK_STATE_WORKING']);
+  });
+
+  it('an older revision’s record not written: the newer one is not posted; the retry posts the older again, then the newer (decision 0062)', async () => {
+    const f = await fixture();
+    const log = f.deliveryLog;
+    let refuse = 2;
+    const refusing = {
+      ...f.deps,
+      deliveryLog: {
+        append: async (entry: Parameters<typeof log.append>[0]) =>
+          entry.revision === refuse ? Promise.reject(new Error('throttled')) : log.append(entry),
+        settledThrough: log.settledThrough.bind(log),
+        list: log.list.bind(log),
+      },
+    };
+    const failure = deliverPush(refusing, message(f.taskId, 3), context(1));
+    await expect(failure).rejects.toBeInstanceOf(DeliveryNotRecordedError);
+    await expect(failure).rejects.toMatchObject({ revision: 2, reason: 'delivery record not written' });
+    // Revision 3 waits: posted now, a retry (or 2's own late message) would post 2 after it.
+    expect(f.posted).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING']);
+    refuse = 3;
+    // The message's own revision stays best effort: its record lost costs a duplicate later, not the order.
+    expect(await deliverPush(refusing, message(f.taskId, 3), context(2))).toEqual({
+      kind: 'delivered',
+      posts: 2,
+      earlier: [2],
+    });
+    expect(f.posted).toEqual([
+      'TASK_STATE_SUBMITTED',
+      'TASK_STATE_WORKING',
+      'TASK_STATE_WORKING',
+      'TASK_STATE_COMPLETED',
+    ]);
+    expect(f.records()).toEqual([
+      [1, 'DELIVERED', [1]],
+      [2, 'DELIVERED', [2]],
+    ]);
+    // Revision 2's late message: settled through 2, nothing posted.
+    expect(await deliverPush(f.deps, message(f.taskId, 2), context(1))).toEqual({ kind: 'not-owed' });
   });
 
   it('an older revision not in the journal yet: nothing is posted, the message is retried', async () => {

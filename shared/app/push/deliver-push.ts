@@ -11,6 +11,7 @@ import {
   type AttemptContext,
   type AttemptResult,
   describeAttempt,
+  isSettledDelivery,
   owedRevisions,
   type PushDelivery,
   type StoredPushConfig,
@@ -84,6 +85,19 @@ export class RevisionNotProjectedError extends WebhookDeliveryFailedError {
   }
 }
 
+/**
+ * An older revision a message delivered first (it is settled: delivered, refused or given up)
+ * could not be recorded. The message stops before its next revision and is retried: the record is
+ * the watermark that keeps every later message from posting this revision again after a newer one
+ * (decision 0062). The retry posts the revision again, a duplicate, never out of order.
+ */
+export class DeliveryNotRecordedError extends WebhookDeliveryFailedError {
+  override readonly name = 'DeliveryNotRecordedError';
+  constructor(readonly revision: number) {
+    super('delivery record not written');
+  }
+}
+
 export const a2aJsonMediaType = 'application/a2a+json';
 
 /**
@@ -137,9 +151,11 @@ const postRevision = async (
 };
 
 /**
- * Appends the attempt to the delivery's record. Best effort, like the audit
- * trail: a record that cannot be written is logged (ids and error name only) and never fails,
- * delays past its one write, or repeats the delivery.
+ * Appends the attempt to the delivery's record. A record that cannot be written is logged (ids
+ * and error name only). Best effort, like the audit trail, for the message's own revision: the
+ * watermark then stays below it, and a later message delivers it again first (a duplicate, never
+ * a reordering). `ordersNext`: the message goes on to a newer revision after this one, so a
+ * settled outcome must be durable first — otherwise `DeliveryNotRecordedError` (decision 0062).
  */
 const recordAttempt = async (
   deps: DeliverDeps,
@@ -147,10 +163,11 @@ const recordAttempt = async (
   event: Pick<JournalEvent, 'expiresAt'>,
   context: AttemptContext | undefined,
   result: AttemptResult,
+  ordersNext: boolean,
 ): Promise<void> => {
   if (deps.deliveryLog === undefined || context === undefined) return;
+  const { attempt, state } = describeAttempt(result, context, deps.clock.now());
   try {
-    const { attempt, state } = describeAttempt(result, context, deps.clock.now());
     await deps.deliveryLog.append({
       ...delivery,
       state,
@@ -164,10 +181,14 @@ const recordAttempt = async (
       attempt: context.attempt,
       error: error instanceof Error ? error.name : 'error',
     });
+    if (ordersNext && isSettledDelivery(state)) throw new DeliveryNotRecordedError(delivery.revision);
   }
 };
 
-/** One revision's POSTs to one config, recorded; an internal failure is recorded and rethrown. */
+/**
+ * One revision's POSTs to one config, recorded (`ordersNext`: see `recordAttempt`); an internal
+ * failure is recorded and rethrown.
+ */
 const attemptRevision = async (
   deps: DeliverDeps,
   delivery: PushDelivery,
@@ -175,15 +196,16 @@ const attemptRevision = async (
   events: readonly JournalEvent[],
   event: JournalEvent,
   context: AttemptContext | undefined,
+  ordersNext: boolean,
 ): Promise<Awaited<ReturnType<typeof postRevision>>> => {
   let result: Awaited<ReturnType<typeof postRevision>>;
   try {
     result = await postRevision(deps, config, events, event);
   } catch (error) {
-    await recordAttempt(deps, delivery, event, context, { kind: 'error' });
+    await recordAttempt(deps, delivery, event, context, { kind: 'error' }, false);
     throw error;
   }
-  await recordAttempt(deps, delivery, event, context, result);
+  await recordAttempt(deps, delivery, event, context, result, ordersNext);
   return result;
 };
 
@@ -198,7 +220,9 @@ const attemptRevision = async (
  * can reach the queue before an older one that waits for the stream backstop, and the webhook must
  * still get the older one first; a message for a revision already settled (a late duplicate)
  * posts nothing. At the queue's last attempt an older revision that fails is given up and the
- * next one is tried, as its own message would have been.
+ * next one is tried, as its own message would have been. A newer revision is posted only once the
+ * older one's settled record is written (decision 0062): once any revision is posted, the log says
+ * every older one is settled, so no later message — a retry, a late backstop copy — posts one.
  */
 export const deliverPush = async (
   deps: DeliverDeps,
@@ -235,7 +259,15 @@ export const deliverPush = async (
     if (owedEvent === undefined) throw new RevisionNotProjectedError(revision);
     // An older revision can expire before the message's own (a follow-up extended the task).
     if (owedEvent.expiresAt <= now) continue;
-    const result = await attemptRevision(deps, { ...delivery, revision }, config, events, owedEvent, context);
+    const result = await attemptRevision(
+      deps,
+      { ...delivery, revision },
+      config,
+      events,
+      owedEvent,
+      context,
+      revision !== delivery.revision,
+    );
     if (revision === delivery.revision) {
       if (result.kind === 'refused') return { kind: 'refused', reason: result.reason };
       if (result.kind === 'failed') throw new WebhookDeliveryFailedError(result.reason, result.status);
