@@ -18,6 +18,13 @@ import type { ChildStackOptions } from '../support/stack-process.ts';
  * tables and queues. Afterwards every task is terminal (the reaper settles the runs whose executor
  * died), no run called its provider twice (calls are logged to a file before they are made), and
  * every COMPLETED task holds exactly the answer to its own message — nothing lost, nothing invented.
+ *
+ * No timing decides it (issue 19 item 6): in the first life the 8th provider call never returns,
+ * and the kill is issued when the call log shows it — so at least that run is inside its model
+ * call when the process dies, on any machine. A send may fail only when the
+ * kill cut it off (it failed after the kill was issued); every other failure and every JSON-RPC
+ * error is a problem, and the sends the first life did not answer are retried with their
+ * messageIds, so each message ends with exactly one task.
  */
 
 const tasks = Number(process.env.A2A_CRASH_TASKS ?? 60);
@@ -33,7 +40,7 @@ afterAll(() => {
 });
 
 /** Starts the stack process; resolves with its base URL. */
-const startChild = (existingStreamStart: 'LATEST' | 'TRIM_HORIZON'): Promise<string> => {
+const startChild = (existingStreamStart: 'LATEST' | 'TRIM_HORIZON', holdCall?: number): Promise<string> => {
   const options: ChildStackOptions = {
     endpoints: providedEndpoints(),
     prefix,
@@ -43,6 +50,7 @@ const startChild = (existingStreamStart: 'LATEST' | 'TRIM_HORIZON'): Promise<str
     runStartDeadlineMs: 20_000,
     reaperIntervalMs: 1_000,
     existingStreamStart,
+    ...(holdCall !== undefined && { holdCall }),
   };
   const started = spawn(process.execPath, ['--import', 'tsx', childEntry], {
     env: { ...process.env, A2A_CHILD_STACK: JSON.stringify(options) },
@@ -66,23 +74,45 @@ const providerCalls = (): string[] =>
 interface Sent {
   readonly profile: 'echo' | 'slow';
   readonly text: string;
+  /** Kept across lives: a client re-sending after the crash retries the same message (I-RETRY). */
+  readonly messageId: string;
   taskId?: string;
 }
 
-const send = async (baseUrl: string, sent: Sent): Promise<void> => {
-  const answer = await rpc(`${baseUrl}/agents/${sent.profile}`, 'SendMessage', {
-    message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: sent.text }] },
-    configuration: { returnImmediately: true },
-  });
-  const task = answer.kind === 'json' ? (answer.body.result?.task as { id?: string } | undefined) : undefined;
-  if (task?.id) sent.taskId = task.id;
+/**
+ * One send. A JSON-RPC error is always a problem; a send that fails on the wire is one only when
+ * it failed before the kill was issued (`cutByKill` says whether it has been): the kill may cut the
+ * sends in flight, nothing else may.
+ */
+const send = async (baseUrl: string, sent: Sent, problems: string[], cutByKill: () => boolean) => {
+  try {
+    const answer = await rpc(`${baseUrl}/agents/${sent.profile}`, 'SendMessage', {
+      message: { messageId: sent.messageId, role: 'ROLE_USER', parts: [{ text: sent.text }] },
+      configuration: { returnImmediately: true },
+    });
+    const task =
+      answer.kind === 'json' ? (answer.body.result?.task as { id?: string } | undefined) : undefined;
+    if (task?.id) sent.taskId = task.id;
+    else
+      problems.push(
+        `send ${sent.messageId} answered ${JSON.stringify(answer.kind === 'json' ? answer.body : answer.kind)}`,
+      );
+  } catch (error) {
+    if (!cutByKill())
+      problems.push(`send ${sent.messageId} failed: ${error instanceof Error ? error.message : error}`);
+  }
 };
 
-const sendAll = async (baseUrl: string, batch: Sent[], concurrency: number, stop?: () => boolean) => {
+const sendAll = async (
+  baseUrl: string,
+  batch: Sent[],
+  problems: string[],
+  killed: () => boolean = () => false,
+) => {
   let next = 0;
   await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < batch.length && !stop?.()) await send(baseUrl, batch[next++]!).catch(() => {});
+    Array.from({ length: 8 }, async () => {
+      while (next < batch.length && !killed()) await send(baseUrl, batch[next++]!, problems, killed);
     }),
   );
 };
@@ -93,20 +123,24 @@ describe('crash recovery', () => {
     const sent: Sent[] = Array.from({ length: tasks }, (_, index) => ({
       profile: index % 2 === 0 ? 'slow' : 'echo',
       text: `crash task ${index} ${randomUUID()}`,
+      messageId: randomUUID(),
     }));
+    const problems: string[] = [];
     const firstLife = sent.slice(0, Math.ceil((tasks * 2) / 3));
     const secondLife = sent.slice(firstLife.length);
 
-    let baseUrl = await startChild('LATEST');
-    // Kill once several runs have called their provider: slow ones are then still working.
+    // The 8th provider call hangs in this life: the kill, issued once the log shows that call (an
+    // event, not a time), lands while at least that run is inside its model call.
+    const heldCall = 8;
+    let baseUrl = await startChild('LATEST', heldCall);
     let killedAt: number | undefined;
     const killer = setInterval(() => {
-      if (killedAt === undefined && providerCalls().length >= 8) {
+      if (killedAt === undefined && providerCalls().length >= heldCall) {
         killedAt = providerCalls().length;
         child?.kill('SIGKILL');
       }
     }, 100);
-    await sendAll(baseUrl, firstLife, 8, () => killedAt !== undefined);
+    await sendAll(baseUrl, firstLife, problems, () => killedAt !== undefined);
     while (killedAt === undefined) await new Promise((wake) => setTimeout(wake, 100));
     clearInterval(killer);
     const killed = child;
@@ -120,7 +154,13 @@ describe('crash recovery', () => {
     // The same tables and queues; the streams replay from the oldest record (at least once).
     baseUrl = await startChild('TRIM_HORIZON');
     progress('restarted');
-    await sendAll(baseUrl, [...firstLife.filter((task) => task.taskId === undefined), ...secondLife], 8);
+    // Whatever the first life did not answer is sent again, with its messageId: a task it committed
+    // before the kill answers the retry (I-RETRY). No send of this life may fail.
+    await sendAll(
+      baseUrl,
+      [...firstLife.filter((task) => task.taskId === undefined), ...secondLife],
+      problems,
+    );
     progress('all sent');
 
     const created = sent.filter((task) => task.taskId !== undefined);
@@ -136,7 +176,6 @@ describe('crash recovery', () => {
     const callsByRun = new Map<string, number>();
     for (const runId of calls) callsByRun.set(runId, (callsByRun.get(runId) ?? 0) + 1);
     const outcomes: Record<string, number> = {};
-    const problems: string[] = [];
     for (const [taskId, row] of rows.tasks) {
       const run = rows.runs.get(row.currentRunId);
       const key = row.state === 'TASK_STATE_FAILED' ? `FAILED ${row.reason}` : row.state;
@@ -176,8 +215,10 @@ describe('crash recovery', () => {
     );
 
     expect(problems).toEqual([]);
-    expect(rows.tasks.size).toBeGreaterThanOrEqual(created.length);
-    // The kill landed mid-run: at least one run lost its executor and was settled by the reaper.
+    // Every message has its one task: the retries after the crash created none of their own.
+    expect(created).toHaveLength(sent.length);
+    expect(rows.tasks.size).toBe(sent.length);
+    // The kill landed mid-run (the held call): that run lost its executor and the reaper settled it.
     expect(outcomes[`FAILED ${abandonedRunReason}`] ?? 0).toBeGreaterThan(0);
     expect(outcomes.TASK_STATE_COMPLETED ?? 0).toBeGreaterThan(tasks / 3);
   }, 240_000);

@@ -9,7 +9,9 @@ import { faultProofConfig } from './fault-drive.ts';
  * proof (test/e2e/crash.test.ts): the parent keeps the emulators — they stand for DynamoDB, SQS
  * and KMS, which a crashed Lambda does not take down — and kills this process with SIGKILL.
  * Every provider call is appended to a file before it is made (a synchronous write survives the
- * kill), so calls are counted across lives.
+ * kill), so calls are counted across lives. With `holdCall: n`, the n-th provider call of this life
+ * never returns: that run is certainly in the middle of its model call when the process is
+ * killed, however fast or slow the machine is.
  *
  * Input: the JSON of `ChildStackOptions` in A2A_CHILD_STACK. Output: `READY <baseUrl>` on stdout.
  */
@@ -20,12 +22,17 @@ export interface ChildStackOptions
   > {
   readonly callLog: string;
   readonly reaperIntervalMs: number;
+  /** The provider call (1-based, this life) that hangs until the process dies. */
+  readonly holdCall?: number;
 }
 
 const options = JSON.parse(process.env.A2A_CHILD_STACK ?? '{}') as ChildStackOptions;
 const run = ScriptedProvider.prototype.run;
+let calls = 0;
 ScriptedProvider.prototype.run = function (this: ScriptedProvider, request: AgentRequest) {
   appendFileSync(options.callLog, `${request.runId}\n`);
+  calls += 1;
+  if (calls === options.holdCall) return new Promise(() => {});
   return run.call(this, request);
 };
 const stack = await startLocalStack({ ...options, config: faultProofConfig, log: () => {} });
