@@ -240,7 +240,7 @@ export class StatefulStack extends Stack implements StatefulResources {
         .map((definition) => [definition.id, queueById(definition.id)]),
     );
 
-    // What an operator needs by name: the admin command's tables, the DLQs to redrive (docs/operations.md).
+    // What an operator needs by name: the admin command's tables, the DLQs to redrive or replay (docs/operations.md).
     for (const table of [this.stateTable, this.journalTable, this.auditTable]) {
       new CfnOutput(this, `${table.node.id}TableName`, { value: table.tableName });
     }
@@ -248,6 +248,8 @@ export class StatefulStack extends Stack implements StatefulResources {
     for (const [queueId, queue] of Object.entries(this.deadLetterQueues)) {
       new CfnOutput(this, `${queueId}Arn`, { value: queue.queueArn });
     }
+    // The replay of the pusher's DLQ queues deliveries there (decision 0068).
+    new CfnOutput(this, 'DeliveryQueueArn', { value: this.deliveryQueue.queueArn });
   }
 }
 

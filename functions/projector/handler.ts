@@ -1,7 +1,7 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { processStreamByTask } from '../../shared/adapters/dynamodb/journal-stream.ts';
-import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
+import { taskImagesOf } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { createFunctionMetrics, recordProjection } from '../../shared/adapters/metrics.ts';
 import { dynamoDbStreamFunction, inStreamTrace } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
@@ -24,10 +24,7 @@ const projectStreamRecord =
   (stateOf: JournalStateOf) =>
   async (record: DynamoDBRecord): Promise<void> => {
     failpoint('projector.midBatch');
-    const images = {
-      oldImage: parseTaskImage(record.dynamodb?.OldImage),
-      newImage: parseTaskImage(record.dynamodb?.NewImage),
-    };
+    const images = taskImagesOf(record);
     const result = await projectRecord(journal, images.oldImage, images.newImage, stateOf);
     recordProjection(metrics, record, images, result);
     const task = images.newImage ?? images.oldImage;

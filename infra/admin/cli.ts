@@ -3,24 +3,46 @@ import { userInfo } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBRecord } from 'aws-lambda';
 import { DynamoDbApprovals } from '../../shared/adapters/dynamodb/dynamodb-approvals.ts';
 import { DynamoDbAuditTrail } from '../../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
 import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbProfileStore } from '../../shared/adapters/dynamodb/dynamodb-profile-store.ts';
+import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
 import { DynamoDbRunCatalog } from '../../shared/adapters/dynamodb/dynamodb-run-catalog.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
+import {
+  isJournalEventInsert,
+  isTaskItemRecord,
+  parseEventRecord,
+  processStreamByTask,
+  processStreamTaskGroups,
+} from '../../shared/adapters/dynamodb/journal-stream.ts';
+import { taskImagesOf } from '../../shared/adapters/dynamodb/stream-images.ts';
+import { DynamoDbStreamRangeReader } from '../../shared/adapters/dynamodb/stream-records.ts';
+import { SqsDeadLetters } from '../../shared/adapters/sqs-dead-letters.ts';
+import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
 import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
+import { systemClock } from '../../shared/adapters/system.ts';
+import { batchJournalState, projectRecord } from '../../shared/app/journal/project-record.ts';
 import { inspectRuns, type RunInspection } from '../../shared/app/operations/inspect-runs.ts';
 import { type PurgeReport, purgeExpired } from '../../shared/app/operations/purge-expired.ts';
+import {
+  type ConsumedRange,
+  type ReplayReport,
+  replayDeadLetters,
+} from '../../shared/app/operations/replay-dead-letters.ts';
 import { saveProfile } from '../../shared/app/profiles/save-profile.ts';
 import {
   describeRefusal,
   type ProfileVerdict,
   validateProfiles,
 } from '../../shared/app/profiles/validate-profiles.ts';
+import { type FanOutDeps, fanOutEvents } from '../../shared/app/push/fan-out-events.ts';
 import { decideApproval, listPendingApprovals } from '../../shared/app/runs/decide-approval.ts';
 import { ConfigError, defaultConfig, parseConfig } from '../../shared/config/config.ts';
 import { type TaskState, taskStates } from '../../shared/domain/a2a.ts';
@@ -40,6 +62,7 @@ import { table } from '../text-table.ts';
  *   npx tsx infra/admin/cli.ts purge [--now <iso>]
  *   npx tsx infra/admin/cli.ts runs show <taskId>
  *   npx tsx infra/admin/cli.ts approvals list | approve <id> | deny <id>
+ *   npx tsx infra/admin/cli.ts dlq replay --queue projector|pusher [--dry-run]
  */
 
 export const usage = `Usage: npx a2a-admin <command> [options]     (also: npm run admin -- <command> [options])
@@ -71,8 +94,21 @@ Commands:
   tasks list --owner <tenant>/<principal> [--agent <id>] [--state <state>] [--limit <n>]
                                    a caller's tasks at one agent (default: the root's, "default"),
                                    newest first — metadata only, never content (0049)
+  dlq replay --queue projector|pusher
+                                   re-drive the projector's or the pusher's dead-letter queue after
+                                   a fix: each message's stream range is read back (the stream keeps
+                                   24 h) and projected, or fanned out to the webhooks, again;
+                                   idempotent; a message is deleted only once its range was replayed;
+                                   counts per outcome (0068)
+      [--dry-run]                  read the ranges, replay nothing, delete nothing
+      [--dlq <url|arn>]            default $PROJECTOR_DLQ_URL / $PUSHER_DLQ_URL, else <prefix>-ProjectorDlq
+                                   / <prefix>-PusherDlq (the stack outputs ProjectorDlqArn, PusherDlqArn)
+      [--delivery-queue <url|arn>] pusher only: default $DELIVERY_QUEUE_URL, else <prefix>-DeliveryQueue.fifo
+                                   (the stack output DeliveryQueueArn)
+      [--streams-endpoint <url>]   DynamoDB Streams endpoint (default $AWS_ENDPOINT_URL_DYNAMODB_STREAMS,
+                                   else the DynamoDB endpoint)
 
-Table access (purge, runs, approvals, profiles put/get/list/delete, tasks):
+Table access (purge, runs, approvals, profiles put/get/list/delete, tasks, dlq):
   --prefix <p>            tables <p>-State, <p>-Journal, <p>-Audit (npm start uses a2a-local)
   --state-table <name>    default $STATE_TABLE_NAME
   --journal-table <name>  default $JOURNAL_TABLE_NAME
@@ -80,15 +116,16 @@ Table access (purge, runs, approvals, profiles put/get/list/delete, tasks):
   --endpoint <url>        DynamoDB endpoint (default $AWS_ENDPOINT_URL_DYNAMODB, $AWS_ENDPOINT_URL, else AWS)
   --region <region>       default $AWS_REGION, else us-east-1
 
-Run queue (approve, deny):
-  --queue-url <url>       default $RUN_QUEUE_URL, else the queue <prefix>-RunQueue
+Queues (approve, deny, dlq):
+  --queue-url <url>       the run queue: default $RUN_QUEUE_URL, else the queue <prefix>-RunQueue
   --sqs-endpoint <url>    SQS endpoint (default $AWS_ENDPOINT_URL_SQS, $AWS_ENDPOINT_URL, else AWS)
 
 Output:
   --json                  machine-readable JSON on stdout
   -h, --help              this help
 
-Exit codes: 0 done; 1 refused profiles, profile or task not found, a refused decision or a failure; 2 bad usage.`;
+Exit codes: 0 done; 1 refused profiles, profile or task not found, a refused decision, dead letters
+kept (not replayable yet) or a failure; 2 bad usage.`;
 
 export interface AdminIo {
   readonly out: (text: string) => void;
@@ -119,6 +156,11 @@ interface Options {
   readonly agent?: string;
   readonly state?: string;
   readonly limit?: string;
+  readonly queue?: string;
+  readonly dryRun: boolean;
+  readonly dlq?: string;
+  readonly deliveryQueue?: string;
+  readonly streamsEndpoint?: string;
   readonly help: boolean;
 }
 
@@ -145,6 +187,11 @@ const parseCommandLine = (argv: readonly string[]): { positionals: string[]; opt
         agent: { type: 'string' },
         state: { type: 'string' },
         limit: { type: 'string' },
+        queue: { type: 'string' },
+        'dry-run': { type: 'boolean', default: false },
+        dlq: { type: 'string' },
+        'delivery-queue': { type: 'string' },
+        'streams-endpoint': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -172,6 +219,11 @@ const parseCommandLine = (argv: readonly string[]): { positionals: string[]; opt
         agent: values.agent,
         state: values.state,
         limit: values.limit,
+        queue: values.queue,
+        dryRun: values['dry-run'] ?? false,
+        dlq: values.dlq,
+        deliveryQueue: values['delivery-queue'],
+        streamsEndpoint: values['streams-endpoint'],
       },
     };
   } catch (error) {
@@ -187,22 +239,26 @@ interface Tables {
   readonly audit: string;
 }
 
-const tablesOf = (options: Options, env: NodeJS.ProcessEnv): Tables => {
-  const pick = (flag: string | undefined, variable: string, suffix: string): string => {
-    const name = flag ?? (options.prefix ? `${options.prefix}-${suffix}` : env[variable]);
-    if (!name) {
-      throw new UsageError(
-        `No ${suffix.toLowerCase()} table: pass --${suffix.toLowerCase()}-table, --prefix or set ${variable}`,
-      );
-    }
-    return name;
-  };
-  return {
-    state: pick(options.stateTable, 'STATE_TABLE_NAME', 'State'),
-    journal: pick(options.journalTable, 'JOURNAL_TABLE_NAME', 'Journal'),
-    audit: pick(options.auditTable, 'AUDIT_TABLE_NAME', 'Audit'),
-  };
+type TableSuffix = 'State' | 'Journal' | 'Audit';
+
+const tableNameOf = (options: Options, env: NodeJS.ProcessEnv, suffix: TableSuffix): string => {
+  const flags = { State: options.stateTable, Journal: options.journalTable, Audit: options.auditTable };
+  const flag = flags[suffix];
+  const variable = `${suffix.toUpperCase()}_TABLE_NAME`;
+  const name = flag ?? (options.prefix ? `${options.prefix}-${suffix}` : env[variable]);
+  if (!name) {
+    throw new UsageError(
+      `No ${suffix.toLowerCase()} table: pass --${suffix.toLowerCase()}-table, --prefix or set ${variable}`,
+    );
+  }
+  return name;
 };
+
+const tablesOf = (options: Options, env: NodeJS.ProcessEnv): Tables => ({
+  state: tableNameOf(options, env, 'State'),
+  journal: tableNameOf(options, env, 'Journal'),
+  audit: tableNameOf(options, env, 'Audit'),
+});
 
 const isLoopback = (url: string): boolean => {
   try {
@@ -434,10 +490,13 @@ const approvalsListCommand = async (options: Options, io: AdminIo): Promise<numb
 };
 
 /** The run queue: --queue-url, $RUN_QUEUE_URL, or the `<prefix>-RunQueue` of an installation. */
-const runQueueOf = async (options: Options, env: NodeJS.ProcessEnv) => {
-  const sqs = new SQSClient(
+const sqsClientOf = (options: Options, env: NodeJS.ProcessEnv): SQSClient =>
+  new SQSClient(
     clientConfig(options.sqsEndpoint ?? env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL, options, env),
   );
+
+const runQueueOf = async (options: Options, env: NodeJS.ProcessEnv) => {
+  const sqs = sqsClientOf(options, env);
   let url = options.queueUrl ?? env.RUN_QUEUE_URL;
   if (url === undefined && options.prefix !== undefined) {
     ({ QueueUrl: url } = await sqs.send(new GetQueueUrlCommand({ QueueName: `${options.prefix}-RunQueue` })));
@@ -497,6 +556,155 @@ const decideCommand = async (
   } finally {
     client.destroy();
     sqs.destroy();
+  }
+};
+
+// ---- dlq replay (decision 0068)
+
+const dlqConsumers = ['projector', 'pusher'] as const;
+type DlqConsumer = (typeof dlqConsumers)[number];
+
+/**
+ * A queue's URL: given as a URL, or as the ARN the stack outputs name (GetQueueUrl), or found by
+ * the name an installation of `--prefix` gives it.
+ */
+const queueUrlOf = async (
+  sqs: SQSClient,
+  given: string | undefined,
+  queueName: string | undefined,
+  what: string,
+): Promise<string> => {
+  const arn = given === undefined ? undefined : /^arn:[^:]+:sqs:[^:]*:(\d*):(.+)$/.exec(given);
+  if (given !== undefined && !arn) return given;
+  const name = arn ? arn[2] : queueName;
+  if (name === undefined) throw new UsageError(`No ${what}: pass its URL or ARN, or --prefix`);
+  const { QueueUrl } = await sqs.send(
+    new GetQueueUrlCommand({ QueueName: name, ...(arn?.[1] ? { QueueOwnerAWSAccountId: arn[1] } : {}) }),
+  );
+  if (!QueueUrl) throw new Error(`GetQueueUrl answered no URL for ${name}`);
+  return QueueUrl;
+};
+
+/** The projector's use case per task-row record, behind its event-source filter (`sk = TASK`). */
+const projectorReplay =
+  (journal: DynamoDbJournalRepository) =>
+  async (records: readonly DynamoDBRecord[]): Promise<ConsumedRange> => {
+    const taskRecords = records.filter(isTaskItemRecord);
+    const { batchItemFailures } = await processStreamByTask(taskRecords, () => {
+      const stateOf = batchJournalState(journal);
+      return async (record) => {
+        const { oldImage, newImage } = taskImagesOf(record);
+        await projectRecord(journal, oldImage, newImage, stateOf);
+      };
+    });
+    return { handled: taskRecords.length, failed: batchItemFailures.length };
+  };
+
+/** The pusher's fan-out per task, behind its event-source filter (inserted `EVT#` items). */
+const pusherReplay =
+  (deps: FanOutDeps) =>
+  async (records: readonly DynamoDBRecord[]): Promise<ConsumedRange> => {
+    const events = records.filter(isJournalEventInsert);
+    const { batchItemFailures } = await processStreamTaskGroups(events, async (group) => {
+      await fanOutEvents(deps, group.map(parseEventRecord));
+    });
+    return { handled: events.length, failed: batchItemFailures.length };
+  };
+
+const formatReplay = (consumer: DlqConsumer, report: ReplayReport): string[] => {
+  const { outcomes } = report;
+  const given = consumer === 'projector' ? 'projected' : 'fanned out';
+  const summary = report.dryRun
+    ? `Dry run of the ${consumer}'s dead letters: ${report.messages} message(s), ${outcomes.replayable} replayable (${report.records.read} stream record(s) read); nothing replayed, nothing deleted.`
+    : `Replayed the ${consumer}'s dead letters: ${report.messages} message(s), ${outcomes.replayed} replayed and deleted, ${report.kept} kept; ${report.records.read} stream record(s) read, ${report.records.handled} ${given} again.`;
+  const kept = [
+    outcomes.failed ? `${outcomes.failed} failed again (fix the cause, then replay)` : '',
+    outcomes.trimmed
+      ? `${outcomes.trimmed} no longer in the stream (older than 24 h: see docs/operations.md)`
+      : '',
+    outcomes.unreadable ? `${outcomes.unreadable} not an on-failure record` : '',
+  ].filter(Boolean);
+  return [
+    summary,
+    ...(kept.length > 0 ? [`Kept: ${kept.join('; ')}.`] : []),
+    ...(report.letters.length > 0
+      ? table(
+          ['MESSAGE', 'OUTCOME', 'SHARD', 'SEQUENCES', 'RECORDS', 'HANDLED', 'ERROR'],
+          report.letters.map((letter) => [
+            letter.messageId,
+            letter.outcome,
+            letter.shardId ?? '-',
+            letter.startSequenceNumber ? `${letter.startSequenceNumber}…${letter.endSequenceNumber}` : '-',
+            letter.records === undefined ? '-' : String(letter.records),
+            letter.handled === undefined ? '-' : String(letter.handled),
+            letter.error ?? '',
+          ]),
+        )
+      : []),
+  ];
+};
+
+const dlqReplayCommand = async (
+  extra: string | undefined,
+  options: Options,
+  io: AdminIo,
+): Promise<number> => {
+  if (extra !== undefined) throw new UsageError('dlq replay takes no arguments');
+  const consumer = options.queue as DlqConsumer;
+  if (!dlqConsumers.includes(consumer)) throw new UsageError('dlq replay needs --queue projector|pusher');
+  const { env } = io;
+  const client = documentClient(options, env);
+  const sqs = sqsClientOf(options, env);
+  const streams = new DynamoDBStreamsClient(
+    clientConfig(
+      options.streamsEndpoint ??
+        env.AWS_ENDPOINT_URL_DYNAMODB_STREAMS ??
+        options.endpoint ??
+        env.AWS_ENDPOINT_URL_DYNAMODB ??
+        env.AWS_ENDPOINT_URL,
+      options,
+      env,
+    ),
+  );
+  try {
+    const dlqId = consumer === 'projector' ? 'ProjectorDlq' : 'PusherDlq';
+    const dlqUrl = await queueUrlOf(
+      sqs,
+      options.dlq ?? env[`${consumer.toUpperCase()}_DLQ_URL`],
+      options.prefix && `${options.prefix}-${dlqId}`,
+      `${consumer} dead-letter queue (--dlq)`,
+    );
+    const consume =
+      consumer === 'projector'
+        ? projectorReplay(new DynamoDbJournalRepository(client, tableNameOf(options, env, 'Journal')))
+        : pusherReplay({
+            pushConfigs: new DynamoDbPushConfigRepository(client, tableNameOf(options, env, 'State')),
+            deliveries: new SqsDeliveryQueue(
+              sqs,
+              await queueUrlOf(
+                sqs,
+                options.deliveryQueue ?? env.DELIVERY_QUEUE_URL,
+                options.prefix && `${options.prefix}-DeliveryQueue.fifo`,
+                'delivery queue (--delivery-queue)',
+              ),
+            ),
+            clock: systemClock,
+          });
+    const report = await replayDeadLetters(
+      {
+        deadLetters: new SqsDeadLetters(sqs, dlqUrl),
+        stream: new DynamoDbStreamRangeReader(streams, await streams.config.region()),
+        consume,
+      },
+      { dryRun: options.dryRun },
+    );
+    if (options.json) io.out(JSON.stringify({ queue: consumer, ...report }, null, 2));
+    else for (const line of formatReplay(consumer, report)) io.out(line);
+    return report.dryRun || report.kept === 0 ? 0 : 1;
+  } finally {
+    client.destroy();
+    sqs.destroy();
+    streams.destroy();
   }
 };
 
@@ -728,6 +936,8 @@ export const runAdmin = async (argv: readonly string[], io: AdminIo): Promise<nu
         return await profilesDeleteCommand(argument, options, io);
       case 'tasks list':
         return await tasksListCommand(argument, options, io);
+      case 'dlq replay':
+        return await dlqReplayCommand(argument, options, io);
       default:
         throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
     }

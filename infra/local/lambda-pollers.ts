@@ -6,7 +6,6 @@ import {
   GetShardIteratorCommand,
   type Shard,
   type ShardIteratorType,
-  type AttributeValue as StreamAttributeValue,
   type _Record as StreamSdkRecord,
 } from '@aws-sdk/client-dynamodb-streams';
 import {
@@ -21,12 +20,12 @@ import type {
   DynamoDBBatchResponse,
   DynamoDBRecord,
   DynamoDBStreamEvent,
-  AttributeValue as LambdaAttributeValue,
   SQSBatchResponse,
   SQSEvent,
   SQSMessageAttributes,
   SQSRecord,
 } from 'aws-lambda';
+import { toLambdaStreamRecord } from '../../shared/adapters/dynamodb/stream-records.ts';
 
 /**
  * Event-source mapping emulation for the local stack: the same handler modules that run in
@@ -502,54 +501,6 @@ interface ShardState {
   readonly positioned: Promise<void>;
   readonly markPositioned: () => void;
 }
-
-const toLambdaValue = (value: StreamAttributeValue): LambdaAttributeValue => {
-  if (value.S !== undefined) return { S: value.S };
-  if (value.N !== undefined) return { N: value.N };
-  if (value.B !== undefined) return { B: Buffer.from(value.B).toString('base64') };
-  if (value.SS !== undefined) return { SS: value.SS };
-  if (value.NS !== undefined) return { NS: value.NS };
-  if (value.BS !== undefined) return { BS: value.BS.map((entry) => Buffer.from(entry).toString('base64')) };
-  if (value.M !== undefined) return { M: toLambdaImage(value.M) };
-  if (value.L !== undefined) return { L: value.L.map(toLambdaValue) };
-  if (value.NULL !== undefined) return { NULL: value.NULL };
-  if (value.BOOL !== undefined) return { BOOL: value.BOOL };
-  throw new Error('Unknown attribute value type in a stream record');
-};
-
-const toLambdaImage = (image: Record<string, StreamAttributeValue>): Record<string, LambdaAttributeValue> =>
-  Object.fromEntries(Object.entries(image).map(([name, value]) => [name, toLambdaValue(value)]));
-
-/** The record as Lambda delivers it: JSON attribute values, epoch seconds, the table's region. */
-export const toLambdaStreamRecord = (
-  record: StreamSdkRecord,
-  streamArn: string,
-  region: string,
-): DynamoDBRecord => {
-  const data = record.dynamodb ?? {};
-  const created = data.ApproximateCreationDateTime;
-  return {
-    eventID: record.eventID,
-    eventName: record.eventName,
-    eventVersion: record.eventVersion ?? '1.1',
-    eventSource: 'aws:dynamodb',
-    awsRegion: region,
-    eventSourceARN: streamArn,
-    dynamodb: {
-      ...(created ? { ApproximateCreationDateTime: Math.floor(created.getTime() / 1000) } : {}),
-      ...(data.Keys ? { Keys: toLambdaImage(data.Keys) } : {}),
-      ...(data.NewImage ? { NewImage: toLambdaImage(data.NewImage) } : {}),
-      ...(data.OldImage ? { OldImage: toLambdaImage(data.OldImage) } : {}),
-      SequenceNumber: data.SequenceNumber,
-      SizeBytes: data.SizeBytes,
-      StreamViewType: data.StreamViewType,
-    },
-    // TTL deletions carry { type: 'Service', principalId: 'dynamodb.amazonaws.com' }.
-    ...(record.userIdentity
-      ? { userIdentity: { type: record.userIdentity.Type, principalId: record.userIdentity.PrincipalId } }
-      : {}),
-  };
-};
 
 export const createStreamPoller = (options: StreamPollerOptions): StreamPoller => {
   const { streams, streamArn, functionName } = options;

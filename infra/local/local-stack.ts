@@ -4,8 +4,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { DynamoDBRecord } from 'aws-lambda';
-import { isJournalEventInsert } from '../../shared/adapters/dynamodb/journal-stream.ts';
+import { isJournalEventInsert, isTaskItemRecord } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { addSdkClientHook } from '../../shared/adapters/sdk-clients.ts';
 import { armFailpoints, disarmFailpoints } from '../../shared/app/operations/failpoints.ts';
 import { type Config, defaultConfig } from '../../shared/config/config.ts';
@@ -191,9 +190,6 @@ export const handlerEnv = (
   A2A_CONFIG: JSON.stringify(config),
 });
 
-/** The projector's event-source filter: task items only (`sk = TASK`). */
-export const isTaskItemRecord = (record: DynamoDBRecord): boolean => record.dynamodb?.Keys?.sk?.S === 'TASK';
-
 export interface LocalHandlers {
   readonly rpc: ApiGatewayLambdaHandler;
   readonly executor: SqsLambdaHandler;
@@ -275,6 +271,7 @@ const createWebhookPollers = async (
       // Ordered fan-out: the handler stops at the first failure; halving adds nothing.
       bisectBatchOnFunctionError: false,
       maximumRetryAttempts: 10,
+      onFailure: onFailureDestination(clients.sqs, resources.queues.PusherDlq.url, options),
       region: options.region,
       log: options.log,
     }),
@@ -294,6 +291,61 @@ const createWebhookPollers = async (
     }),
   };
 };
+
+/**
+ * A stream consumer's on-failure destination, as Lambda's `SqsDlq` writes it: the batch's
+ * coordinates in the stream (`DDBStreamBatchInfo`), not its records (decision 0068 replays them).
+ */
+const onFailureDestination =
+  (
+    sqs: SQSClient,
+    queueUrl: string,
+    options: { readonly region: string; readonly log: LocalLog; readonly counted?: () => void },
+  ) =>
+  async (failure: StreamBatchFailure): Promise<void> => {
+    options.counted?.();
+    const first = failure.records[0]?.dynamodb;
+    const last = failure.records.at(-1)?.dynamodb;
+    options.log('error', `${failure.functionName}: batch sent to the on-failure destination`, {
+      shardId: failure.shardId,
+      attempts: failure.attempts,
+      error: failure.errorName,
+      records: failure.records.length,
+    });
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queueUrl,
+        MessageBody: JSON.stringify({
+          requestContext: {
+            requestId: randomUUID(),
+            functionArn: `arn:aws:lambda:${options.region}:000000000000:function:${failure.functionName}`,
+            condition: 'RetryAttemptsExhausted',
+            approximateInvokeCount: failure.attempts,
+          },
+          responseContext: {
+            statusCode: 200,
+            executedVersion: '$LATEST',
+            functionError: failure.errorName ? 'Unhandled' : null,
+          },
+          version: '1.0',
+          timestamp: new Date().toISOString(),
+          DDBStreamBatchInfo: {
+            shardId: failure.shardId,
+            startSequenceNumber: first?.SequenceNumber,
+            endSequenceNumber: last?.SequenceNumber,
+            approximateArrivalOfFirstRecord: toIsoSeconds(first?.ApproximateCreationDateTime),
+            approximateArrivalOfLastRecord: toIsoSeconds(last?.ApproximateCreationDateTime),
+            batchSize: failure.records.length,
+            streamArn: failure.streamArn,
+          },
+        }),
+      }),
+    );
+  };
+
+/** Lambda's on-failure record gives arrival times as ISO timestamps. */
+const toIsoSeconds = (epochSeconds: number | undefined): string | undefined =>
+  epochSeconds === undefined ? undefined : new Date(epochSeconds * 1000).toISOString();
 
 const reaperModule = new URL('../../functions/reaper/handler.ts', import.meta.url);
 
@@ -476,47 +528,13 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
       log,
     });
     let projectorFailures = 0;
-    const sendToProjectorDlq = async (failure: StreamBatchFailure): Promise<void> => {
-      projectorFailures += 1;
-      const first = failure.records[0]?.dynamodb;
-      const last = failure.records.at(-1)?.dynamodb;
-      log('error', 'projector: batch sent to the on-failure destination', {
-        shardId: failure.shardId,
-        attempts: failure.attempts,
-        error: failure.errorName,
-        records: failure.records.length,
-      });
-      // The record Lambda sends to an on-failure destination: batch coordinates, not content.
-      await clients.sqs.send(
-        new SendMessageCommand({
-          QueueUrl: resources.queues.ProjectorDlq.url,
-          MessageBody: JSON.stringify({
-            requestContext: {
-              requestId: randomUUID(),
-              functionArn: `arn:aws:lambda:${region}:000000000000:function:projector`,
-              condition: 'RetryAttemptsExhausted',
-              approximateInvokeCount: failure.attempts,
-            },
-            responseContext: {
-              statusCode: 200,
-              executedVersion: '$LATEST',
-              functionError: failure.errorName ? 'Unhandled' : null,
-            },
-            version: '1.0',
-            timestamp: new Date().toISOString(),
-            DDBStreamBatchInfo: {
-              shardId: failure.shardId,
-              startSequenceNumber: first?.SequenceNumber,
-              endSequenceNumber: last?.SequenceNumber,
-              approximateArrivalOfFirstRecord: first?.ApproximateCreationDateTime,
-              approximateArrivalOfLastRecord: last?.ApproximateCreationDateTime,
-              batchSize: failure.records.length,
-              streamArn: failure.streamArn,
-            },
-          }),
-        }),
-      );
-    };
+    const sendToProjectorDlq = onFailureDestination(clients.sqs, resources.queues.ProjectorDlq.url, {
+      region,
+      log,
+      counted: () => {
+        projectorFailures += 1;
+      },
+    });
     const stateStream = resources.tables.State.streamArn;
     if (!stateStream) throw new Error('The state table has no stream');
     const projector = createStreamPoller({

@@ -193,6 +193,9 @@ const main = async (): Promise<void> => {
   console.log(
     `Approvals: npm run admin -- approvals list|approve <id>|deny <id> --endpoint ${stack.endpoints.dynamodb} --prefix ${stack.resources.prefix} --queue-url ${stack.resources.queues.RunQueue.url} --sqs-endpoint ${stack.endpoints.sqs}`,
   );
+  console.log(
+    `DLQ replay: npm run admin -- dlq replay --queue projector|pusher --endpoint ${stack.endpoints.dynamodb} --prefix ${stack.resources.prefix} --sqs-endpoint ${stack.endpoints.sqs}`,
+  );
   console.log(`Started in ${stack.timings.total} ms ${JSON.stringify(stack.timings)}`);
 };
 

@@ -61,3 +61,41 @@ export interface ProfileStore extends SavedProfiles {
   /** Removes a saved profile; false when there was none. */
   delete(profileId: string): Promise<boolean>;
 }
+
+/**
+ * Where a stream consumer's failed batch lies in its stream (the projector's or the pusher's
+ * on-failure record, decision 0068): the records themselves are not in it, only their range.
+ */
+export interface StreamBatchRange {
+  readonly streamArn: string;
+  readonly shardId: string;
+  /** The first record of the batch that failed … */
+  readonly startSequenceNumber: string;
+  /** … and the last record of the batch. */
+  readonly endSequenceNumber: string;
+  /** Records the consumer was given (after its event-source filter), as the on-failure record says. */
+  readonly batchSize?: number;
+}
+
+/** One message of a stream consumer's dead-letter queue, received and hidden from other readers. */
+export interface DeadLetter {
+  /** The queue's id of the message (for reports). */
+  readonly messageId: string;
+  /** The batch it names; undefined when the message is not an on-failure record. */
+  readonly range?: StreamBatchRange;
+}
+
+/** A dead-letter queue seen by its replay: each message is deleted only once it was replayed. */
+export interface DeadLetterQueue {
+  /** The next messages (at most 10), hidden from other readers until released or deleted; none when empty. */
+  receive(): Promise<DeadLetter[]>;
+  delete(letter: DeadLetter): Promise<void>;
+  /** Visible again now: kept for a later replay. */
+  release(letter: DeadLetter): Promise<void>;
+}
+
+/** A stream's records of a range, while the stream still holds them (24 hours on DynamoDB). */
+export interface StreamRangeReader<R> {
+  /** The records from the range's start to its end, in stream order; `'trimmed'` when they are gone. */
+  read(range: StreamBatchRange): Promise<readonly R[] | 'trimmed'>;
+}

@@ -28,7 +28,15 @@ export interface Clock {
 }
 
 export type { AuditRowSummary, AuditTrail } from './audit.ts';
-export type { ExpiredItemStore, ItemKey, RunCatalog } from './operations.ts';
+export type {
+  DeadLetter,
+  DeadLetterQueue,
+  ExpiredItemStore,
+  ItemKey,
+  RunCatalog,
+  StreamBatchRange,
+  StreamRangeReader,
+} from './operations.ts';
 
 export interface IdGenerator {
   newId(): string;

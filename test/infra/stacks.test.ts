@@ -215,7 +215,7 @@ describe('StatefulStack', () => {
     stateful.hasResourceProperties('AWS::KMS::Alias', { AliasName: 'alias/a2a-test-content' });
   });
 
-  it('prints the table names, the content key and every DLQ ARN an operator needs', () => {
+  it('prints the table names, the content key, every DLQ ARN and the delivery queue an operator needs', () => {
     for (const definition of [stateTable, journalTable, auditTable]) {
       stateful.hasOutput(`${definition.id}TableName`, {
         Value: { Ref: Match.stringLikeRegexp(`^${definition.id}`) },
@@ -229,6 +229,12 @@ describe('StatefulStack', () => {
         Value: { 'Fn::GetAtt': [logicalIdOf(installation.stateful, queue), 'Arn'] },
       });
     }
+    // `a2a-admin dlq replay --queue pusher` queues the deliveries it replays there (decision 0068).
+    stateful.hasOutput('DeliveryQueueArn', {
+      Value: {
+        'Fn::GetAtt': [logicalIdOf(installation.stateful, installation.stateful.deliveryQueue), 'Arn'],
+      },
+    });
   });
 
   it('declares every queue with SSE, TLS only, its visibility timeout and DLQ redrive', () => {

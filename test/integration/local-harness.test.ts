@@ -26,8 +26,9 @@ import {
   observeInvocationStarts,
   type StreamBatchFailure,
 } from '../../infra/local/lambda-pollers.ts';
-import { isTaskItemRecord, startLocalStack } from '../../infra/local/local-stack.ts';
+import { startLocalStack } from '../../infra/local/local-stack.ts';
 import { createResources } from '../../infra/local/resources.ts';
+import { isTaskItemRecord } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { queueDefinitions, tableDefinitions } from '../../shared/adapters/dynamodb/tables.ts';
 import { defaultConfig } from '../../shared/config/config.ts';
 import {

@@ -24,6 +24,9 @@ export const parseEventRecord = (
 export const isJournalEventInsert = (record: DynamoDBRecord): boolean =>
   record.eventName === 'INSERT' && (record.dynamodb?.Keys?.sk?.S ?? '').startsWith('EVT#');
 
+/** The projector's event-source filter: task items only (`sk = TASK`). */
+export const isTaskItemRecord = (record: DynamoDBRecord): boolean => record.dynamodb?.Keys?.sk?.S === 'TASK';
+
 const taskOf = (record: DynamoDBRecord): string => record.dynamodb?.Keys?.pk?.S ?? '';
 
 /**

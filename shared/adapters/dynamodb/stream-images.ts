@@ -1,5 +1,6 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBRecord } from 'aws-lambda';
 import type { StoredTask } from '../../domain/projection.ts';
 import { fromTaskItem, taskItemSchema } from './entities.ts';
 
@@ -12,3 +13,11 @@ export const parseTaskImage = (image: Record<string, unknown> | undefined): Stor
   const item = unmarshall(image as Record<string, AttributeValue>);
   return fromTaskItem(taskItemSchema.parse(item));
 };
+
+/** A task-row stream record's images before and after its write (the projector's input). */
+export const taskImagesOf = (
+  record: DynamoDBRecord,
+): { readonly oldImage: StoredTask | undefined; readonly newImage: StoredTask | undefined } => ({
+  oldImage: parseTaskImage(record.dynamodb?.OldImage),
+  newImage: parseTaskImage(record.dynamodb?.NewImage),
+});
