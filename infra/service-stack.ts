@@ -307,6 +307,8 @@ export class ServiceStack extends Stack {
       }),
     );
     grantTableData(this.projector, stateful.journalTable, journalTableDefinition, 'write');
+    // The backstop reads before it writes (decisions 0043, 0070): the task's journal partition.
+    grantTableActions(this.projector, stateful.journalTable, PROJECTOR_BACKSTOP_READS);
 
     // reaper: every minute, RUNNING runs whose lease expired (a crashed executor) are settled
     // FAILED from the sparse lease index, never run again (decision 0011).
@@ -655,6 +657,9 @@ export const RPC_STATE_TABLE_ACTIONS = [
  * is projected (GetItem), puts events and views (PutItem) and moves the owner's counters
  * (UpdateItem, inside a transaction). Never a delete: purging stays the admin command's.
  */
+/** What the projector's backstop reads of the journal: `projectedFrom` (Query) and `projected` (GetItem). */
+export const PROJECTOR_BACKSTOP_READS = ['dynamodb:Query', 'dynamodb:GetItem'] as const;
+
 export const JOURNAL_WRITE_THROUGH_ACTIONS = [
   'dynamodb:GetItem',
   'dynamodb:PutItem',
