@@ -1,5 +1,4 @@
-import type { JsonObject, TaskState } from './a2a.ts';
-import type { Owner, TaskRecord } from './task.ts';
+import type { TaskRecord } from './task.ts';
 
 /**
  * The projector's pure core (docs/architecture.md): from the committed images of a task row it derives
@@ -21,41 +20,77 @@ export interface StoredTask extends TaskRecord {
   readonly pushConfigured?: true;
 }
 
-export interface JournalView {
-  readonly taskId: string;
-  readonly contextId: string;
-  readonly owner: Owner;
-  /** The agent (profile) whose endpoint created the task: only there is it visible (I-OWNER). */
-  readonly profileId: string;
-  readonly state: TaskState;
-  readonly revision: number;
-  readonly statusTimestamp: string;
-  readonly createdAt: string;
-  readonly sealedStatusMessage?: SealedBlob;
-  readonly sealedArtifacts?: SealedBlob;
-  readonly metadata?: JsonObject;
-  readonly expiresAt: number;
-}
+/** The named fields of a record, in the order named. */
+const pick = <T, K extends keyof T>(record: T, fields: readonly K[]): Pick<T, K> => {
+  const picked = {} as Pick<T, K>;
+  for (const field of fields) picked[field] = record[field];
+  return picked;
+};
 
-/** One committed revision as remote parties see it: artifact updates (if any), then the status. */
-export interface JournalEvent {
-  readonly taskId: string;
-  readonly contextId: string;
-  readonly owner: Owner;
-  readonly revision: number;
-  readonly state: TaskState;
-  readonly statusTimestamp: string;
-  readonly sealedStatusMessage?: SealedBlob;
-  /** Present when this revision changed the artifacts; readers emit one artifactUpdate per artifact. */
-  readonly sealedArtifacts?: SealedBlob;
-  readonly metadata?: JsonObject;
-  readonly expiresAt: number;
-  /**
-   * The task row carried the push mark when this revision committed: only then
-   * may a push config want the revision, so the pusher reads configs only for marked events.
-   */
-  readonly pushConfigured?: true;
-}
+/**
+ * The fields of a task its public view holds: the task row's but the history (I-HISTORY), the
+ * current run and the push mark. `profileId` is the agent whose endpoint created the task: only
+ * there is it visible (I-OWNER).
+ */
+export const viewFields = [
+  'taskId',
+  'contextId',
+  'owner',
+  'profileId',
+  'state',
+  'revision',
+  'statusTimestamp',
+  'createdAt',
+  'sealedStatusMessage',
+  'sealedArtifacts',
+  'metadata',
+  'expiresAt',
+] as const satisfies readonly (keyof StoredTask)[];
+
+export type JournalView = Pick<StoredTask, (typeof viewFields)[number]>;
+
+/**
+ * The fields of one committed revision as remote parties see it: artifact updates (if any), then
+ * the status. `sealedArtifacts` is present when this revision changed the artifacts (readers emit
+ * one artifactUpdate per artifact).
+ */
+export const eventFields = [
+  'taskId',
+  'contextId',
+  'owner',
+  'revision',
+  'state',
+  'statusTimestamp',
+  'sealedStatusMessage',
+  'sealedArtifacts',
+  'metadata',
+  'expiresAt',
+] as const satisfies readonly (keyof StoredTask)[];
+
+/**
+ * An event also carries the push mark the task row had when its revision committed: only then may
+ * a push config want the revision, so the pusher reads configs only for marked events.
+ */
+export type JournalEvent = Pick<StoredTask, (typeof eventFields)[number] | 'pushConfigured'>;
+
+/** The fields an event holds that change from revision to revision; the others are the task's for good. */
+const revisionFields = [
+  'state',
+  'revision',
+  'statusTimestamp',
+  'sealedStatusMessage',
+  'metadata',
+] as const satisfies readonly (keyof JournalEvent & keyof JournalView)[];
+
+/**
+ * The view as it was at an earlier revision, from that revision's event. An event carries
+ * artifacts only when its revision changed them, so the caller names the artifacts of then.
+ */
+export const viewAtEvent = (
+  view: JournalView,
+  event: JournalEvent,
+  sealedArtifacts: SealedBlob | undefined,
+): JournalView => ({ ...view, ...pick(event, revisionFields), sealedArtifacts });
 
 export interface Projection {
   readonly view: JournalView;
@@ -75,20 +110,7 @@ const sameBytes = (a: SealedBlob | undefined, b: SealedBlob | undefined): boolea
 };
 
 /** The public view of a committed task row: everything but the history (I-HISTORY). */
-export const viewOf = (task: StoredTask): JournalView => ({
-  taskId: task.taskId,
-  contextId: task.contextId,
-  owner: task.owner,
-  profileId: task.profileId,
-  state: task.state,
-  revision: task.revision,
-  statusTimestamp: task.statusTimestamp,
-  createdAt: task.createdAt,
-  sealedStatusMessage: task.sealedStatusMessage,
-  sealedArtifacts: task.sealedArtifacts,
-  metadata: task.metadata,
-  expiresAt: task.expiresAt,
-});
+export const viewOf = (task: StoredTask): JournalView => pick(task, viewFields);
 
 /** What projecting one stream record did: wrote its revision, found it already written, or had none. */
 export type ProjectResult = 'written' | 'duplicate' | 'skipped';
@@ -108,16 +130,8 @@ export const projectRevision = (
   const artifactsChanged =
     newImage.sealedArtifacts !== undefined && !sameBytes(oldImage?.sealedArtifacts, newImage.sealedArtifacts);
   const event: JournalEvent = {
-    taskId: newImage.taskId,
-    contextId: newImage.contextId,
-    owner: newImage.owner,
-    revision: newImage.revision,
-    state: newImage.state,
-    statusTimestamp: newImage.statusTimestamp,
-    sealedStatusMessage: newImage.sealedStatusMessage,
+    ...pick(newImage, eventFields),
     sealedArtifacts: artifactsChanged ? newImage.sealedArtifacts : undefined,
-    metadata: newImage.metadata,
-    expiresAt: newImage.expiresAt,
     ...(newImage.pushConfigured && { pushConfigured: true }),
   };
   const previous = oldImage && { revision: oldImage.revision, expiresAt: oldImage.expiresAt };

@@ -1,7 +1,7 @@
 import type { Config } from '../../config/config.ts';
 import type { Message, Task } from '../../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
-import type { JournalView } from '../../domain/projection.ts';
+import { type JournalView, viewAtEvent } from '../../domain/projection.ts';
 import { type CreateTaskDeps, type CreateTaskInput, createTask, senderOf } from './create-task.ts';
 import { projectedWait, type ReadTaskDeps, taskFromCommittedRow, toTask, waitForView } from './read-task.ts';
 
@@ -59,17 +59,8 @@ const viewAtRevision = async (
 ): Promise<JournalView | undefined> => {
   const events = await deps.journal.listEvents(view.taskId, revision - 1);
   const event = events.find((candidate) => candidate.revision === revision);
-  if (event === undefined) return undefined;
-  return {
-    ...view,
-    state: event.state,
-    revision: event.revision,
-    statusTimestamp: event.statusTimestamp,
-    sealedStatusMessage: event.sealedStatusMessage,
-    // An event carries artifacts only when its revision changed them; a new task has none yet.
-    sealedArtifacts: event.sealedArtifacts,
-    metadata: event.metadata,
-  };
+  // An event carries artifacts only when its revision changed them; a new task has none yet.
+  return event && viewAtEvent(view, event, event.sealedArtifacts);
 };
 
 /** The SendMessage result: exactly one of a Task or a Message (docs/protocol.md §2.1). */

@@ -3,7 +3,7 @@ import type { Message, StreamEnd, Task, TaskState } from '../../domain/a2a.ts';
 import { endsStream, isTerminal } from '../../domain/a2a.ts';
 import { TaskNotFoundError, UnsupportedOperationError } from '../../domain/errors.ts';
 import type { StreamSlots } from '../../domain/ports.ts';
-import { type JournalEvent, type JournalView, viewOf } from '../../domain/projection.ts';
+import { type JournalEvent, type JournalView, viewAtEvent, viewOf } from '../../domain/projection.ts';
 import { type AgentCaller, isExpired, isOwnTask, sameOwner } from '../../domain/task.ts';
 import { openStreamResponses } from '../journal/journal-events.ts';
 import type { StreamComment, StreamItem } from '../rpc/dispatcher.ts';
@@ -331,20 +331,7 @@ const openAt = async (
   const artifactsSetter = events
     .filter((candidate) => candidate.revision <= revision && candidate.sealedArtifacts !== undefined)
     .at(-1);
-  const past: JournalView = {
-    taskId: view.taskId,
-    contextId: event.contextId,
-    owner: event.owner,
-    profileId: view.profileId,
-    state: event.state,
-    revision,
-    statusTimestamp: event.statusTimestamp,
-    createdAt: view.createdAt,
-    sealedStatusMessage: event.sealedStatusMessage,
-    sealedArtifacts: artifactsSetter?.sealedArtifacts,
-    metadata: event.metadata,
-    expiresAt: view.expiresAt,
-  };
+  const past = viewAtEvent(view, event, artifactsSetter?.sealedArtifacts);
   return {
     task: await toTask(deps, past, options),
     revision,
