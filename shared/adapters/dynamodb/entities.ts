@@ -1,15 +1,23 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { taskStates } from '../../domain/a2a.ts';
 import { type ApprovalRecord, approvalDecisions } from '../../domain/approvals.ts';
-import type { JournalEvent, JournalView, StoredTask } from '../../domain/projection.ts';
+import {
+  eventFields,
+  type JournalEvent,
+  type JournalView,
+  type StoredTask,
+  viewFields,
+} from '../../domain/projection.ts';
 import type { StoredPushConfig } from '../../domain/push.ts';
-import { type RunRecord, rootAgent, runStatuses } from '../../domain/task.ts';
+import { type Owner, type RunRecord, rootAgent, runStatuses } from '../../domain/task.ts';
 import { packSealedHeaders, unpackSealedHeaders } from './sealed-headers.ts';
 
 /**
- * Every DynamoDB entity declared once: its keys and its attribute schema. Item types are derived
- * from the schemas, and the same schemas parse items read back and stream images (untrusted
- * input at the projector's edge). All items of a task share its partition, so a purge is one query.
+ * Every DynamoDB entity declared once: its keys, and a table of its domain fields with each one's
+ * schema as an item attribute. Item schemas and types, and the mappers' field copy, derive from
+ * that table; a mapper adds only what its item holds beyond the fields (keys, index attributes).
+ * The same schemas parse items read back and stream images (untrusted input at the projector's
+ * edge). All items of a task share its partition, so a purge is one query.
  */
 
 const taskPk = (taskId: string): string => `TASK#${taskId}`;
@@ -58,33 +66,134 @@ export const keys = {
   ownerSort: (statusTimestamp: string, taskId: string) => `${statusTimestamp}#${taskId}`,
 } as const;
 
+/**
+ * How an item names a domain field: as the domain does, but a sealed blob drops its `sealed`
+ * prefix (`sealedHistory` is `history`) and a task's `owner` is two attributes, `tenant` and
+ * `principal`. A field table maps each field to its attribute's schema (the owner to the
+ * schemas of its two); items hold the attributes in the table's order, which numbers the
+ * headers their sealed blobs share (decision 0039).
+ */
+type AttributeName<F> = F extends `sealed${infer Name}` ? Uncapitalize<Name> : F;
+
+const attributeName = (field: string): string =>
+  field.startsWith('sealed') ? `${field.charAt(6).toLowerCase()}${field.slice(7)}` : field;
+
+/** The attribute schemas of some fields of a table: the shape of the item's schema. */
+type ItemShape<Table, F extends keyof Table> = {
+  [K in F as K extends 'owner' ? never : AttributeName<K>]: Table[K];
+} & ('owner' extends F ? Table['owner' & keyof Table] : unknown);
+
+const itemShape = <Table extends object, F extends keyof Table & string>(
+  table: Table,
+  fields: readonly F[],
+): ItemShape<Table, F> => {
+  const shape: Record<string, unknown> = {};
+  for (const field of fields) {
+    if (field === 'owner') Object.assign(shape, table[field]);
+    else shape[attributeName(field)] = table[field];
+  }
+  return shape as ItemShape<Table, F>;
+};
+
+const fieldsOf = <Table extends object>(table: Table) => Object.keys(table) as (keyof Table & string)[];
+
+/**
+ * Some fields of a record as item attributes, typed as the domain types them: a mapper's item
+ * type must accept them and its schema's output must be them, so a table cannot drift from its
+ * domain type.
+ */
+type Attributes<T, F extends keyof T> = {
+  [K in keyof Pick<T, F> as K extends 'owner' ? never : AttributeName<K>]: T[K];
+} & ('owner' extends F ? Owner : unknown);
+
+const toAttributes = <T, F extends keyof T & string>(record: T, fields: readonly F[]): Attributes<T, F> => {
+  const attributes: Record<string, unknown> = {};
+  for (const field of fields) {
+    if (field === 'owner') Object.assign(attributes, record[field]);
+    else attributes[attributeName(field)] = record[field];
+  }
+  return attributes as Attributes<T, F>;
+};
+
+const fromAttributes = <T, F extends keyof T & string>(
+  item: Attributes<T, F>,
+  fields: readonly F[],
+): Pick<T, F> => {
+  const attributes: Record<string, unknown> = item;
+  const record: Record<string, unknown> = {};
+  for (const field of fields) {
+    record[field] =
+      field === 'owner'
+        ? { tenant: attributes.tenant, principal: attributes.principal }
+        : attributes[attributeName(field)];
+  }
+  return record as Pick<T, F>;
+};
+
+/** The item without its undefined attributes (DynamoDB stores no undefined). */
+export const withoutUndefined = <T extends Record<string, unknown>>(item: T): T =>
+  Object.fromEntries(Object.entries(item).filter(([, value]) => value !== undefined)) as T;
+
 /** Binary attributes arrive as Uint8Array from the SDK and as base64 strings in Lambda stream events. */
-const blob = z.preprocess(
-  (value) => (typeof value === 'string' ? Uint8Array.from(Buffer.from(value, 'base64')) : value),
+const blob = z.pipe(
+  z.transform((value: unknown) =>
+    typeof value === 'string' ? Uint8Array.from(Buffer.from(value, 'base64')) : value,
+  ),
   z.custom<Uint8Array>((value) => value instanceof Uint8Array),
 );
 
 /**
- * The headers an item's sealed blobs share, stored once (decision 0039): the schemas of items
- * with blobs parse it and re-assemble the blobs byte for byte (`unpackSealedHeaders`).
+ * An item with sealed blobs: its attributes, and the headers its blobs share, stored once
+ * (decision 0039). Parsing re-assembles the blobs byte for byte (`unpackSealedHeaders`).
  */
-const sealHeaders = z.array(blob).optional();
+const sealedItem = <S extends z.core.$ZodLooseShape>(shape: S) =>
+  z.object({ ...shape, sealHeaders: z.optional(z.array(blob)) }).check(z.overwrite(unpackSealedHeaders));
+
+/** An item with sealed blobs as stored: no undefined attributes, shared blob headers once. */
+const toSealedItem = <T extends Record<string, unknown>>(item: T): T =>
+  packSealedHeaders(withoutUndefined(item));
 
 const jsonObject = z.record(z.string(), z.json());
 
-const taskState = z.enum(taskStates);
-
 const ceiling = z.enum(['none', 'metadata', 'redacted', 'full']);
 
+/** The task row's push mark attribute (decision 0041). */
+export const pushMark = 'pushConfigured' satisfies keyof StoredTask;
+
+type TaskField = Exclude<keyof StoredTask, typeof pushMark>;
+
 /**
- * A run's own attributes: the current run inside its task row (decision 0038), whose
- * `leaseUntil` is its lease; an earlier run in its own `RUN#` row.
+ * A stored task's fields but the push mark: the task row holds them all, its view and its events
+ * the fields their domain types name (domain/projection.ts).
  */
-export const embeddedRunSchema = z.object({
+const taskFields = {
+  taskId: z.string(),
+  contextId: z.string(),
+  owner: { tenant: z.string(), principal: z.string() },
+  profileId: z.string(),
+  state: z.enum(taskStates),
+  revision: z.int().check(z.positive()),
+  currentRunId: z.string(),
+  statusTimestamp: z.string(),
+  createdAt: z.string(),
+  metadata: z.optional(jsonObject),
+  expiresAt: z.number(),
+  sealedStatusMessage: z.optional(blob),
+  sealedArtifacts: z.optional(blob),
+  sealedHistory: z.optional(blob),
+} satisfies Record<TaskField, unknown>;
+
+type RunField = Exclude<keyof RunRecord, 'taskId' | 'leaseUntil'>;
+
+/**
+ * A run's own fields: the current run inside its task row (decision 0038), whose `leaseUntil`
+ * is its lease; an earlier run in its own `RUN#` row. The row holding it carries the task id and lease.
+ */
+const runFields = {
   runId: z.string(),
   profileId: z.string(),
   status: z.enum(runStatuses),
-  version: z.number().int().nonnegative(),
+  version: z.int().check(z.nonnegative()),
   answerCeiling: ceiling,
   auditCeiling: ceiling,
   attempts: z.array(
@@ -93,271 +202,38 @@ export const embeddedRunSchema = z.object({
       outcome: z.enum(['succeeded', 'failed', 'refused']),
       startedAt: z.string(),
       durationMs: z.number(),
-      inputTokens: z.number().optional(),
-      outputTokens: z.number().optional(),
+      inputTokens: z.optional(z.number()),
+      outputTokens: z.optional(z.number()),
     }),
   ),
-  startBy: z.number().optional(),
-  requeues: z.number().int().nonnegative().optional(),
+  startBy: z.optional(z.number()),
+  requeues: z.optional(z.int().check(z.nonnegative())),
   cancelRequested: z.boolean(),
   createdAt: z.string(),
-  endedAt: z.string().optional(),
+  endedAt: z.optional(z.string()),
   expiresAt: z.number(),
   /** The sealed suspended state, bound to (task, `suspension:<runId>`). */
-  suspension: blob.optional(),
-  approval: z
-    .object({
+  sealedSuspension: z.optional(blob),
+  approval: z.optional(
+    z.object({
       approvalId: z.string(),
       digest: z.string(),
-      verdict: z.enum(['approved', 'denied']).optional(),
-      reason: z.string().optional(),
-    })
-    .optional(),
+      verdict: z.optional(z.enum(['approved', 'denied'])),
+      reason: z.optional(z.string()),
+    }),
+  ),
   /** A saved profile's settings as the run was accepted with them (decision 0024). */
-  profile: z
-    .object({
+  profile: z.optional(
+    z.object({
       providers: z.array(z.string()),
       instructions: z.string(),
       tools: z.array(z.object({ name: z.string(), requiresApproval: z.boolean() })),
       maxToolRounds: z.number(),
-    })
-    .optional(),
-});
-export type EmbeddedRun = z.infer<typeof embeddedRunSchema>;
+    }),
+  ),
+} satisfies Record<RunField, unknown>;
 
-/**
- * A run that is no longer its task's current run (a follow-up replaced it), or one written before
- * decision 0038: its own row in the task's partition.
- */
-export const runItemSchema = embeddedRunSchema.extend({
-  pk: z.string(),
-  sk: z.string().startsWith('RUN#'),
-  taskId: z.string(),
-  leaseUntil: z.number().optional(),
-  /** Set exactly when `leaseUntil` is: the key of the sparse lease index. */
-  leaseShard: z.string().optional(),
-});
-export type RunItem = z.infer<typeof runItemSchema>;
-
-/** The task row's push mark attribute (decision 0041). */
-export const pushMark = 'pushConfigured' satisfies keyof TaskItem & keyof EventItem;
-
-const taskItemFields = z.object({
-  pk: z.string(),
-  sk: z.literal('TASK'),
-  taskId: z.string(),
-  contextId: z.string(),
-  tenant: z.string(),
-  principal: z.string(),
-  profileId: z.string(),
-  state: taskState,
-  revision: z.number().int().positive(),
-  currentRunId: z.string(),
-  statusTimestamp: z.string(),
-  createdAt: z.string(),
-  metadata: jsonObject.optional(),
-  expiresAt: z.number(),
-  statusMessage: blob.optional(),
-  artifacts: blob.optional(),
-  history: blob.optional(),
-  sealHeaders,
-  /** The task's current run: one item, so one write commits both. */
-  run: embeddedRunSchema.optional(),
-  /** The current run's lease, set exactly while it has one: the keys of the sparse lease index. */
-  leaseUntil: z.number().optional(),
-  leaseShard: z.string().optional(),
-  /**
-   * The push mark: set by the write that stores the task's first push config,
-   * never by a task write (`toTaskRowUpdate` leaves it out), never removed.
-   */
-  pushConfigured: z.boolean().optional(),
-});
-export const taskItemSchema = taskItemFields.overwrite(unpackSealedHeaders);
-export type TaskItem = z.infer<typeof taskItemSchema>;
-
-/** A saved profile (no TTL: it lives until it is replaced or deleted). */
-export const profileItemSchema = z.object({
-  pk: z.literal('PROFILES'),
-  sk: z.string().startsWith('PROFILE#'),
-  profileId: z.string(),
-  profile: jsonObject,
-  updatedAt: z.string(),
-});
-export type ProfileItem = z.infer<typeof profileItemSchema>;
-
-const viewItemFields = z.object({
-  pk: z.string(),
-  sk: z.literal('VIEW'),
-  taskId: z.string(),
-  contextId: z.string(),
-  tenant: z.string(),
-  principal: z.string(),
-  /** The task's agent; absent for the root agent, and on views written before. */
-  profileId: z.string().optional(),
-  ownerKey: z.string(),
-  ownerSort: z.string(),
-  state: taskState,
-  revision: z.number().int().positive(),
-  statusTimestamp: z.string(),
-  createdAt: z.string(),
-  statusMessage: blob.optional(),
-  artifacts: blob.optional(),
-  metadata: jsonObject.optional(),
-  expiresAt: z.number(),
-  sealHeaders,
-});
-export const viewItemSchema = viewItemFields.overwrite(unpackSealedHeaders);
-export type ViewItem = z.infer<typeof viewItemSchema>;
-
-const eventItemFields = z.object({
-  pk: z.string(),
-  sk: z.string().startsWith('EVT#'),
-  taskId: z.string(),
-  contextId: z.string(),
-  tenant: z.string(),
-  principal: z.string(),
-  revision: z.number().int().positive(),
-  state: taskState,
-  statusTimestamp: z.string(),
-  statusMessage: blob.optional(),
-  artifacts: blob.optional(),
-  metadata: jsonObject.optional(),
-  expiresAt: z.number(),
-  /** The task row's push mark at this revision; absent when unmarked. */
-  pushConfigured: z.boolean().optional(),
-  sealHeaders,
-});
-export const eventItemSchema = eventItemFields.overwrite(unpackSealedHeaders);
-export type EventItem = z.infer<typeof eventItemSchema>;
-
-const pushConfigItemFields = z.object({
-  pk: z.string(),
-  sk: z.string().startsWith('PUSH#'),
-  taskId: z.string(),
-  configId: z.string(),
-  url: z.string(),
-  scheme: z.string().optional(),
-  credentials: blob.optional(),
-  token: blob.optional(),
-  createdAt: z.string(),
-  protocolVersion: z.enum(['1.0', '0.3']).optional(),
-  expiresAt: z.number(),
-  afterRevision: z.number().optional(),
-  sealHeaders,
-});
-export const pushConfigItemSchema = pushConfigItemFields.overwrite(unpackSealedHeaders);
-export type PushConfigItem = z.infer<typeof pushConfigItemSchema>;
-
-/** The item without its undefined attributes (DynamoDB stores no undefined). */
-export const withoutUndefined = <T extends Record<string, unknown>>(item: T): T =>
-  Object.fromEntries(Object.entries(item).filter(([, value]) => value !== undefined)) as T;
-
-/** An item with sealed blobs as stored: no undefined attributes, shared blob headers once. */
-const toSealedItem = <T extends Record<string, unknown>>(item: T): T =>
-  packSealedHeaders(withoutUndefined(item));
-
-export const toTaskItem = (task: StoredTask): TaskItem =>
-  toSealedItem({
-    ...keys.task(task.taskId),
-    taskId: task.taskId,
-    contextId: task.contextId,
-    tenant: task.owner.tenant,
-    principal: task.owner.principal,
-    profileId: task.profileId,
-    state: task.state,
-    revision: task.revision,
-    currentRunId: task.currentRunId,
-    statusTimestamp: task.statusTimestamp,
-    createdAt: task.createdAt,
-    metadata: task.metadata,
-    expiresAt: task.expiresAt,
-    statusMessage: task.sealedStatusMessage,
-    artifacts: task.sealedArtifacts,
-    history: task.sealedHistory,
-  });
-
-export const fromTaskItem = (item: TaskItem): StoredTask => ({
-  taskId: item.taskId,
-  contextId: item.contextId,
-  owner: { tenant: item.tenant, principal: item.principal },
-  profileId: item.profileId,
-  state: item.state,
-  revision: item.revision,
-  currentRunId: item.currentRunId,
-  statusTimestamp: item.statusTimestamp,
-  createdAt: item.createdAt,
-  metadata: item.metadata,
-  expiresAt: item.expiresAt,
-  sealedStatusMessage: item.statusMessage,
-  sealedArtifacts: item.artifacts,
-  sealedHistory: item.history,
-  ...(item.pushConfigured === true && { pushConfigured: true }),
-});
-
-/** A run's own attributes, without keys or lease (the row that holds it carries those). */
-export const toEmbeddedRun = (run: RunRecord): EmbeddedRun =>
-  withoutUndefined({
-    runId: run.runId,
-    profileId: run.profileId,
-    status: run.status,
-    version: run.version,
-    answerCeiling: run.answerCeiling,
-    auditCeiling: run.auditCeiling,
-    attempts: [...run.attempts],
-    startBy: run.startBy,
-    requeues: run.requeues,
-    cancelRequested: run.cancelRequested,
-    createdAt: run.createdAt,
-    endedAt: run.endedAt,
-    expiresAt: run.expiresAt,
-    suspension: run.sealedSuspension,
-    approval: run.approval && withoutUndefined({ ...run.approval }),
-    // The same shape; the item's type only drops `readonly`.
-    profile: run.profile as EmbeddedRun['profile'],
-  });
-
-/** The lease index keys of a run's lease: both set, or both absent. */
-export const leaseAttributes = (run: RunRecord): { leaseUntil?: number; leaseShard?: string } =>
-  run.leaseUntil === undefined ? {} : { leaseUntil: run.leaseUntil, leaseShard: keys.leaseShard(run.runId) };
-
-export const toRunItem = (run: RunRecord): RunItem =>
-  withoutUndefined({
-    ...keys.run(run.taskId, run.runId),
-    taskId: run.taskId,
-    ...toEmbeddedRun(run),
-    ...leaseAttributes(run),
-  });
-
-const fromRunFields = (fields: EmbeddedRun, taskId: string, leaseUntil: number | undefined): RunRecord => ({
-  runId: fields.runId,
-  taskId,
-  profileId: fields.profileId,
-  status: fields.status,
-  version: fields.version,
-  answerCeiling: fields.answerCeiling,
-  auditCeiling: fields.auditCeiling,
-  attempts: fields.attempts,
-  leaseUntil,
-  ...(fields.startBy !== undefined && { startBy: fields.startBy }),
-  ...(fields.requeues !== undefined && { requeues: fields.requeues }),
-  cancelRequested: fields.cancelRequested,
-  createdAt: fields.createdAt,
-  endedAt: fields.endedAt,
-  expiresAt: fields.expiresAt,
-  ...(fields.suspension !== undefined && { sealedSuspension: fields.suspension }),
-  ...(fields.approval !== undefined && { approval: fields.approval }),
-  ...(fields.profile !== undefined && { profile: fields.profile }),
-});
-
-export const fromRunItem = (item: RunItem): RunRecord => fromRunFields(item, item.taskId, item.leaseUntil);
-
-/** The current run its task row holds, if any. */
-export const runOfTaskItem = (item: TaskItem): RunRecord | undefined =>
-  item.run && fromRunFields(item.run, item.taskId, item.leaseUntil);
-
-export const approvalItemSchema = z.object({
-  pk: z.string(),
-  sk: z.string().startsWith('APPROVAL#'),
+const approvalFields = {
   approvalId: z.string(),
   taskId: z.string(),
   runId: z.string(),
@@ -365,111 +241,112 @@ export const approvalItemSchema = z.object({
   toolNames: z.array(z.string()),
   requestedAt: z.string(),
   decision: z.enum(approvalDecisions),
-  decidedBy: z.string().optional(),
-  decidedAt: z.string().optional(),
-  reason: z.string().optional(),
+  decidedBy: z.optional(z.string()),
+  decidedAt: z.optional(z.string()),
+  reason: z.optional(z.string()),
   expiresAt: z.number(),
+} satisfies Record<keyof ApprovalRecord, unknown>;
+
+const pushConfigFields = {
+  taskId: z.string(),
+  configId: z.string(),
+  url: z.string(),
+  scheme: z.optional(z.string()),
+  sealedCredentials: z.optional(blob),
+  sealedToken: z.optional(blob),
+  createdAt: z.string(),
+  protocolVersion: z.optional(z.enum(['1.0', '0.3'])),
+  expiresAt: z.number(),
+  afterRevision: z.optional(z.number()),
+} satisfies Record<keyof StoredPushConfig, unknown>;
+
+const allTaskFields = fieldsOf(taskFields);
+const allRunFields = fieldsOf(runFields);
+const allApprovalFields = fieldsOf(approvalFields);
+const allPushConfigFields = fieldsOf(pushConfigFields);
+
+const embeddedRunShape = itemShape(runFields, allRunFields);
+export const embeddedRunSchema = z.object(embeddedRunShape);
+export type EmbeddedRun = z.infer<typeof embeddedRunSchema>;
+
+/**
+ * A run that is no longer its task's current run (a follow-up replaced it), or one written before
+ * decision 0038: its own row in the task's partition.
+ */
+export const runItemSchema = z.object({
+  ...embeddedRunShape,
+  pk: z.string(),
+  sk: z.string().check(z.startsWith('RUN#')),
+  taskId: z.string(),
+  leaseUntil: z.optional(z.number()),
+  /** Set exactly when `leaseUntil` is: the key of the sparse lease index. */
+  leaseShard: z.optional(z.string()),
+});
+export type RunItem = z.infer<typeof runItemSchema>;
+
+export const taskItemSchema = sealedItem({
+  pk: z.string(),
+  sk: z.enum(['TASK']),
+  ...itemShape(taskFields, allTaskFields),
+  /** The task's current run: one item, so one write commits both. */
+  run: z.optional(embeddedRunSchema),
+  /** The current run's lease, set exactly while it has one: the keys of the sparse lease index. */
+  leaseUntil: z.optional(z.number()),
+  leaseShard: z.optional(z.string()),
+  /**
+   * The push mark: set by the write that stores the task's first push config,
+   * never by a task write (`toTaskRowUpdate` leaves it out), never removed.
+   */
+  pushConfigured: z.optional(z.boolean()),
+});
+export type TaskItem = z.infer<typeof taskItemSchema>;
+
+export const viewItemSchema = sealedItem({
+  pk: z.string(),
+  sk: z.enum(['VIEW']),
+  ...itemShape(taskFields, viewFields),
+  /** The task's agent; absent for the root agent, and on views written before. */
+  profileId: z.optional(z.string()),
+  /** The keys of the ListTasks index. */
+  ownerKey: z.string(),
+  ownerSort: z.string(),
+});
+export type ViewItem = z.infer<typeof viewItemSchema>;
+
+export const eventItemSchema = sealedItem({
+  pk: z.string(),
+  sk: z.string().check(z.startsWith('EVT#')),
+  ...itemShape(taskFields, eventFields),
+  /** The task row's push mark at this revision; absent when unmarked. */
+  pushConfigured: z.optional(z.boolean()),
+});
+export type EventItem = z.infer<typeof eventItemSchema>;
+
+export const approvalItemSchema = z.object({
+  pk: z.string(),
+  sk: z.string().check(z.startsWith('APPROVAL#')),
+  ...itemShape(approvalFields, allApprovalFields),
   /** Key of the sparse pending index: set exactly while the decision is PENDING. */
-  pendingKey: z.string().optional(),
+  pendingKey: z.optional(z.string()),
 });
 export type ApprovalItem = z.infer<typeof approvalItemSchema>;
 
-export const toApprovalItem = (approval: ApprovalRecord): ApprovalItem =>
-  withoutUndefined({
-    ...keys.approval(approval.taskId, approval.approvalId),
-    approvalId: approval.approvalId,
-    taskId: approval.taskId,
-    runId: approval.runId,
-    digest: approval.digest,
-    toolNames: [...approval.toolNames],
-    requestedAt: approval.requestedAt,
-    decision: approval.decision,
-    decidedBy: approval.decidedBy,
-    decidedAt: approval.decidedAt,
-    reason: approval.reason,
-    expiresAt: approval.expiresAt,
-    pendingKey: approval.decision === 'PENDING' ? keys.pendingApprovals : undefined,
-  });
-
-export const fromApprovalItem = (item: ApprovalItem): ApprovalRecord => ({
-  approvalId: item.approvalId,
-  taskId: item.taskId,
-  runId: item.runId,
-  digest: item.digest,
-  toolNames: item.toolNames,
-  requestedAt: item.requestedAt,
-  decision: item.decision,
-  ...(item.decidedBy !== undefined && { decidedBy: item.decidedBy }),
-  ...(item.decidedAt !== undefined && { decidedAt: item.decidedAt }),
-  ...(item.reason !== undefined && { reason: item.reason }),
-  expiresAt: item.expiresAt,
+export const pushConfigItemSchema = sealedItem({
+  pk: z.string(),
+  sk: z.string().check(z.startsWith('PUSH#')),
+  ...itemShape(pushConfigFields, allPushConfigFields),
 });
+export type PushConfigItem = z.infer<typeof pushConfigItemSchema>;
 
-export const toViewItem = (view: JournalView): ViewItem =>
-  toSealedItem({
-    ...keys.view(view.taskId),
-    taskId: view.taskId,
-    contextId: view.contextId,
-    tenant: view.owner.tenant,
-    principal: view.owner.principal,
-    profileId: view.profileId === rootAgent ? undefined : view.profileId,
-    ownerKey: keys.ownerKey(view.owner.tenant, view.owner.principal, view.profileId),
-    ownerSort: keys.ownerSort(view.statusTimestamp, view.taskId),
-    state: view.state,
-    revision: view.revision,
-    statusTimestamp: view.statusTimestamp,
-    createdAt: view.createdAt,
-    statusMessage: view.sealedStatusMessage,
-    artifacts: view.sealedArtifacts,
-    metadata: view.metadata,
-    expiresAt: view.expiresAt,
-  });
-
-export const fromViewItem = (item: ViewItem): JournalView => ({
-  taskId: item.taskId,
-  contextId: item.contextId,
-  owner: { tenant: item.tenant, principal: item.principal },
-  profileId: item.profileId ?? rootAgent,
-  state: item.state,
-  revision: item.revision,
-  statusTimestamp: item.statusTimestamp,
-  createdAt: item.createdAt,
-  sealedStatusMessage: item.statusMessage,
-  sealedArtifacts: item.artifacts,
-  metadata: item.metadata,
-  expiresAt: item.expiresAt,
+/** A saved profile (no TTL: it lives until it is replaced or deleted). */
+export const profileItemSchema = z.object({
+  pk: z.enum(['PROFILES']),
+  sk: z.string().check(z.startsWith('PROFILE#')),
+  profileId: z.string(),
+  profile: jsonObject,
+  updatedAt: z.string(),
 });
-
-export const toEventItem = (event: JournalEvent): EventItem =>
-  toSealedItem({
-    ...keys.event(event.taskId, event.revision),
-    taskId: event.taskId,
-    contextId: event.contextId,
-    tenant: event.owner.tenant,
-    principal: event.owner.principal,
-    revision: event.revision,
-    state: event.state,
-    statusTimestamp: event.statusTimestamp,
-    statusMessage: event.sealedStatusMessage,
-    artifacts: event.sealedArtifacts,
-    metadata: event.metadata,
-    expiresAt: event.expiresAt,
-    pushConfigured: event.pushConfigured,
-  });
-
-export const fromEventItem = (item: EventItem): JournalEvent => ({
-  taskId: item.taskId,
-  contextId: item.contextId,
-  owner: { tenant: item.tenant, principal: item.principal },
-  revision: item.revision,
-  state: item.state,
-  statusTimestamp: item.statusTimestamp,
-  sealedStatusMessage: item.statusMessage,
-  sealedArtifacts: item.artifacts,
-  metadata: item.metadata,
-  expiresAt: item.expiresAt,
-  ...(item.pushConfigured === true && { pushConfigured: true }),
-});
+export type ProfileItem = z.infer<typeof profileItemSchema>;
 
 /**
  * Per-owner view counters (decision 0006), per agent: one item per owner, agent and expiry day (UTC), with the
@@ -488,36 +365,97 @@ export const counterKeys = {
 
 export const counterItemSchema = z.looseObject({
   pk: z.string(),
-  sk: z.string().startsWith('COUNT#'),
-  n: z.number().optional(),
+  sk: z.string().check(z.startsWith('COUNT#')),
+  n: z.optional(z.number()),
   expiresAt: z.number(),
 });
 export type CounterItem = z.infer<typeof counterItemSchema>;
 
+export const toTaskItem = (task: StoredTask): TaskItem =>
+  toSealedItem({ ...keys.task(task.taskId), ...toAttributes(task, allTaskFields) });
+
+export const fromTaskItem = (item: TaskItem): StoredTask => ({
+  ...fromAttributes<StoredTask, TaskField>(item, allTaskFields),
+  ...(item.pushConfigured === true && { pushConfigured: true }),
+});
+
+export const toViewItem = (view: JournalView): ViewItem =>
+  toSealedItem({
+    ...keys.view(view.taskId),
+    ...toAttributes(view, viewFields),
+    profileId: view.profileId === rootAgent ? undefined : view.profileId,
+    ownerKey: keys.ownerKey(view.owner.tenant, view.owner.principal, view.profileId),
+    ownerSort: keys.ownerSort(view.statusTimestamp, view.taskId),
+  });
+
+export const fromViewItem = (item: ViewItem): JournalView =>
+  fromAttributes<JournalView, keyof JournalView>(
+    { ...item, profileId: item.profileId ?? rootAgent },
+    viewFields,
+  );
+
+export const toEventItem = (event: JournalEvent): EventItem =>
+  toSealedItem({
+    ...keys.event(event.taskId, event.revision),
+    ...toAttributes(event, eventFields),
+    pushConfigured: event.pushConfigured,
+  });
+
+export const fromEventItem = (item: EventItem): JournalEvent => ({
+  ...fromAttributes<JournalEvent, (typeof eventFields)[number]>(item, eventFields),
+  ...(item.pushConfigured === true && { pushConfigured: true }),
+});
+
+/** A run's own attributes, without keys or lease (the row that holds it carries those). */
+export const toEmbeddedRun = (run: RunRecord): EmbeddedRun =>
+  withoutUndefined({
+    ...toAttributes(run, allRunFields),
+    // The same shapes; the item's type only drops `readonly`.
+    attempts: [...run.attempts],
+    approval: run.approval && withoutUndefined({ ...run.approval }),
+    profile: run.profile as EmbeddedRun['profile'],
+  });
+
+/** The lease index keys of a run's lease: both set, or both absent. */
+export const leaseAttributes = (run: RunRecord): { leaseUntil?: number; leaseShard?: string } =>
+  run.leaseUntil === undefined ? {} : { leaseUntil: run.leaseUntil, leaseShard: keys.leaseShard(run.runId) };
+
+export const toRunItem = (run: RunRecord): RunItem =>
+  withoutUndefined({
+    ...keys.run(run.taskId, run.runId),
+    taskId: run.taskId,
+    ...toEmbeddedRun(run),
+    ...leaseAttributes(run),
+  });
+
+const fromRunFields = (run: EmbeddedRun, taskId: string, leaseUntil: number | undefined): RunRecord => ({
+  ...fromAttributes<RunRecord, RunField>(run, allRunFields),
+  taskId,
+  leaseUntil,
+});
+
+export const fromRunItem = (item: RunItem): RunRecord => fromRunFields(item, item.taskId, item.leaseUntil);
+
+/** The current run its task row holds, if any. */
+export const runOfTaskItem = (item: TaskItem): RunRecord | undefined =>
+  item.run && fromRunFields(item.run, item.taskId, item.leaseUntil);
+
+export const toApprovalItem = (approval: ApprovalRecord): ApprovalItem =>
+  withoutUndefined({
+    ...keys.approval(approval.taskId, approval.approvalId),
+    ...toAttributes(approval, allApprovalFields),
+    toolNames: [...approval.toolNames],
+    pendingKey: approval.decision === 'PENDING' ? keys.pendingApprovals : undefined,
+  });
+
+export const fromApprovalItem = (item: ApprovalItem): ApprovalRecord =>
+  fromAttributes<ApprovalRecord, keyof ApprovalRecord>(item, allApprovalFields);
+
 export const toPushConfigItem = (config: StoredPushConfig): PushConfigItem =>
   toSealedItem({
     ...keys.push(config.taskId, config.configId),
-    taskId: config.taskId,
-    configId: config.configId,
-    url: config.url,
-    scheme: config.scheme,
-    credentials: config.sealedCredentials,
-    token: config.sealedToken,
-    createdAt: config.createdAt,
-    protocolVersion: config.protocolVersion,
-    expiresAt: config.expiresAt,
-    afterRevision: config.afterRevision,
+    ...toAttributes(config, allPushConfigFields),
   });
 
-export const fromPushConfigItem = (item: PushConfigItem): StoredPushConfig => ({
-  taskId: item.taskId,
-  configId: item.configId,
-  url: item.url,
-  scheme: item.scheme,
-  sealedCredentials: item.credentials,
-  sealedToken: item.token,
-  createdAt: item.createdAt,
-  ...(item.protocolVersion !== undefined ? { protocolVersion: item.protocolVersion } : {}),
-  expiresAt: item.expiresAt,
-  ...(item.afterRevision !== undefined ? { afterRevision: item.afterRevision } : {}),
-});
+export const fromPushConfigItem = (item: PushConfigItem): StoredPushConfig =>
+  fromAttributes<StoredPushConfig, keyof StoredPushConfig>(item, allPushConfigFields);
