@@ -9,6 +9,7 @@ import {
 } from '@a2a-js/sdk';
 import { type Client, ClientFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { drain, rpc } from './sse.ts';
 import {
   type ConformanceStack,
   errorInfoOf,
@@ -330,10 +331,11 @@ describe('multi-turn', () => {
     );
     // returnImmediately answers the revision the follow-up committed: WORKING, not SUBMITTED.
     expect(stateOf(answer)).toBe('TASK_STATE_WORKING');
-    for (let attempt = 0; stateOf((await getTask(task.id)).result) !== 'TASK_STATE_COMPLETED'; attempt++) {
-      expect(attempt).toBeLessThan(200);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    // The run's end as an event, not a polling budget: a subscription closes at the terminal state
+    // (or answers -32004 when the task is there already).
+    const subscription = await rpc(sut.agentUrl(), 'SubscribeToTask', { id: task.id });
+    if (subscription.kind === 'sse') await drain(subscription.frames);
+    expect(stateOf((await getTask(task.id)).result)).toBe('TASK_STATE_COMPLETED');
   });
 
   it('CORE-MULTI-004: a taskId that does not exist → -32001', async () => {
