@@ -1,16 +1,16 @@
 import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import * as z from 'zod';
 import type { DeliveryQueue } from '../domain/ports.ts';
 import { deliveryDedupIdOf, deliveryGroupOf, type PushDelivery } from '../domain/push.ts';
+import * as z from '../zod.ts';
 import { handleInGroups, oneAtATime } from './grouped-batch.ts';
 import { traceMessageAttributes } from './trace-context.ts';
 
 /** The delivery queue message: ids only; the config and the journal event are the state. */
 export const deliveryMessageSchema = z.object({
-  taskId: z.string().min(1),
-  configId: z.string().min(1),
-  revision: z.number().int().positive(),
+  taskId: z.string().check(z.minLength(1)),
+  configId: z.string().check(z.minLength(1)),
+  revision: z.number().check(z.int(), z.positive()),
 });
 
 /**

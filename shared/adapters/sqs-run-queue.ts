@@ -1,11 +1,14 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import * as z from 'zod';
 import { EnqueueFailedError } from '../domain/errors.ts';
 import type { RunMessage, RunQueue } from '../domain/ports.ts';
+import * as z from '../zod.ts';
 import { traceMessageAttributes } from './trace-context.ts';
 
 /** The run queue message: ids only; the run row is the state. Parsed at the executor's edge. */
-export const runMessageSchema = z.object({ taskId: z.string().min(1), runId: z.string().min(1) });
+export const runMessageSchema = z.object({
+  taskId: z.string().check(z.minLength(1)),
+  runId: z.string().check(z.minLength(1)),
+});
 
 export class SqsRunQueue implements RunQueue {
   constructor(

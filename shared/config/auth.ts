@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../zod.ts';
 
 /**
  * The `auth` section of the configuration (docs/security.md; docs/configuration.md; docs/decisions/0007). Three ways
@@ -22,7 +22,7 @@ export const isIdentityPart = (value: unknown): value is string =>
 
 const identityPart = z
   .string()
-  .regex(identityPartPattern, 'printable ASCII without spaces or "#", 1-256 characters');
+  .check(z.regex(identityPartPattern, 'printable ASCII without spaces or "#", 1-256 characters'));
 
 export const identitySchema = z.object({ tenant: identityPart, principal: identityPart });
 
@@ -40,20 +40,22 @@ export const jwtAlgorithms = [
   'EdDSA',
 ] as const;
 
+const nonEmptyString = z.string().check(z.minLength(1));
+
 export const jwtConfigSchema = z.object({
   /** Expected `iss`, exactly. */
-  issuer: z.string().min(1),
+  issuer: nonEmptyString,
   /** Expected `aud` (one of them, when a list). */
-  audience: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+  audience: z.union([nonEmptyString, z.array(nonEmptyString).check(z.minLength(1))]),
   /** Where the issuer publishes its signing keys (https in a deployment). */
   jwksUrl: z.url({ protocol: /^https?$/ }),
   /** Claim that names the tenant. */
-  tenantClaim: z.string().min(1).default('tenant'),
+  tenantClaim: z._default(nonEmptyString, 'tenant'),
   /** Tenant of tokens that do not carry `tenantClaim` (a single-tenant issuer). */
-  tenant: identityPart.optional(),
+  tenant: z.optional(identityPart),
   /** Claim that names the principal. */
-  principalClaim: z.string().min(1).default('sub'),
-  algorithms: z.array(z.enum(jwtAlgorithms)).min(1).default(['RS256', 'ES256']),
+  principalClaim: z._default(nonEmptyString, 'sub'),
+  algorithms: z._default(z.array(z.enum(jwtAlgorithms)).check(z.minLength(1)), ['RS256', 'ES256']),
 });
 
 export const apiKeyDigestPattern = /^[0-9a-f]{64}$/;
@@ -61,32 +63,34 @@ export const apiKeyDigestPattern = /^[0-9a-f]{64}$/;
 export const authConfigSchema = z
   .object({
     /** Static bearer tokens, local mode only (`npm start`); stripped from a deployment. */
-    tokens: z.record(z.string().min(1), identitySchema).default({}),
+    tokens: z._default(z.record(nonEmptyString, identitySchema), {}),
     /** `sha256(key)` as 64 lowercase hex characters → identity. */
-    apiKeys: z.record(z.string(), identitySchema).default({}),
-    jwt: jwtConfigSchema.optional(),
+    apiKeys: z._default(z.record(z.string(), identitySchema), {}),
+    jwt: z.optional(jwtConfigSchema),
     /** A deployment without any scheme must say `public: true`: every caller is then `local`/`local`. */
-    public: z.boolean().default(false),
+    public: z._default(z.boolean(), false),
   })
-  .superRefine((auth, context) => {
-    // Reported by position: an entry that is not a digest may be the key itself, never echoed.
-    Object.keys(auth.apiKeys).forEach((digest, index) => {
-      if (!apiKeyDigestPattern.test(digest)) {
+  .check(
+    z.superRefine((auth, context) => {
+      // Reported by position: an entry that is not a digest may be the key itself, never echoed.
+      Object.keys(auth.apiKeys).forEach((digest, index) => {
+        if (!apiKeyDigestPattern.test(digest)) {
+          context.addIssue({
+            code: 'custom',
+            path: ['apiKeys'],
+            message: `entry ${index + 1} is not a SHA-256 hex digest (64 lowercase hex characters); configure sha256(key), never the key`,
+          });
+        }
+      });
+      if (auth.public && hasAuthScheme(auth)) {
         context.addIssue({
           code: 'custom',
-          path: ['apiKeys'],
-          message: `entry ${index + 1} is not a SHA-256 hex digest (64 lowercase hex characters); configure sha256(key), never the key`,
+          path: ['public'],
+          message: 'public: true means no authentication; remove it or remove tokens, apiKeys and jwt',
         });
       }
-    });
-    if (auth.public && hasAuthScheme(auth)) {
-      context.addIssue({
-        code: 'custom',
-        path: ['public'],
-        message: 'public: true means no authentication; remove it or remove tokens, apiKeys and jwt',
-      });
-    }
-  });
+    }),
+  );
 
 export type AuthConfig = z.infer<typeof authConfigSchema>;
 export type JwtConfig = z.infer<typeof jwtConfigSchema>;

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../zod.ts';
 import { authConfigSchema } from './auth.ts';
 
 /**
@@ -8,27 +8,37 @@ import { authConfigSchema } from './auth.ts';
 
 const privacyLevelInput = z.string();
 
+const nonEmptyString = z.string().check(z.minLength(1));
+
+/** A whole number from `min` to `max`. */
+const integer = (min: number, max: number) => z.number().check(z.int(), z.gte(min), z.lte(max));
+
+/** A number above 0, at most `max`. */
+const positiveUpTo = (max: number) => z.number().check(z.positive(), z.lte(max));
+
+/** Per model call; a timeout falls back to the next provider (decision 0011). */
+const providerTimeoutMs = z._default(z.number().check(z.int(), z.positive(), z.lte(600_000)), 25_000);
+
 const scriptedProvider = z.object({
   type: z.literal('scripted'),
-  behavior: z.enum(['echo', 'tck', 'fail', 'slow']).default('echo'),
-  privacyLevel: privacyLevelInput.optional(),
+  behavior: z._default(z.enum(['echo', 'tck', 'fail', 'slow']), 'echo'),
+  privacyLevel: z.optional(privacyLevelInput),
 });
 
 const bedrockProvider = z.object({
   type: z.literal('bedrock'),
-  model: z.string().min(1),
-  region: z.string().min(1).optional(),
-  /** Per model call; a timeout falls back to the next provider (decision 0011). */
-  timeoutMs: z.number().int().positive().max(600_000).default(25_000),
-  privacyLevel: privacyLevelInput.optional(),
+  model: nonEmptyString,
+  region: z.optional(nonEmptyString),
+  timeoutMs: providerTimeoutMs,
+  privacyLevel: z.optional(privacyLevelInput),
 });
 
 const openAiProvider = z.object({
   type: z.literal('openai'),
   baseUrl: z.url(),
-  model: z.string().min(1),
+  model: nonEmptyString,
   /** Name of the environment variable that holds the API key (never the key itself); local mode. */
-  apiKeyEnv: z.string().optional(),
+  apiKeyEnv: z.optional(z.string()),
   /**
    * Deployments: the Secrets Manager secret holding the API key (decision 0026), read by the
    * executor through the Parameters and Secrets Lambda Extension. `secretId` is a name or the
@@ -36,16 +46,15 @@ const openAiProvider = z.object({
    * Their formats are checked at synth (infra/service-stack.ts), which keeps this schema, part
    * of every function bundle, small.
    */
-  apiKeySecret: z
-    .object({
-      secretId: z.string().min(1),
-      jsonKey: z.string().min(1).optional(),
-      kmsKeyArn: z.string().optional(),
-    })
-    .optional(),
-  /** Per model call; a timeout falls back to the next provider. */
-  timeoutMs: z.number().int().positive().max(600_000).default(25_000),
-  privacyLevel: privacyLevelInput.optional(),
+  apiKeySecret: z.optional(
+    z.object({
+      secretId: nonEmptyString,
+      jsonKey: z.optional(nonEmptyString),
+      kmsKeyArn: z.optional(z.string()),
+    }),
+  ),
+  timeoutMs: providerTimeoutMs,
+  privacyLevel: z.optional(privacyLevelInput),
 });
 
 export const providerConfigSchema = z.discriminatedUnion('type', [
@@ -55,40 +64,48 @@ export const providerConfigSchema = z.discriminatedUnion('type', [
 ]);
 
 export const skillSchema = z.object({
-  id: z.string().min(1),
-  name: z.string().min(1),
-  description: z.string().min(1),
-  tags: z.array(z.string().min(1)).min(1),
-  examples: z.array(z.string()).optional(),
+  id: nonEmptyString,
+  name: nonEmptyString,
+  description: nonEmptyString,
+  tags: z.array(nonEmptyString).check(z.minLength(1)),
+  examples: z.optional(z.array(z.string())),
 });
 
 export const toolConfigSchema = z.object({
-  name: z.string().min(1),
-  requiresApproval: z.boolean().default(false),
+  name: nonEmptyString,
+  requiresApproval: z._default(z.boolean(), false),
 });
 
+const mediaTypes = z._default(z.array(nonEmptyString).check(z.minLength(1)), [
+  'text/plain',
+  'application/json',
+]);
+
 export const profileConfigSchema = z.object({
-  name: z.string().min(1),
-  description: z.string().min(1),
-  version: z.string().default('1.0.0'),
-  instructions: z.string().default(''),
-  providers: z.array(z.string().min(1)).min(1),
-  privacyLevel: privacyLevelInput.optional(),
-  tools: z.array(toolConfigSchema).default([]),
+  name: nonEmptyString,
+  description: nonEmptyString,
+  version: z._default(z.string(), '1.0.0'),
+  instructions: z._default(z.string(), ''),
+  providers: z.array(nonEmptyString).check(z.minLength(1)),
+  privacyLevel: z.optional(privacyLevelInput),
+  tools: z._default(z.array(toolConfigSchema), []),
   /** Model → tools → model rounds a run may take before it is stopped. */
-  maxToolRounds: z.number().int().min(1).max(50).default(8),
-  skills: z.array(skillSchema).default([]),
-  inputModes: z.array(z.string().min(1)).min(1).default(['text/plain', 'application/json']),
-  outputModes: z.array(z.string().min(1)).min(1).default(['text/plain', 'application/json']),
+  maxToolRounds: z._default(integer(1, 50), 8),
+  skills: z._default(z.array(skillSchema), []),
+  inputModes: mediaTypes,
+  outputModes: mediaTypes,
   /** How long a blocking SendMessage waits before returning the current task. */
-  blockingCapSeconds: z.number().positive().max(840).default(25),
+  blockingCapSeconds: z._default(positiveUpTo(840), 25),
   /**
    * What GetExtendedAgentCard returns to an authenticated caller on top of the public card: another
    * description and extra skills. Declared on the card only when auth is configured (decision 0007).
    */
-  extendedCard: z
-    .object({ description: z.string().min(1).optional(), skills: z.array(skillSchema).default([]) })
-    .optional(),
+  extendedCard: z.optional(
+    z.object({
+      description: z.optional(nonEmptyString),
+      skills: z._default(z.array(skillSchema), []),
+    }),
+  ),
 });
 
 /** Log retentions CloudWatch Logs accepts, in days. */
@@ -97,10 +114,10 @@ export const logRetentionDays = [
 ] as const;
 
 const capacityRange = z
-  .object({ min: z.number().int().min(1).max(40_000), max: z.number().int().min(1).max(40_000) })
-  .refine((range) => range.max >= range.min, { message: 'max must be at least min' });
+  .object({ min: integer(1, 40_000), max: integer(1, 40_000) })
+  .check(z.refine((range) => range.max >= range.min, { message: 'max must be at least min' }));
 
-const tableCapacity = z.object({ read: capacityRange.optional(), write: capacityRange.optional() });
+const tableCapacity = z.object({ read: z.optional(capacityRange), write: z.optional(capacityRange) });
 
 /**
  * DynamoDB capacity of the three tables and their indexes (decision 0048): on demand (the
@@ -108,17 +125,18 @@ const tableCapacity = z.object({ read: capacityRange.optional(), write: capacity
  * `max` units. `read`/`write` apply to every table and index unless `tables.<id>` overrides them.
  */
 export const dynamodbCapacitySchema = z.object({
-  billing: z.enum(['onDemand', 'provisioned']).default('onDemand'),
-  targetUtilizationPercent: z.number().int().min(20).max(90).default(70),
-  read: capacityRange.default({ min: 1, max: 100 }),
-  write: capacityRange.default({ min: 1, max: 100 }),
-  tables: z
-    .object({
-      State: tableCapacity.optional(),
-      Journal: tableCapacity.optional(),
-      Audit: tableCapacity.optional(),
-    })
-    .default({}),
+  billing: z._default(z.enum(['onDemand', 'provisioned']), 'onDemand'),
+  targetUtilizationPercent: z._default(integer(20, 90), 70),
+  read: z._default(capacityRange, { min: 1, max: 100 }),
+  write: z._default(capacityRange, { min: 1, max: 100 }),
+  tables: z._default(
+    z.object({
+      State: z.optional(tableCapacity),
+      Journal: z.optional(tableCapacity),
+      Audit: z.optional(tableCapacity),
+    }),
+    {},
+  ),
 });
 
 export type DynamodbCapacityConfig = z.infer<typeof dynamodbCapacitySchema>;
@@ -137,116 +155,116 @@ export const defaultDynamodbCapacity: DynamodbCapacityConfig = {
  */
 export const deploymentConfigSchema = z.object({
   /** Region of both stacks; absent: the CDK CLI's (AWS_REGION, the profile's region). */
-  region: z
-    .string()
-    .regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'an AWS region name such as eu-west-1')
-    .optional(),
+  region: z.optional(
+    z.string().check(z.regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'an AWS region name such as eu-west-1')),
+  ),
   /** How long CloudWatch Logs keeps each function's log group. */
-  logRetentionDays: z
-    .number()
-    .refine((days) => (logRetentionDays as readonly number[]).includes(days), {
-      message: `one of ${logRetentionDays.join(', ')}`,
-    })
-    .default(30),
+  logRetentionDays: z._default(
+    z.number().check(
+      z.refine((days) => (logRetentionDays as readonly number[]).includes(days), {
+        message: `one of ${logRetentionDays.join(', ')}`,
+      }),
+    ),
+    30,
+  ),
   /** DynamoDB deletion protection on the three tables (turn off before `cdk destroy` + manual delete). */
-  deletionProtection: z.boolean().default(true),
+  deletionProtection: z._default(z.boolean(), true),
   /** Upper bound of concurrent executor invocations: protects model quotas. */
-  executorMaxConcurrency: z.number().int().min(2).max(1000).default(10),
+  executorMaxConcurrency: z._default(integer(2, 1000), 10),
   /** Serves the journal viewer at `GET /viewer` of the API. */
-  viewer: z.boolean().default(false),
+  viewer: z._default(z.boolean(), false),
   /** On-demand (default) or provisioned DynamoDB capacity with auto scaling. */
-  dynamodb: dynamodbCapacitySchema.default(defaultDynamodbCapacity),
+  dynamodb: z._default(dynamodbCapacitySchema, defaultDynamodbCapacity),
   /**
    * How long API Gateway reuses an authorizer's answer for the same `Authorization` header
    * (JWT installations only; decision 0055): a token stays accepted up to this long after it
    * expires or is revoked. 0 authorizes every request afresh. Keep it below the issuer's
    * shortest token lifetime.
    */
-  authorizerCacheSeconds: z.number().int().min(0).max(3600).default(60),
+  authorizerCacheSeconds: z._default(integer(0, 3600), 60),
   /** The API stage's request rate (per second, steady) and burst for all callers together. */
-  throttle: z
-    .object({
-      rateLimit: z.number().positive().max(10_000).default(100),
-      burstLimit: z.number().int().min(1).max(5_000).default(200),
-    })
-    .default({ rateLimit: 100, burstLimit: 200 }),
-  alarms: z
-    .object({
+  throttle: z._default(
+    z.object({
+      rateLimit: z._default(positiveUpTo(10_000), 100),
+      burstLimit: z._default(integer(1, 5_000), 200),
+    }),
+    { rateLimit: 100, burstLimit: 200 },
+  ),
+  alarms: z._default(
+    z.object({
       /** Subscribed to the alarm topic (SNS sends a confirmation mail first). */
-      email: z.email().optional(),
+      email: z.optional(z.email()),
       /** Errors / invocations per function over 5 minutes, in percent. */
-      errorRatePercent: z.number().positive().max(100).default(5),
+      errorRatePercent: z._default(positiveUpTo(100), 5),
       /** Age of the oldest stream record the projector or the pusher has not processed yet. */
-      iteratorAgeSeconds: z.number().int().min(60).max(86_400).default(300),
-    })
-    .default({ errorRatePercent: 5, iteratorAgeSeconds: 300 }),
+      iteratorAgeSeconds: z._default(integer(60, 86_400), 300),
+    }),
+    { errorRatePercent: 5, iteratorAgeSeconds: 300 },
+  ),
 });
 
 export type DeploymentConfig = z.infer<typeof deploymentConfigSchema>;
 
 export const configSchema = z.object({
-  privacy: z
-    .object({
-      level: privacyLevelInput.default('metadata'),
-      retention: z.object({ agentRun: z.number().optional(), approval: z.number().optional() }).default({}),
-    })
-    .default({ level: 'metadata', retention: {} }),
+  privacy: z._default(
+    z.object({
+      level: z._default(privacyLevelInput, 'metadata'),
+      retention: z._default(
+        z.object({ agentRun: z.optional(z.number()), approval: z.optional(z.number()) }),
+        {},
+      ),
+    }),
+    { level: 'metadata', retention: {} },
+  ),
   /** Who may call: static tokens (local), API keys, JWTs, or explicitly public. */
-  auth: authConfigSchema.default({ tokens: {}, apiKeys: {}, public: false }),
-  providers: z.record(z.string().min(1), providerConfigSchema),
-  profiles: z.record(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/), profileConfigSchema),
-  webhooks: z
-    .object({
-      allowLoopback: z.boolean().optional(),
+  auth: z._default(authConfigSchema, { tokens: {}, apiKeys: {}, public: false }),
+  providers: z.record(nonEmptyString, providerConfigSchema),
+  profiles: z.record(z.string().check(z.regex(/^[a-z0-9][a-z0-9-]{0,62}$/)), profileConfigSchema),
+  webhooks: z._default(
+    z.object({
+      allowLoopback: z.optional(z.boolean()),
       /** First retry delay of a failed webhook delivery; doubles per attempt up to 300 s (decision 0009). */
-      retryBaseSeconds: z.number().int().min(1).max(60).default(2),
-    })
-    .default({ retryBaseSeconds: 2 }),
+      retryBaseSeconds: z._default(integer(1, 60), 2),
+    }),
+    { retryBaseSeconds: 2 },
+  ),
   /** SSE streams (docs/decisions/0008): heartbeat comments, and a clean close before the 15-min limit. */
-  streaming: z
-    .object({
-      heartbeatSeconds: z.number().positive().max(30).default(15),
-      maxStreamSeconds: z.number().positive().max(900).default(840),
-    })
-    .default({ heartbeatSeconds: 15, maxStreamSeconds: 840 }),
+  streaming: z._default(
+    z.object({
+      heartbeatSeconds: z._default(positiveUpTo(30), 15),
+      maxStreamSeconds: z._default(positiveUpTo(900), 840),
+    }),
+    { heartbeatSeconds: 15, maxStreamSeconds: 840 },
+  ),
   /**
    * What one request may ask for (docs/configuration.md `limits`, decision 0052): above a limit it
    * is refused with an ErrorInfo reason naming the limit, before anything is stored.
    */
-  limits: z
-    .object({
-      pushConfigsPerTask: z.number().int().min(1).max(100).default(10),
-      partsPerMessage: z.number().int().min(1).max(1000).default(100),
-      metadataBytes: z.number().int().min(256).max(262_144).default(16_384),
-      streamsPerCaller: z.number().int().min(1).max(1000).default(10),
+  limits: z._default(
+    z.object({
+      pushConfigsPerTask: z._default(integer(1, 100), 10),
+      partsPerMessage: z._default(integer(1, 1000), 100),
+      metadataBytes: z._default(integer(256, 262_144), 16_384),
+      streamsPerCaller: z._default(integer(1, 1000), 10),
       /**
        * A task's whole history (every message of every turn, JSON) may grow to this many bytes:
        * the write that settles a turn carries the whole sealed history with the result.
        */
-      historyBytes: z
-        .number()
-        .int()
-        .min(65_536)
-        .max(3 * 1024 * 1024)
-        .default(2.5 * 1024 * 1024),
-    })
-    .default({
+      historyBytes: z._default(integer(65_536, 3 * 1024 * 1024), 2.5 * 1024 * 1024),
+    }),
+    {
       pushConfigsPerTask: 10,
       partsPerMessage: 100,
       metadataBytes: 16_384,
       streamsPerCaller: 10,
       historyBytes: 2.5 * 1024 * 1024,
-    }),
+    },
+  ),
   /** ErrorInfo domain for this installation's own reasons (docs/protocol.md §17). */
-  errorDomain: z.string().min(1).default('a2a-serverless.local'),
+  errorDomain: z._default(nonEmptyString, 'a2a-serverless.local'),
   /** Request bodies above this many bytes are refused with -32600 (decision 0006). */
-  maxRequestBytes: z
-    .number()
-    .int()
-    .min(1024)
-    .max(6 * 1024 * 1024)
-    .default(1024 * 1024),
-  deployment: deploymentConfigSchema.default({
+  maxRequestBytes: z._default(integer(1024, 6 * 1024 * 1024), 1024 * 1024),
+  deployment: z._default(deploymentConfigSchema, {
     logRetentionDays: 30,
     deletionProtection: true,
     executorMaxConcurrency: 10,

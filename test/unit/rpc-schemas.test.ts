@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type { z } from 'zod';
 import {
   a2aParamsSchemas,
   cancelTaskParamsSchema,
@@ -21,8 +20,9 @@ import {
 } from '../../shared/app/rpc/schemas.ts';
 import type { Message } from '../../shared/domain/a2a.ts';
 import { InvalidParamsError } from '../../shared/domain/errors.ts';
+import type * as z from '../../shared/zod.ts';
 
-const violationsOf = (schema: z.ZodType, params: unknown) => {
+const violationsOf = (schema: z.core.$ZodType, params: unknown) => {
   try {
     parseParams(schema, params);
   } catch (error) {
@@ -32,7 +32,8 @@ const violationsOf = (schema: z.ZodType, params: unknown) => {
   throw new Error('expected InvalidParamsError');
 };
 
-const fieldsOf = (schema: z.ZodType, params: unknown) => violationsOf(schema, params).map((v) => v.field);
+const fieldsOf = (schema: z.core.$ZodType, params: unknown) =>
+  violationsOf(schema, params).map((v) => v.field);
 
 const userMessage = (overrides: Record<string, unknown> = {}) => ({
   messageId: 'm-1',
@@ -271,7 +272,7 @@ describe('camelCase and snake_case are both accepted for every method with multi
     token: 'tok',
     authentication: { scheme: 'Bearer', credentials: 'c' },
   };
-  const cases: readonly { method: string; schema: z.ZodType; camel: unknown; snake: unknown }[] = [
+  const cases: readonly { method: string; schema: z.core.$ZodType; camel: unknown; snake: unknown }[] = [
     {
       method: 'SendMessage',
       schema: sendMessageParamsSchema,
@@ -474,7 +475,7 @@ describe('other methods', () => {
     const long = '𝔘'.repeat(maxIdLength / 2 + 1);
     const fits = 'é'.repeat(maxIdLength);
     const push = { taskId: 't', url: 'http://localhost:9/h' };
-    const cases: [z.ZodType, Record<string, unknown>, string][] = [
+    const cases: [z.core.$ZodType, Record<string, unknown>, string][] = [
       [getTaskParamsSchema, { id: long }, 'id'],
       [cancelTaskParamsSchema, { id: long }, 'id'],
       [subscribeToTaskParamsSchema, { id: long }, 'id'],

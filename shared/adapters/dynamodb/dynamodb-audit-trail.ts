@@ -1,5 +1,4 @@
 import { DeleteCommand, type DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import * as z from 'zod';
 import {
   type AuditContent,
   type AuditEntry,
@@ -10,6 +9,7 @@ import {
 } from '../../domain/audit.ts';
 import type { Sealer } from '../../domain/ports.ts';
 import { isAtLeast, type PrivacyLevel } from '../../domain/privacy.ts';
+import * as z from '../../zod.ts';
 import { withoutUndefined } from './entities.ts';
 import { queryAll } from './query-all.ts';
 
@@ -36,26 +36,26 @@ const lengths = z.object({ parts: z.number(), characters: z.number() });
 
 export const auditItemSchema = z.object({
   pk: z.string(),
-  sk: z.string().startsWith(auditKeys.prefix),
+  sk: z.string().check(z.startsWith(auditKeys.prefix)),
   kind: z.enum(auditStepKinds),
   taskId: z.string(),
   runId: z.string(),
   at: z.string(),
   level: z.enum(['metadata', 'redacted', 'full']),
-  providerId: z.string().optional(),
-  outcome: z.string().optional(),
-  reason: z.string().optional(),
-  durationMs: z.number().optional(),
-  inputTokens: z.number().optional(),
-  outputTokens: z.number().optional(),
-  toolNames: z.array(z.string()).optional(),
-  from: ceilings.optional(),
-  to: ceilings.optional(),
-  messageLength: lengths.optional(),
-  artifactsLength: lengths.optional(),
-  toolLength: lengths.optional(),
+  providerId: z.optional(z.string()),
+  outcome: z.optional(z.string()),
+  reason: z.optional(z.string()),
+  durationMs: z.optional(z.number()),
+  inputTokens: z.optional(z.number()),
+  outputTokens: z.optional(z.number()),
+  toolNames: z.optional(z.array(z.string())),
+  from: z.optional(ceilings),
+  to: z.optional(ceilings),
+  messageLength: z.optional(lengths),
+  artifactsLength: z.optional(lengths),
+  toolLength: z.optional(lengths),
   /** Sealed JSON of the content; only at `redacted`/`full`. */
-  content: z.custom<Uint8Array>((value) => value instanceof Uint8Array).optional(),
+  content: z.optional(z.custom<Uint8Array>((value) => value instanceof Uint8Array)),
   expiresAt: z.number(),
 });
 export type AuditItem = z.infer<typeof auditItemSchema>;

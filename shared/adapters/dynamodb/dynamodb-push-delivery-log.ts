@@ -1,5 +1,4 @@
 import { type DynamoDBDocumentClient, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import * as z from 'zod';
 import type { PushDeliveryLog, PushDeliveryPage } from '../../domain/ports.ts';
 import {
   attemptOutcomes,
@@ -8,6 +7,7 @@ import {
   isSettledDelivery,
   type PushDeliveryRecord,
 } from '../../domain/push.ts';
+import * as z from '../../zod.ts';
 import { isConditionalCheckFailed } from './condition-failures.ts';
 import { keys, withoutUndefined } from './entities.ts';
 
@@ -32,22 +32,25 @@ export const deliveryKeys = {
   }),
 } as const;
 
+const positiveInteger = z.number().check(z.int(), z.positive());
+const deliveryState = z.enum(deliveryStates);
+
 export const deliveryItemSchema = z.object({
   pk: z.string(),
-  sk: z.string().startsWith(prefix),
+  sk: z.string().check(z.startsWith(prefix)),
   taskId: z.string(),
   configId: z.string(),
-  revision: z.number().int().positive(),
-  state: z.enum(deliveryStates),
+  revision: positiveInteger,
+  state: deliveryState,
   attempts: z.array(
     z.object({
-      attempt: z.number().int().positive(),
+      attempt: positiveInteger,
       at: z.string(),
       outcome: z.enum(attemptOutcomes),
-      httpStatus: z.number().int().optional(),
-      error: z.string().optional(),
-      posts: z.number().int().optional(),
-      nextAttemptAt: z.string().optional(),
+      httpStatus: z.optional(z.number().check(z.int())),
+      error: z.optional(z.string()),
+      posts: z.optional(z.number().check(z.int())),
+      nextAttemptAt: z.optional(z.string()),
     }),
   ),
   updatedAt: z.string(),
@@ -57,7 +60,7 @@ export const deliveryItemSchema = z.object({
 });
 export type DeliveryItem = z.infer<typeof deliveryItemSchema>;
 
-const settledItemSchema = deliveryItemSchema.pick({ revision: true, state: true });
+const settledItemSchema = z.object({ revision: positiveInteger, state: deliveryState });
 
 export const fromDeliveryItem = (item: DeliveryItem): PushDeliveryRecord => ({
   taskId: item.taskId,

@@ -1,4 +1,3 @@
-import * as z from 'zod';
 import type { JsonObject } from '../../domain/a2a.ts';
 import { ProviderFailedError, ProviderUnavailableError } from '../../domain/errors.ts';
 import type {
@@ -9,6 +8,7 @@ import type {
   ToolCall,
   TranscriptEntry,
 } from '../../domain/model.ts';
+import * as z from '../../zod.ts';
 import { classifyStatus, classifyThrown, withTimeout } from './provider-errors.ts';
 
 export interface OpenAiProviderOptions {
@@ -130,25 +130,27 @@ const chatResponseSchema = z.object({
     .array(
       z.object({
         message: z.object({
-          content: z.string().nullish(),
-          tool_calls: z
-            .array(
+          content: z.nullish(z.string()),
+          tool_calls: z.nullish(
+            z.array(
               z.object({
-                id: z.string().nullish(),
+                id: z.nullish(z.string()),
                 function: z.object({
                   name: z.string(),
                   // OpenAI sends a JSON string; some compatible servers send the object itself.
-                  arguments: z.union([z.string(), z.record(z.string(), z.json())]).nullish(),
+                  arguments: z.nullish(z.union([z.string(), z.record(z.string(), z.json())])),
                 }),
               }),
-            )
-            .nullish(),
+            ),
+          ),
         }),
-        finish_reason: z.string().nullish(),
+        finish_reason: z.nullish(z.string()),
       }),
     )
-    .min(1),
-  usage: z.object({ prompt_tokens: z.number().nullish(), completion_tokens: z.number().nullish() }).nullish(),
+    .check(z.minLength(1)),
+  usage: z.nullish(
+    z.object({ prompt_tokens: z.nullish(z.number()), completion_tokens: z.nullish(z.number()) }),
+  ),
 });
 
 const parseArguments = (raw: string | JsonObject | null | undefined): JsonObject => {

@@ -1,5 +1,5 @@
-import * as z from 'zod';
 import type { JsonValue } from '../../domain/a2a.ts';
+import * as z from '../../zod.ts';
 import { defineTool } from './define-tool.ts';
 
 /** Deterministic arithmetic: the tool tests and demos use, with no outside effect. */
@@ -7,13 +7,11 @@ export const calculatorTool = defineTool({
   name: 'calculator',
   description: 'Computes a + b, a - b, a * b or a / b exactly as IEEE-754 doubles.',
   readOnly: true,
-  input: z
-    .object({
-      operation: z.enum(['add', 'subtract', 'multiply', 'divide']).describe('The operation to apply.'),
-      a: z.number().describe('The left operand.'),
-      b: z.number().describe('The right operand.'),
-    })
-    .strict(),
+  input: z.strictObject({
+    operation: z.enum(['add', 'subtract', 'multiply', 'divide']).check(z.describe('The operation to apply.')),
+    a: z.number().check(z.describe('The left operand.')),
+    b: z.number().check(z.describe('The right operand.')),
+  }),
   run: ({ operation, a, b }): JsonValue => {
     switch (operation) {
       case 'add':

@@ -1,8 +1,8 @@
-import * as z from 'zod';
 import type { JsonObject, JsonValue } from '../../domain/a2a.ts';
 import { type Tool, type ToolContext, type ToolOutput, toolNamePattern } from '../../domain/tools.ts';
+import * as z from '../../zod.ts';
 
-export interface ToolDefinition<Input extends z.ZodType> {
+export interface ToolDefinition<Input extends z.core.$ZodType> {
   readonly name: string;
   readonly description: string;
   readonly readOnly: boolean;
@@ -12,7 +12,7 @@ export interface ToolDefinition<Input extends z.ZodType> {
 }
 
 /** A tool from a zod schema: one declaration gives the JSON Schema and the argument check. */
-export const defineTool = <Input extends z.ZodType>(definition: ToolDefinition<Input>): Tool => {
+export const defineTool = <Input extends z.core.$ZodType>(definition: ToolDefinition<Input>): Tool => {
   if (!toolNamePattern.test(definition.name)) throw new Error(`Invalid tool name ${definition.name}`);
   const { $schema: _dialect, ...inputSchema } = z.toJSONSchema(definition.input) as JsonObject;
   return {
@@ -21,7 +21,7 @@ export const defineTool = <Input extends z.ZodType>(definition: ToolDefinition<I
     readOnly: definition.readOnly,
     inputSchema,
     invoke: async (args: JsonObject, context: ToolContext): Promise<ToolOutput> => {
-      const parsed = definition.input.safeParse(args);
+      const parsed = z.safeParse(definition.input, args);
       if (!parsed.success) {
         const problems = parsed.error.issues.map(
           (issue) => `${issue.path.join('.') || '(arguments)'}: ${issue.message}`,

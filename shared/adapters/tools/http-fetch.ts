@@ -2,10 +2,10 @@ import type { IncomingMessage } from 'node:http';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import * as z from 'zod';
 import type { JsonValue } from '../../domain/a2a.ts';
 import type { Tool } from '../../domain/tools.ts';
 import type { WebhookPolicy } from '../../domain/webhook-address.ts';
+import * as z from '../../zod.ts';
 import { pinnedLookup, type Resolver, vetTarget } from '../ssrf-guard.ts';
 import { defineTool } from './define-tool.ts';
 
@@ -32,9 +32,11 @@ export const createHttpFetchTool = (options: HttpFetchOptions): Tool =>
     description:
       'Fetches a public web page or API with HTTP GET. Returns the status, the content type and the text of the body (cut at a size limit). Redirects are not followed.',
     readOnly: true,
-    input: z
-      .object({ url: z.string().min(1).max(2048).describe('The absolute http(s) URL to fetch.') })
-      .strict(),
+    input: z.strictObject({
+      url: z
+        .string()
+        .check(z.minLength(1), z.maxLength(2048), z.describe('The absolute http(s) URL to fetch.')),
+    }),
     run: ({ url }, context) => guardedGet(url, options, context.signal),
   });
 

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { z } from 'zod';
 import type { JsonValue, ProtocolVersion, StreamResponse } from '../../domain/a2a.ts';
 import type { FieldViolation } from '../../domain/errors.ts';
 import {
@@ -8,6 +7,7 @@ import {
   VersionNotSupportedError,
 } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
+import type * as z from '../../zod.ts';
 import type { JsonRpcErrorObject } from './errors-table.ts';
 import { isInternalError, JsonRpcProtocolError, jsonRpcErrorTable, toJsonRpcError } from './errors-table.ts';
 import { toProtoJson } from './proto-json.ts';
@@ -115,14 +115,14 @@ export const toStreamResult = (stream: AsyncIterable<StreamItem>): StreamResult 
 export const isStreamResult = (value: unknown): value is StreamResult =>
   typeof value === 'object' && value !== null && streamBrand in value;
 
-export interface MethodSpec<S extends z.ZodType = z.ZodType> {
+export interface MethodSpec<S extends z.core.$ZodType = z.core.$ZodType> {
   readonly params: S;
   /** Returns the result value (serialized as ProtoJSON; `undefined` → `null`) or a StreamResult. */
   run(params: z.output<S>, ctx: RequestContext): Promise<unknown>;
 }
 
 /** Method name → spec; `params` in each `run` is typed by that method's schema. */
-export type MethodTable<S extends Record<string, z.ZodType> = Record<string, z.ZodType>> = {
+export type MethodTable<S extends Record<string, z.core.$ZodType> = Record<string, z.core.$ZodType>> = {
   readonly [K in keyof S]: MethodSpec<S[K]>;
 };
 
@@ -130,7 +130,7 @@ export type MethodTable<S extends Record<string, z.ZodType> = Record<string, z.Z
 export type A2aMethodTable = MethodTable<typeof a2aParamsSchemas>;
 
 /** Declares one method with its params type inferred from the schema. */
-export const defineMethod = <S extends z.ZodType>(
+export const defineMethod = <S extends z.core.$ZodType>(
   params: S,
   run: (params: z.output<S>, ctx: RequestContext) => Promise<unknown>,
 ): MethodSpec<S> => ({ params, run });
@@ -281,7 +281,7 @@ const readEnvelope = (body: unknown): Envelope => {
   return { method: body.method as string, params: body.params };
 };
 
-export const createDispatcher = <S extends Record<string, z.ZodType>>(
+export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
   methods: MethodTable<S>,
   options: DispatcherOptions,
 ): Dispatcher => {

@@ -1,4 +1,3 @@
-import * as z from 'zod';
 import type {
   AuthenticationInfo,
   JsonObject,
@@ -12,6 +11,7 @@ import type {
 import { taskStates } from '../../domain/a2a.ts';
 import type { FieldViolation } from '../../domain/errors.ts';
 import { InvalidParamsError } from '../../domain/errors.ts';
+import * as z from '../../zod.ts';
 
 /**
  * One schema per A2A v1.0 JSON-RPC method (docs/protocol.md §2.1), over camelCase keys. Requests are
@@ -64,11 +64,10 @@ const normalize = (value: unknown, depth: number): unknown => {
 // Scalars
 // ---------------------------------------------------------------------------------------------
 
+const unsetWhenEmpty = z.transform((value: string | undefined) => (value === '' ? undefined : value));
+
 /** An optional string where `""` is the proto3 default, i.e. unset. */
-export const optionalString = z
-  .string()
-  .optional()
-  .transform((value) => (value === '' ? undefined : value));
+export const optionalString = z.pipe(z.optional(z.string()), unsetWhenEmpty);
 
 /**
  * Ids become DynamoDB key parts (`TASK#<taskId>` partition keys, at most 2,048 bytes;
@@ -80,24 +79,27 @@ export const maxIdLength = 256;
 // UTF-16 code units, not zod's `max` (which counts code points: 256 of them may be 1,024 bytes).
 const boundedId = z
   .string()
-  .refine((value) => value.length <= maxIdLength, `Must be at most ${maxIdLength} characters`);
+  .check(z.refine((value) => value.length <= maxIdLength, `Must be at most ${maxIdLength} characters`));
 
-export const requiredId = boundedId.refine((value) => value !== '', 'Must be a non-empty string');
+export const requiredId = boundedId.check(z.refine((value) => value !== '', 'Must be a non-empty string'));
 
 /** An optional id (`""` is unset, as for every proto3 string). */
-export const optionalId = boundedId.optional().transform((value) => (value === '' ? undefined : value));
+export const optionalId = z.pipe(z.optional(boundedId), unsetWhenEmpty);
 
 const decimalInteger = /^-?\d+$/;
 
 /** ProtoJSON int32: a JSON number or a decimal string. */
-const int32 = z.preprocess(
-  (value) => (typeof value === 'string' && decimalInteger.test(value) ? Number(value) : value),
-  z.number().int().min(-2_147_483_648).max(2_147_483_647),
+const int32 = z.pipe(
+  z.transform((value: unknown) =>
+    typeof value === 'string' && decimalInteger.test(value) ? Number(value) : value,
+  ),
+  z.number().check(z.int(), z.gte(-2_147_483_648), z.lte(2_147_483_647)),
 );
 
-export const historyLength = int32.pipe(z.number().min(0, 'Must be 0 or more'));
-const pageSize = int32.pipe(
-  z.number().min(1, 'Must be between 1 and 100').max(100, 'Must be between 1 and 100'),
+export const historyLength = z.pipe(int32, z.number().check(z.gte(0, 'Must be 0 or more')));
+const pageSize = z.pipe(
+  int32,
+  z.number().check(z.gte(1, 'Must be between 1 and 100'), z.lte(100, 'Must be between 1 and 100')),
 );
 
 const isJsonObject = (value: unknown): value is JsonObject =>
@@ -119,22 +121,24 @@ const nestsWithin = (value: unknown, levels: number): boolean => {
   return items.every((item) => nestsWithin(item, levels - 1));
 };
 
+const nestsWithinMaxDepth = z.refine((value: unknown) => nestsWithin(value, maxJsonDepth), tooDeep);
+
 export const jsonObject = z
   .custom<JsonObject>(isJsonObject, 'Must be a JSON object')
-  .refine((value) => nestsWithin(value, maxJsonDepth), tooDeep);
+  .check(nestsWithinMaxDepth);
 
 /** The request body came from JSON.parse, so any value present is JSON; only its depth is checked. */
-const jsonValue = z.custom<JsonValue>().refine((value) => nestsWithin(value, maxJsonDepth), tooDeep);
+const jsonValue = z.custom<JsonValue>().check(nestsWithinMaxDepth);
 
 /** Standard or URL-safe base64, with or without padding (ProtoJSON `bytes`). */
 const base64Pattern = /^[A-Za-z0-9+/_-]*={0,2}$/;
 const isBase64 = (value: string): boolean =>
   base64Pattern.test(value) && (value.includes('=') ? value.length % 4 === 0 : value.length % 4 !== 1);
 
-const base64Bytes = z
-  .string()
-  .refine(isBase64, 'Must be base64 (standard or URL-safe)')
-  .transform((value) => Buffer.from(value, 'base64').toString('base64'));
+const base64Bytes = z.pipe(
+  z.string().check(z.refine(isBase64, 'Must be base64 (standard or URL-safe)')),
+  z.transform((value: string) => Buffer.from(value, 'base64').toString('base64')),
+);
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'Must be an absolute http(s) URL' });
 
@@ -147,12 +151,13 @@ const roleNames: Readonly<Record<string, Role>> = {
   2: 'ROLE_AGENT',
 };
 
-const roleSchema = z
-  .custom<string | number>(
+const roleSchema = z.pipe(
+  z.custom<string | number>(
     (value) => (typeof value === 'string' || typeof value === 'number') && Object.hasOwn(roleNames, value),
     'Must be ROLE_USER or ROLE_AGENT',
-  )
-  .transform((value): Role => roleNames[value] as Role);
+  ),
+  z.transform((value: string | number): Role => roleNames[value] as Role),
+);
 
 /** TaskState by name or by its enum number (ProtoJSON accepts both); UNSPECIFIED (0) means "no filter". */
 // taskStates is in proto enum order: SUBMITTED(1) … AUTH_REQUIRED(8).
@@ -163,15 +168,16 @@ const isTaskStateInput = (value: unknown): boolean =>
   (typeof value === 'string' && (taskStates as readonly string[]).includes(value)) ||
   (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value < taskStateByNumber.length);
 
-const taskStateFilter = z
-  .custom<string | number>(isTaskStateInput, 'Must be a TaskState name such as TASK_STATE_WORKING')
-  .transform((value): TaskState | undefined =>
+const taskStateFilter = z.pipe(
+  z.custom<string | number>(isTaskStateInput, 'Must be a TaskState name such as TASK_STATE_WORKING'),
+  z.transform((value: string | number): TaskState | undefined =>
     typeof value === 'number'
       ? taskStateByNumber[value]
       : value === 'TASK_STATE_UNSPECIFIED'
         ? undefined
         : (value as TaskState),
-  );
+  ),
+);
 
 /**
  * ProtoJSON Timestamp: RFC 3339 with `Z` or an offset, any fraction. Also a non-negative integer
@@ -181,14 +187,15 @@ const taskStateFilter = z
 const rfc3339 = z.iso.datetime({ offset: true });
 const maxEpochMillis = 8.64e15;
 
-const timestamp = z
-  .custom<string | number>(
+const timestamp = z.pipe(
+  z.custom<string | number>(
     (value) =>
-      rfc3339.safeParse(value).success ||
+      z.safeParse(rfc3339, value).success ||
       (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= maxEpochMillis),
     'Must be an RFC 3339 timestamp such as 2026-01-01T00:00:00Z',
-  )
-  .transform((value) => new Date(value).toISOString());
+  ),
+  z.transform((value: string | number) => new Date(value).toISOString()),
+);
 
 // ---------------------------------------------------------------------------------------------
 // Messages
@@ -196,29 +203,32 @@ const timestamp = z
 
 const partContentFields = ['text', 'raw', 'url', 'data'] as const;
 
-const partSchema: z.ZodType<Part> = z
-  .object({
-    text: z.string().optional(),
-    raw: base64Bytes.optional(),
-    url: httpUrl.optional(),
-    data: jsonValue.optional(),
-    metadata: jsonObject.optional(),
-    filename: optionalString,
-    mediaType: optionalString,
-  })
-  .superRefine((part, context) => {
-    const present = partContentFields.filter((field) => part[field] !== undefined);
-    if (present.length !== 1) {
-      context.addIssue({
-        code: 'custom',
-        message:
-          present.length === 0
-            ? 'A part needs exactly one of text, raw, url or data; none was given'
-            : `A part needs exactly one of text, raw, url or data; got ${present.join(' and ')}`,
-      });
-    }
-  })
-  .transform((part): Part => {
+const partSchema: z.core.$ZodType<Part> = z.pipe(
+  z
+    .object({
+      text: z.optional(z.string()),
+      raw: z.optional(base64Bytes),
+      url: z.optional(httpUrl),
+      data: z.optional(jsonValue),
+      metadata: z.optional(jsonObject),
+      filename: optionalString,
+      mediaType: optionalString,
+    })
+    .check(
+      z.superRefine((part, context) => {
+        const present = partContentFields.filter((field) => part[field] !== undefined);
+        if (present.length !== 1) {
+          context.addIssue({
+            code: 'custom',
+            message:
+              present.length === 0
+                ? 'A part needs exactly one of text, raw, url or data; none was given'
+                : `A part needs exactly one of text, raw, url or data; got ${present.join(' and ')}`,
+          });
+        }
+      }),
+    ),
+  z.transform((part): Part => {
     const common = {
       ...(part.metadata !== undefined && { metadata: part.metadata }),
       ...(part.filename !== undefined && { filename: part.filename }),
@@ -228,21 +238,22 @@ const partSchema: z.ZodType<Part> = z
     if (part.raw !== undefined) return { raw: part.raw, ...common };
     if (part.url !== undefined) return { url: part.url, ...common };
     return { data: part.data as JsonValue, ...common };
-  });
+  }),
+);
 
-export const messageSchema: z.ZodType<Message> = z.object({
+export const messageSchema: z.core.$ZodType<Message> = z.object({
   messageId: requiredId,
   role: roleSchema,
-  parts: z.array(partSchema).min(1, 'At least one part is required'),
+  parts: z.array(partSchema).check(z.minLength(1, 'At least one part is required')),
   contextId: optionalId,
   taskId: optionalId,
-  metadata: jsonObject.optional(),
-  extensions: z.array(z.string()).optional(),
-  referenceTaskIds: z.array(z.string()).optional(),
+  metadata: z.optional(jsonObject),
+  extensions: z.optional(z.array(z.string())),
+  referenceTaskIds: z.optional(z.array(z.string())),
 });
 
-const authenticationSchema: z.ZodType<AuthenticationInfo> = z.object({
-  scheme: z.string().min(1, 'Must be an HTTP authentication scheme such as Bearer'),
+const authenticationSchema: z.core.$ZodType<AuthenticationInfo> = z.object({
+  scheme: z.string().check(z.minLength(1, 'Must be an HTTP authentication scheme such as Bearer')),
   credentials: optionalString,
 });
 
@@ -252,14 +263,14 @@ export const pushConfigFields = {
   id: optionalId,
   url: httpUrl,
   token: optionalString,
-  authentication: authenticationSchema.optional(),
+  authentication: z.optional(authenticationSchema),
 };
 
-const sendMessageConfigurationSchema: z.ZodType<SendMessageConfiguration> = z.object({
-  acceptedOutputModes: z.array(z.string()).optional(),
-  taskPushNotificationConfig: z.object({ ...pushConfigFields, taskId: optionalId }).optional(),
-  historyLength: historyLength.optional(),
-  returnImmediately: z.boolean().optional(),
+const sendMessageConfigurationSchema: z.core.$ZodType<SendMessageConfiguration> = z.object({
+  acceptedOutputModes: z.optional(z.array(z.string())),
+  taskPushNotificationConfig: z.optional(z.object({ ...pushConfigFields, taskId: optionalId })),
+  historyLength: z.optional(historyLength),
+  returnImmediately: z.optional(z.boolean()),
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -273,11 +284,11 @@ export interface SendMessageParams {
   metadata?: JsonObject;
 }
 
-export const sendMessageParamsSchema: z.ZodType<SendMessageParams> = z.object({
+export const sendMessageParamsSchema: z.core.$ZodType<SendMessageParams> = z.object({
   tenant: optionalString,
   message: messageSchema,
-  configuration: sendMessageConfigurationSchema.optional(),
-  metadata: jsonObject.optional(),
+  configuration: z.optional(sendMessageConfigurationSchema),
+  metadata: z.optional(jsonObject),
 });
 
 export interface GetTaskParams {
@@ -286,10 +297,10 @@ export interface GetTaskParams {
   historyLength?: number;
 }
 
-export const getTaskParamsSchema: z.ZodType<GetTaskParams> = z.object({
+export const getTaskParamsSchema: z.core.$ZodType<GetTaskParams> = z.object({
   tenant: optionalString,
   id: requiredId,
-  historyLength: historyLength.optional(),
+  historyLength: z.optional(historyLength),
 });
 
 export interface ListTasksParams {
@@ -306,15 +317,15 @@ export interface ListTasksParams {
   includeArtifacts: boolean;
 }
 
-export const listTasksParamsSchema: z.ZodType<ListTasksParams> = z.object({
+export const listTasksParamsSchema: z.core.$ZodType<ListTasksParams> = z.object({
   tenant: optionalString,
   contextId: optionalString,
-  status: taskStateFilter.optional(),
-  pageSize: pageSize.default(50),
+  status: z.optional(taskStateFilter),
+  pageSize: z._default(pageSize, 50),
   pageToken: optionalString,
-  historyLength: historyLength.optional(),
-  statusTimestampAfter: timestamp.optional(),
-  includeArtifacts: z.boolean().default(false),
+  historyLength: z.optional(historyLength),
+  statusTimestampAfter: z.optional(timestamp),
+  includeArtifacts: z._default(z.boolean(), false),
 });
 
 export interface CancelTaskParams {
@@ -323,10 +334,10 @@ export interface CancelTaskParams {
   metadata?: JsonObject;
 }
 
-export const cancelTaskParamsSchema: z.ZodType<CancelTaskParams> = z.object({
+export const cancelTaskParamsSchema: z.core.$ZodType<CancelTaskParams> = z.object({
   tenant: optionalString,
   id: requiredId,
-  metadata: jsonObject.optional(),
+  metadata: z.optional(jsonObject),
 });
 
 export interface SubscribeToTaskParams {
@@ -334,7 +345,7 @@ export interface SubscribeToTaskParams {
   id: string;
 }
 
-export const subscribeToTaskParamsSchema: z.ZodType<SubscribeToTaskParams> = z.object({
+export const subscribeToTaskParamsSchema: z.core.$ZodType<SubscribeToTaskParams> = z.object({
   tenant: optionalString,
   id: requiredId,
 });
@@ -349,7 +360,7 @@ export interface CreateTaskPushNotificationConfigParams {
   authentication?: AuthenticationInfo;
 }
 
-export const createTaskPushNotificationConfigParamsSchema: z.ZodType<CreateTaskPushNotificationConfigParams> =
+export const createTaskPushNotificationConfigParamsSchema: z.core.$ZodType<CreateTaskPushNotificationConfigParams> =
   z.object({ ...pushConfigFields, taskId: requiredId });
 
 export interface TaskPushNotificationConfigRef {
@@ -358,7 +369,7 @@ export interface TaskPushNotificationConfigRef {
   id: string;
 }
 
-const pushConfigRefSchema: z.ZodType<TaskPushNotificationConfigRef> = z.object({
+const pushConfigRefSchema: z.core.$ZodType<TaskPushNotificationConfigRef> = z.object({
   tenant: optionalString,
   taskId: requiredId,
   id: requiredId,
@@ -374,11 +385,11 @@ export interface ListTaskPushNotificationConfigsParams {
   pageToken?: string;
 }
 
-export const listTaskPushNotificationConfigsParamsSchema: z.ZodType<ListTaskPushNotificationConfigsParams> =
+export const listTaskPushNotificationConfigsParamsSchema: z.core.$ZodType<ListTaskPushNotificationConfigsParams> =
   z.object({
     tenant: optionalString,
     taskId: requiredId,
-    pageSize: pageSize.optional(),
+    pageSize: z.optional(pageSize),
     pageToken: optionalString,
   });
 
@@ -386,7 +397,7 @@ export interface GetExtendedAgentCardParams {
   tenant?: string;
 }
 
-export const getExtendedAgentCardParamsSchema: z.ZodType<GetExtendedAgentCardParams> = z.object({
+export const getExtendedAgentCardParamsSchema: z.core.$ZodType<GetExtendedAgentCardParams> = z.object({
   tenant: optionalString,
 });
 
@@ -419,11 +430,11 @@ export interface ListTaskPushDeliveriesParams {
   pageToken?: string;
 }
 
-export const listTaskPushDeliveriesParamsSchema: z.ZodType<ListTaskPushDeliveriesParams> = z.object({
+export const listTaskPushDeliveriesParamsSchema: z.core.$ZodType<ListTaskPushDeliveriesParams> = z.object({
   tenant: optionalString,
   taskId: requiredId,
   configId: optionalId,
-  pageSize: pageSize.optional(),
+  pageSize: z.optional(pageSize),
   pageToken: optionalString,
 });
 
@@ -462,8 +473,8 @@ export const toFieldViolations = (issues: readonly z.core.$ZodIssue[]): FieldVio
  * Normalizes keys and parses request params with a method's schema; absent params are `{}`.
  * Throws InvalidParamsError naming every violated field (camelCase paths).
  */
-export const parseParams = <T>(schema: z.ZodType<T>, params: unknown): T => {
-  const result = schema.safeParse(normalizeParamKeys(params ?? {}), { reportInput: true });
+export const parseParams = <T>(schema: z.core.$ZodType<T>, params: unknown): T => {
+  const result = z.safeParse(schema, normalizeParamKeys(params ?? {}), { reportInput: true });
   if (!result.success) throw new InvalidParamsError(toFieldViolations(result.error.issues));
   return result.data;
 };

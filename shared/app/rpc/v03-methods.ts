@@ -1,10 +1,10 @@
-import * as z from 'zod';
 import type { Message, StreamEnd, Task, TaskPushNotificationConfig } from '../../domain/a2a.ts';
 import {
   ExtendedAgentCardNotConfiguredError,
   TaskNotFoundError,
   UnsupportedOperationError,
 } from '../../domain/errors.ts';
+import * as z from '../../zod.ts';
 import {
   type A2aMethodTable,
   defineMethod,
@@ -45,27 +45,28 @@ import {
 // ---------------------------------------------------------------------------------------------
 
 /** TaskIdParams / TaskQueryParams: the v1.0 GetTask/CancelTask/SubscribeToTask names already. */
-const taskQuerySchema = z.object({ id: requiredId, historyLength: historyLength.optional() });
+const taskQuerySchema = z.object({ id: requiredId, historyLength: z.optional(historyLength) });
 
 /** `{taskId, pushNotificationConfig}`; without an id the config is the task's own (id = taskId, as the v0.3 SDKs did). */
-const setPushConfigSchema = z
-  .object({
+const setPushConfigSchema = z.pipe(
+  z.object({
     taskId: requiredId,
-    pushNotificationConfig: z.preprocess(fromV03PushNotificationConfig, z.object(pushConfigFields)),
-  })
-  .transform(({ taskId, pushNotificationConfig }) => ({
+    pushNotificationConfig: z.pipe(z.transform(fromV03PushNotificationConfig), z.object(pushConfigFields)),
+  }),
+  z.transform(({ taskId, pushNotificationConfig }) => ({
     ...pushNotificationConfig,
     taskId,
     id: pushNotificationConfig.id ?? taskId,
-  }));
+  })),
+);
 
 const pushConfigRefSchema = z.object({ id: requiredId, pushNotificationConfigId: requiredId });
 
 export const v03ParamsSchemas = {
-  'message/send': z.preprocess(fromV03SendParams, a2aParamsSchemas.SendMessage),
-  'message/stream': z.preprocess(fromV03SendParams, a2aParamsSchemas.SendStreamingMessage),
+  'message/send': z.pipe(z.transform(fromV03SendParams), a2aParamsSchemas.SendMessage),
+  'message/stream': z.pipe(z.transform(fromV03SendParams), a2aParamsSchemas.SendStreamingMessage),
   'tasks/get': taskQuerySchema,
-  'tasks/cancel': z.object({ id: requiredId, metadata: jsonObject.optional() }),
+  'tasks/cancel': z.object({ id: requiredId, metadata: z.optional(jsonObject) }),
   'tasks/resubscribe': z.object({ id: requiredId }),
   'tasks/pushNotificationConfig/set': setPushConfigSchema,
   /** `pushNotificationConfigId` is optional in v0.3: without it, the task's (first) config. */
