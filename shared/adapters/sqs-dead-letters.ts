@@ -4,8 +4,8 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import * as z from 'zod';
 import type { DeadLetter, DeadLetterQueue, StreamBatchRange } from '../domain/operations.ts';
+import * as z from '../zod.ts';
 
 /**
  * A stream consumer's on-failure destination on SQS, read by the replay (decision 0068). Each
@@ -13,16 +13,16 @@ import type { DeadLetter, DeadLetterQueue, StreamBatchRange } from '../domain/op
  * coordinates under `DDBStreamBatchInfo`, never its records.
  */
 
-const sequenceNumber = z.string().regex(/^\d{1,64}$/);
+const sequenceNumber = z.string().check(z.regex(/^\d{1,64}$/));
 
 /** The part of Lambda's on-failure record the replay needs (the rest is ignored). */
 export const streamBatchInfoSchema = z.object({
   DDBStreamBatchInfo: z.object({
-    streamArn: z.string().startsWith('arn:'),
-    shardId: z.string().min(1).max(256),
+    streamArn: z.string().check(z.startsWith('arn:')),
+    shardId: z.string().check(z.minLength(1), z.maxLength(256)),
     startSequenceNumber: sequenceNumber,
     endSequenceNumber: sequenceNumber,
-    batchSize: z.number().int().nonnegative().optional(),
+    batchSize: z.optional(z.number().check(z.int(), z.nonnegative())),
   }),
 });
 

@@ -105,13 +105,10 @@ describe('function bundles (decisions 0018, 0029)', () => {
         )
         .map(([input]) => input);
       expect(bundledLocales.filter((input) => !input.endsWith('/en.js'))).toEqual([]);
-      // One zod API per bundle (decision 0063): zod/mini beside classic adds to classic's ~100 KB.
-      // A module importing zod/mini while shared/zod.ts still re-exports classic needs the same
-      // commit to switch shared/zod.ts to zod/mini.
-      const zodApis = ['classic', 'mini'].filter((api) =>
-        Object.keys(output.inputs).some((input) => input.includes(`node_modules/zod/v4/${api}/`)),
-      );
-      expect(zodApis.length, `zod APIs bundled: ${zodApis.join(' and ')}`).toBeLessThanOrEqual(1);
+      // zod/mini only (decision 0063): one classic import anywhere bundles all of classic, ~100 KB.
+      expect(
+        Object.keys(output.inputs).filter((input) => input.includes('node_modules/zod/v4/classic/')),
+      ).toEqual([]);
       // The event-stream stand-ins (decision 0029) hold only while no bundled SDK operation has
       // an event-stream member (Bedrock's ConverseStream, InvokeModelWith*Stream, …): one that
       // has needs the real modules. The check reads each bundled command's schema.
