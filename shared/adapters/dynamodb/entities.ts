@@ -266,8 +266,12 @@ const allApprovalFields = fieldsOf(approvalFields);
 const allPushConfigFields = fieldsOf(pushConfigFields);
 
 const embeddedRunShape = itemShape(runFields, allRunFields);
+
 export const embeddedRunSchema = z.object(embeddedRunShape);
 export type EmbeddedRun = z.infer<typeof embeddedRunSchema>;
+
+/** A run's lease, set exactly while it has one, and the key of the sparse lease index with it. */
+const leaseShape = { leaseUntil: z.optional(z.number()), leaseShard: z.optional(z.string()) };
 
 /**
  * A run that is no longer its task's current run (a follow-up replaced it), or one written before
@@ -278,9 +282,7 @@ export const runItemSchema = z.object({
   pk: z.string(),
   sk: z.string().check(z.startsWith('RUN#')),
   taskId: z.string(),
-  leaseUntil: z.optional(z.number()),
-  /** Set exactly when `leaseUntil` is: the key of the sparse lease index. */
-  leaseShard: z.optional(z.string()),
+  ...leaseShape,
 });
 export type RunItem = z.infer<typeof runItemSchema>;
 
@@ -290,9 +292,8 @@ export const taskItemSchema = sealedItem({
   ...itemShape(taskFields, allTaskFields),
   /** The task's current run: one item, so one write commits both. */
   run: z.optional(embeddedRunSchema),
-  /** The current run's lease, set exactly while it has one: the keys of the sparse lease index. */
-  leaseUntil: z.optional(z.number()),
-  leaseShard: z.optional(z.string()),
+  /** The current run's lease. */
+  ...leaseShape,
   /**
    * The push mark: set by the write that stores the task's first push config,
    * never by a task write (`toTaskRowUpdate` leaves it out), never removed.
