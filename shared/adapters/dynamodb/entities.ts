@@ -1,4 +1,3 @@
-import * as z from 'zod/mini';
 import { taskStates } from '../../domain/a2a.ts';
 import { type ApprovalRecord, approvalDecisions } from '../../domain/approvals.ts';
 import {
@@ -10,6 +9,7 @@ import {
 } from '../../domain/projection.ts';
 import type { StoredPushConfig } from '../../domain/push.ts';
 import { type Owner, type RunRecord, rootAgent, runStatuses } from '../../domain/task.ts';
+import * as z from '../../zod.ts';
 import { packSealedHeaders, unpackSealedHeaders } from './sealed-headers.ts';
 
 /**
