@@ -24,13 +24,14 @@ const logger = createLogger('a2a-executor');
 const metrics = createFunctionMetrics(env, 'executor');
 const documents = createDocumentClient();
 const sealer = createSealer(env);
+// Commits project their revision into the journal themselves (decision 0043).
+const tasks = new WriteThroughTaskRepository(
+  new DynamoDbTaskRepository(documents, env.stateTableName),
+  new DynamoDbJournalWriter(documents, env.journalTableName),
+  { logger },
+);
 const deps = {
-  // Commits project their revision into the journal themselves (decision 0043).
-  tasks: new WriteThroughTaskRepository(
-    new DynamoDbTaskRepository(documents, env.stateTableName),
-    new DynamoDbJournalWriter(documents, env.journalTableName),
-    { logger },
-  ),
+  tasks,
   codec: new TaskContentCodec(sealer),
   clock: systemClock,
   config: env.config,
@@ -46,6 +47,8 @@ const deps = {
 /** One queue message = one run; a thrown record is reported as a partial failure and redelivered. */
 const runRecord = async (record: SQSRecord): Promise<void> => {
   const message = runMessageSchema.parse(JSON.parse(record.body));
+  // The sender's write-through projected this revision: the claim's need not read it (decision 0071).
+  if (message.journaled !== undefined) tasks.learnProjected(message.taskId, message.journaled);
   const result = await executeRun(deps, message);
   failpoint('executor.beforeDelete');
   logger.info('run handled', { taskId: message.taskId, runId: message.runId, result });

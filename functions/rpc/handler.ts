@@ -64,7 +64,8 @@ const profiles = createProfileCatalog({
 const methods = createA2aMethods({
   tasks,
   journal,
-  queue: new SqsRunQueue(sqs, env.runQueueUrl),
+  // Run messages say which revision this write-through projected (decision 0071).
+  queue: tasks.announcing(new SqsRunQueue(sqs, env.runQueueUrl)),
   codec: new TaskContentCodec(sealer),
   clock: systemClock,
   // Defers the journal wait's first poll by what recent waits took (decision 0035).

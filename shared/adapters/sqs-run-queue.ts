@@ -4,10 +4,14 @@ import type { RunMessage, RunQueue } from '../domain/ports.ts';
 import * as z from '../zod.ts';
 import { traceMessageAttributes } from './trace-context.ts';
 
-/** The run queue message: ids only; the run row is the state. Parsed at the executor's edge. */
+/**
+ * The run queue message: ids only (the run row is the state), and the revision the sender knows
+ * projected (decision 0071). Parsed at the executor's edge.
+ */
 export const runMessageSchema = z.object({
   taskId: z.string().check(z.minLength(1)),
   runId: z.string().check(z.minLength(1)),
+  journaled: z.optional(z.int().check(z.gte(1))),
 });
 
 export class SqsRunQueue implements RunQueue {
@@ -21,7 +25,11 @@ export class SqsRunQueue implements RunQueue {
       await this.client.send(
         new SendMessageCommand({
           QueueUrl: this.queueUrl,
-          MessageBody: JSON.stringify({ taskId: message.taskId, runId: message.runId }),
+          MessageBody: JSON.stringify({
+            taskId: message.taskId,
+            runId: message.runId,
+            ...(message.journaled !== undefined && { journaled: message.journaled }),
+          }),
           MessageAttributes: traceMessageAttributes(message.taskId),
         }),
       );

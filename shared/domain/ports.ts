@@ -50,6 +50,11 @@ export interface RunQueue {
 export interface RunMessage {
   readonly taskId: string;
   readonly runId: string;
+  /**
+   * The task revision the sender's write-through projected in full (event, then view), when it
+   * did: the receiver's write-through need not read the journal to know it (decision 0071).
+   */
+  readonly journaled?: number;
 }
 
 /** What a task-row write expects of the row its writer read (I-RESULT, I-LOCK). */

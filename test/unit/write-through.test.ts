@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { projectRecord } from '../../shared/app/journal/project-record.ts';
 import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
 import { armFailpoints, disarmFailpoints } from '../../shared/app/operations/failpoints.ts';
+import type { RunMessage } from '../../shared/domain/ports.ts';
 import type { Projection, StoredTask } from '../../shared/domain/projection.ts';
 import { advanceTask, type RunRecord } from '../../shared/domain/task.ts';
 import { InMemoryJournalRepository, InMemoryTaskRepository } from '../support/in-memory-repositories.ts';
@@ -44,6 +45,8 @@ const run: RunRecord = {
 /** A journal that records each write it receives, in order. */
 class RecordingJournal extends InMemoryJournalRepository {
   readonly writes: string[] = [];
+  /** The write-through's reads of where a revision is (`projected`), in order. */
+  readonly reads: number[] = [];
   failEvents = false;
 
   override async putEvent(event: Parameters<InMemoryJournalRepository['putEvent']>[0]) {
@@ -61,6 +64,11 @@ class RecordingJournal extends InMemoryJournalRepository {
   override async putRevision(projection: Projection) {
     this.writes.push(`backstop ${projection.view.revision}`);
     return super.putRevision(projection);
+  }
+
+  override async projected(taskId: string, revision: number) {
+    this.reads.push(revision);
+    return super.projected(taskId, revision);
   }
 }
 
@@ -198,5 +206,39 @@ describe('write-through projection (decision 0043)', () => {
       items: [{ entity: 'approval', item: approval, expect: 'absent' }],
     });
     expect(await journal.listEvents('t1', 1)).toMatchObject([{ revision: 2, pushConfigured: true }]);
+  });
+
+  it('a run message says which revision its sender projected; the claim that follows reads nothing (decision 0071)', async () => {
+    const { state, journal, tasks: rpc, r1, r2, create, next } = setup();
+    const sent: RunMessage[] = [];
+    const queue = rpc.announcing({ enqueue: async (message) => void sent.push(message) });
+    await rpc.commit(create);
+    await queue.enqueue({ taskId: 't1', runId: 'r1' });
+    expect(sent).toEqual([{ taskId: 't1', runId: 'r1', journaled: 1 }]);
+    // The executor is another container: told, it projects the claim without a journal read.
+    const executor = new WriteThroughTaskRepository(state, journal);
+    executor.learnProjected('t1', sent[0]?.journaled ?? 0);
+    journal.writes.length = 0;
+    await executor.commit(next(r1, r2));
+    expect(journal.writes).toEqual(['event 2', 'view 2 written']);
+    expect(journal.reads).toEqual([]);
+  });
+
+  it('a run message claims nothing its sender did not project, and an untold claim reads first', async () => {
+    const { state, journal, tasks: rpc, r1, r2, create, next } = setup();
+    const sent: RunMessage[] = [];
+    journal.failEvents = true;
+    await rpc.commit(create);
+    await rpc
+      .announcing({ enqueue: async (message) => void sent.push(message) })
+      .enqueue({ taskId: 't1', runId: 'r1' });
+    expect(sent).toEqual([{ taskId: 't1', runId: 'r1' }]);
+    journal.failEvents = false;
+    // Revision 1 is the backstop's; the executor, told nothing, reads and leaves 2 to it too.
+    const executor = new WriteThroughTaskRepository(state, journal);
+    journal.writes.length = 0;
+    await executor.commit(next(r1, r2));
+    expect(journal.reads).toEqual([1]);
+    expect(journal.writes).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import type { CommitResult, JournalWriter, TaskRepository, WritePlan } from '../../domain/ports.ts';
+import type { CommitResult, JournalWriter, RunQueue, TaskRepository, WritePlan } from '../../domain/ports.ts';
 import { type Projection, projectRevision, type StoredTask } from '../../domain/projection.ts';
 import { failpoint } from '../operations/failpoints.ts';
 
@@ -112,6 +112,25 @@ export class WriteThroughTaskRepository implements TaskRepository {
     const view = await this.journal.putView(projection);
     // Moved: another projector wrote this revision's view (after its event) first.
     return this.remember(taskId, revision, view === 'written' ? 'written' : 'duplicate');
+  }
+
+  /**
+   * A run queue whose messages carry the revision this container projected in full for their
+   * task (decision 0071): the executor that claims the run then knows the claim's previous
+   * revision is projected without reading the journal. Nothing is claimed it does not remember.
+   */
+  announcing(queue: RunQueue): RunQueue {
+    return {
+      enqueue: (message) => {
+        const journaled = this.projectedRevisions.get(message.taskId);
+        return queue.enqueue(journaled === undefined ? message : { ...message, journaled });
+      },
+    };
+  }
+
+  /** What a run message's sender projected in full (`announcing`): remembered as if projected here. */
+  learnProjected(taskId: string, revision: number): void {
+    if ((this.projectedRevisions.get(taskId) ?? 0) < revision) this.remember(taskId, revision, undefined);
   }
 
   private remember<T>(taskId: string, revision: number, outcome: T): T {
