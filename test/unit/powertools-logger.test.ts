@@ -31,6 +31,35 @@ describe('FunctionLogger', () => {
     ]);
   });
 
+  it('leaves out what the log group says: the function ARN, name, memory size and a zero sampling rate', () => {
+    const logger = createLogger('a2a-rpc');
+    logger.addContext({
+      functionName: 'a2a-rpc',
+      functionVersion: '$LATEST',
+      invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:a2a-rpc',
+      memoryLimitInMB: '256',
+      awsRequestId: 'req-1',
+      callbackWaitsForEmptyEventLoop: true,
+      logGroupName: '/aws/lambda/a2a-rpc',
+      logStreamName: 'stream',
+      getRemainingTimeInMillis: () => 1_000,
+      done: () => {},
+      fail: () => {},
+      succeed: () => {},
+    });
+    logger.info('handled', { correlation_id: 't-1' });
+    const [line] = lines();
+    expect(line).toMatchObject({
+      level: 'INFO',
+      message: 'handled',
+      service: 'a2a-rpc',
+      function_request_id: 'req-1',
+      correlation_id: 't-1',
+    });
+    for (const key of ['function_arn', 'function_name', 'function_memory_size', 'sampling_rate'])
+      expect(line).not.toHaveProperty(key);
+  });
+
   it('adds the fields of the record in hand to every line, each concurrent record its own', async () => {
     const logger = createLogger('a2a-deliverer');
     const handle = (taskId: string, turns: number) =>
