@@ -6,7 +6,8 @@ import { diffSnapshots, Meter, type MeterSnapshot } from './lib/meter.ts';
 /**
  * Write units of a new single-turn task and of a retry of the same message (decision 0051): the
  * local stack, the scripted TCK agent at the root and at /agents/alpha, 10 messages each, then the
- * same 10 again; DynamoDB Local's reported write units summed over the handlers.
+ * same 10 again; DynamoDB Local's reported write units summed over the handlers. Then 10 new
+ * tasks sent with a W3C traceparent, which the task row and its events keep (decision 0059).
  * Run: npx tsx bench/retry-write-units.ts
  */
 const meter = new Meter();
@@ -20,10 +21,14 @@ const config = parseConfig({
   },
 });
 const stack = await startLocalStack({ port: 0, config, prefix: `wru-${Date.now()}`, log: () => {} });
-const send = async (agent: string, message: unknown) => {
+const send = async (agent: string, message: unknown, traceparent?: string) => {
   const r = await fetch(`${stack.baseUrl}/agents/${agent}`, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' },
+    headers: {
+      'Content-Type': 'application/json',
+      'A2A-Version': '1.0',
+      ...(traceparent !== undefined && { traceparent }),
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message } }),
   });
   return r.json();
@@ -55,6 +60,16 @@ for (const agent of ['default', 'alpha']) {
   await meter.settle();
   const retry = wru(diffSnapshots(meter.snapshot(), before)) / N;
   console.log(JSON.stringify({ agent, wruPerNewTask: fresh, wruPerRetry: retry }));
+}
+{
+  const before = meter.snapshot();
+  for (const m of msgs(N)) {
+    const traceId = randomUUID().replaceAll('-', '');
+    await send('default', m, `00-${traceId}-${traceId.slice(0, 16)}-01`);
+  }
+  await meter.settle();
+  const traced = wru(diffSnapshots(meter.snapshot(), before)) / N;
+  console.log(JSON.stringify({ agent: 'default', wruPerNewTaskWithTraceparent: traced }));
 }
 await stack.stop();
 meter.uninstall();

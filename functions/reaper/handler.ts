@@ -7,6 +7,7 @@ import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
 import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
+import { withTrace } from '../../shared/adapters/trace-context.ts';
 import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
 import { type ReapReport, reapExpiredRuns } from '../../shared/app/runs/reap-runs.ts';
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
@@ -32,6 +33,18 @@ const deps = {
   clock: systemClock,
   config: env.config,
   logger,
+  // Each expired run in its task's trace: the task id and its creator's traceparent (decision 0059).
+  inTaskTrace: <T>(
+    task: { readonly taskId: string; readonly traceparent?: string },
+    work: () => Promise<T>,
+  ) =>
+    withTrace(
+      {
+        correlation_id: task.taskId,
+        ...(task.traceparent !== undefined && { traceparent: task.traceparent }),
+      },
+      work,
+    ),
 };
 
 /** Every minute (EventBridge schedule): runs whose lease expired are settled FAILED, never run again. */

@@ -11,6 +11,7 @@ import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk
 import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
 import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
 import { systemClock, uuidGenerator } from '../../shared/adapters/system.ts';
+import { currentTrace } from '../../shared/adapters/trace-context.ts';
 import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
 import { createProfileCatalog } from '../../shared/app/profiles/served-profiles.ts';
 import { fanOutAfterProjection } from '../../shared/app/push/fan-out-events.ts';
@@ -84,6 +85,8 @@ const methods = createA2aMethods({
   streamSlots: new DynamoDbStreamSlots(documents, env.stateTableName, systemClock),
   ...(env.runStartDeadlineMs ? { runStartDeadlineMs: env.runStartDeadlineMs } : {}),
   ...(env.runLeaseMs ? { runLeaseMs: env.runLeaseMs } : {}),
+  // The request's traceparent (validated by the preset) goes on a new task's row (decision 0059).
+  callerTraceparent: () => currentTrace()?.traceparent,
 });
 const app = createHttpApp({
   config: env.config,

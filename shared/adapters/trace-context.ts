@@ -23,8 +23,12 @@ export const withTrace = <T>(trace: TraceContext, work: () => Promise<T>): Promi
 
 export const currentTrace = (): TraceContext | undefined => current.getStore();
 
-/** `version-traceid-parentid-flags` (W3C Trace Context §3.2); anything else is not carried. */
-const traceparentPattern = /^[\da-f]{2}-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$/;
+/**
+ * `version-traceid-parentid-flags` (W3C Trace Context §3.2); version `ff` and all-zero trace or
+ * parent ids are invalid (§3.2.2). Anything else is not carried: never trusted as more than a
+ * string to log.
+ */
+const traceparentPattern = /^(?!ff)[\da-f]{2}-(?!0{32})[\da-f]{32}-(?!0{16})[\da-f]{16}-[\da-f]{2}$/;
 
 export const validTraceparent = (value: string | undefined): string | undefined => {
   const trimmed = value?.trim().toLowerCase();
@@ -50,15 +54,16 @@ export const traceOfSqsRecord = (record: Pick<SQSRecord, 'messageAttributes'>): 
 };
 
 /**
- * The trace of a stream record of a task's partition (`TASK#<id>`): the task id, and a `tp`
- * (traceparent) attribute of the image when an item has one; no item is written with one yet
- * (decision 0059), so the projector and pusher log the correlation id alone.
+ * The trace of a stream record of a task's partition (`TASK#<id>`): the task id, and the
+ * `traceparent` attribute of the image when the item has one — the task row and its journal
+ * events carry the traceparent of the request that created the task, so the projector, the
+ * pusher and (through the delivery messages) the deliverer log it.
  */
 export const traceOfStreamRecord = (record: Pick<DynamoDBRecord, 'dynamodb'>): TraceContext => {
   const pk = record.dynamodb?.Keys?.pk?.S;
   const taskId = pk?.startsWith('TASK#') ? pk.slice('TASK#'.length) : undefined;
   const image = record.dynamodb?.NewImage ?? record.dynamodb?.OldImage;
-  const traceparent = validTraceparent(image?.tp?.S);
+  const traceparent = validTraceparent(image?.traceparent?.S);
   return {
     ...(taskId !== undefined && { correlation_id: taskId }),
     ...(traceparent !== undefined && { traceparent }),

@@ -18,6 +18,12 @@ export interface StoredTask extends TaskRecord {
    * cleared. Task writes neither set nor remove it; the projector copies it into the events.
    */
   readonly pushConfigured?: true;
+  /**
+   * The W3C `traceparent` the caller sent with the request that created the task (validated at
+   * the edge), for the logs of the hops that start from the streams (docs/operations.md). Set
+   * when the task is created; every later revision carries it on; its events carry it too.
+   */
+  readonly traceparent?: string;
 }
 
 /** The named fields of a record, in the order named. */
@@ -65,6 +71,7 @@ export const eventFields = [
   'sealedArtifacts',
   'metadata',
   'expiresAt',
+  'traceparent',
 ] as const satisfies readonly (keyof StoredTask)[];
 
 /**

@@ -81,12 +81,15 @@ describe('run leases and the reaper against the emulators', () => {
       ),
   });
 
-  const sendOne = async (text: string) => {
-    const { taskId } = await createTask(baseDeps(), {
-      caller: alice,
-      profileId: 'default',
-      message: userMessage(text),
-    });
+  const sendOne = async (text: string, traceparent?: string) => {
+    const { taskId } = await createTask(
+      { ...baseDeps(), callerTraceparent: () => traceparent },
+      {
+        caller: alice,
+        profileId: 'default',
+        message: userMessage(text),
+      },
+    );
     return { taskId, message: queued.shift()! };
   };
 
@@ -101,7 +104,8 @@ describe('run leases and the reaper against the emulators', () => {
   it('a crashed executor (no renewals): the reaper settles run and task FAILED; the run never runs again (I-ONCE)', async () => {
     holdNextAnswer();
     const before = model.requests.length;
-    const { taskId, message } = await sendOne('crash during this');
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const { taskId, message } = await sendOne('crash during this', traceparent);
     // The executor that "crashes": it claimed the run and never renews its lease.
     const crashed = executeRun({ ...baseDeps(), leaseMs: 60_000 }, message);
     await model.received(before + 1);
@@ -120,8 +124,22 @@ describe('run leases and the reaper against the emulators', () => {
     expect(early.found).toBe(0);
 
     const reapedAt = new Date(running.leaseUntil! + 1_000);
-    const report = await reapExpiredRuns({ ...baseDeps(), leases, clock: { now: () => reapedAt } }, 100);
+    // Each expired run is handled in its task's trace: the creator's traceparent, from the row.
+    const traces: Array<{ taskId: string; traceparent?: string }> = [];
+    const report = await reapExpiredRuns(
+      {
+        ...baseDeps(),
+        leases,
+        clock: { now: () => reapedAt },
+        inTaskTrace: (trace, work) => {
+          traces.push(trace);
+          return work();
+        },
+      },
+      100,
+    );
     expect(report.reaped).toBeGreaterThanOrEqual(1);
+    expect(traces).toContainEqual({ taskId, traceparent });
 
     const run = (await tasks.getRun(taskId, message.runId))!;
     expect(run).toMatchObject({

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
+import { type LocalStack, localCredentials, startLocalStack } from '../../infra/local/local-stack.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { type CapturedOutput, captureOutput } from '../support/captured-output.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
@@ -11,7 +13,9 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
  * One trace per task (docs/operations.md, "Follow one task through the logs"): one task through
  * the local stack, whose handlers run in this process, and its id as `correlation_id` in the log
  * lines of every function it crosses: rpc → run queue → executor → projector → pusher → delivery
- * queue → deliverer. The caller's traceparent goes along where the hop carries it.
+ * queue → deliverer. The caller's traceparent goes along: in the run queue's and the delivery
+ * queue's message attributes, and on the task row and its journal events, which the projector and
+ * the pusher read from the streams. A forged traceparent is not kept.
  */
 
 const config = parseConfig({
@@ -28,6 +32,7 @@ let stack: LocalStack;
 let receiver: WebhookReceiver;
 let output: CapturedOutput;
 let logLevelBefore: string | undefined;
+let doc: DynamoDBDocumentClient;
 
 beforeAll(async () => {
   // The projector's and pusher's per-record lines are DEBUG (docs/operations.md); read at import.
@@ -41,9 +46,17 @@ beforeAll(async () => {
     log: () => {},
   });
   receiver = await startWebhookReceiver();
+  doc = DynamoDBDocumentClient.from(
+    new DynamoDBClient({
+      region: 'us-east-1',
+      credentials: localCredentials,
+      endpoint: stack.endpoints.dynamodb,
+    }),
+  );
 });
 afterAll(async () => {
   output?.restore();
+  doc?.destroy();
   await stack?.stop();
   await receiver?.close();
   if (logLevelBefore === undefined) delete process.env.POWERTOOLS_LOG_LEVEL;
@@ -78,8 +91,9 @@ describe('one trace per task', () => {
     expect([...servicesSeen(lines)].sort()).toEqual(expect.arrayContaining(services));
     // Every line about the task (by its own taskId field) carries the correlation id too.
     expect(lines.filter((line) => line.taskId === task.id && line.correlation_id !== task.id)).toEqual([]);
-    // The caller's traceparent goes along from the request to the executor through the run queue.
-    for (const service of ['a2a-rpc', 'a2a-executor']) {
+    // The caller's traceparent goes along from the request to the executor through the run queue,
+    // and, kept on the task row and its journal events, to the hops that start from the streams.
+    for (const service of services) {
       const carried = ofTask(lines).filter((line) => line.service === service);
       expect(carried.length, service).toBeGreaterThan(0);
       expect(
@@ -88,4 +102,34 @@ describe('one trace per task', () => {
       ).toBe(true);
     }
   }, 90_000);
+
+  it("keeps the creator's traceparent on the task row and its events; never one that is not W3C", async () => {
+    const { send: sendWith } = rpcCalls(() => `${stack.baseUrl}/agents/default`, {
+      traceparent: `00-${'0'.repeat(32)}-${'1'.repeat(16)}-01`,
+    });
+    const traced = await send('tck-complete-task');
+    const forged = await sendWith('tck-complete-task');
+    const items = async (table: string, taskId: string) =>
+      (
+        await doc.send(
+          new QueryCommand({
+            TableName: table,
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': `TASK#${taskId}` },
+          }),
+        )
+      ).Items ?? [];
+    const state = stack.resources.tables.State.name;
+    const journal = stack.resources.tables.Journal.name;
+    const row = (await items(state, traced.id)).find((item) => item.sk === 'TASK');
+    expect(row?.traceparent).toBe(traceparent);
+    expect(row?.revision).toBeGreaterThan(1); // later task writes kept it
+    const events = (await items(journal, traced.id)).filter((item) => String(item.sk).startsWith('EVT#'));
+    expect(events.length).toBeGreaterThan(1);
+    expect(events.every((event) => event.traceparent === traceparent)).toBe(true);
+    // An all-zero trace id is not a traceparent (W3C Trace Context): nothing is kept.
+    const forgedItems = [...(await items(state, forged.id)), ...(await items(journal, forged.id))];
+    expect(forgedItems.length).toBeGreaterThan(1);
+    expect(forgedItems.filter((item) => 'traceparent' in item)).toEqual([]);
+  });
 });

@@ -181,6 +181,8 @@ const taskFields = {
   sealedStatusMessage: z.optional(blob),
   sealedArtifacts: z.optional(blob),
   sealedHistory: z.optional(blob),
+  /** The creator's W3C traceparent, on the row and its events (docs/operations.md): for logs only. */
+  traceparent: z.optional(z.string()),
 } satisfies Record<TaskField, unknown>;
 
 type RunField = Exclude<keyof RunRecord, 'taskId' | 'leaseUntil'>;

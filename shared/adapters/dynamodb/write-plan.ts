@@ -49,7 +49,8 @@ export const rowUpdateOf = (plan: WritePlan): RowUpdate | undefined => {
 /**
  * The task attributes a task write sets or removes; the row's run and lease are the run write's,
  * and its push mark is set only with a push config: a task write from a read
- * older than the mark must not remove it.
+ * older than the mark must not remove it. The creator's traceparent is the task's: every
+ * task carries it on from the row it was read from, so each write sets it again as it was.
  */
 const taskAttributes = Object.keys(taskItemSchema.shape).filter(
   (name) => !['pk', 'sk', 'run', 'leaseUntil', 'leaseShard', pushMark].includes(name),

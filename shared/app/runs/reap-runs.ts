@@ -25,6 +25,14 @@ export interface ReapRunsDeps {
   readonly clock: Clock;
   readonly config: Config;
   readonly logger?: Pick<Logger, 'info'>;
+  /**
+   * Runs the handling of one task's expired run in that task's trace (its id, and the traceparent
+   * its creator sent, from the row): log lines and a re-queued run's message carry them.
+   */
+  readonly inTaskTrace?: <T>(
+    task: { readonly taskId: string; readonly traceparent?: string },
+    work: () => Promise<T>,
+  ) => Promise<T>;
 }
 
 export const abandonedRunText = 'The agent stopped unexpectedly; the task was not completed.';
@@ -73,6 +81,20 @@ const reapRun = async (
 ): Promise<'reaped' | 'requeued' | 'skipped'> => {
   // The index is eventually consistent: the run row decides (read with its task: one request, 0036).
   const { run, task } = await deps.tasks.getRunWithTask(ref.taskId, ref.runId);
+  const handle = () => handleExpired(deps, run, task, now);
+  if (deps.inTaskTrace === undefined) return handle();
+  return deps.inTaskTrace(
+    { taskId: ref.taskId, ...(task?.traceparent !== undefined && { traceparent: task.traceparent }) },
+    handle,
+  );
+};
+
+const handleExpired = async (
+  deps: ReapRunsDeps,
+  run: RunRecord | undefined,
+  task: StoredTask | undefined,
+  now: Date,
+): Promise<'reaped' | 'requeued' | 'skipped'> => {
   if (run === undefined || (run.status !== 'RUNNING' && run.status !== 'QUEUED')) return 'skipped';
   if (run.leaseUntil === undefined || run.leaseUntil >= now.getTime()) return 'skipped';
   if (run.status === 'QUEUED' && run.startBy !== undefined && run.startBy > now.getTime()) {

@@ -66,6 +66,11 @@ export interface CreateTaskDeps {
   readonly savedProfiles?: ReadonlySet<string>;
   /** The executor's run lease (decision 0011): a queued run carries it for its claim to keep. */
   readonly runLeaseMs?: number;
+  /**
+   * The W3C traceparent the caller sent with this request, if a valid one (the rpc's trace): a
+   * new task keeps it on its row for the logs of the hops that start from the stream.
+   */
+  readonly callerTraceparent?: () => string | undefined;
 }
 
 /** A run not claimed within this is taken as never queued (decision 0014); far above any queue wait. */
@@ -308,6 +313,7 @@ const planNewTask = async (
   const history = appendHistory([], 1, [message]);
   checkHistoryLimit(history, limitsOf(deps.config));
   const sealed = await deps.codec.seal(taskId, { history });
+  const traceparent = deps.callerTraceparent?.();
   const task: StoredTask = {
     taskId,
     contextId,
@@ -320,6 +326,7 @@ const planNewTask = async (
     createdAt: now.toISOString(),
     expiresAt,
     sealedHistory: sealed.sealedHistory,
+    ...(traceparent !== undefined && { traceparent }),
   };
   const taskRun: RunRecord = { ...run, taskId };
   return { task, run: taskRun, row: { taskId, task, run: taskRun, expect: { revision: 'absent' } } };
