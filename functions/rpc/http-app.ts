@@ -12,9 +12,10 @@ import {
   parseExtensionsHeader,
   type SseEvent,
 } from '../../shared/app/rpc/dispatcher.ts';
-import { JsonRpcProtocolError, toJsonRpcError } from '../../shared/app/rpc/errors-table.ts';
+import { toJsonRpcError } from '../../shared/app/rpc/errors-table.ts';
 import { hasAuthScheme } from '../../shared/config/auth.ts';
 import type { Config } from '../../shared/config/config.ts';
+import { LimitExceededError } from '../../shared/domain/errors.ts';
 
 /**
  * The HTTP surface of the rpc function, independent of how the request arrived (API Gateway
@@ -75,9 +76,12 @@ const activatedExtensions = (headers: HttpRequest['headers']): Record<string, st
 const refuseLargeBody = (body: string, maxBytes: number, errorDomain: string): HttpResponse | undefined => {
   // UTF-16 length bounds the UTF-8 size from below: most bodies skip the byte count entirely.
   if (body.length <= maxBytes / 3 || Buffer.byteLength(body, 'utf8') <= maxBytes) return undefined;
-  const error = new JsonRpcProtocolError('INVALID_REQUEST', [
-    { field: 'request', description: `The request body exceeds ${maxBytes} bytes` },
-  ]);
+  const error = new LimitExceededError('REQUEST_BYTES', {
+    setting: 'maxRequestBytes',
+    max: maxBytes,
+    field: 'request',
+    description: `The request body exceeds ${maxBytes} bytes`,
+  });
   return json(200, {
     jsonrpc: '2.0',
     id: null,

@@ -21,6 +21,7 @@ export type DomainErrorCode =
   | 'MESSAGE_ID_REUSED'
   | 'LIMIT_EXCEEDED'
   | 'STREAM_LIMIT_EXCEEDED'
+  | 'REQUEST_LIMIT_EXCEEDED'
   | 'INVALID_PARAMS'
   | 'VERSION_CONFLICT'
   | 'SEALING_FAILED'
@@ -162,7 +163,8 @@ export type LimitName =
   | 'PARTS_PER_MESSAGE'
   | 'METADATA_BYTES'
   | 'STREAMS_PER_CALLER'
-  | 'HISTORY_BYTES';
+  | 'HISTORY_BYTES'
+  | 'REQUEST_BYTES';
 
 /**
  * A request above one of the installation's limits, refused before anything is stored. Its wire
@@ -170,7 +172,7 @@ export type LimitName =
  */
 export class LimitExceededError extends DomainError {
   override readonly name = 'LimitExceededError';
-  readonly code: 'LIMIT_EXCEEDED' | 'STREAM_LIMIT_EXCEEDED';
+  readonly code: 'LIMIT_EXCEEDED' | 'STREAM_LIMIT_EXCEEDED' | 'REQUEST_LIMIT_EXCEEDED';
   readonly reason: `${LimitName}_EXCEEDED`;
   readonly violations: readonly FieldViolation[];
   constructor(
@@ -183,7 +185,12 @@ export class LimitExceededError extends DomainError {
     },
   ) {
     super(limits.description, { limit: limits.setting, max: String(limits.max) });
-    this.code = limit === 'STREAMS_PER_CALLER' ? 'STREAM_LIMIT_EXCEEDED' : 'LIMIT_EXCEEDED';
+    this.code =
+      limit === 'STREAMS_PER_CALLER'
+        ? 'STREAM_LIMIT_EXCEEDED'
+        : limit === 'REQUEST_BYTES'
+          ? 'REQUEST_LIMIT_EXCEEDED'
+          : 'LIMIT_EXCEEDED';
     this.reason = `${limit}_EXCEEDED`;
     this.violations =
       limits.field === undefined ? [] : [{ field: limits.field, description: limits.description }];

@@ -662,6 +662,8 @@ type Expected =
       /** The id the answer must echo. */
       readonly id: unknown;
       readonly stream: boolean;
+      /** A body above the cap: the ErrorInfo reason that names the limit, with the BadRequest. */
+      readonly limitReason?: string;
     };
 
 const isObject = (value: unknown): value is JsonObject =>
@@ -706,7 +708,15 @@ const expectedOf = (request: FuzzRequest): Expected => {
     stream: false,
   });
   const text = request.body.toString('utf8');
-  if (Buffer.byteLength(text) > appBodyCap) return rpcError(-32600);
+  if (Buffer.byteLength(text) > appBodyCap)
+    return {
+      kind: 'rpc',
+      codes: [-32600],
+      success: false,
+      id: null,
+      stream: false,
+      limitReason: 'REQUEST_BYTES_EXCEEDED',
+    };
   if (!isJsonMediaType(headerOf(request, 'content-type'))) return rpcError(-32005);
   let body: unknown;
   try {
@@ -892,6 +902,19 @@ const check = (request: FuzzRequest, expected: Expected, answer: Answer): string
   const data = error.data;
   if (data !== undefined && !Array.isArray(data)) return 'error.data is not an array';
   const details = (data ?? []) as JsonObject[];
+  if (expected.limitReason !== undefined) {
+    const [info, ...rest] = details;
+    if (
+      info?.['@type'] !== 'type.googleapis.com/google.rpc.ErrorInfo' ||
+      info.reason !== expected.limitReason
+    )
+      return `code ${error.code} without ErrorInfo ${expected.limitReason}`;
+    if (!isObject(info.metadata) || Object.values(info.metadata).some((value) => typeof value !== 'string'))
+      return 'ErrorInfo metadata is not a map of strings';
+    return rest.length === 1
+      ? badRequestProblem(error.code, rest)
+      : `code ${error.code} without one BadRequest`;
+  }
   switch (detail?.kind) {
     case 'errorInfo': {
       const info = details.find((item) => item['@type'] === 'type.googleapis.com/google.rpc.ErrorInfo');

@@ -120,6 +120,11 @@ describe('JSON-RPC binding', () => {
     });
     expectWellFormedError(reply, -32600);
     expect(violatedFields(reply.error)).toEqual(['request']);
+    // The ErrorInfo names the limit and its value (decision 0052).
+    expect(reply.error?.data?.[0]).toMatchObject({
+      reason: 'REQUEST_BYTES_EXCEEDED',
+      metadata: { limit: 'maxRequestBytes', max: String(64 * 1024) },
+    });
     expect(reply.body.id).toBeNull();
     // Just under the cap is served.
     const fits = await sut.send('tck-complete-task', {
