@@ -58,6 +58,33 @@ export const latencyTarget = (
   };
 };
 
+/**
+ * Issue 16's side-by-side target. When it is not met and this machine's bound at the run's
+ * clients (a mean latency, Little's law over the CPU the rounds used) is itself above 5× the SDK
+ * server's p50, the note says so: no change short of less CPU per task on the local stack meets it.
+ */
+const ratioTarget = (
+  clients: number,
+  ours: number,
+  theirs: number,
+  ratio: number,
+  machine?: { readonly clients: number; readonly meanLatencyMs: number; readonly cpuSecondsPerTask?: number },
+): TargetResult => {
+  const target = `blocking SendMessage at ${clients} clients: p50 ≤ 5× the SDK server's p50 (same run)`;
+  const result = verdict(ratio, (v) => v <= 5);
+  const bound = machine && machine.meanLatencyMs > 5 * theirs;
+  return {
+    target,
+    measured: `${fmt(ours)} ms vs ${fmt(theirs)} ms: ${fmt(ratio)}×`,
+    verdict: result,
+    ...(result === 'not met' && bound
+      ? {
+          note: `this machine at ${machine.clients} clients: ≥ ${fmt(machine.meanLatencyMs)} ms mean = ${fmt(machine.meanLatencyMs / theirs)}× the SDK server's p50`,
+        }
+      : {}),
+  };
+};
+
 const issue8Targets = (report: Report): TargetResult[] => {
   const cost = report.singleTurn?.cost?.usdPerMillionTasks as number | undefined;
   const floorRatio = report.ratioToFloor?.cost as number | undefined;
@@ -163,11 +190,7 @@ const issue16Targets = (report: Report, shared: readonly TargetResult[]): Target
           `blocking SendMessage at ${clients} clients: p50 ≤ 5× the SDK server's p50 (same run)`,
           report.anchor?.skipped ?? report.anchor?.failed ?? 'no SDK server figure',
         )
-      : {
-          target: `blocking SendMessage at ${clients} clients: p50 ≤ 5× the SDK server's p50 (same run)`,
-          measured: `${fmt(ours)} ms vs ${fmt(theirs)} ms: ${fmt(ratio)}×`,
-          verdict: verdict(ratio, (v) => v <= 5),
-        },
+      : ratioTarget(clients, ours as number, theirs as number, ratio, floors?.machine),
     sse === undefined
       ? notMeasured('SendStreamingMessage → terminal event at 1 client: p50 ≤ 120 ms', 'no streaming figure')
       : latencyTarget(

@@ -308,6 +308,28 @@ describe('latency verdicts against the floor', () => {
   });
 });
 
+describe("issue 16's side-by-side target", () => {
+  const ratioOf = (meanLatencyMs: number) =>
+    evaluateTargets({
+      parameters: { concurrency: 20 },
+      singleTurn: { latency: { p50: 566 } },
+      anchor: { latency: { p50: 55.3 } },
+      latencyFloor: { machine: { clients: 20, meanLatencyMs } },
+    }).find((t) => t.target.startsWith('blocking SendMessage at 20 clients'));
+
+  it("names this machine's bound when it is itself above 5× the SDK server's p50", () => {
+    expect(ratioOf(493)).toMatchObject({
+      measured: '566 ms vs 55.3 ms: 10.2×',
+      verdict: 'not met',
+      note: "this machine at 20 clients: ≥ 493 ms mean = 8.92× the SDK server's p50",
+    });
+  });
+
+  it('says nothing of the machine when its bound would allow the target', () => {
+    expect(ratioOf(200)?.note).toBeUndefined();
+  });
+});
+
 describe('ListTasks at scale (decision 0034)', () => {
   it('is judged on the alternated figures, not on each owner measured right after its own seeding', () => {
     const row = (stored: number, p50: number, afterOwnSeeding: number) => ({
