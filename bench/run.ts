@@ -632,7 +632,7 @@ const sampleItemSizes = async (stack: LocalStack, taskId: string): Promise<ItemS
 const seedJournal = async (owner: { tenant: string; principal: string }, count: number): Promise<number> => {
   const env = readRuntimeEnv();
   const journal = new DynamoDbJournalRepository(createDocumentClient(), env.journalTableName);
-  const codec = new TaskContentCodec(createSealer(env));
+  const codec = new TaskContentCodec(createSealer(env, createDocumentClient()));
   const began = performance.now();
   const expiresAt = Math.floor(Date.now() / 1000) + 30 * 86_400;
   await pool(count, 32, async (i) => {

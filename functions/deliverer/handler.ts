@@ -19,7 +19,7 @@ const env = readRuntimeEnv();
 const logger = createLogger('a2a-deliverer');
 const metrics = createFunctionMetrics(env, 'deliverer');
 const documents = createDocumentClient();
-const sealer = createSealer(env);
+const sealer = createSealer(env, documents);
 
 export const handler = sqsBatchFunction(
   { logger, metrics },

@@ -23,7 +23,7 @@ const env = readRuntimeEnv();
 const logger = createLogger('a2a-executor');
 const metrics = createFunctionMetrics(env, 'executor');
 const documents = createDocumentClient();
-const sealer = createSealer(env);
+const sealer = createSealer(env, documents);
 // Commits project their revision into the journal themselves (decision 0043).
 const tasks = new WriteThroughTaskRepository(
   new DynamoDbTaskRepository(documents, env.stateTableName),

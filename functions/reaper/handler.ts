@@ -29,7 +29,7 @@ const deps = {
   // A never-started run is queued again instead of failed, a bounded number of times (decision 0053).
   requeue: new SqsRunQueue(createSqsClient(), env.runQueueUrl),
   ...(env.runStartDeadlineMs ? { runStartDeadlineMs: env.runStartDeadlineMs } : {}),
-  codec: new TaskContentCodec(createSealer(env)),
+  codec: new TaskContentCodec(createSealer(env, client)),
   clock: systemClock,
   config: env.config,
   logger,

@@ -248,7 +248,8 @@ export const configSchema = z.object({
       streamsPerCaller: z._default(integer(1, 1000), 10),
       /**
        * A task's whole history (every message of every turn, JSON) may grow to this many bytes:
-       * the write that settles a turn carries the whole sealed history with the result.
+       * the write that settles a turn carries the whole sealed history with the result in one
+       * 4 MB transaction (decision 0065).
        */
       historyBytes: z._default(integer(65_536, 3 * 1024 * 1024), 2.5 * 1024 * 1024),
     }),

@@ -314,8 +314,9 @@ describe('core path against the emulators', () => {
     ]);
   });
 
-  it('ends run and task FAILED when the result is over the item size limit: the adapter says ItemTooLargeError (I-RESULT)', async () => {
-    const huge = 'x'.repeat(420 * 1024);
+  it('ends run and task FAILED when the result is over what one write can store: the adapter says ItemTooLargeError (I-RESULT)', async () => {
+    // Over one transaction's 4 MB even in chunk items (decision 0065); below it a result is stored.
+    const huge = 'x'.repeat(4 * 1024 * 1024);
     const hugeResult: AgentProvider = {
       run: async (request) => {
         const result = await new ScriptedProvider('huge', 'echo').run(request);
@@ -333,7 +334,7 @@ describe('core path against the emulators', () => {
     });
     const task = (await tasks.getTask(taskId))!;
     const run = (await tasks.getRun(taskId, task.currentRunId))!;
-    // The adapter translates DynamoDB's size refusal into the domain's error.
+    // The adapter refuses it as the domain's error before sending anything.
     const sealed = await codec.seal(taskId, {
       statusMessage: undefined,
       artifacts: [{ artifactId: 'a', parts: [{ text: huge }] }],

@@ -1,3 +1,4 @@
+import { ChunkedContentSealer } from '../../shared/adapters/dynamodb/dynamodb-chunked-sealer.ts';
 import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
@@ -9,6 +10,10 @@ export const stateRepositories = (env: TestResources) => ({
   tasks: new DynamoDbTaskRepository(env.clients.doc, env.resources.tables.State.name),
   journal: new DynamoDbJournalRepository(env.clients.doc, env.resources.tables.Journal.name),
   codec: new TaskContentCodec(
-    new KmsSealer({ kms: env.clients.kms, keyId: env.resources.key.keyId, installation: 'test' }),
+    new ChunkedContentSealer(
+      new KmsSealer({ kms: env.clients.kms, keyId: env.resources.key.keyId, installation: 'test' }),
+      env.clients.doc,
+      env.resources.tables.State.name,
+    ),
   ),
 });

@@ -8,6 +8,7 @@ import {
 import type { JournalLedger, JournalState, JournalWriter } from '../../domain/ports.ts';
 import type { JournalEvent, JournalView, Projection } from '../../domain/projection.ts';
 import { isConditionalCheckFailed } from './condition-failures.ts';
+import { withChunkReferences } from './content-chunks.ts';
 import { counterKeys, keys, toEventItem, toViewItem } from './entities.ts';
 import { queryAll } from './query-all.ts';
 
@@ -177,7 +178,7 @@ export class DynamoDbJournalWriter implements JournalWriter {
       await this.client.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: toEventItem(event),
+          Item: toEventItem(withChunkReferences(event)),
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
       );
@@ -191,7 +192,7 @@ export class DynamoDbJournalWriter implements JournalWriter {
   private async writeView(view: JournalView, expected: ExpectedView): Promise<void> {
     const viewPut = {
       TableName: this.tableName,
-      Item: toViewItem(view),
+      Item: toViewItem(withChunkReferences(view)),
       ...(expected === undefined
         ? { ConditionExpression: 'attribute_not_exists(pk)' }
         : {

@@ -14,6 +14,12 @@ import type { StoredTask } from '../../domain/projection.ts';
 import type { RunRecord } from '../../domain/task.ts';
 import { isCanceledByCondition, isItemTooLarge } from './condition-failures.ts';
 import {
+  type ChunkedTaskWrite,
+  chunkTaskWrite,
+  transactionContentBytes,
+  transactionItems,
+} from './content-chunks.ts';
+import {
   fromRunItem,
   fromTaskItem,
   keys,
@@ -61,20 +67,23 @@ export class DynamoDbTaskRepository implements TaskRepository {
     }
   }
 
-  private async write(plan: WritePlan): Promise<CommitResult> {
+  private async write(planned: WritePlan): Promise<CommitResult> {
+    const { plan, chunks } = this.withChunks(planned);
     const row = rowUpdateOf(plan);
     const items = plan.items ?? [];
     if (row?.archive !== undefined && row.archive !== 'none')
       await this.client.send(new PutCommand({ TableName: this.tableName, Item: toRunItem(row.archive) }));
     const [onlyItem] = items;
-    if (row !== undefined && items.length === 0) return { committed: await this.updateRow(row) };
-    if (row === undefined && onlyItem !== undefined && items.length === 1) {
+    if (chunks.length === 0 && row !== undefined && items.length === 0)
+      return { committed: await this.updateRow(row) };
+    if (chunks.length === 0 && row === undefined && onlyItem !== undefined && items.length === 1) {
       await this.put(onlyItem);
       return {};
     }
     try {
+      const input = toTransactWriteInput(plan, this.tableName, randomUUID());
       await this.client.send(
-        new TransactWriteCommand(toTransactWriteInput(plan, this.tableName, randomUUID())),
+        new TransactWriteCommand({ ...input, TransactItems: [...(input.TransactItems ?? []), ...chunks] }),
       );
       return {};
     } catch (error) {
@@ -83,6 +92,24 @@ export class DynamoDbTaskRepository implements TaskRepository {
       }
       throw error;
     }
+  }
+
+  /**
+   * The plan with its task's content as the row stores it, and the chunk writes that go with it
+   * (decision 0065): none for a task whose content fits its row, so its write is as before.
+   */
+  private withChunks(plan: WritePlan): { plan: WritePlan; chunks: ChunkedTaskWrite['writes'] } {
+    const row = plan.row;
+    if (row?.task === undefined) return { plan, chunks: [] };
+    const chunked = chunkTaskWrite(row.task, row.before, this.tableName);
+    const count = chunked.writes.length + (plan.items?.length ?? 0) + 1;
+    if (chunked.writes.length > 0 && (chunked.bytes > transactionContentBytes || count > transactionItems)) {
+      throw new ItemTooLargeError('The content of the write is over the transaction size limit', {
+        bytes: String(chunked.bytes),
+        items: String(count),
+      });
+    }
+    return { plan: { ...plan, row: { ...row, task: chunked.task } }, chunks: chunked.writes };
   }
 
   /** The row as the update left it; undefined when a retried update found its own write applied. */

@@ -1,5 +1,5 @@
-import type { Task, TaskState } from '../../domain/a2a.ts';
-import { TaskNotFoundError } from '../../domain/errors.ts';
+import type { Message, Task, TaskState } from '../../domain/a2a.ts';
+import { SealingFailedError, TaskNotFoundError } from '../../domain/errors.ts';
 import type { Clock, JournalRepository, TaskRepository } from '../../domain/ports.ts';
 import { type JournalView, type StoredTask, viewOf } from '../../domain/projection.ts';
 import { type AgentCaller, historyAsOf, isExpired, isOwnTask } from '../../domain/task.ts';
@@ -75,11 +75,26 @@ export const toTask = async (
   return task;
 };
 
-const readHistory = async (deps: ReadTaskDeps, view: JournalView, knownRow?: StoredTask) => {
+const readHistory = async (
+  deps: ReadTaskDeps,
+  view: JournalView,
+  knownRow?: StoredTask,
+): Promise<Message[]> => {
   const row = knownRow ?? (await deps.tasks.getTask(view.taskId));
   if (row === undefined) return [];
-  return historyAsOf(await deps.codec.openHistory(view.taskId, row.sealedHistory), view.revision);
+  try {
+    return await openHistoryAsOf(deps, view, row);
+  } catch (error) {
+    // A history kept in chunks that a newer revision replaced between the row's read and the
+    // chunks' (decision 0065): the row read again holds the newer one.
+    if (!(error instanceof SealingFailedError) || knownRow !== undefined) throw error;
+    const fresh = await deps.tasks.getTask(view.taskId);
+    return fresh === undefined ? [] : openHistoryAsOf(deps, view, fresh);
+  }
 };
+
+const openHistoryAsOf = async (deps: ReadTaskDeps, view: JournalView, row: StoredTask) =>
+  historyAsOf(await deps.codec.openHistory(view.taskId, row.sealedHistory), view.revision);
 
 export const getTask = async (
   deps: ReadTaskDeps,
