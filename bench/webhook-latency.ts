@@ -4,13 +4,23 @@
  * `--tasks` SendMessage calls (`returnImmediately`, `--concurrency` at a time), each with an inline
  * push config pointing at a node:http receiver on loopback. For every statusUpdate POST the commit
  * time is the revision's `status.timestamp` (set by the committing writer just before its
- * transaction) and the receive time is when the receiver has the body. The path measured:
- * commit → state stream → projector → journal → journal stream → pusher → FIFO queue → deliverer → POST.
+ * transaction) and the receive time is when the receiver has the body. The path measured: the
+ * writer's commit → its write-through into the journal → its direct fan-out to the FIFO queue
+ * (decisions 0043, 0045, 0061) → deliverer → POST; a revision whose writer does not fan out, or
+ * whose direct fan-out failed, goes journal stream → pusher → FIFO queue instead.
  *
  * It also prints what the deliverer writes (the SDK meter of `npm run bench`): one delivery-record
  * append per attempt (decision 0025), in write units per delivered revision.
  *
- * Run: npx tsx bench/webhook-latency.ts [--tasks 200] [--concurrency 20] [--deliverers 64]
+ * `npm run bench`'s two webhook figures, without the rest of the bench (bench/run.ts: its push phase
+ * and its one-client phase): `--blocking` sends a blocking SendMessage (each client waits for
+ * COMPLETED, as the bench's clients do) instead of `returnImmediately`; `--one-at-a-time` also
+ * waits for the task's COMPLETED POST before the client's next request and prints request →
+ * webhook COMPLETED.
+ *   commit → webhook at 20 clients:  --tasks 200 --concurrency 20 --blocking
+ *   request → webhook at 1 client:   --tasks 50 --concurrency 1 --blocking --one-at-a-time
+ *
+ * Run: npx tsx bench/webhook-latency.ts [--tasks 200] [--concurrency 20] [--deliverers 64] [--blocking] [--one-at-a-time]
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -26,6 +36,8 @@ const { values } = parseArgs({
     tasks: { type: 'string', default: '200' },
     concurrency: { type: 'string', default: '20' },
     deliverers: { type: 'string', default: '64' },
+    blocking: { type: 'boolean', default: false },
+    'one-at-a-time': { type: 'boolean', default: false },
   },
 });
 const tasks = Number(values.tasks);
@@ -59,9 +71,16 @@ try {
   const began = performance.now();
   let next = 0;
   const taskIds = new Set<string>();
+  const requestToCompleted: number[] = [];
+  const completedAt = (taskId: string) =>
+    receiver.posts.find((post) => {
+      const update = (post.body as StatusBody).statusUpdate;
+      return update?.taskId === taskId && update.status.state === 'TASK_STATE_COMPLETED';
+    })?.at;
   const worker = async () => {
     while (next < tasks) {
       next += 1;
+      const requestedAt = Date.now();
       const response = await fetch(`${stack.baseUrl}/agents/default`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
@@ -72,14 +91,19 @@ try {
           params: {
             message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'latency' }] },
             configuration: {
-              returnImmediately: true,
+              ...(values.blocking ? {} : { returnImmediately: true }),
               taskPushNotificationConfig: { url: `${receiver.url}/hook` },
             },
           },
         }),
       });
       const body = (await response.json()) as { result?: { task?: { id: string } } };
-      if (body.result?.task) taskIds.add(body.result.task.id);
+      const taskId = body.result?.task?.id;
+      if (taskId === undefined) continue;
+      taskIds.add(taskId);
+      if (!values['one-at-a-time']) continue;
+      await receiver.waitFor(() => completedAt(taskId) !== undefined, 30_000);
+      requestToCompleted.push((completedAt(taskId) ?? Number.NaN) - requestedAt);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
@@ -103,10 +127,12 @@ try {
     if (update.status.state === 'TASK_STATE_COMPLETED') completedOnly.push(latency);
   }
   console.log(
-    `${taskIds.size} tasks, ${receiver.posts.length} POSTs in ${elapsedS.toFixed(1)} s (concurrency ${concurrency}, deliverers ${values.deliverers})`,
+    `${taskIds.size} tasks, ${receiver.posts.length} POSTs in ${elapsedS.toFixed(1)} s (concurrency ${concurrency}, ` +
+      `deliverers ${values.deliverers}${values.blocking ? ', blocking' : ''}${values['one-at-a-time'] ? ', one at a time' : ''})`,
   );
   summarize('commit → webhook, every statusUpdate', all);
   summarize('commit → webhook, COMPLETED', completedOnly);
+  if (values['one-at-a-time']) summarize('request → webhook COMPLETED', requestToCompleted);
   const deliverer = meter.snapshot();
   const sum = (rows: Record<string, { read: number; write: number }> | undefined, key: 'read' | 'write') =>
     Object.values(rows ?? {}).reduce((total, units) => total + units[key], 0);
