@@ -258,7 +258,7 @@ export class ServiceStack extends Stack {
       description: 'Runs queued A2A task runs',
       timeout: EXECUTOR_TIMEOUT,
       logRetention,
-      environment: environmentFor('executor'),
+      environment: { ...environmentFor('executor'), DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl },
       ...(providerSecrets.length > 0
         ? {
             paramsAndSecrets: ParamsAndSecretsLayerVersion.fromVersion(ParamsAndSecretsVersions.V1_0_103, {
@@ -280,6 +280,8 @@ export class ServiceStack extends Stack {
     // Query/Update/Delete too: a tightening scrubs the run's audit rows (decision 0010).
     grantTableData(this.executor, stateful.auditTable, auditTableDefinition, 'readWrite');
     grantSealing(this.executor);
+    // The writer's direct fan-out of the revisions it projects (decision 0061).
+    stateful.deliveryQueue.grantSendMessages(this.executor);
     this.grantBedrockModels(this.executor, props.config);
     this.grantProviderSecrets(this.executor, providerSecrets);
 
@@ -317,12 +319,14 @@ export class ServiceStack extends Stack {
       description: 'Settles runs whose executor lease expired',
       timeout: REAPER_TIMEOUT,
       logRetention,
-      environment: environmentFor('reaper'),
+      environment: { ...environmentFor('reaper'), DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl },
     });
     grantTableData(this.reaper, stateful.stateTable, stateTableDefinition, 'readWrite');
     // A run never started (never claimed) is queued again, a bounded number of times (decision 0053).
     stateful.runQueue.grantSendMessages(this.reaper);
     grantTableActions(this.reaper, stateful.journalTable, JOURNAL_WRITE_THROUGH_ACTIONS);
+    // The writer's direct fan-out of the FAILED revisions it projects (decision 0061).
+    stateful.deliveryQueue.grantSendMessages(this.reaper);
     // It seals the fixed status message only: a data key, never a decrypt.
     grantContentKey(this.reaper, 'kms:GenerateDataKey');
     new Rule(this, 'ReaperSchedule', {

@@ -1,13 +1,14 @@
 import type { SQSRecord } from 'aws-lambda';
 import { DynamoDbAuditTrail } from '../../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbJournalWriter } from '../../shared/adapters/dynamodb/dynamodb-journal-writer.ts';
+import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
 import { DynamoDbRunLeases } from '../../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { inSqsTrace, sqsBatchFunction } from '../../shared/adapters/middy-presets.ts';
 import { processPartialBatch } from '../../shared/adapters/partial-batch.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
-import { createDocumentClient } from '../../shared/adapters/sdk-clients.ts';
+import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
 import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
 import { createToolRegistry } from '../../shared/adapters/tools/static-tool-registry.ts';
@@ -17,6 +18,7 @@ import { executeRun } from '../../shared/app/runs/execute-run.ts';
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { createSealer, webhookPolicyOf } from '../compose.ts';
+import { directFanOutOf } from '../direct-fan-out.ts';
 import { createProviderFor } from './providers.ts';
 
 const env = readRuntimeEnv();
@@ -24,11 +26,19 @@ const logger = createLogger('a2a-executor');
 const metrics = createFunctionMetrics(env, 'executor');
 const documents = createDocumentClient();
 const sealer = createSealer(env, documents);
-// Commits project their revision into the journal themselves (decision 0043).
+// Commits project their revision into the journal themselves (decision 0043), and queue its
+// webhook deliveries without waiting for the journal stream's pusher (decision 0061).
 const tasks = new WriteThroughTaskRepository(
   new DynamoDbTaskRepository(documents, env.stateTableName),
   new DynamoDbJournalWriter(documents, env.journalTableName),
-  { logger },
+  {
+    logger,
+    ...directFanOutOf(env, {
+      pushConfigs: new DynamoDbPushConfigRepository(documents, env.stateTableName),
+      sqs: createSqsClient(),
+      logger,
+    }),
+  },
 );
 const deps = {
   tasks,

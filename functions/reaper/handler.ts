@@ -1,4 +1,5 @@
 import { DynamoDbJournalWriter } from '../../shared/adapters/dynamodb/dynamodb-journal-writer.ts';
+import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
 import { DynamoDbRunLeases } from '../../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
@@ -13,21 +14,31 @@ import { type ReapReport, reapExpiredRuns } from '../../shared/app/runs/reap-run
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { createSealer } from '../compose.ts';
+import { directFanOutOf } from '../direct-fan-out.ts';
 
 const env = readRuntimeEnv();
 const logger = createLogger('a2a-reaper');
 const metrics = createFunctionMetrics(env, 'reaper');
 const client = createDocumentClient();
+const sqs = createSqsClient();
 const deps = {
-  // Commits project their revision into the journal themselves (decision 0043).
+  // Commits project their revision into the journal themselves (decision 0043), and queue its
+  // webhook deliveries without waiting for the journal stream's pusher (decision 0061).
   tasks: new WriteThroughTaskRepository(
     new DynamoDbTaskRepository(client, env.stateTableName),
     new DynamoDbJournalWriter(client, env.journalTableName),
-    { logger },
+    {
+      logger,
+      ...directFanOutOf(env, {
+        pushConfigs: new DynamoDbPushConfigRepository(client, env.stateTableName),
+        sqs,
+        logger,
+      }),
+    },
   ),
   leases: new DynamoDbRunLeases(client, env.stateTableName),
   // A never-started run is queued again instead of failed, a bounded number of times (decision 0053).
-  requeue: new SqsRunQueue(createSqsClient(), env.runQueueUrl),
+  requeue: new SqsRunQueue(sqs, env.runQueueUrl),
   ...(env.runStartDeadlineMs ? { runStartDeadlineMs: env.runStartDeadlineMs } : {}),
   codec: new TaskContentCodec(createSealer(env, client)),
   clock: systemClock,

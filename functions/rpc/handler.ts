@@ -8,13 +8,11 @@ import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { streamingHttpFunction } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
-import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
 import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
 import { systemClock, uuidGenerator } from '../../shared/adapters/system.ts';
 import { currentTrace } from '../../shared/adapters/trace-context.ts';
 import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
 import { createProfileCatalog } from '../../shared/app/profiles/served-profiles.ts';
-import { fanOutAfterProjection } from '../../shared/app/push/fan-out-events.ts';
 import { PushConfigCodec } from '../../shared/app/push/push-configs.ts';
 import { createA2aMethods, createExtensionMethods } from '../../shared/app/rpc/a2a-methods.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
@@ -23,6 +21,7 @@ import { WaitHistory } from '../../shared/app/tasks/read-task.ts';
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { createSealer, webhookPolicyOf } from '../compose.ts';
+import { directFanOutOf } from '../direct-fan-out.ts';
 import { toHttpRequest, toStreamingResponse } from './api-gateway.ts';
 import { createHttpApp } from './http-app.ts';
 import { mayAnswerWithMessage } from './message-answers.ts';
@@ -40,19 +39,7 @@ const pushConfigs = new DynamoDbPushConfigRepository(documents, env.stateTableNa
 const tasks = new WriteThroughTaskRepository(
   new DynamoDbTaskRepository(documents, env.stateTableName),
   journal,
-  {
-    logger,
-    ...(env.deliveryQueueUrl
-      ? {
-          afterProjected: fanOutAfterProjection({
-            pushConfigs,
-            deliveries: new SqsDeliveryQueue(sqs, env.deliveryQueueUrl),
-            clock: systemClock,
-            logger,
-          }),
-        }
-      : {}),
-  },
+  { logger, ...directFanOutOf(env, { pushConfigs, sqs, logger }) },
 );
 // Saved profiles overlay the deployment's, read at most once per 30 s (decision 0024).
 const profiles = createProfileCatalog({

@@ -622,7 +622,7 @@ describe('ServiceStack', () => {
     expect(variables(deliverer).DELIVERY_QUEUE_URL).toBeDefined();
   });
 
-  it('lets the rpc, a writer that fans out directly, send to the delivery queue; executor and reaper leave it to the pusher (decision 0045)', () => {
+  it('lets the writers that fan out directly — rpc, executor, reaper — send to the delivery queue, and nothing more there (decisions 0045, 0061)', () => {
     const { rpc, reaper, executor } = installation.service;
     const deliveryQueueSends = (fn: typeof rpc) => {
       const roleId = (
@@ -638,24 +638,20 @@ describe('ServiceStack', () => {
           (policy) =>
             (policy.Properties.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement,
         )
-        .filter(
-          (statement) =>
-            [statement.Action].flat().includes('sqs:SendMessage') &&
-            JSON.stringify(statement.Resource).includes('DeliveryQueue'),
-        );
+        .filter((statement) => JSON.stringify(statement.Resource).includes('DeliveryQueue'));
     };
     const environmentOf = (fn: typeof rpc) =>
       (
         (service.toJSON().Resources[logicalIdOf(installation.service, fn)] as Resource).Properties
           .Environment as { Variables: Record<string, unknown> }
       ).Variables;
-    expect(deliveryQueueSends(rpc)).toHaveLength(1);
-    expect(environmentOf(rpc).DELIVERY_QUEUE_URL).toBeDefined();
-    // The executor's bundle cannot carry the SQS client within the 512,000-byte budget; the
-    // reaper's rare FAILED revisions keep it without SQS: the journal stream's pusher serves both.
-    for (const fn of [executor, reaper]) {
-      expect(deliveryQueueSends(fn)).toEqual([]);
-      expect(environmentOf(fn).DELIVERY_QUEUE_URL).toBeUndefined();
+    for (const fn of [rpc, executor, reaper]) {
+      // Least privilege: one statement on the delivery queue, sends only — never a receive, delete
+      // or visibility change (the deliverer's).
+      expect(deliveryQueueSends(fn).map((statement) => [statement.Action].flat().sort())).toEqual([
+        ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage'],
+      ]);
+      expect(environmentOf(fn).DELIVERY_QUEUE_URL).toBeDefined();
     }
   });
 
