@@ -110,22 +110,30 @@ const logicalIdOf = (stack: Stack, construct: { node: { defaultChild?: unknown }
   stack.getLogicalId(construct.node.defaultChild as Parameters<Stack['getLogicalId']>[0]);
 
 /** Every IAM action granted to a function's role, through any policy attached to that role. */
-const actionsOfFunction = (template: Template, stack: Stack, fn: ServiceStack['rpc']): string[] => {
+/** The statements of the policies attached to the function's role (which has no inline policy). */
+const statementsOfFunction = (
+  template: Template,
+  stack: Stack,
+  fn: ServiceStack['rpc'],
+): Array<{ Action: string | string[]; Resource?: unknown }> => {
   const functionId = logicalIdOf(stack, fn);
   const functionResource = template.toJSON().Resources[functionId] as Resource;
   const roleRef = functionResource.Properties.Role as { 'Fn::GetAtt': [string, string] };
   const roleId = roleRef['Fn::GetAtt'][0];
   const role = template.toJSON().Resources[roleId] as Resource;
   expect(role.Properties.Policies, 'no inline policies on the role').toBeUndefined();
-  const actions: string[] = [];
-  for (const resource of Object.values(template.findResources('AWS::IAM::Policy')) as Resource[]) {
-    const roles = resource.Properties.Roles as Array<{ Ref: string }>;
-    if (!roles.some((ref) => ref.Ref === roleId)) continue;
-    const document = resource.Properties.PolicyDocument as {
-      Statement: Array<{ Action: string | string[] }>;
-    };
-    for (const statement of document.Statement) actions.push(...[statement.Action].flat());
-  }
+  return (Object.values(template.findResources('AWS::IAM::Policy')) as Resource[])
+    .filter((resource) =>
+      (resource.Properties.Roles as Array<{ Ref: string }>).some((ref) => ref.Ref === roleId),
+    )
+    .flatMap(
+      (resource) =>
+        (resource.Properties.PolicyDocument as { Statement: Array<{ Action: string | string[] }> }).Statement,
+    );
+};
+
+const actionsOfFunction = (template: Template, stack: Stack, fn: ServiceStack['rpc']): string[] => {
+  const actions = statementsOfFunction(template, stack, fn).flatMap((statement) => [statement.Action].flat());
   expect(actions.length).toBeGreaterThan(0);
   return actions;
 };
@@ -365,9 +373,10 @@ describe('ServiceStack', () => {
       expect.arrayContaining(['dynamodb:Query', 'dynamodb:PutItem', 'kms:GenerateDataKey']),
     );
     expect(actions).not.toContain('kms:Decrypt');
-    // It never executes a run (I-ONCE): of SQS it may only send a never-started run's message
-    // again (decision 0053), which the run's one claim then fences.
-    expect(actions.filter((action) => action.startsWith('sqs:')).sort()).toEqual([
+    // It never executes a run (I-ONCE): of SQS it may only send — a never-started run's message
+    // again (decision 0053), which the run's one claim then fences, and the webhook deliveries of
+    // the revisions it writes (decision 0061).
+    expect([...new Set(actions.filter((action) => action.startsWith('sqs:')))].sort()).toEqual([
       'sqs:GetQueueAttributes',
       'sqs:GetQueueUrl',
       'sqs:SendMessage',
@@ -624,22 +633,10 @@ describe('ServiceStack', () => {
 
   it('lets the writers that fan out directly — rpc, executor, reaper — send to the delivery queue, and nothing more there (decisions 0045, 0061)', () => {
     const { rpc, reaper, executor } = installation.service;
-    const deliveryQueueSends = (fn: typeof rpc) => {
-      const roleId = (
-        (service.toJSON().Resources[logicalIdOf(installation.service, fn)] as Resource).Properties.Role as {
-          'Fn::GetAtt': [string, string];
-        }
-      )['Fn::GetAtt'][0];
-      return (Object.values(service.findResources('AWS::IAM::Policy')) as Resource[])
-        .filter((policy) =>
-          (policy.Properties.Roles as Array<{ Ref: string }>).some((ref) => ref.Ref === roleId),
-        )
-        .flatMap(
-          (policy) =>
-            (policy.Properties.PolicyDocument as { Statement: Array<Record<string, unknown>> }).Statement,
-        )
-        .filter((statement) => JSON.stringify(statement.Resource).includes('DeliveryQueue'));
-    };
+    const deliveryQueueSends = (fn: typeof rpc) =>
+      statementsOfFunction(service, installation.service, fn).filter((statement) =>
+        JSON.stringify(statement.Resource).includes('DeliveryQueue'),
+      );
     const environmentOf = (fn: typeof rpc) =>
       (
         (service.toJSON().Resources[logicalIdOf(installation.service, fn)] as Resource).Properties
@@ -681,7 +678,13 @@ describe('ServiceStack', () => {
       expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:Query', 'sqs:SendMessage']),
     );
     const executorActions = actionsOfFunction(service, installation.service, executor);
-    expect(executorActions).not.toContain('sqs:SendMessage');
+    // It sends to the delivery queue only (decision 0061), never to the run queue it consumes.
+    const executorSends = statementsOfFunction(service, installation.service, executor).filter((statement) =>
+      [statement.Action].flat().includes('sqs:SendMessage'),
+    );
+    expect(executorSends.map((statement) => JSON.stringify(statement.Resource))).toEqual([
+      expect.stringContaining('DeliveryQueue'),
+    ]);
     expect(executorActions).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage']));
     expect(actionsOfFunction(service, installation.service, projector)).not.toContain('sqs:ReceiveMessage');
     for (const fn of [rpc, executor, projector]) {
