@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { failpointCounts } from '../../shared/app/operations/failpoints.ts';
-import { parseConfig } from '../../shared/config/config.ts';
+import { faultProofConfig } from '../support/fault-drive.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 import { rpcCalls } from '../support/rpc-calls.ts';
 import {
@@ -18,22 +18,14 @@ import {
  * of the journal stream's pusher, so whatever reaches the webhook was queued by its writer.
  */
 
-const config = parseConfig({
-  privacy: { level: 'metadata' },
-  providers: { tck: { type: 'scripted', behavior: 'tck' } },
-  profiles: {
-    default: { name: 'TCK', description: 'TCK scenarios', providers: ['tck'], privacyLevel: 'full' },
-  },
-  webhooks: { retryBaseSeconds: 1 },
-});
-
 let stack: LocalStack;
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
   stack = await startLocalStack({
     port: 0,
-    config,
+    // The fault proofs' agents: the TCK scenarios on `default`, webhook retries after 1 s.
+    config: faultProofConfig,
     endpoints: providedEndpoints(),
     prefix: 'e2e-direct-fan-out',
     // The second run's executor fails right after its claim: the reaper settles it at its lease.
