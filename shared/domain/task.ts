@@ -109,7 +109,8 @@ export interface RunRecord {
   readonly startBy?: number;
   /**
    * Times the reaper queued this run again because it was provably never started (never claimed,
-   * so no provider was called): bounded, after which it fails RUN_NOT_STARTED (decision 0053).
+   * or given back by its executor before the provider call: no provider was called): bounded,
+   * after which it fails RUN_NOT_STARTED (decisions 0053, 0069).
    */
   readonly requeues?: number;
   readonly cancelRequested: boolean;
@@ -233,6 +234,17 @@ export const moveRun = (
 ): RunRecord => {
   if (!canTransitionRun(run.status, status)) throw new IllegalTransitionError('run', run.status, status);
   return { ...run, ...changes, status, version: run.version + 1 };
+};
+
+/**
+ * The one way back from RUNNING, outside the state machine above (decision 0069): the executor
+ * that claimed the run gives it back QUEUED because it failed before it called the provider (it
+ * knows, in memory, that it called nothing; I-ONCE is about provider calls). Its lease and start
+ * deadline are `leaseUntil`, so the reaper queues it again if no delivery claims it first.
+ */
+export const giveBackRun = (run: RunRecord, leaseUntil: number): RunRecord => {
+  if (run.status !== 'RUNNING') throw new IllegalTransitionError('run', run.status, 'QUEUED');
+  return { ...run, status: 'QUEUED', version: run.version + 1, leaseUntil, startBy: leaseUntil };
 };
 
 /** The run ended at `now`: settled, without a lease (its lease index entry goes), kept at least until `expiresAt`. */

@@ -15,6 +15,23 @@ class FailingFieldSealer extends FakeSealer {
   }
 }
 
+/** A sealer whose first opens of one field fail, as a KMS outage between the claim and the model call would. */
+class FlakyOpenSealer extends FakeSealer {
+  constructor(
+    private readonly failingField: string,
+    private failures: number,
+  ) {
+    super();
+  }
+  override async open(blob: Uint8Array, context: SealContext): Promise<Uint8Array> {
+    if (context.field === this.failingField && this.failures > 0) {
+      this.failures -= 1;
+      throw Object.assign(new Error('kms unavailable'), { name: 'KMSInternalException' });
+    }
+    return super.open(blob, context);
+  }
+}
+
 describe('executeRun', () => {
   it('completes a task with its sealed result in the completing transaction (I-RESULT)', async () => {
     const core = createCore();
@@ -185,5 +202,41 @@ describe('executeRun', () => {
     expect(history.map((entry) => entry.revision)).toEqual(
       [...history.map((entry) => entry.revision)].sort((a, b) => a - b),
     );
+  });
+
+  it('gives a run back to the queue when a fault comes before its provider was called (decision 0069)', async () => {
+    const core = createCore({ sealer: new FlakyOpenSealer('history', 1) });
+    const { taskId } = await core.send('not yet');
+    const message = { ...core.queued[0]! };
+    await expect(core.runNext()).rejects.toThrow('kms unavailable');
+    const task = core.tasks.tasks.get(taskId)!;
+    const given = core.tasks.runs.get(task.currentRunId)!;
+    // QUEUED again, never called; the task keeps the WORKING revision its claim wrote.
+    expect(given).toMatchObject({ status: 'QUEUED', version: 3 });
+    expect(given.leaseUntil).toBe(given.startBy);
+    expect(task).toMatchObject({ state: 'TASK_STATE_WORKING', revision: 2 });
+    expect(core.calls.get(task.currentRunId) ?? 0).toBe(0);
+    // The redelivered message claims it again (a run-only claim: no second WORKING revision).
+    core.queued.push(message);
+    expect(await core.runNext()).toBe('completed');
+    expect(core.calls.get(task.currentRunId)).toBe(1);
+    expect(core.tasks.tasks.get(taskId)).toMatchObject({ state: 'TASK_STATE_COMPLETED', revision: 3 });
+  });
+
+  it('never gives back a run whose provider was called: it stays RUNNING for the reaper (I-ONCE)', async () => {
+    const core = createCore();
+    const { taskId } = await core.send('called once');
+    let commits = 0;
+    const original = core.tasks.commit.bind(core.tasks);
+    core.tasks.commit = async (plan) => {
+      commits++;
+      // The claim commits; the completing write after the model call fails.
+      if (commits === 2) throw Object.assign(new Error('throttled'), { name: 'ThrottlingException' });
+      return original(plan);
+    };
+    await expect(core.runNext()).rejects.toThrow('throttled');
+    const task = core.tasks.tasks.get(taskId)!;
+    expect(core.tasks.runs.get(task.currentRunId)).toMatchObject({ status: 'RUNNING', version: 2 });
+    expect(core.calls.get(task.currentRunId)).toBe(1);
   });
 });

@@ -28,6 +28,7 @@ import { runAloneWrite, taskAndRunWrite } from '../../domain/row-writes.ts';
 import {
   advanceTask,
   appendHistory,
+  giveBackRun,
   type HistoryEntry,
   historyAsOf,
   moveRun,
@@ -110,6 +111,8 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
   if ('ended' in claimed) return claimed.ended;
   failpoint('executor.afterClaim');
   const lease = keepLease(deps, claimed.run);
+  // Set just before the first provider call: until then the run provably called nothing (decision 0069).
+  const progress = { providerCalled: false };
   try {
     // A run decided by an operator continues from its sealed state (I-APPROVAL, decision 0013).
     const resumption = run.sealedSuspension === undefined ? undefined : await resumptionOf(deps, run);
@@ -122,9 +125,43 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
       session: resumption?.session ?? newAgentSession(),
       firstProvider: resumption?.providerIndex ?? 0,
       historyRevision: resumption?.historyRevision ?? claimed.task.revision,
+      progress,
     });
+  } catch (error) {
+    // A fault before the provider was called (KMS, DynamoDB, the audit write) costs time, not the
+    // task: the run goes back to QUEUED for the next delivery. A resumed run is not given back:
+    // its claim consumed the sealed state it continues from.
+    if (!progress.providerCalled && run.sealedSuspension === undefined) await giveBack(deps, claimed.run);
+    throw error;
   } finally {
     lease.stop();
+  }
+};
+
+/**
+ * Gives a claimed run that never called its provider back to the queue (decision 0069): QUEUED
+ * again, with a lease and start deadline from now, so the reaper queues it again (decision 0053)
+ * if no delivery of its message claims it first. One read and one run-only write, only on this
+ * failure path; the task keeps its WORKING revision. Best effort: if it fails too, the run's
+ * lease expires and the reaper fails it (RUN_LEASE_EXPIRED), as before.
+ */
+const giveBack = async (deps: ExecuteRunDeps, claimed: RunRecord): Promise<void> => {
+  try {
+    const { run, task } = await deps.tasks.getRunWithTask(claimed.taskId, claimed.runId);
+    // Only a run still this executor's: RUNNING (no other claim can take a RUNNING run), not being canceled.
+    if (run?.status !== 'RUNNING' || run.cancelRequested || task?.currentRunId !== run.runId) return;
+    const leaseUntil = leaseUntilFrom(deps, deps.clock.now());
+    await deps.tasks.commit(runAloneWrite(task, run, giveBackRun(run, leaseUntil)));
+    deps.logger?.info('run given back before its provider was called', {
+      taskId: run.taskId,
+      runId: run.runId,
+    });
+  } catch (error) {
+    deps.logger?.info('run could not be given back; its lease will expire', {
+      taskId: claimed.taskId,
+      runId: claimed.runId,
+      error: error instanceof Error ? error.name : 'unknown',
+    });
   }
 };
 
@@ -184,6 +221,8 @@ const work = async (
     readonly firstProvider: number;
     /** The task revision whose history the run answers (kept across a suspension). */
     readonly historyRevision: number;
+    /** Marked before the first provider call (in memory only). */
+    readonly progress: { providerCalled: boolean };
   },
 ): Promise<ExecuteRunResult> => {
   // A saved profile's run carries its settings from its create; a deployment one reads them here.
@@ -212,8 +251,10 @@ const work = async (
     run = tightened.run;
     current = tightened.task;
     const startedAt = deps.clock.now();
+    const provider = deps.providerFor(providerId);
+    runtime.progress.providerCalled = true;
     try {
-      const result = await deps.providerFor(providerId).run({
+      const result = await provider.run({
         runId: run.runId,
         taskId: task.taskId,
         contextId: task.contextId,

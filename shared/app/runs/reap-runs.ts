@@ -105,8 +105,9 @@ const handleExpired = async (
   }
   const ownsTask = task !== undefined && task.currentRunId === run.runId && !isTerminal(task.state);
   if (run.status === 'QUEUED' && ownsTask && !run.cancelRequested && deps.requeue !== undefined) {
-    // Never claimed, so no provider was ever called (I-ONCE: the claim is the only way to one):
-    // its message was lost (a crash between commit and enqueue) or is late. Queue it again, a
+    // Never claimed, or given back before its provider call (decision 0069), so no provider was
+    // ever called (I-ONCE: the claim is the only way to one): its message was lost (a crash
+    // between commit and enqueue), is late, or waits for redelivery. Queue it again, a
     // bounded number of times; a late original and the new message race for the one claim.
     const requeues = run.requeues ?? 0;
     if (requeues < maxRequeues) {
