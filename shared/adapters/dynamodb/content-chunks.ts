@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { StoredTask } from '../../domain/projection.ts';
+import { keys } from './entities.ts';
 
 /**
  * Sealed content too large for its item, kept in chunk items of the task's partition (decision
@@ -165,7 +166,7 @@ export const chunkTaskWrite = (
   const content = contentOf(task);
   const stored = storedBlobs(content);
   const storedBefore = before === undefined ? {} : storedBlobs(contentOf(before));
-  const pk = `TASK#${task.taskId}`;
+  const { pk } = keys.task(task.taskId);
   const writes: TransactItem[] = [];
   let bytes = 0;
   for (const field of ['statusMessage', 'artifacts', 'history'] as const) {

@@ -2,6 +2,7 @@ import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { SealingFailedError } from '../../domain/errors.ts';
 import type { SealContext, Sealer } from '../../domain/ports.ts';
 import { chunkSortKeys, isChunkReference, matchesReference, readReference } from './content-chunks.ts';
+import { keys } from './entities.ts';
 
 /**
  * A sealer that opens chunked content too (decision 0065): a blob an item holds as a reference
@@ -33,7 +34,7 @@ export class ChunkedContentSealer implements Sealer {
         const { Item } = await this.client.send(
           new GetCommand({
             TableName: this.stateTableName,
-            Key: { pk: `TASK#${context.taskId}`, sk },
+            Key: keys.chunk(context.taskId, sk),
             ConsistentRead: true,
           }),
         );

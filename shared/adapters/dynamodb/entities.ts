@@ -34,6 +34,8 @@ const shardOf = (id: string, shards: number): number => {
 export const keys = {
   task: (taskId: string) => ({ pk: taskPk(taskId), sk: 'TASK' as const }),
   run: (taskId: string, runId: string) => ({ pk: taskPk(taskId), sk: `RUN#${runId}` }),
+  /** A chunk of content too large for its item (decision 0065); `sk` from `chunkSortKeys`. */
+  chunk: (taskId: string, sk: string) => ({ pk: taskPk(taskId), sk }),
   view: (taskId: string) => ({ pk: taskPk(taskId), sk: 'VIEW' as const }),
   event: (taskId: string, revision: number) => ({
     pk: taskPk(taskId),
