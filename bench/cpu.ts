@@ -63,8 +63,17 @@ const dynamoDbPerTask = (delta: MeterSnapshot, tasks: number) => {
     }
   }
   const capacity = handlerCapacity(delta);
+  // Failed requests (lost conditions, canceled transactions): billed by AWS like the write they tried.
+  const failed: Record<string, number> = {};
+  for (const [fn, row] of Object.entries(delta.errors)) {
+    for (const [key, value] of Object.entries(row)) {
+      if (key.startsWith('DynamoDB') && value > 0)
+        failed[`${fn}: ${key.slice(key.indexOf('.') + 1)}`] = round(value / tasks, 3);
+    }
+  }
   return {
     requests: Object.fromEntries(Object.entries(requests).map(([key, value]) => [key, round(value, 3)])),
+    failed,
     requestsTotal: round(
       Object.values(requests).reduce((total, value) => total + value, 0),
       3,

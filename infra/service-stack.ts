@@ -661,8 +661,11 @@ export const RPC_STATE_TABLE_ACTIONS = [
  * is projected (GetItem), puts events and views (PutItem) and moves the owner's counters
  * (UpdateItem, inside a transaction). Never a delete: purging stays the admin command's.
  */
-/** What the projector's backstop reads of the journal: `projectedFrom` (Query) and `projected` (GetItem). */
-export const PROJECTOR_BACKSTOP_READS = ['dynamodb:Query', 'dynamodb:GetItem'] as const;
+/**
+ * What the projector's backstop reads of the journal: `projectedAll` (BatchGetItem, decision 0076),
+ * and `projected` and the view's reread (GetItem).
+ */
+export const PROJECTOR_BACKSTOP_READS = ['dynamodb:BatchGetItem', 'dynamodb:GetItem'] as const;
 
 export const JOURNAL_WRITE_THROUGH_ACTIONS = [
   'dynamodb:GetItem',

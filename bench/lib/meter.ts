@@ -87,6 +87,9 @@ interface ConsumedCapacity {
   >;
 }
 
+/** The single-item writes a condition can refuse. */
+const singleWrites = new Set(['PutItem', 'UpdateItem', 'DeleteItem']);
+
 const readOperations = new Set([
   'GetItem',
   'Query',
@@ -192,11 +195,41 @@ export class Meter {
           // reports it on the error only for some operations.
           const reported = (error as { ConsumedCapacity?: unknown }).ConsumedCapacity;
           if (wantsCapacity && reported) this.consumed(fn, operation, reported, input);
+          else if (wantsCapacity) this.lostWrite(fn, operation, error, input);
           throw error;
         }
       },
       { step: 'initialize', name: 'benchMeter', priority: 'high', override: true },
     );
+  }
+
+  /**
+   * A write whose condition failed is billed all the same: "If a ConditionExpression evaluates to
+   * false during a conditional write, DynamoDB still consumes write capacity from the table"
+   * (Expressions.ConditionExpressions.html), by the larger of the existing and the new item,
+   * at least 1 unit. DynamoDB Local reports nothing on the error, so the meter bills the new
+   * item's size (the items written here only grow from revision to revision) on the table, none
+   * on its indexes (no index entry changes). A transaction canceled by a condition is billed as
+   * if it had written its items (2 units per started KB each): an upper bound, since AWS does not
+   * document what a canceled transaction consumes. Other failures (throttles) bill nothing.
+   */
+  private lostWrite(fn: string, operation: string, error: unknown, input: Record<string, unknown>): void {
+    const name = (error as { name?: string }).name;
+    if (name === 'ConditionalCheckFailedException' && singleWrites.has(operation)) {
+      const item =
+        operation === 'PutItem'
+          ? (input.Item as Record<string, unknown>)
+          : assignedItem(input as UpdateRequest);
+      const units = Math.max(1, Math.ceil((item ? itemSize(item) : 0) / 1024));
+      const where = shortTableName(String(input.TableName));
+      addUnits(this.capacityRaw, fn, where, false, { WriteCapacityUnits: units });
+      addUnits(this.capacity, fn, where, false, { WriteCapacityUnits: units });
+    } else if (name === 'TransactionCanceledException' && operation === 'TransactWriteItems') {
+      for (const [where, units] of transactionalUnits(input)) {
+        addUnits(this.capacityRaw, fn, where, false, { WriteCapacityUnits: units });
+        addUnits(this.capacity, fn, where, false, { WriteCapacityUnits: units });
+      }
+    }
   }
 
   private consumed(fn: string, operation: string, reported: unknown, input: Record<string, unknown>): void {

@@ -1,11 +1,12 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { processStreamByTask } from '../../shared/adapters/dynamodb/journal-stream.ts';
-import { taskImagesOf } from '../../shared/adapters/dynamodb/stream-images.ts';
+import { committedImagesOf, taskImagesOf } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { createFunctionMetrics, recordProjection } from '../../shared/adapters/metrics.ts';
 import { dynamoDbStreamFunction, inStreamTrace } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient } from '../../shared/adapters/sdk-clients.ts';
+import { systemClock } from '../../shared/adapters/system.ts';
 import {
   batchJournalState,
   type JournalStateOf,
@@ -18,6 +19,10 @@ const env = readRuntimeEnv();
 const logger = createLogger('a2a-projector');
 const metrics = createFunctionMetrics(env, 'projector');
 const journal = new DynamoDbJournalRepository(createDocumentClient(), env.journalTableName);
+const backstopTiming = {
+  clock: systemClock,
+  sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+};
 
 /** One stream record = one committed revision; a failure is retried from the committed images. */
 const projectStreamRecord =
@@ -34,9 +39,10 @@ const projectStreamRecord =
 /**
  * A task's records in stream order, stopping at its first failure (decision 0014): a later revision
  * projected before an earlier one that failed would reach the journal stream first, and the
- * webhooks fed from it would get the task's revisions out of order. One backstop read per task
- * and batch (decision 0070).
+ * webhooks fed from it would get the task's revisions out of order. One backstop read for the
+ * whole batch, after the write-through's grace (decision 0076).
  */
-export const handler = dynamoDbStreamFunction({ logger, metrics }, async (event) =>
-  processStreamByTask(event.Records, () => inStreamTrace(projectStreamRecord(batchJournalState(journal)))),
-);
+export const handler = dynamoDbStreamFunction({ logger, metrics }, async (event) => {
+  const stateOf = await batchJournalState(journal, event.Records.flatMap(committedImagesOf), backstopTiming);
+  return processStreamByTask(event.Records, () => inStreamTrace(projectStreamRecord(stateOf)));
+});

@@ -22,7 +22,7 @@ import {
   processStreamByTask,
   processStreamTaskGroups,
 } from '../../shared/adapters/dynamodb/journal-stream.ts';
-import { taskImagesOf } from '../../shared/adapters/dynamodb/stream-images.ts';
+import { committedImagesOf, taskImagesOf } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { DynamoDbStreamRangeReader } from '../../shared/adapters/dynamodb/stream-records.ts';
 import { SqsDeadLetters } from '../../shared/adapters/sqs-dead-letters.ts';
 import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
@@ -590,12 +590,11 @@ const projectorReplay =
   (journal: DynamoDbJournalRepository) =>
   async (records: readonly DynamoDBRecord[]): Promise<ConsumedRange> => {
     const taskRecords = records.filter(isTaskItemRecord);
-    const { batchItemFailures } = await processStreamByTask(taskRecords, () => {
-      const stateOf = batchJournalState(journal);
-      return async (record) => {
-        const { oldImage, newImage } = taskImagesOf(record);
-        await projectRecord(journal, oldImage, newImage, stateOf);
-      };
+    // Replayed records are long committed: no write-through grace (decision 0076).
+    const stateOf = await batchJournalState(journal, taskRecords.flatMap(committedImagesOf));
+    const { batchItemFailures } = await processStreamByTask(taskRecords, () => async (record) => {
+      const { oldImage, newImage } = taskImagesOf(record);
+      await projectRecord(journal, oldImage, newImage, stateOf);
     });
     return { handled: taskRecords.length, failed: batchItemFailures.length };
   };

@@ -173,10 +173,11 @@ export interface JournalWriter {
    */
   projected(taskId: string, revision: number): Promise<JournalState>;
   /**
-   * Which events from `fromRevision` on are there, and where the view is: one read of the task's
-   * journal for a run of revisions (the backstop's per-batch read), possibly stale like `projected`.
+   * For many tasks at once (the backstop's read per stream batch, decision 0076): which of the
+   * given revisions' events are there, and where each task's view is. Possibly stale like
+   * `projected`. A task none of whose items is there has a ledger with no events and no view.
    */
-  projectedFrom(taskId: string, fromRevision: number): Promise<JournalLedger>;
+  projectedAll(revisions: readonly TaskRevision[]): Promise<ReadonlyMap<string, JournalLedger>>;
   /** The event of a revision, only if absent: true when written now, false when it was there. */
   putEvent(event: JournalEvent): Promise<boolean>;
   /**
@@ -192,9 +193,15 @@ export interface JournalState {
   readonly viewRevision?: number;
 }
 
-/** A run of revisions' places in the journal (`JournalWriter.projectedFrom`). */
+/** One revision of one task. */
+export interface TaskRevision {
+  readonly taskId: string;
+  readonly revision: number;
+}
+
+/** A task's revisions' places in the journal (`JournalWriter.projectedAll`). */
 export interface JournalLedger {
-  /** The revisions, from the one asked about on, whose event is there. */
+  /** The revisions asked about whose event is there. */
   readonly events: ReadonlySet<number>;
   readonly viewRevision?: number;
 }

@@ -122,6 +122,10 @@ export const viewOf = (task: StoredTask): JournalView => pick(task, viewFields);
 /** What projecting one stream record did: wrote its revision, found it already written, or had none. */
 export type ProjectResult = 'written' | 'duplicate' | 'skipped';
 
+/** A write that made a new revision (not a run-only write, a lease renewal or a TTL removal). */
+export const isNewRevision = (oldImage: StoredTask | undefined, newImage: StoredTask): boolean =>
+  oldImage === undefined || newImage.revision > oldImage.revision;
+
 /**
  * Projects one stream record. Returns nothing when the record carries no new revision
  * (a removal, or a write that did not advance the revision), so replays are harmless.
@@ -130,8 +134,7 @@ export const projectRevision = (
   oldImage: StoredTask | undefined,
   newImage: StoredTask | undefined,
 ): Projection | undefined => {
-  if (newImage === undefined) return undefined;
-  if (oldImage !== undefined && newImage.revision <= oldImage.revision) return undefined;
+  if (newImage === undefined || !isNewRevision(oldImage, newImage)) return undefined;
 
   const view = viewOf(newImage);
   const artifactsChanged =

@@ -657,9 +657,9 @@ describe('ServiceStack', () => {
     const projectorActions = actionsOfFunction(service, installation.service, projector);
     expect(projectorActions.filter((action) => action.startsWith('kms:'))).toEqual([]);
     expect(projectorActions).toEqual(expect.arrayContaining(['dynamodb:GetRecords', 'dynamodb:PutItem']));
-    // The backstop reads the journal before it writes (decisions 0043, 0070): without these every
+    // The backstop reads the journal before it writes (decisions 0043, 0076): without these every
     // deployed projection fails AccessDenied and its batch ends in the ProjectorDlq.
-    expect(projectorActions).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:GetItem']));
+    expect(projectorActions).toEqual(expect.arrayContaining(['dynamodb:BatchGetItem', 'dynamodb:GetItem']));
     for (const fn of [rpc, executor]) {
       const actions = actionsOfFunction(service, installation.service, fn);
       expect(actions).toEqual(expect.arrayContaining(['kms:Decrypt', 'kms:GenerateDataKey']));

@@ -173,52 +173,119 @@ describe('ListTasks and CancelTask against the emulators', () => {
     });
   });
 
-  it("reads a task's journal once per stream batch, and still completes what is missing (decision 0070)", async () => {
+  it('reads the journal once per stream batch for all its tasks, and still completes what is missing (decision 0076)', async () => {
     const grace = { tenant: 't-count', principal: `grace-${Date.now()}`, profileId: 'default' };
     const ts = (second: number) => `2026-11-30T13:00:${String(second).padStart(2, '0')}.000Z`;
     const expiresAt = nowSeconds() + 30 * day;
     const [r1, r2, r3, r4] = [1, 2, 3, 4].map((revision) =>
       image(grace, 'g-batch', revision, { statusTimestamp: ts(revision), expiresAt }),
     );
-    // The writer projected 1 and 2, and 3's event but not its view; 4 not at all.
+    const [o1, o2] = [1, 2].map((revision) =>
+      image(grace, 'g-other', revision, { statusTimestamp: ts(revision), expiresAt }),
+    );
+    // The writer projected 1 and 2, and 3's event but not its view; 4 not at all. The other task: 1 only.
     expect(await projectRecord(journal, undefined, r1)).toBe('written');
     expect(await projectRecord(journal, r1, r2)).toBe('written');
+    expect(await projectRecord(journal, undefined, o1)).toBe('written');
     await env.clients.doc.send(
       new PutCommand({
         TableName: env.resources.tables.Journal.name,
         Item: toEventItem(projectRevision(r2, r3)!.event),
       }),
     );
-    expect(await journal.projectedFrom('g-batch', 2)).toEqual({ events: new Set([2, 3]), viewRevision: 2 });
-    // The backstop's batch: the four records, one journal read among them.
+    expect(
+      await journal.projectedAll([
+        { taskId: 'g-batch', revision: 2 },
+        { taskId: 'g-batch', revision: 3 },
+        { taskId: 'g-batch', revision: 4 },
+        { taskId: 'g-none', revision: 1 },
+      ]),
+    ).toEqual(
+      new Map([
+        ['g-batch', { events: new Set([2, 3]), viewRevision: 2 }],
+        ['g-none', { events: new Set() }],
+      ]),
+    );
+    // The backstop's batch: both tasks' records, one journal read among them (no grace: long committed).
     const reads: string[] = [];
     const counted = new Proxy(journal, {
       get: (target, name, receiver) => {
         const value = Reflect.get(target, name, receiver);
-        if (name !== 'projected' && name !== 'projectedFrom') return value;
+        if (name !== 'projected' && name !== 'projectedAll') return value;
         return (...args: unknown[]) => {
           reads.push(String(name));
           return (value as (...a: unknown[]) => unknown).apply(target, args);
         };
       },
     });
-    const stateOf = batchJournalState(counted);
     const records = [
       [undefined, r1],
+      [undefined, o1],
       [r1, r2],
+      [o1, o2],
       [r2, r3],
       [r3, r4],
     ] as const;
+    const batch = records.map(([oldImage, newImage]) => ({ oldImage, newImage }));
+    const sleeps: number[] = [];
+    const timing = {
+      clock: { now: () => new Date(Date.parse(ts(4)) + 60_000) },
+      sleep: async (ms: number) => void sleeps.push(ms),
+    };
+    const stateOf = await batchJournalState(counted, batch, timing);
     const results = [];
     for (const [before, after] of records) results.push(await projectRecord(counted, before, after, stateOf));
-    expect(results).toEqual(['duplicate', 'duplicate', 'written', 'written']);
-    expect(reads).toEqual(['projectedFrom']);
+    expect(results).toEqual(['duplicate', 'duplicate', 'duplicate', 'written', 'written', 'written']);
+    expect(reads).toEqual(['projectedAll']);
+    expect(sleeps).toEqual([]);
     expect((await journal.getView('g-batch'))?.revision).toBe(4);
     expect((await journal.listEvents('g-batch', 0)).map((event) => event.revision)).toEqual([1, 2, 3, 4]);
+    expect((await journal.getView('g-other'))?.revision).toBe(2);
     // A later batch of the same records finds them all.
-    const again = batchJournalState(journal);
+    const again = await batchJournalState(journal, batch);
     for (const [before, after] of records)
       expect(await projectRecord(journal, before, after, again)).toBe('duplicate');
+  });
+
+  it('leaves a just-committed revision to its write-through for the grace, then reads it again (decision 0076)', async () => {
+    const owner = { tenant: 't-count', principal: `fresh-${Date.now()}`, profileId: 'default' };
+    const committedAt = Date.parse('2026-11-30T14:00:00.000Z');
+    const expiresAt = nowSeconds() + 30 * day;
+    const at = (ms: number) => new Date(committedAt + ms).toISOString();
+    const fresh = image(owner, 'fresh-1', 1, { statusTimestamp: at(0), expiresAt });
+    const late = image(owner, 'fresh-2', 1, { statusTimestamp: at(0), expiresAt });
+    const reads: string[] = [];
+    const counted = new Proxy(journal, {
+      get: (target, name, receiver) => {
+        const value = Reflect.get(target, name, receiver);
+        if (name !== 'projectedAll') return value;
+        return (...args: unknown[]) => {
+          reads.push(String(name));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    // The stream delivers both 30 ms after their commits; neither writer has projected yet. The
+    // first writer's write-through lands while the backstop waits; the second writer crashed.
+    const sleeps: number[] = [];
+    const timing = {
+      clock: { now: () => new Date(committedAt + 30) },
+      graceMs: 100,
+      sleep: async (ms: number) => {
+        sleeps.push(ms);
+        expect(await projectRecord(journal, undefined, fresh)).toBe('written');
+      },
+    };
+    const batch = [
+      { oldImage: undefined, newImage: fresh },
+      { oldImage: undefined, newImage: late },
+    ];
+    const stateOf = await batchJournalState(counted, batch, timing);
+    expect(sleeps).toEqual([70]);
+    expect(reads).toEqual(['projectedAll', 'projectedAll']);
+    expect(await projectRecord(journal, undefined, fresh, stateOf)).toBe('duplicate');
+    expect(await projectRecord(journal, undefined, late, stateOf)).toBe('written');
+    expect((await journal.getView('fresh-2'))?.revision).toBe(1);
   });
 
   it('completes a projection cut off between its event and its view (decision 0019)', async () => {

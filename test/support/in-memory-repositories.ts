@@ -8,6 +8,7 @@ import type {
   PushDeliveryLog,
   PushDeliveryPage,
   TaskRepository,
+  TaskRevision,
   ViewFilter,
   ViewPage,
   ViewQuery,
@@ -151,14 +152,18 @@ export class InMemoryJournalRepository implements JournalRepository {
     };
   }
 
-  async projectedFrom(taskId: string, fromRevision: number): Promise<JournalLedger> {
-    const viewRevision = this.views.get(taskId)?.revision;
-    const events = new Set(
-      [...this.events.values()]
-        .filter((event) => event.taskId === taskId && event.revision >= fromRevision)
-        .map((event) => event.revision),
-    );
-    return { events, ...(viewRevision !== undefined && { viewRevision }) };
+  async projectedAll(revisions: readonly TaskRevision[]): Promise<ReadonlyMap<string, JournalLedger>> {
+    const ledgers = new Map<string, { events: Set<number>; viewRevision?: number }>();
+    for (const { taskId, revision } of revisions) {
+      const viewRevision = this.views.get(taskId)?.revision;
+      const ledger = ledgers.get(taskId) ?? {
+        events: new Set<number>(),
+        ...(viewRevision !== undefined && { viewRevision }),
+      };
+      if (this.events.has(`${taskId}#${revision}`)) ledger.events.add(revision);
+      ledgers.set(taskId, ledger);
+    }
+    return ledgers;
   }
 
   async putEvent(event: JournalEvent): Promise<boolean> {

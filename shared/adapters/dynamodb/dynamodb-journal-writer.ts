@@ -5,12 +5,12 @@ import {
   PutCommand,
   TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { JournalLedger, JournalState, JournalWriter } from '../../domain/ports.ts';
+import type { JournalLedger, JournalState, JournalWriter, TaskRevision } from '../../domain/ports.ts';
 import type { JournalEvent, JournalView, Projection } from '../../domain/projection.ts';
+import { batchGetAll } from './batch-get-all.ts';
 import { isConditionalCheckFailed } from './condition-failures.ts';
 import { withChunkReferences } from './content-chunks.ts';
 import { counterKeys, keys, toEventItem, toViewItem } from './entities.ts';
-import { queryAll } from './query-all.ts';
 
 /** Where the view is expected before a revision is written: absent, or at a revision and expiry. */
 type ExpectedView = { readonly revision: number; readonly expiresAt: number } | undefined;
@@ -94,29 +94,39 @@ export class DynamoDbJournalWriter implements JournalWriter {
   }
 
   /**
-   * One eventually consistent Query of the task's partition from the revision's event to its
-   * view (`EVT#…` sorts before `VIEW`): billed by the items' total size, so a task's few events
-   * and its view cost what one or two GetItems do.
+   * The backstop's read per stream batch (decision 0076): one eventually consistent BatchGetItem
+   * (per 100 keys) of every asked revision's event and every task's view, projected to their
+   * keys and revision — one request for the whole batch instead of one per task. Each found item
+   * is billed like a GetItem of it.
    */
-  async projectedFrom(taskId: string, fromRevision: number): Promise<JournalLedger> {
-    const items = await queryAll(this.client, {
-      TableName: this.tableName,
-      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :view',
-      ExpressionAttributeValues: {
-        ':pk': keys.view(taskId).pk,
-        ':from': keys.event(taskId, fromRevision).sk,
-        ':view': keys.view(taskId).sk,
-      },
-      ProjectionExpression: 'sk, #revision',
-      ExpressionAttributeNames: { '#revision': 'revision' },
-    });
-    const events = new Set<number>();
-    let viewRevision: number | undefined;
+  async projectedAll(revisions: readonly TaskRevision[]): Promise<ReadonlyMap<string, JournalLedger>> {
+    const taskIds = [...new Set(revisions.map((entry) => entry.taskId))];
+    const eventKeys = new Map(
+      revisions.map((entry) => [
+        `${entry.taskId}#${entry.revision}`,
+        keys.event(entry.taskId, entry.revision),
+      ]),
+    );
+    const items = await batchGetAll(
+      this.client,
+      this.tableName,
+      [...taskIds.map((taskId) => keys.view(taskId)), ...eventKeys.values()],
+      { projection: 'pk, sk, #revision', names: { '#revision': 'revision' } },
+    );
+    const found = new Map<string, { events: Set<number>; viewRevision?: number }>();
+    for (const taskId of taskIds) found.set(keys.view(taskId).pk, { events: new Set() });
     for (const item of items) {
-      if (item.sk === keys.view(taskId).sk) viewRevision = Number(item.revision);
-      else events.add(Number(String(item.sk).slice(keys.eventPrefix.length)));
+      const ledger = found.get(String(item.pk));
+      if (ledger === undefined) continue;
+      if (item.sk === 'VIEW') ledger.viewRevision = Number(item.revision);
+      else ledger.events.add(Number(String(item.sk).slice(keys.eventPrefix.length)));
     }
-    return { events, ...(viewRevision !== undefined && { viewRevision }) };
+    return new Map(
+      taskIds.map((taskId) => {
+        const { events, viewRevision } = found.get(keys.view(taskId).pk) ?? { events: new Set<number>() };
+        return [taskId, { events, ...(viewRevision !== undefined && { viewRevision }) }];
+      }),
+    );
   }
 
   /** Where the view is: its revision and expiry (the counters' bucket), or undefined. */

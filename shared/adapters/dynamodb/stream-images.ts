@@ -21,3 +21,15 @@ export const taskImagesOf = (
   oldImage: parseTaskImage(record.dynamodb?.OldImage),
   newImage: parseTaskImage(record.dynamodb?.NewImage),
 });
+
+/**
+ * A record's images for a batch-wide read, or none when the record does not parse: the
+ * record's own handler meets (and reports) that failure, the rest of the batch goes on.
+ */
+export const committedImagesOf = (record: DynamoDBRecord): ReturnType<typeof taskImagesOf>[] => {
+  try {
+    return [taskImagesOf(record)];
+  } catch {
+    return [];
+  }
+};
