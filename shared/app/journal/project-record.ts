@@ -43,7 +43,7 @@ const stateIn = (ledger: JournalLedger, revision: number): JournalState => ({
  * writes it itself (decision 0076): the write-through lands a few milliseconds after the commit,
  * and only a crashed or failed one needs the backstop.
  */
-export const writeThroughGraceMs = 100;
+export const writeThroughGraceMs = 200;
 
 /** The clock and sleep the backstop's grace is measured with. */
 export interface BackstopTiming {
