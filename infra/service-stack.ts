@@ -325,6 +325,8 @@ export class ServiceStack extends Stack {
     // A run never started (never claimed) is queued again, a bounded number of times (decision 0053).
     stateful.runQueue.grantSendMessages(this.reaper);
     grantTableActions(this.reaper, stateful.journalTable, JOURNAL_WRITE_THROUGH_ACTIONS);
+    // A claimed run's start slots (decision 0072): read them, take a free one, free it again.
+    grantTableActions(this.reaper, stateful.auditTable, REAPER_START_SLOT_ACTIONS);
     // The writer's direct fan-out of the FAILED revisions it projects (decision 0061).
     stateful.deliveryQueue.grantSendMessages(this.reaper);
     // It seals the fixed status message only: a data key, never a decrypt.
@@ -674,6 +676,14 @@ export const JOURNAL_WRITE_THROUGH_ACTIONS = [
 ] as const;
 
 export const RPC_JOURNAL_TABLE_ACTIONS = ['dynamodb:Query', ...JOURNAL_WRITE_THROUGH_ACTIONS] as const;
+
+/** The reaper in the audit table (decision 0072): the start slots only, never content. */
+export const REAPER_START_SLOT_ACTIONS = [
+  'dynamodb:Query',
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:DeleteItem',
+] as const;
 
 /** Exactly `actions` on a table and the named indexes (never `index/*`). */
 const grantTableActions = (

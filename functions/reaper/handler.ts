@@ -1,3 +1,4 @@
+import { DynamoDbAuditTrail } from '../../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbJournalWriter } from '../../shared/adapters/dynamodb/dynamodb-journal-writer.ts';
 import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
 import { DynamoDbRunLeases } from '../../shared/adapters/dynamodb/dynamodb-run-leases.ts';
@@ -21,6 +22,7 @@ const logger = createLogger('a2a-reaper');
 const metrics = createFunctionMetrics(env, 'reaper');
 const client = createDocumentClient();
 const sqs = createSqsClient();
+const sealer = createSealer(env, client);
 const deps = {
   // Commits project their revision into the journal themselves (decision 0043), and queue its
   // webhook deliveries without waiting for the journal stream's pusher (decision 0061).
@@ -40,7 +42,10 @@ const deps = {
   // A never-started run is queued again instead of failed, a bounded number of times (decision 0053).
   requeue: new SqsRunQueue(sqs, env.runQueueUrl),
   ...(env.runStartDeadlineMs ? { runStartDeadlineMs: env.runStartDeadlineMs } : {}),
-  codec: new TaskContentCodec(createSealer(env, client)),
+  // A claimed run whose claims wrote no start marker is queued again too (decision 0072); its
+  // rows carry ids and a reason only, so this sealer never seals audit content.
+  starts: new DynamoDbAuditTrail(client, env.auditTableName, sealer),
+  codec: new TaskContentCodec(sealer),
   clock: systemClock,
   config: env.config,
   logger,
@@ -58,7 +63,11 @@ const deps = {
     ),
 };
 
-/** Every minute (EventBridge schedule): runs whose lease expired are settled FAILED, never run again. */
+/**
+ * Every minute (EventBridge schedule): runs whose lease expired are settled FAILED, never run
+ * again — unless they provably never called their provider (never claimed, or no start marker):
+ * those are queued again, a bounded number of times (decisions 0053, 0072).
+ */
 export const handler = scheduledFunction({ logger, metrics }, async (): Promise<ReapReport> => {
   const report = await reapExpiredRuns(deps);
   if (report.found > 0) logger.info('expired leases handled', { ...report });

@@ -22,7 +22,10 @@ import { redactArtifacts, redactJson, redactMessage, redactText } from './redact
  * attempts) and its task's (`metadata.reason`), kept as long as these rows (I-PURGE).
  */
 export const auditStepKinds = [
+  /** The run's start marker (decision 0072): written right before its first provider call. */
   'claim',
+  /** The reaper took a claim back that never reached its provider call, and queued the run again (0072). */
+  'requeue',
   'attempt',
   'tighten',
   'suspend',
@@ -173,10 +176,33 @@ export const auditEntryAt = (
 /** An audit row as operators see it: the metadata, and whether sealed content is stored. Never the content. */
 export type AuditRowSummary = Omit<AuditEntry, 'content'> & { readonly hasContent: boolean };
 
+/**
+ * A claim's start slot (decision 0072): one per run and run version. The executor writes its
+ * `claim` row there right before the first provider call, with the version of its last write;
+ * the reaper computes the same slot from the run row alone. Whoever writes a slot first has it.
+ */
+export interface StartSlot {
+  readonly taskId: string;
+  readonly runId: string;
+  readonly version: number;
+}
+
+/**
+ * What writing a start marker found: `recorded` (this claim's marker is there: the provider may
+ * be called), `taken` (the reaper took the slot: this claim must not call its provider).
+ */
+export type StartOutcome = 'recorded' | 'taken';
+
 /** Port: the audit table (docs/data-model.md). Written by the executor; read only by the admin command. */
 export interface AuditTrail {
   /** Writes one entry, already cut to the run's audit ceiling by `auditEntryAt`. */
   record(entry: AuditEntry): Promise<void>;
+  /**
+   * Writes the `claim` entry into the start slot of `version`, only if the slot is free
+   * (decision 0072). A slot that already holds this claim's own marker (an earlier try of the
+   * same write) is `recorded`; one the reaper took is `taken`. Any other failure rejects.
+   */
+  recordStart(entry: AuditEntry, version: number): Promise<StartOutcome>;
   /** The task's audit rows, oldest first, without content. */
   listForTask(taskId: string): Promise<AuditRowSummary[]>;
   /**
@@ -185,4 +211,17 @@ export interface AuditTrail {
    * `none` the run's rows are deleted.
    */
   scrubRun(taskId: string, runId: string, ceiling: PrivacyLevel): Promise<void>;
+}
+
+/**
+ * Port: the start slots as the reaper sees them (decision 0072), in the audit table. A RUNNING run
+ * whose lease expired and whose claims wrote no start marker provably never called its provider.
+ */
+export interface RunStarts {
+  /** Whether any claim of the run wrote its start marker (a strongly consistent read). */
+  anyStarted(taskId: string, runId: string): Promise<boolean>;
+  /** Takes the slot with the reaper's `requeue` entry; false when a claim's marker holds it. */
+  take(entry: AuditEntry, version: number): Promise<boolean>;
+  /** Frees a slot the reaper took, when its run moved before it could be queued again. */
+  release(slot: StartSlot): Promise<void>;
 }

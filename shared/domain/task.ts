@@ -237,10 +237,11 @@ export const moveRun = (
 };
 
 /**
- * The one way back from RUNNING, outside the state machine above (decision 0069): the executor
- * that claimed the run gives it back QUEUED because it failed before it called the provider (it
- * knows, in memory, that it called nothing; I-ONCE is about provider calls). Its lease and start
- * deadline are `leaseUntil`, so the reaper queues it again if no delivery claims it first.
+ * The one way back from RUNNING, outside the state machine above, for a run that provably called
+ * no provider (I-ONCE is about provider calls): the executor that claimed it gives it back because
+ * it failed before the call (it knows that in memory, decision 0069), or the reaper takes it back
+ * because no claim wrote its start marker and the reaper took the slot (decision 0072). Its lease
+ * and start deadline are `leaseUntil`, so the reaper queues it again if no delivery claims it first.
  */
 export const giveBackRun = (run: RunRecord, leaseUntil: number): RunRecord => {
   if (run.status !== 'RUNNING') throw new IllegalTransitionError('run', run.status, 'QUEUED');

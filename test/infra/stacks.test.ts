@@ -19,6 +19,7 @@ import {
   EXECUTOR_TIMEOUT,
   type FunctionName,
   MAX_CONFIG_ENV_BYTES,
+  REAPER_START_SLOT_ACTIONS,
   RPC_TIMEOUT,
   ServiceStack,
 } from '../../infra/service-stack.ts';
@@ -693,7 +694,7 @@ describe('ServiceStack', () => {
     }
   });
 
-  it('lets the executor write and scrub audit rows, and no other function touch them (decision 0010)', () => {
+  it('lets the executor write and scrub audit rows, the reaper only its start slots, and no other function touch them (decisions 0010, 0072)', () => {
     const auditActionsOf = (fn: ServiceStack['rpc']): string[] => {
       const functionResource = service.toJSON().Resources[logicalIdOf(installation.service, fn)] as Resource;
       const roleId = (functionResource.Properties.Role as { 'Fn::GetAtt': [string, string] })[
@@ -722,6 +723,9 @@ describe('ServiceStack', () => {
     );
     expect(auditActionsOf(rpc)).toEqual([]);
     expect(auditActionsOf(projector)).toEqual([]);
+    // The reaper reads and takes start slots (decision 0072): no update, so it can never scrub or
+    // rewrite a row's content.
+    expect(auditActionsOf(installation.service.reaper).sort()).toEqual([...REAPER_START_SLOT_ACTIONS].sort());
   });
 
   it('gives the admin command no path from the public API (issue 7): no route, no function, no rights', () => {

@@ -124,6 +124,15 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
         }
       }
     }
+    // Decision 0072: a FAILED task whose run never called its provider (the soak's own count of
+    // calls) lost the task for nothing; one whose run called it may not be run again (I-ONCE).
+    const failedRuns = { neverCalled: {} as Record<string, number>, afterCall: {} as Record<string, number> };
+    for (const row of rows.tasks.values()) {
+      if (row.state !== 'TASK_STATE_FAILED') continue;
+      const side = (ScriptedProvider.callsByRun.get(row.currentRunId) ?? 0) > 0 ? 'afterCall' : 'neverCalled';
+      const reason = row.reason ?? 'unknown';
+      failedRuns[side][reason] = (failedRuns[side][reason] ?? 0) + 1;
+    }
     let runsCalledTwice = 0;
     for (const [runId, calls] of ScriptedProvider.callsByRun) {
       if (calls > 1) {
@@ -170,8 +179,10 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
         },
         providerCalls: [...ScriptedProvider.callsByRun.values()].reduce((sum, calls) => sum + calls, 0),
         runsCalledTwice,
-        // Never started before their deadline (decision 0053): queued again instead of failed
-        // RUN_NOT_STARTED; how each such run ended is among `outcomes` (by its task).
+        failedRuns,
+        // Never started before their deadline (decision 0053), or claimed and never at their
+        // provider call when their lease expired (0072): queued again instead of failed; how each
+        // such run ended is among `outcomes` (by its task).
         runsRequeued: {
           runs: [...rows.runs.values()].filter((run) => run.requeues > 0).length,
           requeues: [...rows.runs.values()].reduce((sum, run) => sum + run.requeues, 0),

@@ -278,14 +278,30 @@ describe('executeRun records its steps at the run audit ceiling', () => {
     expect(logged).toContain('audit scrub failed');
   });
 
-  it('an audit write that fails never fails the run', async () => {
+  it('an audit write that fails never fails the run (the start marker aside, decision 0072)', async () => {
     const core = createCore({ config: fullConfig() });
     const audit = new InMemoryAuditTrail();
-    audit.failWhen = () => true;
+    audit.failWhen = (entry) => entry.kind !== 'claim';
     const { taskId } = await core.send('still completes');
     expect(await runWithAudit(core, audit)).toBe('completed');
     expect(core.tasks.tasks.get(taskId)?.state).toBe('TASK_STATE_COMPLETED');
+    expect(audit.entries.map((entry) => entry.kind)).toEqual(['claim']);
+  });
+
+  it('a start marker that cannot be written gives the run back before any provider call (decision 0072)', async () => {
+    const core = createCore({ config: fullConfig() });
+    const audit = new InMemoryAuditTrail();
+    audit.failWhen = () => true;
+    const { taskId } = await core.send('given back');
+    const message = core.queued[0]!;
+    await expect(runWithAudit(core, audit)).rejects.toThrow('audit table unavailable');
+    const task = core.tasks.tasks.get(taskId)!;
+    expect(core.tasks.runs.get(task.currentRunId)).toMatchObject({ status: 'QUEUED', attempts: [] });
     expect(audit.entries).toEqual([]);
+    // The message comes back: the next claim writes its marker and completes.
+    audit.failWhen = undefined;
+    expect(await executeRun({ ...core.deps, audit }, message)).toBe('completed');
+    expect(audit.entries.map((entry) => entry.kind)).toEqual(['claim', 'attempt']);
   });
 
   it('falls back to the metadata-only row when content cannot be written, never to more', async () => {

@@ -1,4 +1,11 @@
-import { DeleteCommand, type DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import {
   type AuditContent,
   type AuditEntry,
@@ -6,6 +13,9 @@ import {
   type AuditTrail,
   auditContentAt,
   auditStepKinds,
+  type RunStarts,
+  type StartOutcome,
+  type StartSlot,
 } from '../../domain/audit.ts';
 import type { Sealer } from '../../domain/ports.ts';
 import { isAtLeast, type PrivacyLevel } from '../../domain/privacy.ts';
@@ -21,13 +31,18 @@ import { queryAll } from './query-all.ts';
  *
  * Entity: `pk = TASK#<taskId>`, `sk = AUDIT#<runId>#<at>#<seq>` (ordered by time within a run;
  * `seq` is a per-process counter that keeps two steps of the same millisecond apart — a run is
- * worked by one claimed executor at a time).
+ * worked by one claimed executor at a time). A claim's start marker (decision 0072) has a key
+ * the reaper can compute from the run row, `AUDIT#<runId>#0#<version>`, and carries its `seq` as
+ * an attribute; `listForTask` puts every row in time order.
  */
 
 export const auditKeys = {
   pk: (taskId: string) => `TASK#${taskId}`,
   prefix: 'AUDIT#',
   sk: (runId: string, at: string, seq: number) => `AUDIT#${runId}#${at}#${String(seq).padStart(6, '0')}`,
+  /** A run's start slots: `0` sorts before every timestamp, so they lead the run's rows in key order. */
+  startPrefix: (runId: string) => `AUDIT#${runId}#0#`,
+  start: (runId: string, version: number) => `AUDIT#${runId}#0#${String(version).padStart(8, '0')}`,
 } as const;
 
 const level = z.enum(['none', 'metadata', 'redacted', 'full']);
@@ -54,6 +69,8 @@ export const auditItemSchema = z.object({
   messageLength: z.optional(lengths),
   artifactsLength: z.optional(lengths),
   toolLength: z.optional(lengths),
+  /** A start marker's place among the run's rows of the same millisecond (its key has no `seq`). */
+  seq: z.optional(z.number()),
   /** Sealed JSON of the content; only at `redacted`/`full`. */
   content: z.optional(z.custom<Uint8Array>((value) => value instanceof Uint8Array)),
   expiresAt: z.number(),
@@ -67,8 +84,21 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 let sequence = 0;
+const nextSequence = (): number => {
+  sequence = (sequence + 1) % 1_000_000;
+  return sequence;
+};
 
-export class DynamoDbAuditTrail implements AuditTrail {
+/** Time order within a run (runs in key order), then the order of writing within a millisecond. */
+const inTimeOrder = (a: AuditItem, b: AuditItem): number =>
+  compare(`${a.runId}#`, `${b.runId}#`) || compare(a.at, b.at) || seqOf(a) - seqOf(b);
+const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const seqOf = (item: AuditItem): number => item.seq ?? Number(item.sk.slice(item.sk.lastIndexOf('#') + 1));
+
+/** A start slot is written only while free (decision 0072). */
+const slotFree = 'attribute_not_exists(sk)';
+
+export class DynamoDbAuditTrail implements AuditTrail, RunStarts {
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
@@ -76,8 +106,71 @@ export class DynamoDbAuditTrail implements AuditTrail {
   ) {}
 
   async record(entry: AuditEntry): Promise<void> {
-    sequence = (sequence + 1) % 1_000_000;
-    const sk = auditKeys.sk(entry.runId, entry.at, sequence);
+    await this.put(entry, auditKeys.sk(entry.runId, entry.at, nextSequence()));
+  }
+
+  async recordStart(entry: AuditEntry, version: number): Promise<StartOutcome> {
+    // Only the claim whose last write made `version` writes a `claim` row there: one found is its own.
+    return (await this.intoSlot(entry, version)) === 'claim' ? 'recorded' : 'taken';
+  }
+
+  async take(entry: AuditEntry, version: number): Promise<boolean> {
+    // A `requeue` row found is the reaper's own, from a tick whose slot could not be freed.
+    return (await this.intoSlot(entry, version)) === 'requeue';
+  }
+
+  async anyStarted(taskId: string, runId: string): Promise<boolean> {
+    const items = await queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': auditKeys.pk(taskId), ':prefix': auditKeys.startPrefix(runId) },
+      ProjectionExpression: '#kind',
+      ExpressionAttributeNames: { '#kind': 'kind' },
+      ConsistentRead: true,
+    });
+    return items.some((item) => item.kind === 'claim');
+  }
+
+  /** Writes the entry into the start slot of `version` if it is free; the kind of the entry the slot then holds. */
+  private async intoSlot(entry: AuditEntry, version: number): Promise<string | undefined> {
+    const sk = auditKeys.start(entry.runId, version);
+    try {
+      await this.put(entry, sk, { seq: nextSequence() });
+      return entry.kind;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const { Item } = await this.client.send(
+        new GetCommand({
+          TableName: this.tableName,
+          Key: { pk: auditKeys.pk(entry.taskId), sk },
+          ProjectionExpression: '#kind',
+          ExpressionAttributeNames: { '#kind': 'kind' },
+          ConsistentRead: true,
+        }),
+      );
+      return typeof Item?.kind === 'string' ? Item.kind : undefined;
+    }
+  }
+
+  async release(slot: StartSlot): Promise<void> {
+    try {
+      await this.client.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { pk: auditKeys.pk(slot.taskId), sk: auditKeys.start(slot.runId, slot.version) },
+          // Only the reaper's own entry: a claim's marker is never removed here.
+          ConditionExpression: '#kind = :requeue',
+          ExpressionAttributeNames: { '#kind': 'kind' },
+          ExpressionAttributeValues: { ':requeue': 'requeue' },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  /** A start slot (`start` given) is written only if free. */
+  private async put(entry: AuditEntry, sk: string, start?: { readonly seq: number }): Promise<void> {
     const { content, ...metadata } = entry;
     const sealed = await this.sealContent(entry, sk, content);
     await this.client.send(
@@ -88,7 +181,9 @@ export class DynamoDbAuditTrail implements AuditTrail {
           pk: auditKeys.pk(entry.taskId),
           sk,
           ...(sealed ? { content: sealed } : {}),
+          ...(start ? { seq: start.seq } : {}),
         },
+        ...(start ? { ConditionExpression: slotFree } : {}),
       }),
     );
   }
@@ -107,10 +202,12 @@ export class DynamoDbAuditTrail implements AuditTrail {
   }
 
   async listForTask(taskId: string): Promise<AuditRowSummary[]> {
-    return (await this.queryItems(taskId, auditKeys.prefix)).map(({ pk: _pk, sk: _sk, content, ...row }) => ({
-      ...row,
-      hasContent: content !== undefined,
-    }));
+    return (await this.queryItems(taskId, auditKeys.prefix))
+      .sort(inTimeOrder)
+      .map(({ pk: _pk, sk: _sk, seq: _seq, content, ...row }) => ({
+        ...row,
+        hasContent: content !== undefined,
+      }));
   }
 
   async scrubRun(taskId: string, runId: string, ceiling: PrivacyLevel): Promise<void> {

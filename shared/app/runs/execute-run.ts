@@ -42,7 +42,7 @@ import type { ToolRegistry } from '../../domain/tools.ts';
 import { failpoint } from '../operations/failpoints.ts';
 import { endTaskWith } from '../tasks/end-task.ts';
 import type { TaskContentCodec } from '../tasks/task-content.ts';
-import { recordAgentStep, recordAuditStep, recordTightening } from './record-audit.ts';
+import { recordAgentStep, recordAuditStep, recordStart, recordTightening } from './record-audit.ts';
 import { claimLeaseUntil, keepLease, leaseUntilFrom } from './run-lease.ts';
 import { enabledToolsOf } from './run-tools.ts';
 import { resumptionOf, suspendRun } from './suspend-run.ts';
@@ -111,8 +111,9 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
   if ('ended' in claimed) return claimed.ended;
   failpoint('executor.afterClaim');
   const lease = keepLease(deps, claimed.run);
-  // Set just before the first provider call: until then the run provably called nothing (decision 0069).
-  const progress = { providerCalled: false };
+  // `providerCalled` is set just before the first provider call: until then the run provably
+  // called nothing (decision 0069). `run` is the run as this executor last wrote it.
+  const progress: Progress = { providerCalled: false, run: claimed.run };
   try {
     // A run decided by an operator continues from its sealed state (I-APPROVAL, decision 0013).
     const resumption = run.sealedSuspension === undefined ? undefined : await resumptionOf(deps, run);
@@ -131,7 +132,7 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
     // A fault before the provider was called (KMS, DynamoDB, the audit write) costs time, not the
     // task: the run goes back to QUEUED for the next delivery. A resumed run is not given back:
     // its claim consumed the sealed state it continues from.
-    if (!progress.providerCalled && run.sealedSuspension === undefined) await giveBack(deps, claimed.run);
+    if (!progress.providerCalled && run.sealedSuspension === undefined) await giveBack(deps, progress.run);
     throw error;
   } finally {
     lease.stop();
@@ -148,8 +149,10 @@ export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Pro
 const giveBack = async (deps: ExecuteRunDeps, claimed: RunRecord): Promise<void> => {
   try {
     const { run, task } = await deps.tasks.getRunWithTask(claimed.taskId, claimed.runId);
-    // Only a run still this executor's: RUNNING (no other claim can take a RUNNING run), not being canceled.
-    if (run?.status !== 'RUNNING' || run.cancelRequested || task?.currentRunId !== run.runId) return;
+    // Only a run still this executor's: RUNNING at the version it wrote last (the reaper may have
+    // queued it again and another delivery claimed it since, decision 0072), not being canceled.
+    if (run?.status !== 'RUNNING' || run.version !== claimed.version) return;
+    if (run.cancelRequested || task?.currentRunId !== run.runId) return;
     const leaseUntil = leaseUntilFrom(deps, deps.clock.now());
     await deps.tasks.commit(runAloneWrite(task, run, giveBackRun(run, leaseUntil)));
     deps.logger?.info('run given back before its provider was called', {
@@ -210,6 +213,13 @@ const claim = async (
   }
 };
 
+/** What the executor knows in memory about its claim (decisions 0069, 0072). */
+interface Progress {
+  providerCalled: boolean;
+  /** The run as this executor last wrote it: its version names the start slot and fences the give-back. */
+  run: RunRecord;
+}
+
 const work = async (
   deps: ExecuteRunDeps,
   startRun: RunRecord,
@@ -222,17 +232,13 @@ const work = async (
     /** The task revision whose history the run answers (kept across a suspension). */
     readonly historyRevision: number;
     /** Marked before the first provider call (in memory only). */
-    readonly progress: { providerCalled: boolean };
+    readonly progress: Progress;
   },
 ): Promise<ExecuteRunResult> => {
   // A saved profile's run carries its settings from its create; a deployment one reads them here.
   const profile = startRun.profile ?? deps.config.profiles[startRun.profileId];
   if (profile === undefined) return fail(deps, startRun, task, texts.providerFailed, 'PROFILE_MISSING');
   const history = await deps.codec.openHistory(task.taskId, task.sealedHistory);
-  await recordAuditStep(deps, startRun, {
-    kind: 'claim',
-    content: { message: historyAsOf(history, runtime.historyRevision).at(-1) },
-  });
   // One level of fallback: the primary and at most one further provider.
   const chain = profile.providers.slice(0, 2);
   let run = startRun;
@@ -250,6 +256,11 @@ const work = async (
     if (tightened.kind === 'ended') return tightened.result;
     run = tightened.run;
     current = tightened.task;
+    runtime.progress.run = run;
+    if (!runtime.progress.providerCalled) {
+      const started = await start(deps, run, current, historyAsOf(history, runtime.historyRevision).at(-1));
+      if (started !== 'recorded') return started;
+    }
     const startedAt = deps.clock.now();
     const provider = deps.providerFor(providerId);
     runtime.progress.providerCalled = true;
@@ -307,6 +318,30 @@ const work = async (
     }
   }
   return fail(deps, run, current, texts.providerFailed, 'PROVIDER_FAILED');
+};
+
+/**
+ * The last step before the first provider call (decision 0072): the start marker, the run's
+ * `claim` audit row, in the start slot of the version this executor wrote last. A slot the reaper
+ * took means the run was queued again: this claim calls nothing (`duplicate`). A run whose answer
+ * may not be kept calls nothing either — at audit `none` (which implies an answer of `none`) no
+ * marker could be written — and ends FAILED RESULT_NOT_RETAINABLE, as its settle would have.
+ */
+const start = async (
+  deps: ExecuteRunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  message: Message | undefined,
+): Promise<'recorded' | ExecuteRunResult> => {
+  if (answerOutcome(run.answerCeiling) === 'not-retainable' || run.auditCeiling === 'none')
+    return failNotRetainable(deps, run, task, run.version);
+  const outcome = await recordStart(deps, run, { kind: 'claim', content: { message } });
+  if (outcome === 'recorded') return outcome;
+  deps.logger?.info('run taken back by the reaper before its provider call', {
+    taskId: run.taskId,
+    runId: run.runId,
+  });
+  return 'duplicate';
 };
 
 /** Suspends the run for an approval; a cancel that won the race ends it instead. */
@@ -386,8 +421,11 @@ const tightenForAttempt = async (
     to: next,
   } as const;
   if (answerOutcome(next.answer) === 'not-retainable') {
+    // Settled before the scrub: a scrub to `none` deletes the run's start markers, and only a
+    // settled run can no longer be queued again by the reaper (decision 0072).
+    const result = await failNotRetainable(deps, tightenedRun, task, run.version);
     await recordTightening(deps, tightenedRun, tightening);
-    return { kind: 'ended', result: await failNotRetainable(deps, tightenedRun, task, run.version) };
+    return { kind: 'ended', result };
   }
   if (answerOutcome(next.answer) !== 'keep-redacted' || run.answerCeiling !== 'full') {
     await deps.tasks.commit({

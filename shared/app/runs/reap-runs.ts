@@ -1,15 +1,17 @@
 import type { Config } from '../../config/config.ts';
 import { isTerminal } from '../../domain/a2a.ts';
+import type { RunStarts } from '../../domain/audit.ts';
 import { VersionConflictError } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
 import type { Clock, RunLeases, RunQueue, RunRef, TaskRepository, WritePlan } from '../../domain/ports.ts';
 import { answerOutcome, retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import { runAloneWrite, taskAndRunWrite } from '../../domain/row-writes.ts';
-import { type RunRecord, reviseRun, settleRun } from '../../domain/task.ts';
+import { giveBackRun, type RunRecord, reviseRun, settleRun } from '../../domain/task.ts';
 import { defaultRunStartDeadlineMs } from '../tasks/create-task.ts';
 import { endTaskWith } from '../tasks/end-task.ts';
 import type { TaskContentCodec } from '../tasks/task-content.ts';
+import { takeStartSlot } from './record-audit.ts';
 
 export interface ReapRunsDeps {
   readonly tasks: TaskRepository;
@@ -20,6 +22,12 @@ export interface ReapRunsDeps {
   readonly requeue?: RunQueue;
   /** The start deadline a re-queued run gets (the rpc's `runStartDeadlineMs`). */
   readonly runStartDeadlineMs?: number;
+  /**
+   * The start slots of the audit table (decision 0072): a RUNNING run whose claims wrote no start
+   * marker is queued again instead of failed RUN_LEASE_EXPIRED. Absent: such a run fails, as before.
+   * Only for a deployment whose executor writes start markers (it has the audit trail).
+   */
+  readonly starts?: RunStarts;
   readonly leases: RunLeases;
   readonly codec: TaskContentCodec;
   readonly clock: Clock;
@@ -48,7 +56,7 @@ export interface ReapReport {
   readonly found: number;
   /** Runs settled FAILED (with their task when it was theirs). */
   readonly reaped: number;
-  /** Never started (never claimed) past their start deadline: queued again instead of failed. */
+  /** Provably never called their provider (decisions 0053, 0072): queued again instead of failed. */
   readonly requeued: number;
   /** Renewed, settled or claimed by someone else in between: left alone. */
   readonly skipped: number;
@@ -61,7 +69,9 @@ export interface ReapReport {
  * (I-ONCE): a redelivered message finds the run settled, and no tool is ever retried. A QUEUED
  * run carries the lease its claim will keep and a start deadline (decisions 0014, 0027): once its
  * lease is over it waits until the deadline, past it its message is taken as lost and the run is
- * settled the same way, so a crash between commit and enqueue ends FAILED too.
+ * settled the same way, so a crash between commit and enqueue ends FAILED too. A run that provably
+ * never called its provider — never claimed (decision 0053), or claimed without any claim writing
+ * its start marker (decision 0072) — is queued again instead, a bounded number of times.
  */
 export const reapExpiredRuns = async (deps: ReapRunsDeps, limit = 100): Promise<ReapReport> => {
   const now = deps.clock.now();
@@ -104,13 +114,15 @@ const handleExpired = async (
     return 'skipped';
   }
   const ownsTask = task !== undefined && task.currentRunId === run.runId && !isTerminal(task.state);
-  if (run.status === 'QUEUED' && ownsTask && !run.cancelRequested && deps.requeue !== undefined) {
-    // Never claimed, or given back before its provider call (decision 0069), so no provider was
-    // ever called (I-ONCE: the claim is the only way to one): its message was lost (a crash
-    // between commit and enqueue), is late, or waits for redelivery. Queue it again, a
-    // bounded number of times; a late original and the new message race for the one claim.
+  if (ownsTask && !run.cancelRequested && deps.requeue !== undefined) {
+    // Provably never called its provider: QUEUED, so never claimed or given back before the call
+    // (decisions 0053, 0069; I-ONCE: the claim is the only way to a call) — its message was
+    // lost (a crash between commit and enqueue), is late, or waits for redelivery; or RUNNING,
+    // but no claim of it wrote its start marker (decision 0072: a crash between the claim and the
+    // call). Queue it again, a bounded number of times; a late original and the new message
+    // race for the one claim.
     const requeues = run.requeues ?? 0;
-    if (requeues < maxRequeues) {
+    if (requeues < maxRequeues && (run.status === 'QUEUED' || (await neverStarted(deps, run)))) {
       return (await requeue(deps, deps.requeue, task, run, requeues + 1, now)) ? 'requeued' : 'skipped';
     }
   }
@@ -138,7 +150,11 @@ const handleExpired = async (
   return 'reaped';
 };
 
-/** The never-started run with a new start deadline, then its message again; false if it moved meanwhile. */
+/**
+ * The run that provably never called its provider with a new start deadline, then its message
+ * again; false if it moved meanwhile. A QUEUED run keeps its version (decision 0053); a claimed
+ * one goes back to QUEUED with a new one (decision 0072).
+ */
 const requeue = async (
   deps: ReapRunsDeps,
   queue: RunQueue,
@@ -148,11 +164,75 @@ const requeue = async (
   now: Date,
 ): Promise<boolean> => {
   const startBy = now.getTime() + (deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs);
-  if (!(await deferStart(deps, task, { ...run, requeues }, startBy, now))) return false;
+  const moved =
+    run.status === 'QUEUED'
+      ? await deferStart(deps, task, { ...run, requeues }, startBy, now)
+      : await takeBack(deps, task, { ...run, requeues }, startBy, now);
+  if (!moved) return false;
   // Written first: if this send fails, the run waits for its new deadline and is queued again then.
   await queue.enqueue({ taskId: run.taskId, runId: run.runId });
-  deps.logger?.info('run requeued', { taskId: run.taskId, runId: run.runId, requeues });
+  deps.logger?.info('run requeued', { taskId: run.taskId, runId: run.runId, requeues, from: run.status });
   return true;
+};
+
+/**
+ * A claimed run provably never called its provider (decision 0072) when no claim of it wrote a
+ * start marker. Its attempts and approval are read first: a run that suspended for an approval,
+ * or resumed from one, called its provider before (its claim consumed the sealed state it
+ * continues from); and at audit `none` no marker can be written, so nothing is proven.
+ */
+const neverStarted = async (deps: ReapRunsDeps, run: RunRecord): Promise<boolean> =>
+  deps.starts !== undefined &&
+  run.attempts.length === 0 &&
+  run.approval === undefined &&
+  run.sealedSuspension === undefined &&
+  run.auditCeiling !== 'none' &&
+  !(await deps.starts.anyStarted(run.taskId, run.runId));
+
+/**
+ * The claimed run that never called its provider taken back (decision 0072): first the start
+ * slot of its version is taken, so a late executor's marker fails and it calls nothing; then the
+ * run goes back to QUEUED with a new version (the next claim has a new slot), fenced like every
+ * reaper write. A run that moved meanwhile (renewed by a live executor, canceled, settled) frees
+ * the slot and is left alone (false). I-ONCE: the executor calls its provider only after its
+ * marker is written, and the reaper takes a run back only after the slot of the same version is
+ * its own — exactly one of the two writes wins.
+ */
+const takeBack = async (
+  deps: ReapRunsDeps,
+  task: StoredTask,
+  run: RunRecord,
+  startBy: number,
+  now: Date,
+): Promise<boolean> => {
+  if (!(await takeStartSlot(deps, run, abandonedRunReason))) return false;
+  try {
+    await deps.tasks.commit(
+      runAloneWrite(task, run, giveBackRun(run, startBy), { leaseExpiredBefore: now.getTime() }),
+    );
+    return true;
+  } catch (error) {
+    if (!(error instanceof VersionConflictError)) throw error;
+    await releaseSlot(deps, run);
+    return false;
+  }
+};
+
+/**
+ * Frees the slot again: the run is still its executor's (it renewed its lease, or a cancel or
+ * settle came first). Best effort: a slot left taken stops only an executor that then calls
+ * nothing, whose lease expires, and the next tick finds the slot its own and queues the run.
+ */
+const releaseSlot = async (deps: ReapRunsDeps, run: RunRecord): Promise<void> => {
+  try {
+    await deps.starts?.release(run);
+  } catch (error) {
+    deps.logger?.info('start slot not freed', {
+      taskId: run.taskId,
+      runId: run.runId,
+      error: error instanceof Error ? error.name : 'unknown',
+    });
+  }
 };
 
 /** The QUEUED run's lease moved to `startBy` (and its deadline there); false if it was claimed or settled meanwhile. */

@@ -1,5 +1,12 @@
 import type { Config } from '../../config/config.ts';
-import { type AuditEntry, type AuditStep, type AuditTrail, auditEntryAt } from '../../domain/audit.ts';
+import {
+  type AuditEntry,
+  type AuditStep,
+  type AuditTrail,
+  auditEntryAt,
+  type RunStarts,
+  type StartOutcome,
+} from '../../domain/audit.ts';
 import type { Logger } from '../../domain/logger.ts';
 import type { AgentStep } from '../../domain/model.ts';
 import type { Clock } from '../../domain/ports.ts';
@@ -36,17 +43,7 @@ export const recordAuditStep = async (
   if (audit === undefined) return;
   let entry: AuditEntry | undefined;
   try {
-    const now = deps.clock.now();
-    // A settled run already carries its final expiry; an unsettled one will end later than now.
-    const expiresAt =
-      run.endedAt !== undefined
-        ? run.expiresAt
-        : Math.max(run.expiresAt, retentionExpiry(deps.config.privacy.retention, 'agentRun', now));
-    entry = auditEntryAt(
-      run.auditCeiling,
-      { ...step, taskId: run.taskId, runId: run.runId, at: now.toISOString() },
-      expiresAt,
-    );
+    entry = entryOf(deps, run, step);
     if (entry === undefined) return;
     await audit.record(entry);
   } catch (error) {
@@ -63,6 +60,72 @@ export const recordAuditStep = async (
       deps.logger?.info('audit write failed', { ...fields, error: errorName(retryError) });
     }
   }
+};
+
+/** The entry for a step now, cut to the run's audit ceiling; `undefined` at `none`. */
+const entryOf = (
+  deps: Pick<RecordAuditDeps, 'clock' | 'config'>,
+  run: RunRecord,
+  step: AuditStepInput,
+): AuditEntry | undefined => {
+  const now = deps.clock.now();
+  // A settled run already carries its final expiry; an unsettled one will end later than now.
+  const expiresAt =
+    run.endedAt !== undefined
+      ? run.expiresAt
+      : Math.max(run.expiresAt, retentionExpiry(deps.config.privacy.retention, 'agentRun', now));
+  return auditEntryAt(
+    run.auditCeiling,
+    { ...step, taskId: run.taskId, runId: run.runId, at: now.toISOString() },
+    expiresAt,
+  );
+};
+
+/**
+ * The run's start marker (decision 0072): its `claim` row (the message it answers, at the audit
+ * ceiling), written right before its first provider call into the start slot of the run version
+ * its executor wrote last — so the reaper, reading the run row, finds it or takes the slot first.
+ * Not best effort: a marker that cannot be written is a fault before the call (the run is given
+ * back, decision 0069). Content that cannot be sealed falls back to the metadata-only row, as
+ * every audit row does. At audit `none` there is no row: such a run never calls its provider (its
+ * answer is not retainable either, decision 0072), and the reaper never queues it again.
+ */
+export const recordStart = async (
+  deps: RecordAuditDeps,
+  run: RunRecord,
+  step: AuditStepInput,
+): Promise<StartOutcome> => {
+  const entry = deps.audit === undefined ? undefined : entryOf(deps, run, step);
+  if (deps.audit === undefined || entry === undefined) return 'recorded';
+  try {
+    return await deps.audit.recordStart(entry, run.version);
+  } catch (error) {
+    if (entry.content === undefined) throw error;
+    const { content: _dropped, ...metadataOnly } = entry;
+    const outcome = await deps.audit.recordStart({ ...metadataOnly, level: 'metadata' }, run.version);
+    deps.logger?.info('audit content dropped', {
+      taskId: run.taskId,
+      runId: run.runId,
+      kind: step.kind,
+      error: errorName(error),
+    });
+    return outcome;
+  }
+};
+
+/**
+ * The reaper's side of a start slot (decision 0072): takes the slot of the run's version with a
+ * `requeue` row (ids and reason only), so that a late executor's marker can no longer be written
+ * there. False when a claim's marker is there, or no slot can be proven: no port, or audit `none`.
+ */
+export const takeStartSlot = async (
+  deps: { readonly starts?: RunStarts; readonly clock: RecordAuditDeps['clock']; readonly config: Config },
+  run: RunRecord,
+  reason: string,
+): Promise<boolean> => {
+  const entry = deps.starts === undefined ? undefined : entryOf(deps, run, { kind: 'requeue', reason });
+  if (deps.starts === undefined || entry === undefined) return false;
+  return deps.starts.take(entry, run.version);
 };
 
 const errorName = (error: unknown): string => (error instanceof Error ? error.name : typeof error);
