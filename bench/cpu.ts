@@ -20,7 +20,7 @@ import { ensureDynamoDbLocalJar } from '../infra/local/dynamodb-local.ts';
 import { startLocalStack } from '../infra/local/local-stack.ts';
 import { benchConfig, benchTokens } from './lib/bench-config.ts';
 import { pool, RpcClient, stateOf } from './lib/client.ts';
-import { cpuMsOf, dynamoDbLocalPid } from './lib/cpu.ts';
+import { cpuMsOf, dynamoDbLocalPid, mainThreadSeconds } from './lib/cpu.ts';
 import { type CpuProfile, renderProfileSummary, summarizeProfile } from './lib/cpu-profile.ts';
 import { diffSnapshots, handlerCapacity, Meter, type MeterSnapshot } from './lib/meter.ts';
 import { round, summarize } from './lib/stats.ts';
@@ -86,7 +86,12 @@ const dynamoDbPerTask = (delta: MeterSnapshot, tasks: number) => {
 interface RoundResult {
   readonly round: number;
   readonly load: number;
-  readonly cpuMsPerTask: { readonly node: number; readonly java: number; readonly total: number };
+  readonly cpuMsPerTask: {
+    readonly node: number;
+    readonly nodeMainThread: number;
+    readonly java: number;
+    readonly total: number;
+  };
   readonly tasksPerSecond: number;
   readonly p50: number;
   readonly p95: number;
@@ -140,6 +145,7 @@ const main = async () => {
         await profiler.post('Profiler.start');
       }
       const node0 = cpuMsOf('self');
+      const main0 = mainThreadSeconds();
       const java0 = cpuMsOf(javaPid);
       const began = performance.now();
       const latencies = await pool(TASKS, CONCURRENCY, (i) => send(i, 'cpu'));
@@ -147,6 +153,7 @@ const main = async () => {
       // Work the tasks caused after their responses (projection of the last ones, pollers' tails).
       await meter.settle();
       const node = cpuMsOf('self') - node0;
+      const mainThread = (mainThreadSeconds() - main0) * 1000;
       const java = cpuMsOf(javaPid) - java0;
       const delta = diffSnapshots(meter.snapshot(), before);
       if (profiler && args.profile) {
@@ -170,6 +177,7 @@ const main = async () => {
         load,
         cpuMsPerTask: {
           node: round(node / TASKS, 2),
+          nodeMainThread: round(mainThread / TASKS, 2),
           java: round(java / TASKS, 2),
           total: round((node + java) / TASKS, 2),
         },
@@ -192,7 +200,7 @@ const main = async () => {
       };
       results.push(result);
       log(
-        `round ${r + 1}/${ROUNDS}: CPU ms/task node ${result.cpuMsPerTask.node} java ${result.cpuMsPerTask.java} total ${result.cpuMsPerTask.total}; ${result.tasksPerSecond} tasks/s; p50 ${result.p50} p95 ${result.p95} ms; RRU ${result.dynamodb.readUnits} WRU ${result.dynamodb.writeUnits} requests ${result.dynamodb.requestsTotal}/task; load ${load}`,
+        `round ${r + 1}/${ROUNDS}: CPU ms/task node ${result.cpuMsPerTask.node} (main thread ${result.cpuMsPerTask.nodeMainThread}) java ${result.cpuMsPerTask.java} total ${result.cpuMsPerTask.total}; ${result.tasksPerSecond} tasks/s; p50 ${result.p50} p95 ${result.p95} ms; RRU ${result.dynamodb.readUnits} WRU ${result.dynamodb.writeUnits} requests ${result.dynamodb.requestsTotal}/task; load ${load}`,
       );
     }
   } finally {
@@ -206,6 +214,7 @@ const main = async () => {
     rounds: ROUNDS,
     median: {
       nodeCpuMsPerTask: pick((r) => r.cpuMsPerTask.node),
+      nodeMainThreadCpuMsPerTask: pick((r) => r.cpuMsPerTask.nodeMainThread),
       javaCpuMsPerTask: pick((r) => r.cpuMsPerTask.java),
       totalCpuMsPerTask: pick((r) => r.cpuMsPerTask.total),
       tasksPerSecond: pick((r) => r.tasksPerSecond),

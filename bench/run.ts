@@ -943,7 +943,7 @@ const main = async () => {
       LatencySummary & { throughputPerSecond: number; load: ReturnType<typeof machineLoad> }
     > = [];
     let completedIds: string[] = [];
-    let cpu = { node: 0, children: 0 };
+    let cpu = { node: 0, children: 0, mainThread: 0 };
     const singleTurn = await measured(deployment, [main], async () => {
       const cpuBefore = cpuSeconds();
       for (let r = 0; r < ROUNDS; r++) {
@@ -962,7 +962,11 @@ const main = async () => {
         );
       }
       const cpuAfter = cpuSeconds();
-      cpu = { node: cpuAfter.node - cpuBefore.node, children: cpuAfter.children - cpuBefore.children };
+      cpu = {
+        node: cpuAfter.node - cpuBefore.node,
+        children: cpuAfter.children - cpuBefore.children,
+        mainThread: cpuAfter.mainThread - cpuBefore.mainThread,
+      };
       return TASKS * ROUNDS;
     });
     const kmsAfter = kms.counts();
@@ -1042,8 +1046,17 @@ const main = async () => {
     const latencyFloors = {
       ...floorParts,
       machine: {
-        ...machineBound(CONCURRENCY, machineLoad().cores, cpuPerTask),
-        cpuSeconds: { node: round(cpu.node), dynamodbLocal: round(cpu.children) },
+        ...machineBound(
+          CONCURRENCY,
+          machineLoad().cores,
+          cpuPerTask,
+          cpu.mainThread > 0 ? cpu.mainThread / (TASKS * ROUNDS) : undefined,
+        ),
+        cpuSeconds: {
+          node: round(cpu.node),
+          mainThread: round(cpu.mainThread),
+          dynamodbLocal: round(cpu.children),
+        },
         measuredTasksPerSecond: median(rounds.map((r) => r.throughputPerSecond)),
       },
     };

@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 const ticksPerSecond = 100; // USER_HZ on Linux
 
 /** Parent pid and user + system CPU milliseconds (all threads) of a process, from /proc/<pid>/stat. */
-const statOf = (pid: number | 'self'): { ppid: number; cpuMs: number } => {
+const statOf = (pid: number | string): { ppid: number; cpuMs: number } => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name (which may hold spaces and parentheses) start at field 3.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -23,7 +23,7 @@ export const cpuMsOf = (pid: number | 'self'): number => statOf(pid).cpuMs;
  * where there is one (elsewhere the descendants count 0). The local stack's handlers, pollers,
  * SQS and KMS emulators and the benchmark's own clients all run in this process.
  */
-export const cpuSeconds = (): { node: number; children: number } => {
+export const cpuSeconds = (): { node: number; children: number; mainThread: number } => {
   const usage = process.cpuUsage();
   let children = 0;
   try {
@@ -46,7 +46,20 @@ export const cpuSeconds = (): { node: number; children: number } => {
   } catch {
     // not Linux: children stay 0
   }
-  return { node: (usage.user + usage.system) / 1e6, children };
+  return { node: (usage.user + usage.system) / 1e6, children, mainThread: mainThreadSeconds() };
+};
+
+/**
+ * CPU seconds of this process's main thread alone (/proc/self/task/<pid>/stat; 0 elsewhere): the
+ * thread every handler, poller and emulator of the local stack runs its JavaScript on, so at most
+ * one core's worth however many cores the machine has (GC helpers and libuv's pool are the rest).
+ */
+export const mainThreadSeconds = (): number => {
+  try {
+    return statOf(`self/task/${process.pid}`).cpuMs / 1000;
+  } catch {
+    return 0;
+  }
 };
 
 /** DynamoDB Local's Java process: the one whose command line holds the jar and `port`. */

@@ -253,19 +253,35 @@ export interface MachineBound {
   readonly cores: number;
   /** CPU seconds per completed task, all processes of the local stack together. */
   readonly cpuSecondsPerTask: number;
-  /** cores ÷ CPU seconds per task. */
+  /** CPU seconds per completed task of the Node process's main thread (absent: not measured). */
+  readonly mainThreadSecondsPerTask?: number;
+  /**
+   * The lower of cores ÷ CPU seconds per task and 1 ÷ the main thread's seconds per task: the
+   * local stack's JavaScript all runs on one thread, which can use one core at most.
+   */
   readonly maxTasksPerSecond: number;
+  /** Which of the two limits `maxTasksPerSecond` is. */
+  readonly boundBy: 'cores' | 'main thread';
   /** clients ÷ the highest throughput: the lowest mean latency the clients can see, ms. */
   readonly meanLatencyMs: number;
 }
 
-export const machineBound = (clients: number, cores: number, cpuSecondsPerTask: number): MachineBound => {
-  const maxTasksPerSecond = cores / cpuSecondsPerTask;
+export const machineBound = (
+  clients: number,
+  cores: number,
+  cpuSecondsPerTask: number,
+  mainThreadSecondsPerTask?: number,
+): MachineBound => {
+  const byCores = cores / cpuSecondsPerTask;
+  const byThread = mainThreadSecondsPerTask ? 1 / mainThreadSecondsPerTask : Number.POSITIVE_INFINITY;
+  const maxTasksPerSecond = Math.min(byCores, byThread);
   return {
     clients,
     cores,
     cpuSecondsPerTask,
+    ...(mainThreadSecondsPerTask !== undefined && { mainThreadSecondsPerTask }),
     maxTasksPerSecond,
+    boundBy: byThread < byCores ? 'main thread' : 'cores',
     meanLatencyMs: (clients / maxTasksPerSecond) * 1000,
   };
 };

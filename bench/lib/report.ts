@@ -408,8 +408,11 @@ export const latencyFloorSection = (report: Report): string => {
     out.push('');
     out.push(
       `The machine's bound at ${machine.clients} closed-loop clients (each sends its next task when answered): Little's law makes the mean latency clients ÷ throughput. ` +
-        `The ${clients}-client rounds used ${fmt(machine.cpuSecondsPerTask * 1000)} ms of CPU per task (this Node process — handlers, pollers, SQS and KMS emulators, the benchmark's clients — ${fmt(machine.cpuSeconds.node)} s, DynamoDB Local ${fmt(machine.cpuSeconds.dynamodbLocal)} s), ` +
-        `so ${machine.cores} cores complete at most ${fmt(machine.maxTasksPerSecond)} tasks/s (measured: ${fmt(machine.measuredTasksPerSecond)}) and the mean latency at ${machine.clients} clients is at least ${fmt(machine.meanLatencyMs)} ms. ` +
+        `The ${clients}-client rounds used ${fmt(machine.cpuSecondsPerTask * 1000)} ms of CPU per task (this Node process — handlers, pollers, SQS and KMS emulators, the benchmark's clients — ${fmt(machine.cpuSeconds.node)} s${machine.cpuSeconds.mainThread ? `, ${fmt(machine.cpuSeconds.mainThread)} s of it on its main thread` : ''}, DynamoDB Local ${fmt(machine.cpuSeconds.dynamodbLocal)} s), ` +
+        (machine.mainThreadSecondsPerTask
+          ? `so the throughput is at most the lower of ${machine.cores} cores ÷ ${fmt(machine.cpuSecondsPerTask * 1000)} ms = ${fmt(machine.cores / machine.cpuSecondsPerTask)} tasks/s and one core ÷ the main thread's ${fmt(machine.mainThreadSecondsPerTask * 1000)} ms = ${fmt(1 / machine.mainThreadSecondsPerTask)} tasks/s (all of the local stack's JavaScript runs on that one thread): ` +
+            `${fmt(machine.maxTasksPerSecond)} tasks/s, bound by ${machine.boundBy === 'main thread' ? 'the main thread' : 'the cores'} (measured: ${fmt(machine.measuredTasksPerSecond)}), and the mean latency at ${machine.clients} clients is at least ${fmt(machine.meanLatencyMs)} ms. `
+          : `so ${machine.cores} cores complete at most ${fmt(machine.maxTasksPerSecond)} tasks/s (measured: ${fmt(machine.measuredTasksPerSecond)}) and the mean latency at ${machine.clients} clients is at least ${fmt(machine.meanLatencyMs)} ms. `) +
         `A p50 of 150 ms at ${machine.clients} clients would take at most ${fmt((150 * machine.cores) / machine.clients)} ms of CPU per task on this machine. ` +
         'This bound is the local stack on one machine; on AWS each function instance has its own CPU.',
     );

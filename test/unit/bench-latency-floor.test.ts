@@ -258,6 +258,16 @@ describe('the machine bound at closed-loop clients', () => {
     const bound = machineBound(20, 2, 0.06);
     expect(bound.maxTasksPerSecond).toBeCloseTo(33.333, 3);
     expect(bound.meanLatencyMs).toBeCloseTo(600, 6);
+    expect(bound.boundBy).toBe('cores');
+  });
+
+  it('is the main thread when its CPU per task fills one core first', () => {
+    // 45 ms per task over 2 cores allows 44.4 tasks/s; 25 ms on the one JavaScript thread only 40.
+    const bound = machineBound(20, 2, 0.045, 0.025);
+    expect(bound.maxTasksPerSecond).toBeCloseTo(40, 6);
+    expect(bound.boundBy).toBe('main thread');
+    expect(bound.meanLatencyMs).toBeCloseTo(500, 6);
+    expect(machineBound(20, 2, 0.045, 0.02).boundBy).toBe('cores');
   });
 });
 
