@@ -1,5 +1,5 @@
 import type { DynamoDBRecord } from 'aws-lambda';
-import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
+import { DynamoDbBackstopJournal } from '../../shared/adapters/dynamodb/dynamodb-backstop-journal.ts';
 import { processStreamByTask } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { committedImagesOf, taskImagesOf } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { createFunctionMetrics, recordProjection } from '../../shared/adapters/metrics.ts';
@@ -18,7 +18,7 @@ import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 const env = readRuntimeEnv();
 const logger = createLogger('a2a-projector');
 const metrics = createFunctionMetrics(env, 'projector');
-const journal = new DynamoDbJournalRepository(createDocumentClient(), env.journalTableName);
+const journal = new DynamoDbBackstopJournal(createDocumentClient(), env.journalTableName);
 const backstopTiming = {
   clock: systemClock,
   sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),

@@ -9,6 +9,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { DynamoDbApprovals } from '../../shared/adapters/dynamodb/dynamodb-approvals.ts';
 import { DynamoDbAuditTrail } from '../../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
+import { DynamoDbBackstopJournal } from '../../shared/adapters/dynamodb/dynamodb-backstop-journal.ts';
 import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
 import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbProfileStore } from '../../shared/adapters/dynamodb/dynamodb-profile-store.ts';
@@ -587,7 +588,7 @@ const queueUrlOf = async (
 
 /** The projector's use case per task-row record, behind its event-source filter (`sk = TASK`). */
 const projectorReplay =
-  (journal: DynamoDbJournalRepository) =>
+  (journal: DynamoDbBackstopJournal) =>
   async (records: readonly DynamoDBRecord[]): Promise<ConsumedRange> => {
     const taskRecords = records.filter(isTaskItemRecord);
     // Replayed records are long committed: no write-through grace (decision 0076).
@@ -675,7 +676,7 @@ const dlqReplayCommand = async (
     );
     const consume =
       consumer === 'projector'
-        ? projectorReplay(new DynamoDbJournalRepository(client, tableNameOf(options, env, 'Journal')))
+        ? projectorReplay(new DynamoDbBackstopJournal(client, tableNameOf(options, env, 'Journal')))
         : pusherReplay({
             pushConfigs: new DynamoDbPushConfigRepository(client, tableNameOf(options, env, 'State')),
             deliveries: new SqsDeliveryQueue(

@@ -172,12 +172,6 @@ export interface JournalWriter {
    * (what it shows is there; what it misses may just have been written).
    */
   projected(taskId: string, revision: number): Promise<JournalState>;
-  /**
-   * For many tasks at once (the backstop's read per stream batch, decision 0076): which of the
-   * given revisions' events are there, and where each task's view is. Possibly stale like
-   * `projected`. A task none of whose items is there has a ledger with no events and no view.
-   */
-  projectedAll(revisions: readonly TaskRevision[]): Promise<ReadonlyMap<string, JournalLedger>>;
   /** The event of a revision, only if absent: true when written now, false when it was there. */
   putEvent(event: JournalEvent): Promise<boolean>;
   /**
@@ -185,6 +179,16 @@ export interface JournalWriter {
    * task), with the owner's counters: 'moved' when it is not there (another writer moved it).
    */
   putView(projection: Projection): Promise<'written' | 'moved'>;
+}
+
+/** The stream projector's journal: a writer that can also read a whole stream batch's places at once. */
+export interface BackstopJournal extends JournalWriter {
+  /**
+   * For many tasks at once (the backstop's read per stream batch, decision 0076): which of the
+   * given revisions' events are there, and where each task's view is. Possibly stale like
+   * `projected`. A task none of whose items is there has a ledger with no events and no view.
+   */
+  projectedAll(revisions: readonly TaskRevision[]): Promise<ReadonlyMap<string, JournalLedger>>;
 }
 
 /** A revision's place in the journal (`JournalWriter.projected`). */
@@ -199,7 +203,7 @@ export interface TaskRevision {
   readonly revision: number;
 }
 
-/** A task's revisions' places in the journal (`JournalWriter.projectedAll`). */
+/** A task's revisions' places in the journal (`BackstopJournal.projectedAll`). */
 export interface JournalLedger {
   /** The revisions asked about whose event is there. */
   readonly events: ReadonlySet<number>;

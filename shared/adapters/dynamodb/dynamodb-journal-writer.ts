@@ -5,9 +5,8 @@ import {
   PutCommand,
   TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { JournalLedger, JournalState, JournalWriter, TaskRevision } from '../../domain/ports.ts';
+import type { JournalState, JournalWriter } from '../../domain/ports.ts';
 import type { JournalEvent, JournalView, Projection } from '../../domain/projection.ts';
-import { batchGetAll } from './batch-get-all.ts';
 import { isConditionalCheckFailed } from './condition-failures.ts';
 import { withChunkReferences } from './content-chunks.ts';
 import { counterKeys, keys, toEventItem, toViewItem } from './entities.ts';
@@ -91,42 +90,6 @@ export class DynamoDbJournalWriter implements JournalWriter {
       this.viewAt(taskId, false),
     ]);
     return { event: event.Item !== undefined, ...(view && { viewRevision: view.revision }) };
-  }
-
-  /**
-   * The backstop's read per stream batch (decision 0076): one eventually consistent BatchGetItem
-   * (per 100 keys) of every asked revision's event and every task's view, projected to their
-   * keys and revision — one request for the whole batch instead of one per task. Each found item
-   * is billed like a GetItem of it.
-   */
-  async projectedAll(revisions: readonly TaskRevision[]): Promise<ReadonlyMap<string, JournalLedger>> {
-    const taskIds = [...new Set(revisions.map((entry) => entry.taskId))];
-    const eventKeys = new Map(
-      revisions.map((entry) => [
-        `${entry.taskId}#${entry.revision}`,
-        keys.event(entry.taskId, entry.revision),
-      ]),
-    );
-    const items = await batchGetAll(
-      this.client,
-      this.tableName,
-      [...taskIds.map((taskId) => keys.view(taskId)), ...eventKeys.values()],
-      { projection: 'pk, sk, #revision', names: { '#revision': 'revision' } },
-    );
-    const found = new Map<string, { events: Set<number>; viewRevision?: number }>();
-    for (const taskId of taskIds) found.set(keys.view(taskId).pk, { events: new Set() });
-    for (const item of items) {
-      const ledger = found.get(String(item.pk));
-      if (ledger === undefined) continue;
-      if (item.sk === 'VIEW') ledger.viewRevision = Number(item.revision);
-      else ledger.events.add(Number(String(item.sk).slice(keys.eventPrefix.length)));
-    }
-    return new Map(
-      taskIds.map((taskId) => {
-        const { events, viewRevision } = found.get(keys.view(taskId).pk) ?? { events: new Set<number>() };
-        return [taskId, { events, ...(viewRevision !== undefined && { viewRevision }) }];
-      }),
-    );
   }
 
   /** Where the view is: its revision and expiry (the counters' bucket), or undefined. */

@@ -1,4 +1,10 @@
-import type { Clock, JournalLedger, JournalState, JournalWriter } from '../../domain/ports.ts';
+import type {
+  BackstopJournal,
+  Clock,
+  JournalLedger,
+  JournalState,
+  JournalWriter,
+} from '../../domain/ports.ts';
 import {
   isNewRevision,
   type ProjectResult,
@@ -78,7 +84,7 @@ const merge = (seen: JournalLedger | undefined, again: JournalLedger | undefined
  * again, idempotently. If the batch read fails, each record reads for itself (`projected`).
  */
 export const batchJournalState = async (
-  journal: JournalWriter,
+  journal: BackstopJournal,
   images: readonly CommittedImages[],
   timing?: BackstopTiming,
 ): Promise<JournalStateOf> => {
