@@ -28,8 +28,9 @@ beforeAll(async () => {
     config: faultProofConfig,
     endpoints: providedEndpoints(),
     prefix: 'e2e-direct-fan-out',
-    // The second run's executor fails right after its claim: the reaper settles it at its lease.
-    failpoints: 'pusher.midBatch=1,executor.afterClaim=#2',
+    // The second run's executor fails after its provider call, before its settle: the reaper
+    // settles it at its lease (a crash before the call is re-queued instead, decision 0072).
+    failpoints: 'pusher.midBatch=1,executor.beforeSettle=#2',
     runLeaseMs: 1_000,
     reaperIntervalMs: 250,
     log: () => {},
@@ -72,10 +73,10 @@ describe('webhooks without the journal stream: each writer queues its own revisi
     expect(failpointCounts()['pusher.midBatch']?.faults).toBeGreaterThan(0);
   });
 
-  it('reaper: the FAILED of a run abandoned after its claim reaches the webhook too', async () => {
+  it('reaper: the FAILED of a run abandoned after its provider call reaches the webhook too', async () => {
     const taskId = await create('tck-complete-task');
     await receiver.waitFor((posts) => statesOf(posts, taskId).includes('TASK_STATE_FAILED'), 30_000);
-    expect(failpointCounts()['executor.afterClaim']?.faults).toBe(1);
+    expect(failpointCounts()['executor.beforeSettle']?.faults).toBe(1);
     expect(statesOf(receiver.posts, taskId)).toEqual([
       'TASK_STATE_SUBMITTED',
       'TASK_STATE_WORKING',
