@@ -306,6 +306,12 @@ const earliest = (marks: readonly HopMark[], test: (mark: HopMark) => boolean): 
   return found;
 };
 
+const latest = (marks: readonly HopMark[], test: (mark: HopMark) => boolean): HopMark | undefined => {
+  let found: HopMark | undefined;
+  for (const mark of marks) if (test(mark) && (found === undefined || mark.at >= found.at)) found = mark;
+  return found;
+};
+
 const step = (label: string, from: HopMark, to: HopMark): RouteStep => ({ label, ms: to.at - from.at });
 
 /** The COMPLETED revision's status timestamp and commit, by whichever function committed it. */
@@ -419,6 +425,14 @@ export const sseRoute = (marks: readonly HopMark[], intervals: StreamIntervals):
  * The route of one pushed task's COMPLETED webhook: request → the COMPLETED commit → the first
  * COMPLETED event put → the delivery queue send (the writer's direct fan-out, or the pusher on the
  * journal stream) → deliverer receive → the receiver has the POST.
+ *
+ * The route follows **the receive that made the POST**: the task's last deliverer receive before
+ * the receiver has it (its FIFO group is served one message at a time, so no later message of it
+ * is received before the POST settles; one push config per traced task). That is COMPLETED's own
+ * message, or one of a newer revision (a retry of another, a catch-up of 0045), whose queue send
+ * and fan-out are then the ones on the route — not the first receive of COMPLETED's revision,
+ * which may come after the POST. A message of an older revision that posted COMPLETED too is on
+ * the route as the step from the event put to the POST.
  */
 export const webhookRoute = (
   marks: readonly HopMark[],
@@ -430,13 +444,26 @@ export const webhookRoute = (
   if (!request || !body || !done) return undefined;
   const { revision } = done;
   const projected = projection(marks, done.commit, revision, 'event put', intervals);
-  const send = earliest(marks, (m) => m.hop.endsWith(': queue send') && m.revision === revision);
-  const deliver = earliest(marks, (m) => m.hop === 'deliverer: receive' && m.revision === revision);
-  if (!projected || !send || !deliver) return undefined;
+  const deliver = latest(marks, (m) => m.hop === 'deliverer: receive' && m.at <= body.at);
+  if (!projected || deliver?.revision === undefined) return undefined;
+  const head = [...toCommit(request, done), ...projected.steps];
+  if (deliver.revision < revision) {
+    return [
+      ...head,
+      step(
+        "event put → the receiver has the POST (an older revision's message, already received, posted it)",
+        projected.put,
+        body,
+      ),
+    ];
+  }
+  const carried = deliver.revision;
+  const send = earliest(marks, (m) => m.hop.endsWith(': queue send') && m.revision === carried);
+  if (!send) return undefined;
   const by = functionOf(send.hop);
   let fanOut: RouteStep[];
   if (by === 'pusher') {
-    const receive = earliest(marks, (m) => m.hop === 'pusher: receive' && m.revision === revision);
+    const receive = earliest(marks, (m) => m.hop === 'pusher: receive' && m.revision === carried);
     if (!receive) return undefined;
     fanOut = [
       {
@@ -450,8 +477,7 @@ export const webhookRoute = (
     fanOut = [step(`event put → delivery queue send (${by}: direct fan-out)`, projected.put, send)];
   }
   return [
-    ...toCommit(request, done),
-    ...projected.steps,
+    ...head,
     ...fanOut,
     step('FIFO delivery queue → deliverer', send, deliver),
     step('deliverer: receive → the receiver has the POST', deliver, body),

@@ -205,6 +205,50 @@ describe('routes read from the trace (decision 0047)', () => {
     expect(floor.p50).toBeCloseTo(60, 3);
   });
 
+  it("a webhook's route follows the receive that made the POST, not its revision's first receive", () => {
+    // A first attempt of COMPLETED's message fails (the receiver answers 500) and waits its backoff;
+    // the retry posts it.
+    const retried: HopMark[] = [
+      ...writeThroughTrace.filter((m) => m.taskId === 'w' && m.hop !== 'receiver: body'),
+      at('deliverer: receive', 'w', 1067, { revision: 3 }),
+      at('receiver: body', 'w', 1075, { state: completedState }),
+    ];
+    expect(
+      tracedRoutes(retried, intervals)
+        .webhook[0]?.slice(-2)
+        .map((s) => [s.label, s.ms]),
+    ).toEqual([
+      ['FIFO delivery queue → deliverer', 1020],
+      ['deliverer: receive → the receiver has the POST', 8],
+    ]);
+  });
+
+  it("a POST made before its revision's own message was received is not paired with that message", () => {
+    // WORKING's message (revision 2) is in the deliverer when COMPLETED is put, and its POST of
+    // COMPLETED comes first; COMPLETED's own message — the pusher's, off the journal stream — is
+    // received only after it (and posts nothing: settled).
+    const caughtUp: HopMark[] = [
+      ...committed('c'),
+      at('executor: queue send', 'c', 20, { revision: 2 }),
+      at('deliverer: receive', 'c', 25, { revision: 2 }),
+      at('executor: event put', 'c', 42, { revision: 3, state: completedState }),
+      at('receiver: body', 'c', 50, { state: completedState }),
+      at('pusher: receive', 'c', 60, { revision: 3 }),
+      at('pusher: queue send', 'c', 64, { revision: 3 }),
+      at('deliverer: receive', 'c', 70, { revision: 3 }),
+    ];
+    const route = tracedRoutes(caughtUp, intervals).webhook[0];
+    expect(route?.map((s) => [s.label, s.ms])).toEqual([
+      ['request → COMPLETED status timestamp (create, run queue, claim, run)', 30],
+      ['status timestamp → commit (the completing write)', 6],
+      ['commit → event put (executor: write-through)', 6],
+      ["event put → the receiver has the POST (an older revision's message, already received, posted it)", 8],
+    ]);
+    // No stream wait: the pusher's late copy was not on the path (paired with it, the floor took a
+    // journal-stream wait of U(0, 200) and a receive after the POST).
+    expect(routeFloor(route ? [route] : []).p50).toBeCloseTo(50, 3);
+  });
+
   it('a task with a missing hop has no route', () => {
     const partial = writeThroughTrace.filter((m) => !(m.taskId === 'b' && m.hop === 'client: response'));
     expect(tracedRoutes(partial, intervals).blocking).toEqual([]);
