@@ -5,6 +5,7 @@
  *                        [--spawns 10] [--skip-cold-start] [--skip-scale] [--skip-anchor] [--quick]
  *   (--quick: 60 tasks, 1 round, scale 500 unless --scale is given, 3 spawns)
  *   npx tsx bench/run.ts --only-cold-start [--spawns 10] [--functions executor,rpc]
+ *   npx tsx bench/run.ts --only-floor [--quick] [--trace-out marks.json]
  *
  * Starts its own emulators and the local stack in-process, with the SDK middleware and the
  * invocation observers of bench/lib/meter.ts installed before the handler modules load. Counts
@@ -15,6 +16,11 @@
  *
  * `--only-cold-start` runs only the cold-start phase (bundle bytes and module init per function,
  * no emulators) and prints its table with the load average; it writes no results file.
+ *
+ * `--only-floor` runs only the one-client phase (the measured p50s at one client) and the latency
+ * floor's traced phase, and prints the floor section with the load average; it writes no results
+ * file. `--trace-out` also writes the floor phase's hop marks (ids, revisions, states, times) as
+ * JSON, to read a route by hand.
  */
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
@@ -66,7 +72,7 @@ import { computeFloor, type Floor, type ItemSizes } from './lib/floor.ts';
 import { type HopTrace, installHopTrace } from './lib/hop-trace.ts';
 import { machineBound, routeFloor, STEPS_TO_STATUS_TIMESTAMP, tracedRoutes } from './lib/latency-floor.ts';
 import { diffSnapshots, handlerCapacity, itemSize, Meter, type MeterSnapshot } from './lib/meter.ts';
-import { coldStartTable, renderMarkdown } from './lib/report.ts';
+import { coldStartTable, latencyFloorSection, renderMarkdown } from './lib/report.ts';
 import { type LatencySummary, median, medianOfRounds, round, summarize } from './lib/stats.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
@@ -81,6 +87,8 @@ const { values: args } = parseArgs({
     'skip-scale': { type: 'boolean', default: false },
     'skip-anchor': { type: 'boolean', default: false },
     'only-cold-start': { type: 'boolean', default: false },
+    'only-floor': { type: 'boolean', default: false },
+    'trace-out': { type: 'string' },
     functions: { type: 'string' },
     quick: { type: 'boolean', default: false },
   },
@@ -476,9 +484,11 @@ const pushPhase = async (client: RpcClient, deployment: Deployment) => {
  */
 const floorPhase = async (stack: LocalStack, client: RpcClient, trace: HopTrace) => {
   const at = (): number => performance.timeOrigin + performance.now();
-  const receiver = await startWebhookReceiver((taskId, state) =>
-    trace.mark('receiver: body', taskId, { ...(state ? { state } : {}) }),
-  );
+  const arrivals = completedWebhookArrivals();
+  const receiver = await startWebhookReceiver((taskId, state) => {
+    trace.mark('receiver: body', taskId, { ...(state ? { state } : {}) });
+    arrivals.onBody(taskId, state);
+  });
   trace.marks.splice(0);
   trace.record(true);
   try {
@@ -502,7 +512,8 @@ const floorPhase = async (stack: LocalStack, client: RpcClient, trace: HopTrace)
       }
       if (taskId) trace.mark('client: request', taskId, { at: began });
     }
-    const pushed: string[] = [];
+    // As the measured one-client phase: the next task once this one's COMPLETED webhook came, so
+    // its deliveries do not share the machine with the next task's create, claim and run.
     for (let i = 0; i < FLOOR_TASKS; i++) {
       const began = at();
       const answer = await client.send(`floor pushed ${i}`, {
@@ -510,18 +521,15 @@ const floorPhase = async (stack: LocalStack, client: RpcClient, trace: HopTrace)
       });
       const id = expectState(answer, 'TASK_STATE_COMPLETED', 'floor push').id;
       trace.mark('client: request', id, { at: began });
-      pushed.push(id);
+      await arrivals.arrival(id);
     }
-    const deadline = Date.now() + 30_000;
-    const done = (id: string) =>
-      receiver.received.get(id)?.some((event) => event.state === 'TASK_STATE_COMPLETED');
-    while (Date.now() < deadline && !pushed.every(done)) await sleep(50);
   } finally {
     trace.record(false);
     await receiver.stop();
   }
   const marks = [...trace.marks];
   trace.marks.splice(0);
+  if (args['trace-out']) writeFileSync(args['trace-out'], `${JSON.stringify(marks)}\n`);
   const intervals = {
     stateStreamMs: stack.pollers.projector.pollIntervalMs,
     journalStreamMs: stack.pollers.pusher?.pollIntervalMs ?? stack.pollers.projector.pollIntervalMs,
@@ -806,6 +814,37 @@ const anchorPhase = async (install: AnchorInstall) => {
 };
 
 /**
+ * The arrival of each task's COMPLETED webhook at a receiver fed by `onBody`: `arrival(id)`
+ * resolves with its `performance.now()`, or undefined when none came within 10 s. One task awaited
+ * at a time (a client that sends its next task once the webhook came).
+ */
+const completedWebhookArrivals = () => {
+  const early = new Map<string, number>();
+  let waiting: { readonly id: string; readonly done: (at: number | undefined) => void } | undefined;
+  return {
+    onBody: (taskId: string, state: string | undefined): void => {
+      if (state !== 'TASK_STATE_COMPLETED') return;
+      const at = performance.now();
+      if (taskId === waiting?.id) waiting.done(at);
+      else early.set(taskId, at);
+    },
+    arrival: (id: string): Promise<number | undefined> => {
+      const came = early.get(id);
+      if (came !== undefined) return Promise.resolve(came);
+      return new Promise((resolveArrival) => {
+        const timer = setTimeout(() => done(undefined), 10_000);
+        const done = (at: number | undefined): void => {
+          clearTimeout(timer);
+          waiting = undefined;
+          resolveArrival(at);
+        };
+        waiting = { id, done };
+      });
+    },
+  };
+};
+
+/**
  * One client, one task at a time, untraced: SendStreamingMessage → its terminal
  * event, and request → the COMPLETED webhook at the receiver (the next task starts once it came).
  */
@@ -830,15 +869,8 @@ const oneClientPhase = async (
   const commitToWebhook: number[] = [];
   let missing = 0;
   if (capabilities.pushNotifications) {
-    let arrived: ((at: number) => void) | undefined;
-    let waitingFor: string | undefined;
-    const early = new Map<string, number>();
-    const receiver = await startWebhookReceiver((taskId, state) => {
-      if (state !== 'TASK_STATE_COMPLETED') return;
-      const at = performance.now();
-      if (taskId === waitingFor) arrived?.(at);
-      else early.set(taskId, at);
-    });
+    const arrivals = completedWebhookArrivals();
+    const receiver = await startWebhookReceiver(arrivals.onBody);
     try {
       for (let i = 0; i < ONE_CLIENT_TASKS; i++) {
         const began = performance.now();
@@ -846,17 +878,7 @@ const oneClientPhase = async (
           configuration: { taskPushNotificationConfig: { url: receiver.url } },
         });
         const id = expectState(answer, 'TASK_STATE_COMPLETED', 'one-client push').id;
-        const at =
-          early.get(id) ??
-          (await new Promise<number | undefined>((done) => {
-            const timer = setTimeout(() => done(undefined), 10_000);
-            waitingFor = id;
-            arrived = (when) => {
-              clearTimeout(timer);
-              done(when);
-            };
-          }));
-        waitingFor = undefined;
+        const at = await arrivals.arrival(id);
         if (at === undefined) {
           missing += 1;
           continue;
@@ -886,6 +908,58 @@ const oneClientPhase = async (
 
 // ---- main
 
+type Emulators = [
+  Awaited<ReturnType<typeof startDynamoDbLocal>>,
+  Awaited<ReturnType<typeof startSqsEmulator>>,
+  Awaited<ReturnType<typeof startKmsEmulator>>,
+];
+
+const startEmulators = (): Promise<Emulators> => {
+  log('starting emulators and the local stack');
+  return Promise.all([startDynamoDbLocal(), startSqsEmulator(), startKmsEmulator()]);
+};
+
+const stopEmulators = async ([dynamodb, sqs, kms]: Emulators): Promise<void> => {
+  await Promise.allSettled([dynamodb.stop(), sqs.stop(), kms.stop()]);
+};
+
+/** The local stack on the emulators, its card's capabilities read, warmed up (JIT, connections, data keys). */
+const startWarmStack = async (emulators: {
+  readonly dynamodb: Emulators[0];
+  readonly sqs: Emulators[1];
+  readonly kms: Emulators[2];
+}) => {
+  const { dynamodb, sqs, kms } = emulators;
+  const stack = await startLocalStack({
+    port: 0,
+    config,
+    prefix: 'bench',
+    endpoints: {
+      dynamodb: dynamodb.endpoint,
+      dynamodbStreams: dynamodb.endpoint,
+      sqs: sqs.endpoint,
+      kms: kms.url,
+    },
+    log: () => {},
+  });
+  const main = new RpcClient(`${stack.baseUrl}/agents/default`, tokens.main);
+  const card = (await (
+    await fetch(`${stack.baseUrl}/agents/default/.well-known/agent-card.json`)
+  ).json()) as {
+    capabilities?: { streaming?: boolean; pushNotifications?: boolean };
+  };
+  const capabilities = {
+    streaming: card.capabilities?.streaming === true,
+    pushNotifications: card.capabilities?.pushNotifications === true,
+  };
+  log(`capabilities: ${JSON.stringify(capabilities)}`);
+  await pool(40, CONCURRENCY, async (i) => {
+    expectState(await main.send(`warm-up ${i}`), 'TASK_STATE_COMPLETED', 'warm-up');
+  });
+  await meter.settle();
+  return { stack, main, capabilities };
+};
+
 const main = async () => {
   const deployment = readDeployment();
   const startedAt = new Date().toISOString();
@@ -897,44 +971,13 @@ const main = async () => {
   const anchorInstall: AnchorInstall = args['skip-anchor']
     ? { ok: false, reason: 'anchor skipped: --skip-anchor' }
     : await installAnchor(log);
-  log('starting emulators and the local stack');
-  const [dynamodb, sqs, kms] = await Promise.all([
-    startDynamoDbLocal(),
-    startSqsEmulator(),
-    startKmsEmulator(),
-  ]);
+  const [dynamodb, sqs, kms] = await startEmulators();
   let stack: LocalStack | undefined;
   const results: Record<string, unknown> = {};
   try {
-    stack = await startLocalStack({
-      port: 0,
-      config,
-      prefix: 'bench',
-      endpoints: {
-        dynamodb: dynamodb.endpoint,
-        dynamodbStreams: dynamodb.endpoint,
-        sqs: sqs.endpoint,
-        kms: kms.url,
-      },
-      log: () => {},
-    });
-    const main = new RpcClient(`${stack.baseUrl}/agents/default`, tokens.main);
-    const card = (await (
-      await fetch(`${stack.baseUrl}/agents/default/.well-known/agent-card.json`)
-    ).json()) as {
-      capabilities?: { streaming?: boolean; pushNotifications?: boolean };
-    };
-    const capabilities = {
-      streaming: card.capabilities?.streaming === true,
-      pushNotifications: card.capabilities?.pushNotifications === true,
-    };
-    log(`capabilities: ${JSON.stringify(capabilities)}`);
-
-    // Warm-up: JIT, connections, data keys.
-    await pool(40, CONCURRENCY, async (i) => {
-      expectState(await main.send(`warm-up ${i}`), 'TASK_STATE_COMPLETED', 'warm-up');
-    });
-    await meter.settle();
+    const started = await startWarmStack({ dynamodb, sqs, kms });
+    stack = started.stack;
+    const { main, capabilities } = started;
 
     // 1. Single-turn, blocking, CONCURRENCY clients, ROUNDS rounds.
     const kmsBefore = kms.counts();
@@ -1226,7 +1269,7 @@ const main = async () => {
     log('wrote bench/results/latest.json and bench/results/latest.md');
   } finally {
     await stack?.stop();
-    await Promise.allSettled([dynamodb.stop(), sqs.stop(), kms.stop()]);
+    await stopEmulators([dynamodb, sqs, kms]);
     meter.uninstall();
   }
 };
@@ -1243,4 +1286,36 @@ const coldStartOnly = async (): Promise<void> => {
   );
 };
 
-await (args['only-cold-start'] ? coldStartOnly() : main());
+/**
+ * The one-client phase and the latency floor's traced phase alone: the floor section (with the
+ * measured one-client p50s beside it) and the load average on stdout.
+ */
+const floorOnly = async (): Promise<void> => {
+  meter.install();
+  const trace = installHopTrace();
+  trace.record(false);
+  const emulators = await startEmulators();
+  const [dynamodb, sqs, kms] = emulators;
+  let stack: LocalStack | undefined;
+  try {
+    const started = await startWarmStack({ dynamodb, sqs, kms });
+    stack = started.stack;
+    const before = machineLoad();
+    log('one client: SSE terminal event, request → webhook');
+    const oneClient = await oneClientPhase(started.main, started.capabilities);
+    log('latency floor: tracing each path at one client');
+    const latencyFloor = await floorPhase(stack, started.main, trace);
+    const after = machineLoad();
+    process.stdout.write(
+      `${latencyFloorSection({ parameters: { concurrency: CONCURRENCY }, latencyFloor, oneClient })}\n\n` +
+        `load average ${before.loadavg1} → ${after.loadavg1} (${after.cores} cores), ${process.version}\n`,
+    );
+  } finally {
+    await stack?.stop();
+    await stopEmulators(emulators);
+    trace.uninstall();
+    meter.uninstall();
+  }
+};
+
+await (args['only-cold-start'] ? coldStartOnly() : args['only-floor'] ? floorOnly() : main());
