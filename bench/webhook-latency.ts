@@ -20,7 +20,13 @@
  *   commit → webhook at 20 clients:  --tasks 200 --concurrency 20 --blocking
  *   request → webhook at 1 client:   --tasks 50 --concurrency 1 --blocking --one-at-a-time
  *
- * Run: npx tsx bench/webhook-latency.ts [--tasks 200] [--concurrency 20] [--deliverers 64] [--blocking] [--one-at-a-time]
+ * `--trace` traces every task hop by hop (bench/lib/hop-trace.ts) and prints, for the COMPLETED
+ * revision, the route each task took and the median of each step (bench/lib/latency-floor.ts
+ * `webhookRoute`, the floor's own reading of the trace, here at any concurrency), then the FIFO step
+ * split at the settling of the group's previous message (its delivery record written), the
+ * event loop's delay and the deliverer's requests (decision 0074).
+ *
+ * Run: npx tsx bench/webhook-latency.ts [--tasks 200] [--concurrency 20] [--deliverers 64] [--blocking] [--one-at-a-time] [--trace]
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -28,7 +34,10 @@ import { ensureDynamoDbLocalJar } from '../infra/local/dynamodb-local.ts';
 import { startLocalStack } from '../infra/local/local-stack.ts';
 import { defaultConfig } from '../shared/config/config.ts';
 import { startWebhookReceiver } from '../test/support/webhook-receiver.ts';
+import { cpuSeconds } from './lib/cpu.ts';
+import { installHopTrace } from './lib/hop-trace.ts';
 import { Meter } from './lib/meter.ts';
+import { printWebhookTrace } from './lib/webhook-trace.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 const { values } = parseArgs({
@@ -38,6 +47,7 @@ const { values } = parseArgs({
     deliverers: { type: 'string', default: '64' },
     blocking: { type: 'boolean', default: false },
     'one-at-a-time': { type: 'boolean', default: false },
+    trace: { type: 'boolean', default: false },
   },
 });
 const tasks = Number(values.tasks);
@@ -59,6 +69,8 @@ await ensureDynamoDbLocalJar();
 // Installed before the handler modules load, so their SDK clients are counted (bench/lib/meter.ts).
 const meter = new Meter();
 meter.install();
+const trace = values.trace ? installHopTrace() : undefined;
+const traceNow = (): number => performance.timeOrigin + performance.now();
 const stack = await startLocalStack({
   port: 0,
   config: defaultConfig,
@@ -66,9 +78,16 @@ const stack = await startLocalStack({
   delivererConcurrency: Number(values.deliverers),
   log: () => {},
 });
-const receiver = await startWebhookReceiver();
+const receiver = await startWebhookReceiver({
+  respond: (post) => {
+    const update = (post.body as StatusBody).statusUpdate;
+    if (update) trace?.mark('receiver: body', update.taskId, { state: update.status.state, at: traceNow() });
+    return 200;
+  },
+});
 try {
   const began = performance.now();
+  const cpuBefore = cpuSeconds();
   let next = 0;
   const taskIds = new Set<string>();
   const requestToCompleted: number[] = [];
@@ -81,6 +100,7 @@ try {
     while (next < tasks) {
       next += 1;
       const requestedAt = Date.now();
+      const tracedAt = traceNow();
       const response = await fetch(`${stack.baseUrl}/agents/default`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
@@ -101,6 +121,7 @@ try {
       const taskId = body.result?.task?.id;
       if (taskId === undefined) continue;
       taskIds.add(taskId);
+      trace?.mark('client: request', taskId, { at: tracedAt });
       if (!values['one-at-a-time']) continue;
       await receiver.waitFor(() => completedAt(taskId) !== undefined, 30_000);
       requestToCompleted.push((completedAt(taskId) ?? Number.NaN) - requestedAt);
@@ -116,6 +137,7 @@ try {
     ).size;
   await receiver.waitFor(() => done() >= taskIds.size, 300_000);
   const elapsedS = (performance.now() - began) / 1000;
+  const cpuAfter = cpuSeconds();
 
   const all: number[] = [];
   const completedOnly: number[] = [];
@@ -129,6 +151,11 @@ try {
   console.log(
     `${taskIds.size} tasks, ${receiver.posts.length} POSTs in ${elapsedS.toFixed(1)} s (concurrency ${concurrency}, ` +
       `deliverers ${values.deliverers}${values.blocking ? ', blocking' : ''}${values['one-at-a-time'] ? ', one at a time' : ''})`,
+  );
+  const node = cpuAfter.node - cpuBefore.node;
+  const dynamodb = cpuAfter.children - cpuBefore.children;
+  console.log(
+    `CPU: this process ${node.toFixed(1)} s, DynamoDB Local ${dynamodb.toFixed(1)} s: ${(((node + dynamodb) / taskIds.size) * 1000).toFixed(1)} ms per task`,
   );
   summarize('commit → webhook, every statusUpdate', all);
   summarize('commit → webhook, COMPLETED', completedOnly);
@@ -144,7 +171,15 @@ try {
       `(${(writes / Math.max(1, revisions)).toFixed(2)} WRU per delivered revision, ` +
       `${(sum(deliverer.capacity.deliverer, 'read') / Math.max(1, revisions)).toFixed(2)} RRU)`,
   );
+  if (trace) {
+    trace.record(false);
+    printWebhookTrace(trace, {
+      stateStreamMs: stack.pollers.projector.pollIntervalMs,
+      journalStreamMs: stack.pollers.pusher?.pollIntervalMs ?? stack.pollers.projector.pollIntervalMs,
+    });
+  }
 } finally {
+  trace?.uninstall();
   meter.uninstall();
   await receiver.close();
   await stack.stop();

@@ -122,6 +122,14 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
     if (sk.startsWith('EVT#')) itemMark(`${fn}: event put`, item);
   };
 
+  /** A delivery record appended (decision 0025), when the append returned: `DELIVERY#<config>#<revision>`. */
+  const deliveryRecord = (fn: string, key: Item | undefined): void => {
+    const taskId = taskIdOf(key?.pk);
+    const revision = /^DELIVERY#.*#(\d+)$/.exec(str(key?.sk) ?? '')?.[1];
+    if (taskId && revision !== undefined)
+      mark(`${fn}: delivery record`, taskId, { revision: Number(revision) });
+  };
+
   const sdkMarks = (fn: string, operation: string, input: Record<string, unknown>, output: unknown): void => {
     if (operation === 'TransactWriteItems') {
       const items = (input.TransactItems ?? []) as Array<{
@@ -136,6 +144,7 @@ export const installHopTrace = (options: { readonly webhookPathPrefix?: string }
       }
     } else if (operation === 'UpdateItem') {
       taskRowCommit(fn, input as UpdateRequest);
+      deliveryRecord(fn, input.Key as Item | undefined);
       if (str((input.Key as Item | undefined)?.sk) === 'VIEW')
         journalPut(fn, assignedItem(input as UpdateRequest) as Item);
     } else if (operation === 'PutItem') {
