@@ -22,8 +22,9 @@ export type WriteThroughResult = 'written' | 'duplicate' | 'gap' | 'failed';
 export interface WriteThroughOptions {
   readonly logger?: { warn(message: string, fields: Record<string, unknown>): void };
   /**
-   * Called with each revision this writer projected (after its view is written); a hook for the
-   * webhook fan-out of tasks that carry the push mark. Its failure is logged like the write's.
+   * Called with each revision whose event this writer put, beside its view put (the view may turn
+   * out written by another projector first); a hook for the webhook fan-out of tasks that carry
+   * the push mark. Its failure is logged like the write's.
    */
   readonly afterProjected?: (projection: Projection) => Promise<void>;
 }
@@ -62,9 +63,7 @@ export class WriteThroughTaskRepository implements TaskRepository {
       const projection = committed && projectRevision(row.before, committed);
       // A scrub in place, or a row that moved on before it could be read: the backstop has it.
       if (projection === undefined) return undefined;
-      const outcome = await this.project(projection);
-      if (outcome === 'written') await this.options.afterProjected?.(projection);
-      return outcome;
+      return await this.project(projection);
     } catch (error) {
       this.options.logger?.warn('write-through left to the projector', {
         taskId: row.taskId,
@@ -109,7 +108,12 @@ export class WriteThroughTaskRepository implements TaskRepository {
     }
     await this.journal.putEvent(projection.event);
     failpoint('writeThrough.afterEvent');
-    const view = await this.journal.putView(projection);
+    // The hook needs the event only (the deliverer reads events, never the view): it runs beside
+    // the view put rather than after it (decision 0074).
+    const [view] = await Promise.all([
+      this.journal.putView(projection),
+      this.options.afterProjected?.(projection),
+    ]);
     // Moved: another projector wrote this revision's view (after its event) first.
     return this.remember(taskId, revision, view === 'written' ? 'written' : 'duplicate');
   }

@@ -230,23 +230,27 @@ export const deliverPush = async (
   context?: AttemptContext,
 ): Promise<DeliveryOutcome> => {
   const now = epochSeconds(deps.clock.now());
-  const config = await deps.pushConfigs.get(delivery.taskId, delivery.configId);
+  // The three reads at once (decision 0074): the config, the watermark, and the events from the
+  // message's own revision — what a v1.0 config owes in the common case. None depends on when the
+  // others are read: a config is deleted, never changed; the watermark only rises, and no other
+  // message of the group runs meanwhile; events of a revision already queued only stay.
+  const [config, settledThrough, ownEvents] = await Promise.all([
+    deps.pushConfigs.get(delivery.taskId, delivery.configId),
+    deps.deliveryLog?.settledThrough(delivery.taskId, delivery.configId),
+    deps.journal.listEvents(delivery.taskId, delivery.revision - 1),
+  ]);
   if (config === undefined || config.expiresAt <= now) return { kind: 'config-gone' };
   const owed =
     deps.deliveryLog === undefined
       ? [delivery.revision]
-      : owedRevisions(
-          config,
-          delivery.revision,
-          await deps.deliveryLog.settledThrough(delivery.taskId, delivery.configId),
-        );
+      : owedRevisions(config, delivery.revision, settledThrough);
   const oldest = owed[0];
   if (oldest === undefined) return { kind: 'not-owed' };
-  // A v0.3 body is the task as of the revision: its artifacts may come from an earlier event.
-  const events = await deps.journal.listEvents(
-    delivery.taskId,
-    config.protocolVersion === '0.3' ? 0 : oldest - 1,
-  );
+  // A v0.3 body is the task as of the revision: its artifacts may come from an earlier event. An
+  // older revision still owed (a catch-up) needs its events too: read again from there.
+  const from = config.protocolVersion === '0.3' ? 0 : oldest - 1;
+  const events =
+    from === delivery.revision - 1 ? ownEvents : await deps.journal.listEvents(delivery.taskId, from);
   const event = events.find((candidate) => candidate.revision === delivery.revision);
   if (event === undefined) throw new RevisionNotProjectedError(delivery.revision);
   if (event.expiresAt <= now) return { kind: 'event-gone' };

@@ -93,8 +93,8 @@ export const fanOutProjected = async (
 };
 
 /**
- * The write-through's hook after each revision it projected (`afterProjected`): the direct
- * fan-out of that revision's event. Resolves whatever the fan-out came to.
+ * The write-through's hook for each revision whose event it put (`afterProjected`, beside the
+ * view put): the direct fan-out of that revision's event. Resolves whatever the fan-out came to.
  */
 export const fanOutAfterProjection =
   (deps: DirectFanOutDeps) =>
