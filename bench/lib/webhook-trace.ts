@@ -120,7 +120,7 @@ export const printWebhookTrace = (trace: HopTrace, intervals: StreamIntervals): 
     console.log(
       row(
         label,
-        splits.map((split) => split[key]),
+        splits.map((split) => split[key]).filter((ms) => !Number.isNaN(ms)),
       ),
     );
   const loop = trace.eventLoop();
