@@ -111,6 +111,22 @@ describe('write-through projection (decision 0043)', () => {
     expect(projected).toEqual([1, 2, 3]);
   });
 
+  it('a failed fan-out hook is logged and the next revision is still written through', async () => {
+    const { state, journal, warnings, r1, r2, create, next } = setup();
+    const tasks = new WriteThroughTaskRepository(state, journal, {
+      logger: { warn: (_message, fields) => void warnings.push(fields) },
+      afterProjected: async (projection) => {
+        if (projection.view.revision === 1) throw new Error('delivery queue down');
+      },
+    });
+    await tasks.commit(create);
+    await tasks.commit(next(r1, r2));
+    // Revision 2 is written through without reading whether 1 is there: the writer knows it is.
+    expect(journal.writes).toEqual(['event 1', 'view 1 written', 'event 2', 'view 2 written']);
+    expect(journal.reads).toEqual([]);
+    expect(warnings).toHaveLength(1);
+  });
+
   it('the backstop writes nothing for a revision already projected', async () => {
     const { tasks, journal, r1, r2, create, next } = setup();
     await tasks.commit(create);

@@ -110,12 +110,16 @@ export class WriteThroughTaskRepository implements TaskRepository {
     failpoint('writeThrough.afterEvent');
     // The hook needs the event only (the deliverer reads events, never the view): it runs beside
     // the view put rather than after it (decision 0074).
-    const [view] = await Promise.all([
+    const [view, hook] = await Promise.allSettled([
       this.journal.putView(projection),
       this.options.afterProjected?.(projection),
     ]);
-    // Moved: another projector wrote this revision's view (after its event) first.
-    return this.remember(taskId, revision, view === 'written' ? 'written' : 'duplicate');
+    if (view.status === 'rejected') throw view.reason;
+    // Moved: another projector wrote this revision's view (after its event) first. Remembered
+    // even when the hook failed, so the next revision is still written through.
+    const outcome = this.remember(taskId, revision, view.value === 'written' ? 'written' : 'duplicate');
+    if (hook.status === 'rejected') throw hook.reason;
+    return outcome;
   }
 
   /**
