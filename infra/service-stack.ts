@@ -309,7 +309,7 @@ export class ServiceStack extends Stack {
       }),
     );
     grantTableData(this.projector, stateful.journalTable, journalTableDefinition, 'write');
-    // The backstop reads before it writes (decisions 0043, 0070): the task's journal partition.
+    // The backstop reads before it writes (decisions 0043, 0076): the batch's events and views.
     grantTableActions(this.projector, stateful.journalTable, PROJECTOR_BACKSTOP_READS);
 
     // reaper: every minute, RUNNING runs whose lease expired (a crashed executor) are settled
