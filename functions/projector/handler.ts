@@ -1,7 +1,7 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { DynamoDbBackstopJournal } from '../../shared/adapters/dynamodb/dynamodb-backstop-journal.ts';
 import { processStreamByTask } from '../../shared/adapters/dynamodb/journal-stream.ts';
-import { committedImagesOf, taskImagesOf } from '../../shared/adapters/dynamodb/stream-images.ts';
+import { batchImagesOf, type TaskImages } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { createFunctionMetrics, recordProjection } from '../../shared/adapters/metrics.ts';
 import { dynamoDbStreamFunction, inStreamTrace } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
@@ -26,10 +26,10 @@ const backstopTiming = {
 
 /** One stream record = one committed revision; a failure is retried from the committed images. */
 const projectStreamRecord =
-  (stateOf: JournalStateOf) =>
+  (stateOf: JournalStateOf, imagesOf: (record: DynamoDBRecord) => TaskImages) =>
   async (record: DynamoDBRecord): Promise<void> => {
     failpoint('projector.midBatch');
-    const images = taskImagesOf(record);
+    const images = imagesOf(record);
     const result = await projectRecord(journal, images.oldImage, images.newImage, stateOf);
     recordProjection(metrics, record, images, result);
     const task = images.newImage ?? images.oldImage;
@@ -43,6 +43,7 @@ const projectStreamRecord =
  * whole batch, after the write-through's grace (decision 0076).
  */
 export const handler = dynamoDbStreamFunction({ logger, metrics }, async (event) => {
-  const stateOf = await batchJournalState(journal, event.Records.flatMap(committedImagesOf), backstopTiming);
-  return processStreamByTask(event.Records, () => inStreamTrace(projectStreamRecord(stateOf)));
+  const images = batchImagesOf(event.Records);
+  const stateOf = await batchJournalState(journal, images.all, backstopTiming);
+  return processStreamByTask(event.Records, () => inStreamTrace(projectStreamRecord(stateOf, images.of)));
 });

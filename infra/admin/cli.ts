@@ -23,7 +23,7 @@ import {
   processStreamByTask,
   processStreamTaskGroups,
 } from '../../shared/adapters/dynamodb/journal-stream.ts';
-import { committedImagesOf, taskImagesOf } from '../../shared/adapters/dynamodb/stream-images.ts';
+import { batchImagesOf } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { DynamoDbStreamRangeReader } from '../../shared/adapters/dynamodb/stream-records.ts';
 import { SqsDeadLetters } from '../../shared/adapters/sqs-dead-letters.ts';
 import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
@@ -592,9 +592,10 @@ const projectorReplay =
   async (records: readonly DynamoDBRecord[]): Promise<ConsumedRange> => {
     const taskRecords = records.filter(isTaskItemRecord);
     // Replayed records are long committed: no write-through grace (decision 0076).
-    const stateOf = await batchJournalState(journal, taskRecords.flatMap(committedImagesOf));
+    const images = batchImagesOf(taskRecords);
+    const stateOf = await batchJournalState(journal, images.all);
     const { batchItemFailures } = await processStreamByTask(taskRecords, () => async (record) => {
-      const { oldImage, newImage } = taskImagesOf(record);
+      const { oldImage, newImage } = images.of(record);
       await projectRecord(journal, oldImage, newImage, stateOf);
     });
     return { handled: taskRecords.length, failed: batchItemFailures.length };

@@ -22,14 +22,31 @@ export const taskImagesOf = (
   newImage: parseTaskImage(record.dynamodb?.NewImage),
 });
 
+export type TaskImages = ReturnType<typeof taskImagesOf>;
+
 /**
- * A record's images for a batch-wide read, or none when the record does not parse: the
- * record's own handler meets (and reports) that failure, the rest of the batch goes on.
+ * A stream batch's images, each record parsed once (the batch-wide read and each record's own
+ * handler both need them): `all` holds the images of the records that parse; `of(record)` gives a
+ * record's own, or throws its parse error, so that record's handler reports it and the rest of the
+ * batch goes on.
  */
-export const committedImagesOf = (record: DynamoDBRecord): ReturnType<typeof taskImagesOf>[] => {
-  try {
-    return [taskImagesOf(record)];
-  } catch {
-    return [];
+export const batchImagesOf = (
+  records: readonly DynamoDBRecord[],
+): { readonly all: readonly TaskImages[]; readonly of: (record: DynamoDBRecord) => TaskImages } => {
+  const parsed = new Map<DynamoDBRecord, TaskImages | { readonly failed: unknown }>();
+  for (const record of records) {
+    try {
+      parsed.set(record, taskImagesOf(record));
+    } catch (failed) {
+      parsed.set(record, { failed });
+    }
   }
+  return {
+    all: [...parsed.values()].filter((images): images is TaskImages => !('failed' in images)),
+    of: (record) => {
+      const images = parsed.get(record) ?? taskImagesOf(record);
+      if ('failed' in images) throw images.failed;
+      return images;
+    },
+  };
 };
