@@ -657,24 +657,24 @@ export const RPC_STATE_TABLE_ACTIONS = [
   'dynamodb:DeleteItem',
 ] as const;
 
-/** The rpc function reads the journal: a task's events and views, and ListTasks on `byOwner`. */
-/**
- * What a writer's write-through needs of the journal (decision 0043): it reads whether a revision
- * is projected (GetItem), puts events and views (PutItem) and moves the owner's counters
- * (UpdateItem, inside a transaction). Never a delete: purging stays the admin command's.
- */
 /**
  * What the projector's backstop reads of the journal: `projectedAll` (BatchGetItem, decision 0076),
  * and `projected` and the view's reread (GetItem).
  */
 export const PROJECTOR_BACKSTOP_READS = ['dynamodb:BatchGetItem', 'dynamodb:GetItem'] as const;
 
+/**
+ * What a writer's write-through needs of the journal (decision 0043): it reads whether a revision
+ * is projected (GetItem), puts events and views (PutItem) and moves the owner's counters
+ * (UpdateItem, inside a transaction). Never a delete: purging stays the admin command's.
+ */
 export const JOURNAL_WRITE_THROUGH_ACTIONS = [
   'dynamodb:GetItem',
   'dynamodb:PutItem',
   'dynamodb:UpdateItem',
 ] as const;
 
+/** The rpc function reads the journal: a task's events and views, and ListTasks on `byOwner`. */
 export const RPC_JOURNAL_TABLE_ACTIONS = ['dynamodb:Query', ...JOURNAL_WRITE_THROUGH_ACTIONS] as const;
 
 /** The reaper in the audit table (decision 0072): the start slots only, never content. */

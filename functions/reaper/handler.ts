@@ -9,7 +9,7 @@ import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
 import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
-import { withTrace } from '../../shared/adapters/trace-context.ts';
+import { inTaskTrace } from '../../shared/adapters/trace-context.ts';
 import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
 import { type ReapReport, reapExpiredRuns } from '../../shared/app/runs/reap-runs.ts';
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
@@ -50,17 +50,7 @@ const deps = {
   config: env.config,
   logger,
   // Each expired run in its task's trace: the task id and its creator's traceparent (decision 0059).
-  inTaskTrace: <T>(
-    task: { readonly taskId: string; readonly traceparent?: string },
-    work: () => Promise<T>,
-  ) =>
-    withTrace(
-      {
-        correlation_id: task.taskId,
-        ...(task.traceparent !== undefined && { traceparent: task.traceparent }),
-      },
-      work,
-    ),
+  inTaskTrace,
 };
 
 /**

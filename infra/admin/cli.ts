@@ -490,12 +490,13 @@ const approvalsListCommand = async (options: Options, io: AdminIo): Promise<numb
   }
 };
 
-/** The run queue: --queue-url, $RUN_QUEUE_URL, or the `<prefix>-RunQueue` of an installation. */
+/** SQS at --sqs-endpoint, the SDK's endpoint variables, or AWS. */
 const sqsClientOf = (options: Options, env: NodeJS.ProcessEnv): SQSClient =>
   new SQSClient(
     clientConfig(options.sqsEndpoint ?? env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL, options, env),
   );
 
+/** The run queue: --queue-url, $RUN_QUEUE_URL, or the `<prefix>-RunQueue` of an installation. */
 const runQueueOf = async (options: Options, env: NodeJS.ProcessEnv) => {
   const sqs = sqsClientOf(options, env);
   let url = options.queueUrl ?? env.RUN_QUEUE_URL;

@@ -83,7 +83,7 @@ export const logReplacer = (key: string, value: unknown): unknown => {
  * zero `sampling_rate` — about 170 B of every line, a third of a task's log bytes
  * (docs/operations.md lists the keys; the cost is in bench/results/latest.md).
  */
-export class HouseLogFormatter extends LogFormatter {
+class HouseLogFormatter extends LogFormatter {
   formatAttributes(attributes: UnformattedAttributes, additional: LogAttributes): LogItem {
     const context = attributes.lambdaContext;
     return new LogItem({

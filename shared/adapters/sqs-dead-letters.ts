@@ -16,7 +16,7 @@ import * as z from '../zod.ts';
 const sequenceNumber = z.string().check(z.regex(/^\d{1,64}$/));
 
 /** The part of Lambda's on-failure record the replay needs (the rest is ignored). */
-export const streamBatchInfoSchema = z.object({
+const streamBatchInfoSchema = z.object({
   DDBStreamBatchInfo: z.object({
     streamArn: z.string().check(z.startsWith('arn:')),
     shardId: z.string().check(z.minLength(1), z.maxLength(256)),

@@ -69,3 +69,16 @@ export const traceOfStreamRecord = (record: Pick<DynamoDBRecord, 'dynamodb'>): T
     ...(traceparent !== undefined && { traceparent }),
   };
 };
+
+/**
+ * Runs `work` in a task's trace (decision 0059): its id as the correlation id and the
+ * traceparent of the request that created it (stored on the task row), checked like every
+ * traceparent read back. For work that starts from a task rather than a message (the reaper).
+ */
+export const inTaskTrace = <T>(
+  task: { readonly taskId: string; readonly traceparent?: string },
+  work: () => Promise<T>,
+): Promise<T> => {
+  const traceparent = validTraceparent(task.traceparent);
+  return withTrace({ correlation_id: task.taskId, ...(traceparent !== undefined && { traceparent }) }, work);
+};

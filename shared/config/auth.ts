@@ -40,7 +40,7 @@ export const jwtAlgorithms = [
   'EdDSA',
 ] as const;
 
-const nonEmptyString = z.string().check(z.minLength(1));
+export const nonEmptyString = z.string().check(z.minLength(1));
 
 export const jwtConfigSchema = z.object({
   /** Expected `iss`, exactly. */

@@ -1,5 +1,5 @@
 import * as z from '../zod.ts';
-import { authConfigSchema } from './auth.ts';
+import { authConfigSchema, nonEmptyString } from './auth.ts';
 
 /**
  * The configuration contract of docs/configuration.md: one file format for `npm start --config`,
@@ -7,8 +7,6 @@ import { authConfigSchema } from './auth.ts';
  */
 
 const privacyLevelInput = z.string();
-
-const nonEmptyString = z.string().check(z.minLength(1));
 
 /** A whole number from `min` to `max`. */
 const integer = (min: number, max: number) => z.number().check(z.int(), z.gte(min), z.lte(max));

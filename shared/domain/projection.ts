@@ -109,7 +109,8 @@ export interface Projection {
   readonly previous?: { readonly revision: number; readonly expiresAt: number };
 }
 
-const sameBytes = (a: SealedBlob | undefined, b: SealedBlob | undefined): boolean => {
+/** Whether two sealed blobs hold the same bytes (two absent ones count as the same). */
+export const sameBytes = (a: SealedBlob | undefined, b: SealedBlob | undefined): boolean => {
   if (a === undefined || b === undefined) return a === b;
   if (a.byteLength !== b.byteLength) return false;
   for (let i = 0; i < a.byteLength; i++) if (a[i] !== b[i]) return false;

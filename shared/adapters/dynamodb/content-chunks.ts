@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { StoredTask } from '../../domain/projection.ts';
+import { type StoredTask, sameBytes } from '../../domain/projection.ts';
 import { keys } from './entities.ts';
 
 /**
@@ -37,9 +37,9 @@ const REFERENCE_FORMAT = 1;
 const REFERENCE_BYTES = 40;
 const HASH_OFFSET = 8;
 
-export const chunkPrefix = 'CHUNK#';
+const chunkPrefix = 'CHUNK#';
 
-export interface ChunkReference {
+interface ChunkReference {
   readonly hash: string;
   readonly length: number;
   readonly count: number;
@@ -92,7 +92,7 @@ export const cutIntoChunks = (blob: Uint8Array): Uint8Array[] =>
     blob.subarray(index * chunkBytes, (index + 1) * chunkBytes),
   );
 
-export type ContentBlobs = Partial<Record<ContentField, Uint8Array>>;
+type ContentBlobs = Partial<Record<ContentField, Uint8Array>>;
 
 /** A blob smaller than this stays inline: a chunk item of its own would save its row little. */
 export const minChunkedBytes = 16 * 1024;
@@ -139,9 +139,6 @@ const contentOf = (task: StoredTask): ContentBlobs =>
     }).filter(([, blob]) => blob !== undefined),
   );
 
-const sameBytes = (a: Uint8Array | undefined, b: Uint8Array | undefined): boolean =>
-  a !== undefined && b !== undefined && Buffer.from(a).equals(Buffer.from(b));
-
 /** A task write with its content as stored, and the chunk writes that go with it in one transaction. */
 export interface ChunkedTaskWrite {
   readonly task: StoredTask;
@@ -166,7 +163,7 @@ export const chunkTaskWrite = (
   const content = contentOf(task);
   const stored = storedBlobs(content);
   const storedBefore = before === undefined ? {} : storedBlobs(contentOf(before));
-  const { pk } = keys.task(task.taskId);
+  const chunkKey = (sk: string) => keys.chunk(task.taskId, sk);
   const writes: TransactItem[] = [];
   let bytes = 0;
   for (const field of ['statusMessage', 'artifacts', 'history'] as const) {
@@ -179,7 +176,7 @@ export const chunkTaskWrite = (
         writes.push({
           Put: {
             TableName: tableName,
-            Item: { pk, sk: chunkSortKey(chunks.hash, index), data, expiresAt: task.expiresAt },
+            Item: { ...chunkKey(chunkSortKey(chunks.hash, index)), data, expiresAt: task.expiresAt },
           },
         });
       }
@@ -189,7 +186,7 @@ export const chunkTaskWrite = (
         writes.push({
           Update: {
             TableName: tableName,
-            Key: { pk, sk },
+            Key: chunkKey(sk),
             UpdateExpression: 'SET #expiresAt = :expiresAt',
             ExpressionAttributeNames: { '#expiresAt': 'expiresAt' },
             ExpressionAttributeValues: { ':expiresAt': task.expiresAt },
@@ -201,7 +198,7 @@ export const chunkTaskWrite = (
   const replaced = storedBefore.history;
   if (replaced !== undefined && isChunkReference(replaced) && !sameBytes(replaced, stored.history)) {
     for (const sk of chunkSortKeys(readReference(replaced)))
-      writes.push({ Delete: { TableName: tableName, Key: { pk, sk } } });
+      writes.push({ Delete: { TableName: tableName, Key: chunkKey(sk) } });
   }
   return {
     task: {
