@@ -63,8 +63,16 @@ export const readReference = (blob: Uint8Array): ChunkReference => {
 const hashOf = (blob: Uint8Array): Buffer => createHash('sha256').update(blob).digest();
 
 /** The reference to a blob's chunks; a reference is its own. */
+/**
+ * References already computed, per blob: the row's write and the write-through's event and view
+ * refer to the same sealed blobs, which are never changed in place, so each is hashed once.
+ */
+const references = new WeakMap<Uint8Array, Uint8Array>();
+
 export const referenceOf = (blob: Uint8Array): Uint8Array => {
   if (isChunkReference(blob)) return blob;
+  const known = references.get(blob);
+  if (known !== undefined) return known;
   const reference = new Uint8Array(REFERENCE_BYTES);
   const view = new DataView(reference.buffer);
   reference[0] = REFERENCE_MARKER;
@@ -72,6 +80,7 @@ export const referenceOf = (blob: Uint8Array): Uint8Array => {
   view.setUint32(2, blob.length);
   view.setUint16(6, Math.ceil(blob.length / chunkBytes));
   reference.set(hashOf(blob), HASH_OFFSET);
+  references.set(blob, reference);
   return reference;
 };
 
