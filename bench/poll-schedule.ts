@@ -2,7 +2,8 @@
  * What the SSE stream's poll schedule costs and how late it picks a revision up (decision 0046):
  * the real `streamTask` over the in-memory journal, with an injected clock, for a revision that
  * lands `gap` ms after the previous one. Reads are strongly consistent journal Queries, billed at
- * least 1 RRU each on AWS (decision 0036). Deterministic: no emulator, no wall clock.
+ * least 1 RRU each on AWS (decision 0036). Then the same for the blocking wait over runs of given
+ * lengths (decision 0077). Deterministic: no emulator, no wall clock.
  *
  *   npx tsx bench/poll-schedule.ts
  */
@@ -100,12 +101,14 @@ for (const gap of gaps) {
 }
 
 /**
- * The blocking wait (`waitForView`, unchanged): eventually consistent GetItem polls (0.5 RRU
- * each), after 16 waits of the same kind that took `landMs` (decision 0035's deferral warmed up).
+ * The blocking wait (`waitForView`, decision 0077): eventually consistent GetItem polls (0.5 RRU
+ * each) of one instance's waits in turn, each read taking `rttMs`, the runs' lengths drawn from
+ * `draw` (seeded, so every run of this script prints the same). The history is warmed by 32 waits,
+ * then 200 are counted: mean reads, and how late the view was picked up (p50, p95, mean).
  */
-const blocking = async (landMs: number) => {
+const blocking = async (draw: () => number, rttMs: number) => {
   const history = new WaitHistory();
-  const run = async () => {
+  const run = async (landMs: number) => {
     const start = Date.parse('2026-12-01T10:00:00.000Z');
     let now = start;
     let reads = 0;
@@ -113,6 +116,7 @@ const blocking = async (landMs: number) => {
       taskId: 't',
       contextId: 'c',
       owner: alice,
+      profileId: alice.profileId,
       state: 'TASK_STATE_COMPLETED',
       revision: 3,
       statusTimestamp: '',
@@ -122,7 +126,9 @@ const blocking = async (landMs: number) => {
       journal: {
         getView: async () => {
           reads += 1;
-          return now - start >= landMs ? view : undefined;
+          const seen = now - start >= landMs;
+          now += rttMs;
+          return seen ? view : undefined;
         },
       } as unknown as JournalRepository,
       tasks: {} as ReadTaskDeps['tasks'],
@@ -141,12 +147,55 @@ const blocking = async (landMs: number) => {
     });
     return { reads, lateMs: now - start - landMs };
   };
-  for (let i = 0; i < 16; i++) await run();
-  return run();
+  for (let i = 0; i < 32; i++) await run(draw());
+  const counted = [];
+  for (let i = 0; i < 200; i++) counted.push(await run(draw()));
+  const late = counted.map((wait) => wait.lateMs).sort((a, b) => a - b);
+  const mean = (values: number[]) => values.reduce((total, value) => total + value, 0) / values.length;
+  return {
+    reads: mean(counted.map((wait) => wait.reads)),
+    p50: late[Math.floor(0.5 * late.length)] as number,
+    p95: late[Math.floor(0.95 * late.length)] as number,
+    mean: mean(late),
+  };
 };
-console.log('\n| run (ms) | blocking-wait polls (warm history) | late (ms) |');
-console.log('| ---: | ---: | ---: |');
-for (const land of [36, 60, 100, 300, 1_000, 5_000]) {
-  const { reads, lateMs } = await blocking(land);
-  console.log(`| ${land} | ${reads} | ${lateMs} |`);
+
+/** A seeded uniform source (mulberry32): the same draws on every run. */
+const seeded = (seed: number) => {
+  let state = seed;
+  return () => {
+    state += 0x6d2b79f5;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+};
+const fixed = (ms: number) => () => ms;
+const uniform = (from: number, to: number) => {
+  const next = seeded(7);
+  return () => from + next() * (to - from);
+};
+/** Log-normal around `medianMs` (σ = 0.6): model calls, whose lengths vary by a factor of a few. */
+const logNormal = (medianMs: number) => {
+  const next = seeded(11);
+  return () =>
+    medianMs * Math.exp(0.6 * Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next()));
+};
+const cases: Array<[string, () => number, number]> = [
+  ['echo at 1 client: 40 ms, reads 2 ms', fixed(40), 2],
+  ['fixed 100 ms, reads 2 ms', fixed(100), 2],
+  ['fixed 300 ms, reads 2 ms', fixed(300), 2],
+  ['20 clients on 2 cores: 300–650 ms, reads 60 ms', uniform(300, 650), 60],
+  ['model call: log-normal, median 1 s, reads 5 ms', logNormal(1_000), 5],
+  ['model call: log-normal, median 5 s, reads 5 ms', logNormal(5_000), 5],
+  ['model call: fixed 20 s, reads 5 ms', fixed(20_000), 5],
+];
+console.log('\n| runs | reads per wait | late p50 (ms) | late p95 (ms) | late mean (ms) |');
+console.log('| --- | ---: | ---: | ---: | ---: |');
+for (const [name, draw, rtt] of cases) {
+  const { reads, p50, p95, mean } = await blocking(draw, rtt);
+  console.log(
+    `| ${name} | ${reads.toFixed(2)} | ${p50.toFixed(0)} | ${p95.toFixed(0)} | ${mean.toFixed(0)} |`,
+  );
 }

@@ -56,7 +56,7 @@ const methods = createA2aMethods({
   queue: tasks.announcing(new SqsRunQueue(sqs, env.runQueueUrl)),
   codec: new TaskContentCodec(sealer),
   clock: systemClock,
-  // Defers the journal wait's first poll by what recent waits took (decision 0035).
+  // Defers the journal wait's first poll by what recent waits took (decision 0077).
   waitHistory: new WaitHistory(),
   ids: uuidGenerator,
   config: env.config,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   journalWaitTiming,
+  pollStepMs,
   type ReadTaskDeps,
   WaitHistory,
   waitForView,
@@ -105,42 +106,46 @@ describe('the blocking wait on the journal (decision 0017)', () => {
   });
 });
 
-describe('the first poll is deferred by what recent waits of the same kind took (decision 0035)', () => {
-  const poll = journalWaitTiming.activePollMs;
-  /** When the first poll is due after recent waits whose quickest took `quickestMs`. */
-  const deferredTo = (quickestMs: number) => Math.round(journalWaitTiming.deferShare * quickestMs) - poll;
+describe('the first poll is due when a tenth of the recent waits of the kind had found their view (decision 0077)', () => {
+  /** When the first poll is due after recent waits whose tenth quantile is `quantileMs`. */
+  const deferredTo = (quantileMs: number) => Math.max(0, Math.round(quantileMs) - pollStepMs(quantileMs));
 
   it('without a history (a fresh instance) the first read is immediate, as before', async () => {
     const { deps, readsAt } = landing(300);
     expect(await waitSettled(deps)).toMatchObject({ revision: 3 });
     expect(readsAt[0]).toBe(0);
-    expect(readsAt).toHaveLength(13); // 0, 25, …, 300
+    expect(readsAt.at(-1)).toBeGreaterThanOrEqual(300);
   });
 
-  it('after waits of ~300 ms, the next wait first reads a little before 300 ms and still finds its view', async () => {
+  it('after waits of ~300 ms, the next wait first reads a step before 300 ms and still finds its view', async () => {
     const history = new WaitHistory();
-    await waitSettled(landing(300, history).deps);
-    expect(history.firstPollMs('settled:default')).toBe(deferredTo(300));
+    const first = landing(300, history);
+    await waitSettled(first.deps);
+    const foundAt = first.readsAt.at(-1) as number;
+    expect(history.firstPollMs('settled:default')).toBe(deferredTo(foundAt));
     const next = landing(310, history);
     expect(await waitSettled(next.deps)).toMatchObject({ revision: 3, state: 'TASK_STATE_COMPLETED' });
-    expect(next.readsAt[0]).toBe(deferredTo(300));
+    expect(next.readsAt[0]).toBe(deferredTo(foundAt));
     expect(next.readsAt.at(-1)).toBeGreaterThanOrEqual(310);
-    expect(next.readsAt.length).toBeLessThan(8); // 13 without the history
+    expect(next.readsAt.length).toBeLessThanOrEqual(3);
+    expect(first.readsAt.length).toBeGreaterThan(10);
   });
 
   it('a view that lands earlier than the history says is found at the first read, and the history comes down', async () => {
     const history = new WaitHistory();
     const slow = landing(2_000, history);
     await waitSettled(slow.deps);
-    const foundAt = slow.readsAt.at(-1) as number; // the poll that saw it (the wait backs off after 1 s)
+    const foundAt = slow.readsAt.at(-1) as number;
     expect(history.firstPollMs('settled:default')).toBe(deferredTo(foundAt));
-    // Quicker now: found at the deferred first read, remembered as half that time.
+    // Quicker now: found at the deferred first read, remembered as a share of that time.
     const quick = landing(100, history);
     expect(await waitSettled(quick.deps)).toMatchObject({ revision: 3 });
     expect(quick.readsAt).toEqual([deferredTo(foundAt)]);
-    expect(history.firstPollMs('settled:default')).toBe(deferredTo(deferredTo(foundAt) / 2));
-    for (let i = 0; i < 5; i++) await waitSettled(landing(100, history).deps);
-    expect(history.firstPollMs('settled:default')).toBeLessThanOrEqual(100);
+    for (let i = 0; i < 12; i++) await waitSettled(landing(100, history).deps);
+    expect(history.firstPollMs('settled:default')).toBeLessThanOrEqual(100 + pollStepMs(100));
+    const settled = landing(100, history);
+    await waitSettled(settled.deps);
+    expect((settled.readsAt.at(-1) as number) - 100).toBeLessThanOrEqual(pollStepMs(100));
   });
 
   it('keeps kinds apart, never defers past the deadline, and learns nothing from a wait that timed out', async () => {
@@ -148,10 +153,10 @@ describe('the first poll is deferred by what recent waits of the same kind took 
     const slow = landing(5_000, history);
     await waitSettled(slow.deps, 'settled:slow-agent');
     const learned = deferredTo(slow.readsAt.at(-1) as number);
-    expect(learned).toBeGreaterThan(3_500);
+    expect(learned).toBeGreaterThan(4_500);
     expect(history.firstPollMs('settled:slow-agent')).toBe(learned);
     expect(history.firstPollMs('projected')).toBe(0);
-    // Deferred by ~3.7 s, but the deadline is 1 s: one read at the deadline, and nothing found.
+    // Deferred by ~4.8 s, but the deadline is 1 s: one read at the deadline, and nothing found.
     const late = landing(10_000, history, 'TASK_STATE_WORKING');
     const found = await waitForView(late.deps, owner, 'task-1', {
       minRevision: 1,
@@ -180,8 +185,20 @@ describe('the first poll is deferred by what recent waits of the same kind took 
     await waitSettled(landing(3_000, history).deps);
     expect(history.firstPollMs('settled:default')).toBeLessThan(50);
     for (let i = 0; i < journalWaitTiming.historySize; i++) await waitSettled(landing(400, history).deps);
-    expect(history.firstPollMs('settled:default')).toBeGreaterThanOrEqual(deferredTo(400 - poll));
-    expect(history.firstPollMs('settled:default')).toBeLessThanOrEqual(deferredTo(400 + poll));
+    expect(history.firstPollMs('settled:default')).toBeGreaterThanOrEqual(deferredTo(400) - pollStepMs(400));
+    expect(history.firstPollMs('settled:default')).toBeLessThanOrEqual(400);
+  });
+
+  it('defers into the quickest of varied waits: at most a tenth find their view at the first poll', async () => {
+    const history = new WaitHistory();
+    // Waits of 200, 220, …, 500 ms in a shuffled order (no history of the kind yet).
+    const lands = Array.from({ length: 16 }, (_, index) => 200 + ((index * 7) % 16) * 20);
+    for (const ms of lands) await waitSettled(landing(ms, history).deps);
+    const due = history.firstPollMs('settled:default');
+    const atFirstPoll = lands.filter((ms) => ms <= due).length;
+    // Near the quickest wait (the 0035 rule deferred to 0.75 × half of it), within the quickest tenth.
+    expect(due).toBeGreaterThanOrEqual(180);
+    expect(atFirstPoll).toBeLessThanOrEqual(Math.ceil(lands.length / 10));
   });
 
   it('SendMessage remembers a blocking wait under its profile and a returnImmediately one as a projection', async () => {
@@ -217,20 +234,25 @@ describe('the first poll is deferred by what recent waits of the same kind took 
   });
 });
 
-describe('short waits poll a share of their length apart (decision 0046)', () => {
-  it('after waits of ~40 ms the polls are 10 ms apart and the view is found at most 10 ms late; long waits keep 25 ms', async () => {
-    const history = new WaitHistory();
-    for (let i = 0; i < 4; i++) await waitSettled(landing(40, history).deps);
-    expect(history.pollMs('settled:default')).toBe(journalWaitTiming.minPollMs);
-    const next = landing(44, history);
+describe('each poll waits a share of the wait so far (decision 0077)', () => {
+  it('a short wait polls 10 ms apart and finds its view at most 10 ms late', async () => {
+    const next = landing(44);
     expect(await waitSettled(next.deps)).toMatchObject({ revision: 3 });
     const gaps = next.readsAt.slice(1).map((at, index) => at - (next.readsAt[index] as number));
     expect(gaps.every((gap) => gap === journalWaitTiming.minPollMs)).toBe(true);
-    expect((next.readsAt.at(-1) as number) - 44).toBeLessThan(journalWaitTiming.minPollMs);
-    // A kind whose waits take a second polls as before; a kind with no history too.
-    const slow = new WaitHistory();
-    await waitSettled(landing(1_000, slow).deps);
-    expect(slow.pollMs('settled:default')).toBe(journalWaitTiming.activePollMs);
-    expect(slow.pollMs('projected')).toBe(journalWaitTiming.activePollMs);
+    expect((next.readsAt.at(-1) as number) - 44).toBeLessThanOrEqual(journalWaitTiming.minPollMs);
+  });
+
+  it('a long wait costs a logarithm of its length and is picked up at most a share of it late', async () => {
+    const { deps, readsAt } = landing(5_000);
+    expect(await waitSettled(deps)).toMatchObject({ revision: 3 });
+    const gaps = readsAt.slice(1).map((at, index) => at - (readsAt[index] as number));
+    // Every step is the share of the wait's age at the read before it, within 10…500 ms.
+    expect(gaps).toEqual(readsAt.slice(0, -1).map((at) => pollStepMs(at)));
+    expect(Math.max(...gaps)).toBe(Math.round(journalWaitTiming.pollShare * (readsAt.at(-2) as number)));
+    expect((readsAt.at(-1) as number) - 5_000).toBeLessThanOrEqual(journalWaitTiming.pollShare * 5_000);
+    expect(pollStepMs(60_000)).toBe(journalWaitTiming.maxPollMs);
+    // 25 ms apart for a second, then doubling to 200 ms (decisions 0035/0046) took 64 reads.
+    expect(readsAt.length).toBeLessThan(60);
   });
 });

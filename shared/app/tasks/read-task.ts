@@ -12,7 +12,7 @@ export interface ReadTaskDeps {
   readonly clock: Clock;
   /** Sleeps between journal polls; injected so tests and benchmarks can observe it. */
   readonly sleep?: (ms: number) => Promise<void>;
-  /** What recent waits took, per instance: defers a wait's first poll (decision 0035). */
+  /** What recent waits took, per instance: defers a wait's first poll (decision 0077). */
   readonly waitHistory?: WaitHistory;
 }
 
@@ -120,71 +120,60 @@ export interface WaitOptions {
 export const projectedWait = 'projected';
 
 /**
- * How the journal is polled while a caller waits on its own write. A projection lands one
- * stream hop or more after the commit (decision 0017), so the first poll is deferred to a
- * little before the quickest of the recent waits of the same kind, then the wait polls
- * every `activePollMs` for `activeWindowMs`, then doubles the delay up to `maxPollMs` for long
- * runs. Polls read eventually consistent (half a read unit): a view is written only after its
- * commit, so a stale read only means one more poll.
+ * How the journal is polled while a caller waits on its own write (decision 0077). A projection
+ * lands right after its commit (write-through), so what a wait waits for is the run. The first
+ * poll is due when about a tenth of the recent waits of the same kind had found their view;
+ * after it, each poll waits `pollShare` of the wait's age so far (at least `minPollMs`, at most
+ * `maxPollMs`): a view is picked up at most that share of its wait late (and at most `maxPollMs`),
+ * and a long wait costs a logarithm of its length in polls, not a few dozen a second. Polls read eventually consistent
+ * (half a read unit): a view is written only after its commit, so a stale read only means one more
+ * poll.
  */
 export const journalWaitTiming = {
-  activePollMs: 25,
-  /**
-   * Waits of a kind that recently took little poll `pollShare` of the quickest of them apart,
-   * down to `minPollMs` (decision 0046): a short run is picked up a few ms late, not 25.
-   */
+  pollShare: 0.1,
   minPollMs: 10,
-  pollShare: 0.15,
-  activeWindowMs: 1_000,
-  maxPollMs: 200,
+  maxPollMs: 500,
   /** Recent waits remembered per kind. */
   historySize: 16,
+  /** The share of recent waits that had found their view when the first poll is due. */
+  firstPollQuantile: 0.1,
   /**
-   * The first poll is due at this share of the quickest recent wait (less `activePollMs`): a wait
-   * quicker than all recent ones still finds its view at once unless it is much quicker.
+   * A wait found at its first poll says only that its view was there by then: it is remembered as
+   * this share of that time, so a deferral that overshoots comes down within a few waits.
    */
-  deferShare: 0.75,
+  foundAtFirstPollShare: 0.75,
 } as const;
+
+/** The step after a poll that found nothing, `elapsedMs` into the wait (decision 0077). */
+export const pollStepMs = (elapsedMs: number): number =>
+  Math.min(
+    journalWaitTiming.maxPollMs,
+    Math.max(journalWaitTiming.minPollMs, Math.round(journalWaitTiming.pollShare * elapsedMs)),
+  );
 
 /**
  * What the recent waits of each kind took until their view was there, per instance (a Lambda
- * instance serves one call at a time, but many in turn). A wait's first poll is due at
- * `deferShare` of the quickest of them, less `activePollMs`: a view found at that first poll may have landed
- * earlier, so it is remembered as half that time, and a deferral that overshoots is undone in a
- * few waits. No history (a fresh instance, a new kind): the first poll is immediate.
+ * instance serves one call at a time, but many in turn). A wait's first poll is due one step
+ * before the `firstPollQuantile` of them: the quickest tenth of the waits find their view at the
+ * first poll (late by what they were quicker), the others a step or a few later. No history (a fresh instance, a new kind): the first poll is
+ * immediate.
  */
 export class WaitHistory {
   private readonly recent = new Map<string, number[]>();
 
   /** Milliseconds after the start of a wait of `kind` when its first poll is due. */
   firstPollMs(kind: string): number {
-    const quickest = this.quickestMs(kind);
-    if (quickest === undefined) return 0;
-    return Math.max(0, Math.round(journalWaitTiming.deferShare * quickest) - this.pollMs(kind));
-  }
-
-  /**
-   * Milliseconds between a wait's polls in its first second: `pollShare` of the quickest recent
-   * wait of `kind`, between `minPollMs` and `activePollMs` (decision 0046). No history: `activePollMs`.
-   */
-  pollMs(kind: string): number {
-    const quickest = this.quickestMs(kind);
-    if (quickest === undefined) return journalWaitTiming.activePollMs;
-    return Math.min(
-      journalWaitTiming.activePollMs,
-      Math.max(journalWaitTiming.minPollMs, Math.round(journalWaitTiming.pollShare * quickest)),
-    );
-  }
-
-  private quickestMs(kind: string): number | undefined {
     const recent = this.recent.get(kind);
-    return recent === undefined || recent.length === 0 ? undefined : Math.min(...recent);
+    if (recent === undefined || recent.length === 0) return 0;
+    const sorted = [...recent].sort((a, b) => a - b);
+    const due = sorted[Math.floor(journalWaitTiming.firstPollQuantile * (sorted.length - 1))] as number;
+    return Math.max(0, Math.round(due) - pollStepMs(due));
   }
 
   /** A wait of `kind` found its view `elapsedMs` after it began, at its first poll or later. */
   record(kind: string, elapsedMs: number, atFirstPoll: boolean): void {
     const recent = this.recent.get(kind) ?? [];
-    recent.push(atFirstPoll ? elapsedMs / 2 : elapsedMs);
+    recent.push(atFirstPoll ? journalWaitTiming.foundAtFirstPollShare * elapsedMs : elapsedMs);
     if (recent.length > journalWaitTiming.historySize) recent.shift();
     this.recent.set(kind, recent);
   }
@@ -208,8 +197,6 @@ export const waitForView = async (
   const history = kind === undefined ? undefined : deps.waitHistory;
   const firstPollMs = kind === undefined ? 0 : Math.min(history?.firstPollMs(kind) ?? 0, options.timeoutMs);
   if (firstPollMs > 0) await sleep(firstPollMs);
-  const activeUntil = startedAt + firstPollMs + journalWaitTiming.activeWindowMs;
-  let delay: number = (kind !== undefined && history?.pollMs(kind)) || journalWaitTiming.activePollMs;
   let latest: JournalView | undefined;
   for (let polls = 1; ; polls++) {
     const view = await deps.journal.getView(taskId, { consistent: false });
@@ -230,8 +217,7 @@ export const waitForView = async (
     const now = deps.clock.now().getTime();
     const remaining = deadline - now;
     if (remaining <= 0) return latest;
-    await sleep(Math.min(delay, remaining));
-    if (now >= activeUntil) delay = Math.min(delay * 2, journalWaitTiming.maxPollMs);
+    await sleep(Math.min(pollStepMs(now - startedAt), remaining));
   }
 };
 
