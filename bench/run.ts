@@ -66,13 +66,20 @@ import {
   usEast1Prices,
   usEast1ProvisionedPrices,
 } from './lib/cost-model.ts';
-import { cpuSeconds } from './lib/cpu.ts';
+import { cpuSeconds, dynamoDbLocalPid } from './lib/cpu.ts';
 import { type Deployment, readDeployment } from './lib/deployment.ts';
 import { computeFloor, type Floor, type ItemSizes } from './lib/floor.ts';
 import { type HopTrace, installHopTrace } from './lib/hop-trace.ts';
-import { machineBound, routeFloor, STEPS_TO_STATUS_TIMESTAMP, tracedRoutes } from './lib/latency-floor.ts';
+import {
+  machineBound,
+  requestFloorBound,
+  routeFloor,
+  STEPS_TO_STATUS_TIMESTAMP,
+  tracedRoutes,
+} from './lib/latency-floor.ts';
 import { diffSnapshots, handlerCapacity, itemSize, Meter, type MeterSnapshot } from './lib/meter.ts';
 import { coldStartTable, latencyFloorSection, renderMarkdown } from './lib/report.ts';
+import { priceRequests } from './lib/request-prices.ts';
 import { type LatencySummary, median, medianOfRounds, round, summarize } from './lib/stats.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
@@ -1085,24 +1092,6 @@ const main = async () => {
     // The latency floor's parts, one client, traced; and the machine's bound at CONCURRENCY clients.
     log('latency floor: tracing each path at one client');
     const floorParts = await floorPhase(stack, main, trace);
-    const cpuPerTask = (cpu.node + cpu.children) / (TASKS * ROUNDS);
-    const latencyFloors = {
-      ...floorParts,
-      machine: {
-        ...machineBound(
-          CONCURRENCY,
-          machineLoad().cores,
-          cpuPerTask,
-          cpu.mainThread > 0 ? cpu.mainThread / (TASKS * ROUNDS) : undefined,
-        ),
-        cpuSeconds: {
-          node: round(cpu.node),
-          mainThread: round(cpu.mainThread),
-          dynamodbLocal: round(cpu.children),
-        },
-        measuredTasksPerSecond: median(rounds.map((r) => r.throughputPerSecond)),
-      },
-    };
 
     // 2. The floor and the ratio.
     const sizes = await sampleItemSizes(stack, completedIds[0] as string);
@@ -1124,6 +1113,50 @@ const main = async () => {
       })),
       apiRequests: floor.apiRequests,
     };
+    // The floor's requests priced on this machine, now (the stack is idle): the 20-client bound
+    // they alone allow (bench/lib/latency-floor.ts `requestFloorBound`).
+    log("pricing single requests (the floor's CPU)");
+    const prices = await priceRequests({
+      dynamodbEndpoint: dynamodb.endpoint,
+      javaPid: dynamoDbLocalPid(dynamodb.port),
+      sqsEndpoint: sqs.endpoint,
+      kinds: ['put', 'get', 'sqsSend'],
+      requests: 1_000,
+      tableName: 'bench-request-prices',
+    });
+    const requestFloor =
+      prices.put && prices.get && prices.sqsSend
+        ? requestFloorBound(
+            CONCURRENCY,
+            machineLoad().cores,
+            {
+              writes: floor.dynamodbWriteRequests,
+              reads: floor.dynamodbReadRequests,
+              sqs: floor.sqsRequests,
+            },
+            { put: prices.put, get: prices.get, sqsSend: prices.sqsSend },
+          )
+        : undefined;
+    const cpuPerTask = (cpu.node + cpu.children) / (TASKS * ROUNDS);
+    const latencyFloors = {
+      ...floorParts,
+      machine: {
+        ...machineBound(
+          CONCURRENCY,
+          machineLoad().cores,
+          cpuPerTask,
+          cpu.mainThread > 0 ? cpu.mainThread / (TASKS * ROUNDS) : undefined,
+        ),
+        cpuSeconds: {
+          node: round(cpu.node),
+          mainThread: round(cpu.mainThread),
+          dynamodbLocal: round(cpu.children),
+        },
+        measuredTasksPerSecond: median(rounds.map((r) => r.throughputPerSecond)),
+        ...(requestFloor && { requestFloor }),
+      },
+    };
+
     const floorCost = costPerMillionTasks(floorUsage);
 
     // 3. Reads: GetTask and ListTasks.

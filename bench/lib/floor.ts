@@ -37,6 +37,12 @@ export interface Floor {
   readonly readUnits: number;
   readonly kmsRequests: number;
   readonly sqsRequests: number;
+  /**
+   * DynamoDB requests of the floor's lines: one write each for create, claim, complete and the
+   * audit row, two per projected revision (event, view); one read per read line.
+   */
+  readonly dynamodbWriteRequests: number;
+  readonly dynamodbReadRequests: number;
   readonly queueHops: number;
   readonly projectedRevisions: number;
   readonly invocations: Readonly<Record<string, number>>;
@@ -114,6 +120,8 @@ export const computeFloor = (sizes: ItemSizes, deployment: FloorDeployment): Flo
     kmsRequests: 0,
     // SendMessage, plus one ReceiveMessage and one DeleteMessageBatch per full batch.
     sqsRequests: 1 + 2 * executorShare,
+    dynamodbWriteRequests: 3 + 2 * 3 + (sizes.auditRows > 0 ? 1 : 0),
+    dynamodbReadRequests: reads.length,
     queueHops: 1,
     projectedRevisions: 3,
     invocations: { rpc: 1, executor: executorShare, projector: projectorShare },

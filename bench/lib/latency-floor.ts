@@ -264,7 +264,53 @@ export interface MachineBound {
   readonly boundBy: 'cores' | 'main thread';
   /** clients ÷ the highest throughput: the lowest mean latency the clients can see, ms. */
   readonly meanLatencyMs: number;
+  /** The same bound for the CPU of the floor's requests alone (`requestFloorBound`). */
+  readonly requestFloor?: RequestFloorBound;
 }
+
+/** The floor's requests per task (bench/lib/floor.ts) at the prices measured in the same run. */
+export interface RequestFloorBound {
+  readonly writes: number;
+  readonly reads: number;
+  readonly sqs: number;
+  /** CPU ms per request (Node + DynamoDB Local): PutItem ≈ 1 KB, GetItem found, SQS SendMessage. */
+  readonly prices: { readonly put: number; readonly get: number; readonly sqsSend: number };
+  /** CPU ms per task of these requests, all processes, and of the Node process alone. */
+  readonly cpuMsPerTask: number;
+  readonly nodeMsPerTask: number;
+  readonly maxTasksPerSecond: number;
+  readonly meanLatencyMs: number;
+}
+
+type Price = { readonly nodeMs: number; readonly javaMs: number };
+
+/**
+ * The lowest mean latency at `clients` closed-loop clients if a task cost only the CPU of the
+ * requests the invariants need (the floor's), priced as single requests on this machine: the
+ * lower of cores ÷ their CPU and one core ÷ their Node share (the JavaScript's one thread). A lower
+ * bound: it leaves out the task's HTTP request, the handlers' own work, sealing and the pollers.
+ */
+export const requestFloorBound = (
+  clients: number,
+  cores: number,
+  floor: { readonly writes: number; readonly reads: number; readonly sqs: number },
+  prices: { readonly put: Price; readonly get: Price; readonly sqsSend: Price },
+): RequestFloorBound => {
+  const total = (price: Price) => price.nodeMs + price.javaMs;
+  const cpuMsPerTask =
+    floor.writes * total(prices.put) + floor.reads * total(prices.get) + floor.sqs * total(prices.sqsSend);
+  const nodeMsPerTask =
+    floor.writes * prices.put.nodeMs + floor.reads * prices.get.nodeMs + floor.sqs * prices.sqsSend.nodeMs;
+  const maxTasksPerSecond = Math.min((cores * 1000) / cpuMsPerTask, 1000 / nodeMsPerTask);
+  return {
+    ...floor,
+    prices: { put: total(prices.put), get: total(prices.get), sqsSend: total(prices.sqsSend) },
+    cpuMsPerTask,
+    nodeMsPerTask,
+    maxTasksPerSecond,
+    meanLatencyMs: (clients / maxTasksPerSecond) * 1000,
+  };
+};
 
 export const machineBound = (
   clients: number,

@@ -234,6 +234,9 @@ describe('floor', () => {
     expect(floor.sqsRequests).toBeCloseTo(1.4, 10);
     expect(floor.kmsRequests).toBe(0);
     expect(floor.queueHops).toBe(1);
+    // create, claim, complete, and an event and a view per revision; no audit row here.
+    expect(floor.dynamodbWriteRequests).toBe(9);
+    expect(floor.dynamodbReadRequests).toBe(3);
   });
 });
 

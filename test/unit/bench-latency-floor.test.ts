@@ -4,6 +4,7 @@ import {
   floorPercentile,
   latencyFloor,
   machineBound,
+  requestFloorBound,
   routeFloor,
   STEPS_TO_STATUS_TIMESTAMP,
   sumOfUniformsCdf,
@@ -312,6 +313,27 @@ describe('the machine bound at closed-loop clients', () => {
     expect(bound.boundBy).toBe('main thread');
     expect(bound.meanLatencyMs).toBeCloseTo(500, 6);
     expect(machineBound(20, 2, 0.045, 0.02).boundBy).toBe('cores');
+  });
+
+  it("prices the floor's requests alone: writes, reads and SQS requests at the measured CPU each", () => {
+    const put = { nodeMs: 0.75, javaMs: 1 };
+    const get = { nodeMs: 0.5, javaMs: 0.5 };
+    const sqsSend = { nodeMs: 1, javaMs: 0 };
+    // 10 × 1.75 + 3 × 1 + 1.5 × 1 = 22 ms per task: 2 cores → 90.9 tasks/s; Node 7.5 + 1.5 + 1.5 = 10.5 ms.
+    const bound = requestFloorBound(20, 2, { writes: 10, reads: 3, sqs: 1.5 }, { put, get, sqsSend });
+    expect(bound.cpuMsPerTask).toBeCloseTo(22, 9);
+    expect(bound.nodeMsPerTask).toBeCloseTo(10.5, 9);
+    expect(bound.maxTasksPerSecond).toBeCloseTo(2000 / 22, 9);
+    expect(bound.meanLatencyMs).toBeCloseTo((20 * 22) / 2, 9);
+    // Node's share on its one thread binds when it is over half of the whole: 20 ms → 50 tasks/s.
+    const heavyNode = { nodeMs: 2, javaMs: 0.5 };
+    const nodeBound = requestFloorBound(
+      20,
+      2,
+      { writes: 10, reads: 0, sqs: 0 },
+      { put: heavyNode, get, sqsSend },
+    );
+    expect(nodeBound.maxTasksPerSecond).toBeCloseTo(50, 9);
   });
 });
 
