@@ -113,6 +113,12 @@ const SCALE_TASKS = quick ? 20 : 100;
 const ONE_CLIENT_TASKS = quick ? 15 : 50;
 /** Sequential blocking tasks at one client, on this server and on the anchor. */
 const SEQUENTIAL_TASKS = quick ? 20 : 100;
+/**
+ * Tasks each server gets at `CONCURRENCY` clients before its measured rounds (decision 0078): both
+ * run on JITs (V8; the SDK server's too, and DynamoDB Local's JVM) that reach their steady state
+ * only after a few hundred tasks, and the rounds compare steady states.
+ */
+const WARM_UP_TASKS = quick ? 40 : 300;
 /** Tasks per path traced at one client for the latency floor. */
 const FLOOR_TASKS = quick ? 10 : 30;
 /** Lambda writes platform lines (start, report) per invocation; JSON format, estimated bytes. */
@@ -788,8 +794,9 @@ const anchorPhase = async (install: AnchorInstall) => {
   if (!started.ok) return { skipped: started.reason };
   try {
     const client = new RpcClient(started.server.url);
-    for (let i = 0; i < 20; i++)
+    await pool(WARM_UP_TASKS, CONCURRENCY, async (i) => {
       expectState(await client.send(`warm-up ${i}`), 'TASK_STATE_COMPLETED', 'anchor warm-up');
+    });
     const rounds = [];
     for (let r = 0; r < ROUNDS; r++) {
       const load = machineLoad();
@@ -960,7 +967,7 @@ const startWarmStack = async (emulators: {
     pushNotifications: card.capabilities?.pushNotifications === true,
   };
   log(`capabilities: ${JSON.stringify(capabilities)}`);
-  await pool(40, CONCURRENCY, async (i) => {
+  await pool(WARM_UP_TASKS, CONCURRENCY, async (i) => {
     expectState(await main.send(`warm-up ${i}`), 'TASK_STATE_COMPLETED', 'warm-up');
   });
   await meter.settle();
@@ -985,6 +992,21 @@ const main = async () => {
     const started = await startWarmStack({ dynamodb, sqs, kms });
     stack = started.stack;
     const { main, capabilities } = started;
+
+    // Single requests priced on the warmed, idle stack before the rounds: the floor's requests at
+    // these prices bound the 20-client latency (bench/lib/latency-floor.ts `requestFloorBound`).
+    // Priced later, after the rounds and the floor phase, DynamoDB Local answered ~90 requests/s
+    // for a while and the prices were ten times these (bench run of 2026-12-01 18:07).
+    log("pricing single requests (the floor's CPU)");
+    const prices = await priceRequests({
+      dynamodbEndpoint: dynamodb.endpoint,
+      javaPid: dynamoDbLocalPid(dynamodb.port),
+      sqsEndpoint: sqs.endpoint,
+      kinds: ['put', 'get', 'sqsSend'],
+      requests: 1_000,
+      tableName: 'bench-request-prices',
+    });
+    await meter.settle();
 
     // 1. Single-turn, blocking, CONCURRENCY clients, ROUNDS rounds.
     const kmsBefore = kms.counts();
@@ -1113,17 +1135,6 @@ const main = async () => {
       })),
       apiRequests: floor.apiRequests,
     };
-    // The floor's requests priced on this machine, now (the stack is idle): the 20-client bound
-    // they alone allow (bench/lib/latency-floor.ts `requestFloorBound`).
-    log("pricing single requests (the floor's CPU)");
-    const prices = await priceRequests({
-      dynamodbEndpoint: dynamodb.endpoint,
-      javaPid: dynamoDbLocalPid(dynamodb.port),
-      sqsEndpoint: sqs.endpoint,
-      kinds: ['put', 'get', 'sqsSend'],
-      requests: 1_000,
-      tableName: 'bench-request-prices',
-    });
     const requestFloor =
       prices.put && prices.get && prices.sqsSend
         ? requestFloorBound(
