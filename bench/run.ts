@@ -993,19 +993,21 @@ const main = async () => {
     stack = started.stack;
     const { main, capabilities } = started;
 
-    // Single requests priced on the warmed, idle stack before the rounds: the floor's requests at
-    // these prices bound the 20-client latency (bench/lib/latency-floor.ts `requestFloorBound`).
-    // Priced later, after the rounds and the floor phase, DynamoDB Local answered ~90 requests/s
-    // for a while and the prices were ten times these (bench run of 2026-12-01 18:07).
-    log("pricing single requests (the floor's CPU)");
+    // Single requests priced on a DynamoDB Local of their own, started for this and stopped after
+    // (decision 0078): the cheapest these requests come on this machine, so the floor's requests at
+    // these prices are a lower bound (bench/lib/latency-floor.ts `requestFloorBound`). On the
+    // bench's own DynamoDB Local, after the warm-up or the rounds, the same requests cost 2–10×
+    // as much (bench runs of 2026-12-01 18:07 and 18:13).
+    log("pricing single requests on a fresh DynamoDB Local (the floor's CPU)");
+    const pricing = await startDynamoDbLocal();
     const prices = await priceRequests({
-      dynamodbEndpoint: dynamodb.endpoint,
-      javaPid: dynamoDbLocalPid(dynamodb.port),
+      dynamodbEndpoint: pricing.endpoint,
+      javaPid: dynamoDbLocalPid(pricing.port),
       sqsEndpoint: sqs.endpoint,
       kinds: ['put', 'get', 'sqsSend'],
       requests: 1_000,
       tableName: 'bench-request-prices',
-    });
+    }).finally(() => pricing.stop());
     await meter.settle();
 
     // 1. Single-turn, blocking, CONCURRENCY clients, ROUNDS rounds.

@@ -432,7 +432,7 @@ export const latencyFloorSection = (report: Report): string => {
     if (floor) {
       out.push('');
       out.push(
-        `The floor's requests alone (the cost floor's ${fmt(floor.writes)} DynamoDB writes, ${fmt(floor.reads)} reads and ${fmt(floor.sqs)} SQS requests per task), priced as single requests on this machine in this run (bench/lib/request-prices.ts: PutItem of ≈ 1 KB ${fmt(floor.prices.put)} ms, GetItem ${fmt(floor.prices.get)} ms, SendMessage ${fmt(floor.prices.sqsSend)} ms of CPU, both processes), ` +
+        `The floor's requests alone (the cost floor's ${fmt(floor.writes)} DynamoDB writes, ${fmt(floor.reads)} reads and ${fmt(floor.sqs)} SQS requests per task), priced as single requests on a DynamoDB Local of their own in this run (bench/lib/request-prices.ts, the cheapest they come on this machine: PutItem of ≈ 1 KB ${fmt(floor.prices.put)} ms, GetItem ${fmt(floor.prices.get)} ms, SendMessage ${fmt(floor.prices.sqsSend)} ms of CPU, both processes), ` +
           `take ${fmt(floor.cpuMsPerTask)} ms of CPU per task (${fmt(floor.nodeMsPerTask)} ms of it in Node): at most ${fmt(floor.maxTasksPerSecond)} tasks/s, a mean latency at ${machine.clients} clients of at least ${fmt(floor.meanLatencyMs)} ms. ` +
           `The rounds used ${fmt(machine.cpuSecondsPerTask * 1000)} ms: ${fmt(machine.cpuSecondsPerTask * 1000 - floor.cpuMsPerTask)} ms per task are this stack's own — requests beyond the floor's (DynamoDB requests per task above), items and indexes larger than the priced ones, the task's HTTP request and JSON-RPC, the handlers' work, sealing, the stream and queue pollers.`,
       );
