@@ -125,9 +125,9 @@ export const projectedWait = 'projected';
  * poll is due when about a tenth of the recent waits of the same kind had found their view;
  * after it, each poll waits `pollShare` of the wait's age so far (at least `minPollMs`, at most
  * `maxPollMs`): a view is picked up at most that share of its wait late (and at most `maxPollMs`),
- * and a long wait costs a logarithm of its length in polls, not a few dozen a second. Polls read eventually consistent
- * (half a read unit): a view is written only after its commit, so a stale read only means one more
- * poll.
+ * and a long wait costs a logarithm of its length in polls, not a few dozen a second. Polls read
+ * eventually consistent (half a read unit): a view is written only after its commit, so a stale
+ * read only means one more poll.
  */
 export const journalWaitTiming = {
   pollShare: 0.1,
@@ -155,8 +155,8 @@ export const pollStepMs = (elapsedMs: number): number =>
  * What the recent waits of each kind took until their view was there, per instance (a Lambda
  * instance serves one call at a time, but many in turn). A wait's first poll is due one step
  * before the `firstPollQuantile` of them: the quickest tenth of the waits find their view at the
- * first poll (late by what they were quicker), the others a step or a few later. No history (a fresh instance, a new kind): the first poll is
- * immediate.
+ * first poll (late by what they were quicker), the others a step or a few later. No history (a
+ * fresh instance, a new kind): the first poll is immediate.
  */
 export class WaitHistory {
   private readonly recent = new Map<string, number[]>();
