@@ -6,7 +6,7 @@ import { createFunctionMetrics, recordProjection } from '../../shared/adapters/m
 import { dynamoDbStreamFunction, inStreamTrace } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient } from '../../shared/adapters/sdk-clients.ts';
-import { systemClock } from '../../shared/adapters/system.ts';
+import { systemClock, systemSleep } from '../../shared/adapters/system.ts';
 import {
   batchJournalState,
   type JournalStateOf,
@@ -19,10 +19,7 @@ const env = readRuntimeEnv();
 const logger = createLogger('a2a-projector');
 const metrics = createFunctionMetrics(env, 'projector');
 const journal = new DynamoDbBackstopJournal(createDocumentClient(), env.journalTableName);
-const backstopTiming = {
-  clock: systemClock,
-  sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
-};
+const backstopTiming = { clock: systemClock, sleep: systemSleep };
 
 /** One stream record = one committed revision; a failure is retried from the committed images. */
 const projectStreamRecord =

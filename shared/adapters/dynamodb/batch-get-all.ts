@@ -1,11 +1,10 @@
 import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { systemSleep } from '../system.ts';
 
 /** BatchGetItem takes at most 100 keys per request. */
 const maxKeysPerRequest = 100;
 /** Rounds of retrying what DynamoDB left unprocessed (throttling, the 16 MB answer cap) before giving up. */
 const maxRounds = 5;
-
-const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The keys a BatchGetItem request could not read: its request items were left (partly) unprocessed. */
 export class UnprocessedKeysError extends Error {
@@ -26,7 +25,7 @@ export const batchGetAll = async (
   tableName: string,
   keys: readonly Record<string, unknown>[],
   options: { readonly projection?: string; readonly names?: Record<string, string> } = {},
-  sleep: (ms: number) => Promise<void> = defaultSleep,
+  sleep: (ms: number) => Promise<void> = systemSleep,
 ): Promise<Record<string, unknown>[]> => {
   const chunks: Record<string, unknown>[][] = [];
   for (let start = 0; start < keys.length; start += maxKeysPerRequest)

@@ -62,13 +62,13 @@ export const readReference = (blob: Uint8Array): ChunkReference => {
 
 const hashOf = (blob: Uint8Array): Buffer => createHash('sha256').update(blob).digest();
 
-/** The reference to a blob's chunks; a reference is its own. */
 /**
  * References already computed, per blob: the row's write and the write-through's event and view
  * refer to the same sealed blobs, which are never changed in place, so each is hashed once.
  */
 const references = new WeakMap<Uint8Array, Uint8Array>();
 
+/** The reference to a blob's chunks; a reference is its own. */
 export const referenceOf = (blob: Uint8Array): Uint8Array => {
   if (isChunkReference(blob)) return blob;
   const known = references.get(blob);

@@ -139,6 +139,8 @@ export class DynamoDbAuditTrail implements AuditTrail, RunStarts {
       return entry.kind;
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // A read of the slot's kind alone, not ReturnValuesOnConditionCheckFailure: that returns the
+      // whole row, and the reaper must not receive a claim's sealed content. Only on a lost race.
       const { Item } = await this.client.send(
         new GetCommand({
           TableName: this.tableName,

@@ -52,15 +52,20 @@ export const recordAuditStep = async (
       deps.logger?.info('audit write failed', fields);
       return;
     }
-    const { content: _dropped, ...metadataOnly } = entry;
     try {
-      await audit.record({ ...metadataOnly, level: 'metadata' });
+      await audit.record(metadataOnly(entry));
       deps.logger?.info('audit content dropped', fields);
     } catch (retryError) {
       deps.logger?.info('audit write failed', { ...fields, error: errorName(retryError) });
     }
   }
 };
+
+/** The fallback when content cannot be written: the entry without it, at `metadata`. */
+const metadataOnly = ({ content: _dropped, ...entry }: AuditEntry): AuditEntry => ({
+  ...entry,
+  level: 'metadata',
+});
 
 /** The entry for a step now, cut to the run's audit ceiling; `undefined` at `none`. */
 const entryOf = (
@@ -101,8 +106,7 @@ export const recordStart = async (
     return await deps.audit.recordStart(entry, run.version);
   } catch (error) {
     if (entry.content === undefined) throw error;
-    const { content: _dropped, ...metadataOnly } = entry;
-    const outcome = await deps.audit.recordStart({ ...metadataOnly, level: 'metadata' }, run.version);
+    const outcome = await deps.audit.recordStart(metadataOnly(entry), run.version);
     deps.logger?.info('audit content dropped', {
       taskId: run.taskId,
       runId: run.runId,
