@@ -10,6 +10,7 @@ import {
   startFakeModelServer,
 } from '../support/fake-model-servers.ts';
 import { createTestResources, providedEndpoints, type TestResources } from '../support/local-guard.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
@@ -126,14 +127,6 @@ const taskOf = (reply: Json): Json & { id: string } => {
   return task;
 };
 const stateOf = (task: Json) => (task.status as Json).state;
-
-const waitFor = async (condition: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((wake) => setTimeout(wake, 100));
-  }
-};
 
 const scan = async (table: string): Promise<Json[]> => {
   const items: Json[] = [];

@@ -33,6 +33,7 @@ import { deliveryGroupOf } from '../../shared/domain/push.ts';
 import { webhookPolicyFor } from '../../shared/domain/webhook-address.ts';
 import { alice } from '../support/core-fixture.ts';
 import { createTestResources, type TestResources } from '../support/local-guard.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
@@ -46,14 +47,6 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
 const bob = { tenant: 't1', principal: 'bob', profileId: 'default' } as const;
 const quiet: LocalLog = () => {};
 const nowSeconds = () => Math.floor(Date.now() / 1000);
-
-const waitFor = async (condition: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((wake) => setTimeout(wake, 100));
-  }
-};
 
 let env: TestResources;
 let faultable: LocalClients;
