@@ -171,6 +171,17 @@ try {
       `(${(writes / Math.max(1, revisions)).toFixed(2)} WRU per delivered revision, ` +
       `${(sum(deliverer.capacity.deliverer, 'read') / Math.max(1, revisions)).toFixed(2)} RRU)`,
   );
+  // Requests per task by function: the webhook path's own share (pusher, deliverer) beside the rest.
+  const perTask = Object.entries(deliverer.requests)
+    .filter(([fn]) => fn !== 'bench')
+    .map(([fn, row]) => {
+      const total = Object.values(row).reduce((sum, value) => sum + value, 0);
+      const parts = Object.entries(row)
+        .map(([key, value]) => `${key.slice(key.indexOf('.') + 1)} ${(value / taskIds.size).toFixed(2)}`)
+        .join(', ');
+      return `${fn} ${(total / taskIds.size).toFixed(2)} (${parts})`;
+    });
+  console.log(`requests per task: ${perTask.join('; ')}`);
   if (trace) {
     trace.record(false);
     printWebhookTrace(trace, {
