@@ -42,6 +42,8 @@ import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambd
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { byOwnerIndex } from '../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
+import { pushMark } from '../shared/adapters/dynamodb/entities.ts';
+import { pusherStreamBatching } from '../shared/adapters/dynamodb/journal-stream.ts';
 import {
   auditTable as auditTableDefinition,
   journalTable as journalTableDefinition,
@@ -354,7 +356,8 @@ export class ServiceStack extends Stack {
     this.pusher.addEventSource(
       new DynamoEventSource(stateful.journalTable, {
         startingPosition: StartingPosition.TRIM_HORIZON,
-        batchSize: 25,
+        batchSize: pusherStreamBatching.batchSize,
+        maxBatchingWindow: Duration.millis(pusherStreamBatching.maximumBatchingWindowMs),
         reportBatchItemFailures: true,
         // The handler stops at the first failure itself; halving would not keep order better.
         bisectBatchOnError: false,
@@ -366,7 +369,11 @@ export class ServiceStack extends Stack {
         filters: [
           FilterCriteria.filter({
             eventName: FilterRule.isEqual('INSERT'),
-            dynamodb: { Keys: { sk: { S: FilterRule.beginsWith('EVT#') } } },
+            // Only events with the push mark: a task without configs never invokes the pusher.
+            dynamodb: {
+              Keys: { sk: { S: FilterRule.beginsWith('EVT#') } },
+              NewImage: { [pushMark]: { BOOL: FilterRule.isEqual(true) } },
+            },
           }),
         ],
       }),

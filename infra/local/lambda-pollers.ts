@@ -462,6 +462,11 @@ export interface StreamPollerOptions {
    * again at once while records keep coming (default STREAM_POLL_INTERVAL_MS, as on AWS: decision 0017).
    */
   readonly pollIntervalMs?: number;
+  /**
+   * Like MaximumBatchingWindowInSeconds: how long records are gathered, from the first one read,
+   * before the function is invoked with them, unless `batchSize` fills first (default 0: at once).
+   */
+  readonly maximumBatchingWindowMs?: number;
   /** How often DescribeStream looks for new shards (default 1000 ms). */
   readonly shardRefreshMs?: number;
   readonly timeoutMs?: number;
@@ -509,6 +514,7 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
   const maximumRetryAttempts = Math.max(0, options.maximumRetryAttempts ?? 5);
   const bisect = options.bisectBatchOnFunctionError ?? true;
   const pollIntervalMs = Math.max(0, options.pollIntervalMs ?? STREAM_POLL_INTERVAL_MS);
+  const maximumBatchingWindowMs = Math.max(0, options.maximumBatchingWindowMs ?? 0);
   const shardRefreshMs = options.shardRefreshMs ?? 1_000;
   const region = options.region ?? 'us-east-1';
   const log = options.log ?? consoleLog;
@@ -589,6 +595,40 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
     }
   };
 
+  /**
+   * The batching window: from the read that found the batch's first record, reads go on at the
+   * poll rate until the batch holds `limit` records
+   * the filter passes (filtered ones count for nothing, as in Lambda) or the window has passed.
+   * A failed read ends the gathering; the next read meets the error.
+   */
+  const gather = async (
+    iterator: string | undefined,
+    raw: StreamSdkRecord[],
+    passes: (record: StreamSdkRecord) => boolean,
+    limit: number,
+    windowEnds: number,
+  ): Promise<{ raw: StreamSdkRecord[]; next: string | undefined }> => {
+    let next = iterator;
+    let gathered = raw;
+    let passing = raw.filter(passes).length;
+    while (running && next && passing < limit && performance.now() < windowEnds) {
+      await sleeper.sleep(Math.min(pollIntervalMs, windowEnds - performance.now()));
+      if (!running) break;
+      try {
+        const out = await streams.send(
+          new GetRecordsCommand({ ShardIterator: next, Limit: limit - passing }),
+        );
+        const found = out.Records ?? [];
+        gathered = found.length > 0 ? [...gathered, ...found] : gathered;
+        passing += found.filter(passes).length;
+        next = out.NextShardIterator;
+      } catch {
+        break;
+      }
+    }
+    return { raw: gathered, next };
+  };
+
   const readShard = async (shard: ShardState): Promise<void> => {
     // Where to resume if an iterator expires: after the last record settled.
     let resume: Position = shard.start;
@@ -640,6 +680,13 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
         iterator = next;
         if (next) await sleeper.sleep(Math.max(0, pollIntervalMs - (performance.now() - polledAt)));
         continue;
+      }
+      const passes = (record: StreamSdkRecord): boolean =>
+        !options.filter || options.filter(toLambdaStreamRecord(record, streamArn, region));
+      if (maximumBatchingWindowMs > 0 && raw.some(passes)) {
+        const gathered = await gather(next, raw, passes, limit, polledAt + maximumBatchingWindowMs);
+        raw = gathered.raw;
+        next = gathered.next;
       }
       const lastSequence = raw.at(-1)?.dynamodb?.SequenceNumber;
       const settle = (): void => {

@@ -4,7 +4,11 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { isJournalEventInsert, isTaskItemRecord } from '../../shared/adapters/dynamodb/journal-stream.ts';
+import {
+  isJournalEventInsert,
+  isTaskItemRecord,
+  pusherStreamBatching,
+} from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { addSdkClientHook } from '../../shared/adapters/sdk-clients.ts';
 import { armFailpoints, disarmFailpoints } from '../../shared/app/operations/failpoints.ts';
 import { type Config, defaultConfig } from '../../shared/config/config.ts';
@@ -233,7 +237,7 @@ const webhookModules = {
 } as const;
 
 export interface WebhookPollers {
-  /** Journal stream → pusher (inserted event items only, as the event-source filter in the cloud). */
+  /** Journal stream → pusher (inserted event items with the push mark only, as the event-source filter in the cloud). */
   readonly pusher: StreamPoller;
   /** FIFO delivery queue → deliverer, one message per invocation (batch size 1, as deployed). */
   readonly deliverer: SqsPoller;
@@ -268,6 +272,8 @@ const createWebhookPollers = async (
       functionName: 'pusher',
       startingPosition: resources.tables.Journal.created ? 'TRIM_HORIZON' : options.streamStart,
       filter: isJournalEventInsert,
+      batchSize: pusherStreamBatching.batchSize,
+      maximumBatchingWindowMs: pusherStreamBatching.maximumBatchingWindowMs,
       // Ordered fan-out: the handler stops at the first failure; halving adds nothing.
       bisectBatchOnFunctionError: false,
       maximumRetryAttempts: 10,

@@ -569,6 +569,8 @@ describe('ServiceStack', () => {
     service.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: logicalIdOf(installation.service, pusher) },
       StartingPosition: 'TRIM_HORIZON',
+      BatchSize: 100,
+      MaximumBatchingWindowInSeconds: 1,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       ParallelizationFactor: 1,
       MaximumRetryAttempts: 10,
@@ -581,7 +583,10 @@ describe('ServiceStack', () => {
           {
             Pattern: JSON.stringify({
               eventName: ['INSERT'],
-              dynamodb: { Keys: { sk: { S: [{ prefix: 'EVT#' }] } } },
+              dynamodb: {
+                Keys: { sk: { S: [{ prefix: 'EVT#' }] } },
+                NewImage: { pushConfigured: { BOOL: [true] } },
+              },
             }),
           },
         ],

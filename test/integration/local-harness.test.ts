@@ -37,19 +37,12 @@ import {
   isLocalEndpoint,
   type TestResources,
 } from '../support/local-guard.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /** The local harness itself, with stand-in handlers defined here (the real ones have their own tests). */
 
 let local: TestResources;
 const quiet: LocalLog = () => {};
-
-const waitFor = async (condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((wake) => setTimeout(wake, 20));
-  }
-};
 
 beforeAll(async () => {
   local = await createTestResources('harness');
@@ -481,6 +474,57 @@ describe('DynamoDB stream poller', () => {
     expect(attemptsOf.get(2)).toBe(3);
     expect(poller.stats().retries).toBe(2);
     expect(poller.stats().failedBatches).toBe(0);
+  });
+
+  it('gathers records for its batching window: one invocation once the batch is full, or once the window ends', async () => {
+    const batches: number[][] = [];
+    const poller = (tag: string, batchSize: number, maximumBatchingWindowMs: number) =>
+      createStreamPoller({
+        streams: local.clients.streams,
+        streamArn: streamArn(),
+        startingPosition: 'TRIM_HORIZON',
+        functionName: 'pusher',
+        batchSize,
+        maximumBatchingWindowMs,
+        pollIntervalMs: 20,
+        filter: inTest(tag),
+        handler: async (event) => {
+          batches.push(event.Records.map((record) => Number(record.dynamodb?.NewImage?.n?.N)));
+          return { batchItemFailures: [] };
+        },
+        log: quiet,
+      });
+    const put = (tag: string, n: number) =>
+      local.clients.doc.send(
+        new PutCommand({ TableName: table(), Item: { pk: `${tag}#${n}`, sk: 'TASK', n } }),
+      );
+
+    // A window far longer than the test: the third record fills the batch and ends it. Without
+    // the window, records written 200 ms apart would each be read, and invoked, on their own.
+    const full = poller('window-full', 3, 60_000);
+    await full.start();
+    try {
+      for (const n of [1, 2, 3]) {
+        await put('window-full', n);
+        await new Promise((wake) => setTimeout(wake, 200));
+      }
+      await waitFor(() => batches.length >= 1);
+    } finally {
+      await full.stop();
+    }
+    expect(batches).toEqual([[1, 2, 3]]);
+
+    // A batch that never fills is invoked when its window ends.
+    batches.length = 0;
+    const partial = poller('window-partial', 100, 300);
+    await partial.start();
+    try {
+      await put('window-partial', 1);
+      await waitFor(() => batches.length >= 1);
+    } finally {
+      await partial.stop();
+    }
+    expect(batches).toEqual([[1]]);
   });
 
   it('bisects a throwing batch, gives up on the poison record after bounded retries and moves on', async () => {

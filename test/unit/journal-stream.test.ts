@@ -1,6 +1,7 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import {
+  isJournalEventInsert,
   processStreamByTask,
   processStreamTaskGroups,
 } from '../../shared/adapters/dynamodb/journal-stream.ts';
@@ -22,6 +23,30 @@ const batch = [
 ];
 const failuresFrom = (...sequences: number[]) => ({
   batchItemFailures: sequences.map((sequence) => ({ itemIdentifier: String(sequence) })),
+});
+
+describe("isJournalEventInsert (the pusher's event-source filter)", () => {
+  const journalRecord = (
+    eventName: DynamoDBRecord['eventName'],
+    sk: string,
+    newImage: Record<string, unknown> = { pushConfigured: { BOOL: true } },
+  ): DynamoDBRecord =>
+    ({
+      eventName,
+      dynamodb: { Keys: { pk: { S: 'TASK#t' }, sk: { S: sk } }, NewImage: newImage },
+    }) as DynamoDBRecord;
+
+  it('passes inserted events with the push mark only', () => {
+    expect(isJournalEventInsert(journalRecord('INSERT', 'EVT#0000000003'))).toBe(true);
+    // No config was ever stored for the task: no config wants the event, the pusher is not invoked.
+    expect(isJournalEventInsert(journalRecord('INSERT', 'EVT#0000000003', {}))).toBe(false);
+    expect(
+      isJournalEventInsert(journalRecord('INSERT', 'EVT#0000000003', { pushConfigured: { BOOL: false } })),
+    ).toBe(false);
+    expect(isJournalEventInsert(journalRecord('MODIFY', 'VIEW'))).toBe(false);
+    expect(isJournalEventInsert(journalRecord('INSERT', 'VIEW'))).toBe(false);
+    expect(isJournalEventInsert(journalRecord('REMOVE', 'EVT#0000000003'))).toBe(false);
+  });
 });
 
 describe('processStreamTaskGroups (the pusher)', () => {

@@ -159,7 +159,7 @@ const jsonObject = z.record(z.string(), z.json());
 
 const ceiling = z.enum(['none', 'metadata', 'redacted', 'full']);
 
-/** The task row's push mark attribute (decision 0041). */
+/** The push mark attribute of the task row and of its journal events (decision 0041). */
 export const pushMark = 'pushConfigured' satisfies keyof StoredTask;
 
 type TaskField = Exclude<keyof StoredTask, typeof pushMark>;

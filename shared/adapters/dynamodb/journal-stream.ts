@@ -3,7 +3,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBRecord } from 'aws-lambda';
 import type { JournalEvent } from '../../domain/projection.ts';
 import { handleInGroups, oneAtATime } from '../grouped-batch.ts';
-import { eventItemSchema } from './entities.ts';
+import { eventItemSchema, pushMark } from './entities.ts';
 
 /** The journal event a stream record inserted (the pusher's input); its sealed content is not opened. */
 export const parseEventRecord = (
@@ -20,9 +20,23 @@ export const parseEventRecord = (
   };
 };
 
-/** The pusher's event-source filter: journal event items as they are inserted (never views, updates or TTL removals). */
+/**
+ * The pusher's event-source filter: journal event items as they are inserted (never views, updates
+ * or TTL removals) that carry the push mark (decision 0041: the events of a task no config was
+ * ever stored for are wanted by none, so they do not invoke the pusher at all, decision 0079).
+ */
 export const isJournalEventInsert = (record: DynamoDBRecord): boolean =>
-  record.eventName === 'INSERT' && (record.dynamodb?.Keys?.sk?.S ?? '').startsWith('EVT#');
+  record.eventName === 'INSERT' &&
+  (record.dynamodb?.Keys?.sk?.S ?? '').startsWith('EVT#') &&
+  record.dynamodb?.NewImage?.[pushMark]?.BOOL === true;
+
+/**
+ * How the pusher reads the journal stream, declared once for the CDK app and the local stack
+ * (decision 0079). The pusher is the webhook path's backstop: the writer fans out what it projected
+ * itself (decision 0045). Gathering up to a second of records lets one invocation take a task's
+ * revisions together — one read of its configs and one send for them, not one each per revision.
+ */
+export const pusherStreamBatching = { batchSize: 100, maximumBatchingWindowMs: 1_000 } as const;
 
 /** The projector's event-source filter: task items only (`sk = TASK`). */
 export const isTaskItemRecord = (record: DynamoDBRecord): boolean => record.dynamodb?.Keys?.sk?.S === 'TASK';
