@@ -1010,15 +1010,18 @@ const main = async () => {
     }).finally(() => pricing.stop());
     await meter.settle();
 
-    // 1. Single-turn, blocking, CONCURRENCY clients, ROUNDS rounds.
-    const kmsBefore = kms.counts();
-    const executorBefore = stack.pollers.executor.stats();
+    // 1. Single-turn, blocking, CONCURRENCY clients, ROUNDS rounds, unmetered: the latency and
+    // the CPU the SDK server is compared with are the product's, without the meter's
+    // ReturnConsumedCapacity on every request and its counting (decision 0080). The costs come
+    // from one more round after them, metered.
     const rounds: Array<
       LatencySummary & { throughputPerSecond: number; load: ReturnType<typeof machineLoad> }
     > = [];
     let completedIds: string[] = [];
     let cpu = { node: 0, children: 0, mainThread: 0 };
-    const singleTurn = await measured(deployment, [main], async () => {
+    await meter.settle();
+    meter.pause();
+    {
       const cpuBefore = cpuSeconds();
       for (let r = 0; r < ROUNDS; r++) {
         const load = machineLoad();
@@ -1041,8 +1044,19 @@ const main = async () => {
         children: cpuAfter.children - cpuBefore.children,
         mainThread: cpuAfter.mainThread - cpuBefore.mainThread,
       };
-      return TASKS * ROUNDS;
+    }
+    meter.resume();
+    const kmsBefore = kms.counts();
+    const executorBefore = stack.pollers.executor.stats();
+    const meteredLatencies: number[] = [];
+    const singleTurn = await measured(deployment, [main], async () => {
+      const { latencies, ids } = await singleTurnRound(main, TASKS, CONCURRENCY);
+      meteredLatencies.push(...latencies);
+      completedIds = ids;
+      return TASKS;
     });
+    const meteredRound = summarize(meteredLatencies);
+    log(`single-turn metered round (the costs): p50 ${round(meteredRound.p50)} ms`);
     const kmsAfter = kms.counts();
     const executorAfter = stack.pollers.executor.stats();
     const kmsEmulatorDelta = Object.fromEntries(
@@ -1092,16 +1106,22 @@ const main = async () => {
 
     // Sequential (1 client), as the seed bench/send-latency.ts measured it: the latency without
     // queueing, and the cost with the Lambda durations of an unloaded stack.
-    const sequential: number[] = [];
-    const sequentialRun = await measured(deployment, [main], async () => {
-      const count = SEQUENTIAL_TASKS;
-      for (let i = 0; i < count; i++) {
+    // Its latency unmetered, its cost from a metered run after it (decision 0080).
+    const sequentialTasks = async (into: number[]): Promise<number> => {
+      for (let i = 0; i < SEQUENTIAL_TASKS; i++) {
         const answer = await main.send(`sequential ${i}`);
         expectState(answer, 'TASK_STATE_COMPLETED', 'sequential');
-        sequential.push(answer.ms);
+        into.push(answer.ms);
       }
-      return count;
-    });
+      return SEQUENTIAL_TASKS;
+    };
+    const sequential: number[] = [];
+    await meter.settle();
+    meter.pause();
+    await sequentialTasks(sequential);
+    meter.resume();
+    const meteredSequential: number[] = [];
+    const sequentialRun = await measured(deployment, [main], () => sequentialTasks(meteredSequential));
 
     // The anchor, same load, right after ours (side by side: decision 0047).
     log('anchor: the a2a-js SDK server on SQLite, same load');
@@ -1267,7 +1287,9 @@ const main = async () => {
         ...strip(singleTurn),
         rounds,
         latency: medianOfRounds(rounds),
+        meteredRound,
         sequentialLatency: summarize(sequential),
+        meteredSequentialLatency: summarize(meteredSequential),
         sequential: strip(sequentialRun),
         crossCheck,
       },

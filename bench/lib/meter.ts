@@ -126,6 +126,8 @@ export class Meter {
   private readonly logBytes: Record<string, number> = {};
   private logLines = 0;
   private readonly undo: Array<() => void> = [];
+  /** While paused, the SDK middleware passes requests through untouched and counts nothing. */
+  private paused = false;
   /** Every invocation's wall duration, per function, for the latency section. */
   readonly durations: Record<string, number[]> = {};
 
@@ -134,6 +136,18 @@ export class Meter {
     this.undo.push(addSdkClientHook((client) => this.instrument(client, creatorOf())));
     this.undo.push(observeInvocations((record) => this.invoked(record)));
     this.undo.push(this.captureHandlerLogs());
+  }
+
+  /**
+   * Stops counting SDK requests and asking DynamoDB for their capacity, until `resume`: a latency
+   * measured while the meter counts is the product's plus the meter's (decision 0080).
+   */
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    this.paused = false;
   }
 
   uninstall(): void {
@@ -171,6 +185,7 @@ export class Meter {
     stack.add(
       // biome-ignore lint/suspicious/noExplicitAny: the SDK's handler types differ per client.
       (next: any, context: { clientName?: string; commandName?: string }) => async (args: any) => {
+        if (this.paused) return next(args);
         const service = (context.clientName ?? 'Unknown').replace(/Client$/, '');
         const operation = (context.commandName ?? 'Unknown').replace(/Command$/, '');
         const input = args.input as Record<string, unknown>;

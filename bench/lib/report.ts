@@ -793,6 +793,18 @@ export const renderMarkdown = (report: Report): string => {
         single.latency,
       ),
       latencyRow('blocking SendMessage, 1 client', single.sequentialLatency),
+      // The costs' runs, with the meter counting every request (decision 0080).
+      ...(single.meteredRound
+        ? [
+            latencyRow(
+              `blocking SendMessage, ${report.parameters.concurrency} clients, metered round`,
+              single.meteredRound,
+            ),
+          ]
+        : []),
+      ...(single.meteredSequentialLatency
+        ? [latencyRow('blocking SendMessage, 1 client, metered', single.meteredSequentialLatency)]
+        : []),
       latencyRow('GetTask', report.getTask?.latency),
       latencyRow('ListTasks', report.listTasks?.latency),
       latencyRow('multi-turn: first turn → INPUT_REQUIRED', report.multiTurn?.latency?.firstTurn),

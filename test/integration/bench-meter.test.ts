@@ -44,4 +44,28 @@ describe('the benchmark meter', () => {
     expect(written(after) - written(before)).toBe(2);
     expect(after.errors.bench?.['DynamoDB.PutItem']).toBe(1);
   });
+
+  it('counts nothing and asks for no capacity while paused, and counts again once resumed', async () => {
+    const doc = createDocumentClient();
+    const table = env.resources.tables.Journal.name;
+    const put = (n: number) =>
+      doc.send(
+        new PutCommand({
+          TableName: table,
+          Item: { pk: `TASK#meter-paused-${Date.now()}-${n}`, sk: 'EVT#0000000001' },
+          ReturnValues: 'NONE',
+        }),
+      );
+    const puts = (snapshot: ReturnType<Meter['snapshot']>) =>
+      snapshot.requests.bench?.['DynamoDB.PutItem'] ?? 0;
+    const before = meter.snapshot();
+    meter.pause();
+    const paused = await put(1).finally(() => meter.resume());
+    // DynamoDB returns capacity only when asked: the paused meter did not ask.
+    expect(paused.ConsumedCapacity).toBeUndefined();
+    expect(puts(meter.snapshot())).toBe(puts(before));
+    const counted = await put(2);
+    expect(counted.ConsumedCapacity).toBeDefined();
+    expect(puts(meter.snapshot())).toBe(puts(before) + 1);
+  });
 });
