@@ -9,7 +9,12 @@ import {
   RevisionNotProjectedError,
   WebhookDeliveryFailedError,
 } from '../../shared/app/push/deliver-push.ts';
-import { fanOutAfterProjection, fanOutProjected } from '../../shared/app/push/fan-out-events.ts';
+import {
+  fanOutAfterProjection,
+  fanOutEvents,
+  fanOutProjected,
+  recentConfigsMaxAgeMs,
+} from '../../shared/app/push/fan-out-events.ts';
 import { buildPushConfig, PushConfigCodec } from '../../shared/app/push/push-configs.ts';
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import type { WebhookResult } from '../../shared/domain/ports.ts';
@@ -367,5 +372,56 @@ describe('fanOutAfterProjection: the write-through hook', () => {
     expect(queued).toEqual([{ taskId: 't', configId: 'hook', revision: 3 }]);
     const refusing = { ...deps, deliveries: { enqueue: async () => Promise.reject(new Error('down')) } };
     await expect(fanOutAfterProjection(refusing)({ event })).resolves.toBeUndefined();
+  });
+
+  it('reads a task’s configs once for the revisions it projects within their age, again after it (decision 0081)', async () => {
+    let nowMs = Date.parse('2026-12-01T12:00:00Z');
+    const reads: string[] = [];
+    const queued: PushDelivery[] = [];
+    const hook = (configId: string) => ({
+      taskId: 't',
+      configId,
+      url: 'https://x',
+      createdAt: '',
+      expiresAt: 4e9,
+      afterRevision: 0,
+    });
+    let stored = [hook('first')];
+    const deps = {
+      pushConfigs: {
+        get: async () => undefined,
+        list: async (taskId: string) => {
+          reads.push(taskId);
+          return { configs: stored, more: false };
+        },
+        put: async () => {},
+        delete: async () => {},
+      },
+      deliveries: { enqueue: async (deliveries: readonly PushDelivery[]) => void queued.push(...deliveries) },
+      clock: { now: () => new Date(nowMs) },
+    };
+    const fanOut = fanOutAfterProjection(deps);
+    const revision = (n: number) => ({
+      event: { taskId: 't', revision: n, expiresAt: 4e9, pushConfigured: true as const },
+    });
+    await fanOut(revision(2));
+    // A config stored after the read: the backstop's (the pusher reads the configs every time).
+    stored = [hook('first'), hook('second')];
+    nowMs += recentConfigsMaxAgeMs - 1;
+    await fanOut(revision(3));
+    expect(reads).toEqual(['t']);
+    nowMs += 1;
+    await fanOut(revision(4));
+    expect(reads).toEqual(['t', 't']);
+    expect(queued.map((delivery) => `${delivery.configId}@${delivery.revision}`)).toEqual([
+      'first@2',
+      'first@3',
+      'first@4',
+      'second@4',
+    ]);
+    // The backstop's fan-out reads them each time.
+    await fanOutEvents(deps, [revision(4).event]);
+    await fanOutEvents(deps, [revision(4).event]);
+    expect(reads).toHaveLength(4);
   });
 });

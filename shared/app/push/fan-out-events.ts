@@ -25,17 +25,46 @@ export interface EventRef {
   readonly pushConfigured?: true;
 }
 
+/** How long a writer reuses the push configs it read for a task's earlier revision (decision 0081). */
+export const recentConfigsMaxAgeMs = 10_000;
+/** Tasks whose configs a container keeps at most. */
+const recentConfigsTasks = 1_000;
+
 /**
- * Queues one delivery per (live event, live config) for events of ONE task, given in revision
- * order: the configs are read once (after every event was committed, so a config stored before
- * any of them is seen), the deliveries queued in revision order. Returns how many. Events without
- * the push mark are wanted by no config: for them the configs are not read.
+ * The push configs a writer's direct fan-out read last, per task, for the next revisions it
+ * projects within `recentConfigsMaxAgeMs` (decision 0081) — the executor's COMPLETED after its
+ * WORKING: one read of the configs per run, not one per revision. A config stored within that age
+ * is left to the backstop (the journal stream's pusher, which always reads them); one deleted
+ * within it is queued for and dropped by the deliverer, which reads each config it delivers to.
  */
-export const fanOutEvents = async (deps: FanOutDeps, events: readonly EventRef[]): Promise<number> => {
-  const now = epochSeconds(deps.clock.now());
-  const live = events.filter((event) => event.expiresAt > now);
-  const taskId = live[0]?.taskId;
-  if (taskId === undefined || !live.some((event) => event.pushConfigured)) return 0;
+export class RecentPushConfigs {
+  private readonly entries = new Map<
+    string,
+    { readonly configs: readonly StoredPushConfig[]; readonly readAtMs: number }
+  >();
+
+  constructor(private readonly clock: Clock) {}
+
+  fresh(taskId: string): readonly StoredPushConfig[] | undefined {
+    const entry = this.entries.get(taskId);
+    if (entry === undefined) return undefined;
+    if (this.clock.now().getTime() - entry.readAtMs < recentConfigsMaxAgeMs) return entry.configs;
+    this.entries.delete(taskId);
+    return undefined;
+  }
+
+  remember(taskId: string, configs: readonly StoredPushConfig[]): void {
+    this.entries.delete(taskId);
+    this.entries.set(taskId, { configs, readAtMs: this.clock.now().getTime() });
+    if (this.entries.size > recentConfigsTasks) {
+      const [oldest] = this.entries.keys();
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+  }
+}
+
+/** Every push config of a task, all pages. */
+const readConfigs = async (deps: FanOutDeps, taskId: string): Promise<StoredPushConfig[]> => {
   const configs: StoredPushConfig[] = [];
   let afterConfigId: string | undefined;
   for (;;) {
@@ -43,10 +72,34 @@ export const fanOutEvents = async (deps: FanOutDeps, events: readonly EventRef[]
       limit: 100,
       ...(afterConfigId !== undefined ? { afterConfigId } : {}),
     });
-    for (const config of page.configs) if (config.expiresAt > now) configs.push(config);
+    configs.push(...page.configs);
     afterConfigId = page.configs.at(-1)?.configId;
-    if (!page.more || afterConfigId === undefined) break;
+    if (!page.more || afterConfigId === undefined) return configs;
   }
+};
+
+/**
+ * Queues one delivery per (live event, live config) for events of ONE task, given in revision
+ * order: the configs are read once (after every event was committed, so a config stored before
+ * any of them is seen), the deliveries queued in revision order. Returns how many. Events without
+ * the push mark are wanted by no config: for them the configs are not read. With `recent` (a
+ * writer's own fan-out), configs read for an earlier revision within its age are used instead.
+ */
+export const fanOutEvents = async (
+  deps: FanOutDeps,
+  events: readonly EventRef[],
+  recent?: RecentPushConfigs,
+): Promise<number> => {
+  const now = epochSeconds(deps.clock.now());
+  const live = events.filter((event) => event.expiresAt > now);
+  const taskId = live[0]?.taskId;
+  if (taskId === undefined || !live.some((event) => event.pushConfigured)) return 0;
+  let read = recent?.fresh(taskId);
+  if (read === undefined) {
+    read = await readConfigs(deps, taskId);
+    recent?.remember(taskId, read);
+  }
+  const configs = read.filter((config) => config.expiresAt > now);
   // A config gets only the revisions committed after it existed, not older ones this batch carries.
   const deliveries: PushDelivery[] = live.flatMap((event) =>
     configs
@@ -76,12 +129,13 @@ export type DirectFanOutResult = 'queued' | 'nothing-to-queue' | 'failed';
 export const fanOutProjected = async (
   deps: DirectFanOutDeps,
   event: EventRef,
+  recent?: RecentPushConfigs,
 ): Promise<DirectFanOutResult> => {
   // Unmarked: no config wants it, and the pusher reads none for it either.
   if (!event.pushConfigured) return 'nothing-to-queue';
   try {
     failpoint('push.directFanOut');
-    return (await fanOutEvents(deps, [event])) > 0 ? 'queued' : 'nothing-to-queue';
+    return (await fanOutEvents(deps, [event], recent)) > 0 ? 'queued' : 'nothing-to-queue';
   } catch (error) {
     deps.logger?.warn('direct fan-out failed; the journal stream queues the revision', {
       taskId: event.taskId,
@@ -94,10 +148,13 @@ export const fanOutProjected = async (
 
 /**
  * The write-through's hook for each revision whose event it put (`afterProjected`, beside the
- * view put): the direct fan-out of that revision's event. Resolves whatever the fan-out came to.
+ * view put): the direct fan-out of that revision's event, with the configs this hook read for the
+ * task's earlier revisions (`RecentPushConfigs`, one per hook: per container). Resolves whatever
+ * the fan-out came to.
  */
-export const fanOutAfterProjection =
-  (deps: DirectFanOutDeps) =>
-  async (projection: { readonly event: EventRef }): Promise<void> => {
-    await fanOutProjected(deps, projection.event);
+export const fanOutAfterProjection = (deps: DirectFanOutDeps) => {
+  const recent = new RecentPushConfigs(deps.clock);
+  return async (projection: { readonly event: EventRef }): Promise<void> => {
+    await fanOutProjected(deps, projection.event, recent);
   };
+};
