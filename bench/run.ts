@@ -783,53 +783,79 @@ const scalePhase = async (stack: LocalStack, deployment: Deployment, hasListTask
   });
 };
 
+type RoundSummary = LatencySummary & { throughputPerSecond: number; load: ReturnType<typeof machineLoad> };
+
+/** One round of `TASKS` blocking tasks at `CONCURRENCY` clients from their own process (decision 0082). */
+const offProcessRound = async (url: string, token?: string) => {
+  const load = machineLoad();
+  const result = await roundInItsOwnProcess({
+    url,
+    ...(token !== undefined && { token }),
+    tasks: TASKS,
+    concurrency: CONCURRENCY,
+    label: 'single-turn task',
+  });
+  const summary: RoundSummary = {
+    ...summarize(result.latencies),
+    throughputPerSecond: round(TASKS / (result.wallMs / 1000)),
+    load,
+  };
+  return { ...result, summary };
+};
+
 /**
- * The anchor under the same load generator: `ROUNDS` × `TASKS` blocking tasks at
- * `CONCURRENCY` clients, then `SEQUENTIAL_TASKS` at one client — run right after this server's own
- * rounds, so both see the same machine.
+ * The anchor under the same load generator (decision 0083): started and warmed before this
+ * server's rounds, then one of its rounds right after each of this server's, so both servers'
+ * round `r` see the machine of the same minute; `finish` runs its `SEQUENTIAL_TASKS` at one client
+ * and stops it.
  */
-const anchorPhase = async (install: AnchorInstall) => {
+type AnchorSession =
+  | { readonly skipped: string }
+  | {
+      readonly round: () => Promise<void>;
+      readonly finish: () => Promise<Record<string, unknown>>;
+    };
+
+const openAnchor = async (install: AnchorInstall): Promise<AnchorSession> => {
   if (args['skip-anchor']) return { skipped: 'anchor skipped: --skip-anchor' };
   if (!install.ok) return { skipped: install.reason };
   const started = await startAnchor();
   if (!started.ok) return { skipped: started.reason };
+  const client = new RpcClient(started.server.url);
+  const rounds: RoundSummary[] = [];
   try {
-    const client = new RpcClient(started.server.url);
     await pool(WARM_UP_TASKS, CONCURRENCY, async (i) => {
       expectState(await client.send(`warm-up ${i}`), 'TASK_STATE_COMPLETED', 'anchor warm-up');
     });
-    const rounds = [];
-    for (let r = 0; r < ROUNDS; r++) {
-      const load = machineLoad();
-      const { latencies, wallMs } = await roundInItsOwnProcess({
-        url: started.server.url,
-        tasks: TASKS,
-        concurrency: CONCURRENCY,
-        label: 'single-turn task',
-      });
-      rounds.push({
-        ...summarize(latencies),
-        throughputPerSecond: round(TASKS / (wallMs / 1000)),
-        load,
-      });
-      log(`anchor round ${r + 1}/${ROUNDS}: p50 ${round(rounds.at(-1)?.p50 ?? Number.NaN)} ms`);
-    }
-    const sequential: number[] = [];
-    for (let i = 0; i < SEQUENTIAL_TASKS; i++) {
-      const answer = await client.send(`sequential ${i}`);
-      expectState(answer, 'TASK_STATE_COMPLETED', 'anchor sequential');
-      sequential.push(answer.ms);
-    }
-    return {
-      rounds,
-      latency: medianOfRounds(rounds),
-      sequentialLatency: summarize(sequential),
-      sdkVersion: sdkVersions().anchor,
-      installSeconds: install.seconds,
-    };
-  } finally {
+  } catch (error) {
     await started.server.stop();
+    throw error;
   }
+  return {
+    round: async (): Promise<void> => {
+      rounds.push((await offProcessRound(started.server.url)).summary);
+      log(`anchor round ${rounds.length}/${ROUNDS}: p50 ${round(rounds.at(-1)?.p50 ?? Number.NaN)} ms`);
+    },
+    finish: async () => {
+      try {
+        const sequential: number[] = [];
+        for (let i = 0; i < SEQUENTIAL_TASKS; i++) {
+          const answer = await client.send(`sequential ${i}`);
+          expectState(answer, 'TASK_STATE_COMPLETED', 'anchor sequential');
+          sequential.push(answer.ms);
+        }
+        return {
+          rounds,
+          latency: medianOfRounds(rounds),
+          sequentialLatency: summarize(sequential),
+          sdkVersion: sdkVersions().anchor,
+          installSeconds: install.seconds,
+        };
+      } finally {
+        await started.server.stop();
+      }
+    },
+  };
 };
 
 /**
@@ -1018,51 +1044,29 @@ const main = async () => {
     // 1. Single-turn, blocking, CONCURRENCY clients, ROUNDS rounds, unmetered: the latency and
     // the CPU the SDK server is compared with are the product's, without the meter's
     // ReturnConsumedCapacity on every request and its counting (decision 0080). The costs come
-    // from one more round after them, metered.
-    const rounds: Array<
-      LatencySummary & { throughputPerSecond: number; load: ReturnType<typeof machineLoad> }
-    > = [];
+    // from one more round after them, metered. The SDK server's rounds alternate with these
+    // (decision 0083); the CPU is this server's rounds' alone.
+    log('anchor: the a2a-js SDK server on SQLite, started and warmed for the alternating rounds');
+    const anchorSession = await openAnchor(anchorInstall);
+    const rounds: RoundSummary[] = [];
     let completedIds: string[] = [];
-    let cpu = { node: 0, children: 0, mainThread: 0, generator: 0 };
+    const cpu = { node: 0, children: 0, mainThread: 0, generator: 0 };
     await meter.settle();
     meter.pause();
-    {
+    for (let r = 0; r < ROUNDS; r++) {
       const cpuBefore = cpuSeconds();
-      let generator = 0;
-      for (let r = 0; r < ROUNDS; r++) {
-        const load = machineLoad();
-        // The clients in a process of their own, as for the SDK server (decision 0082).
-        const {
-          latencies,
-          ids,
-          cpuSeconds: generatorSeconds,
-          wallMs,
-        } = await roundInItsOwnProcess({
-          url: main.url,
-          token: tokens.main,
-          tasks: TASKS,
-          concurrency: CONCURRENCY,
-          label: 'single-turn task',
-        });
-        generator += generatorSeconds;
-        const round_ = {
-          ...summarize(latencies),
-          throughputPerSecond: round(TASKS / (wallMs / 1000)),
-          load,
-        };
-        rounds.push(round_);
-        completedIds = ids;
-        log(
-          `single-turn round ${r + 1}/${ROUNDS}: p50 ${round(round_.p50)} ms p95 ${round(round_.p95)} ms, ${round_.throughputPerSecond} tasks/s, load ${load.loadavg1}`,
-        );
-      }
+      const { ids, cpuSeconds: generatorSeconds, summary } = await offProcessRound(main.url, tokens.main);
       const cpuAfter = cpuSeconds();
-      cpu = {
-        node: cpuAfter.node - cpuBefore.node,
-        children: cpuAfter.children - cpuBefore.children,
-        mainThread: cpuAfter.mainThread - cpuBefore.mainThread,
-        generator,
-      };
+      cpu.node += cpuAfter.node - cpuBefore.node;
+      cpu.children += cpuAfter.children - cpuBefore.children;
+      cpu.mainThread += cpuAfter.mainThread - cpuBefore.mainThread;
+      cpu.generator += generatorSeconds;
+      rounds.push(summary);
+      completedIds = ids;
+      log(
+        `single-turn round ${r + 1}/${ROUNDS}: p50 ${round(summary.p50)} ms p95 ${round(summary.p95)} ms, ${summary.throughputPerSecond} tasks/s, load ${summary.load.loadavg1}`,
+      );
+      if ('round' in anchorSession) await anchorSession.round();
     }
     meter.resume();
     const kmsBefore = kms.counts();
@@ -1142,9 +1146,8 @@ const main = async () => {
     const meteredSequential: number[] = [];
     const sequentialRun = await measured(deployment, [main], () => sequentialTasks(meteredSequential));
 
-    // The anchor, same load, right after ours (side by side: decision 0047).
-    log('anchor: the a2a-js SDK server on SQLite, same load');
-    const anchor = await anchorPhase(anchorInstall);
+    // The anchor's one-client run, then it stops (side by side: decisions 0047, 0083).
+    const anchor = 'finish' in anchorSession ? await anchorSession.finish() : anchorSession;
 
     // One client: SSE terminal event, request → webhook.
     log('one client: SSE terminal event, request → webhook');

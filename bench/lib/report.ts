@@ -451,7 +451,7 @@ export const sideBySideSection = (report: Report): string => {
   const clients = report.parameters.concurrency;
   const out: string[] = ['## Side by side: this server and the a2a-js SDK server', ''];
   out.push(
-    `The SDK server is \`@a2a-js/sdk\` ${anchor?.sdkVersion ?? ''}'s own server (DefaultRequestHandler behind its Express JSON-RPC handler) with its DatabaseTaskStore on SQLite (WAL, synchronous=FULL), the same echo agent, driven by the same client code (bench/lib/client.ts) in the same run, right after this server's rounds. ` +
+    `The SDK server is \`@a2a-js/sdk\` ${anchor?.sdkVersion ?? ''}'s own server (DefaultRequestHandler behind its Express JSON-RPC handler) with its DatabaseTaskStore on SQLite (WAL, synchronous=FULL), the same echo agent, driven by the same client code (bench/lib/client.ts, from a process of its own: bench/lib/load-process.ts) in the same run, each of its rounds right after the same round of this server (decisions 0082, 0083). ` +
       'It is one process with an in-process bus and a local file: neither durable across instances nor serverless — the ratio prices those properties.',
   );
   out.push('');
