@@ -803,19 +803,21 @@ const offProcessRound = async (url: string, token?: string) => {
   return { ...result, summary };
 };
 
+type AnchorSession =
+  | { readonly skipped: string }
+  | {
+      readonly round: () => Promise<void>;
+      readonly finish: () => Promise<Record<string, unknown>>;
+      /** Stops the server if `finish` did not (a phase before it failed); idempotent. */
+      readonly stop: () => Promise<void>;
+    };
+
 /**
  * The anchor under the same load generator (decision 0083): started and warmed before this
  * server's rounds, then one of its rounds right after each of this server's, so both servers'
  * round `r` see the machine of the same minute; `finish` runs its `SEQUENTIAL_TASKS` at one client
  * and stops it.
  */
-type AnchorSession =
-  | { readonly skipped: string }
-  | {
-      readonly round: () => Promise<void>;
-      readonly finish: () => Promise<Record<string, unknown>>;
-    };
-
 const openAnchor = async (install: AnchorInstall): Promise<AnchorSession> => {
   if (args['skip-anchor']) return { skipped: 'anchor skipped: --skip-anchor' };
   if (!install.ok) return { skipped: install.reason };
@@ -823,12 +825,17 @@ const openAnchor = async (install: AnchorInstall): Promise<AnchorSession> => {
   if (!started.ok) return { skipped: started.reason };
   const client = new RpcClient(started.server.url);
   const rounds: RoundSummary[] = [];
+  let stopped: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopped ??= started.server.stop();
+    return stopped;
+  };
   try {
     await pool(WARM_UP_TASKS, CONCURRENCY, async (i) => {
       expectState(await client.send(`warm-up ${i}`), 'TASK_STATE_COMPLETED', 'anchor warm-up');
     });
   } catch (error) {
-    await started.server.stop();
+    await stop();
     throw error;
   }
   return {
@@ -852,9 +859,10 @@ const openAnchor = async (install: AnchorInstall): Promise<AnchorSession> => {
           installSeconds: install.seconds,
         };
       } finally {
-        await started.server.stop();
+        await stop();
       }
     },
+    stop,
   };
 };
 
@@ -1018,6 +1026,7 @@ const main = async () => {
     : await installAnchor(log);
   const [dynamodb, sqs, kms] = await startEmulators();
   let stack: LocalStack | undefined;
+  let stopAnchor: (() => Promise<void>) | undefined;
   const results: Record<string, unknown> = {};
   try {
     const started = await startWarmStack({ dynamodb, sqs, kms });
@@ -1048,6 +1057,7 @@ const main = async () => {
     // (decision 0083); the CPU is this server's rounds' alone.
     log('anchor: the a2a-js SDK server on SQLite, started and warmed for the alternating rounds');
     const anchorSession = await openAnchor(anchorInstall);
+    if ('stop' in anchorSession) stopAnchor = anchorSession.stop;
     const rounds: RoundSummary[] = [];
     let completedIds: string[] = [];
     const cpu = { node: 0, children: 0, mainThread: 0, generator: 0 };
@@ -1360,6 +1370,7 @@ const main = async () => {
     writeFileSync(join(REPO_ROOT, 'bench/results/latest.md'), renderMarkdown(JSON.parse(json)));
     log('wrote bench/results/latest.json and bench/results/latest.md');
   } finally {
+    await stopAnchor?.();
     await stack?.stop();
     await stopEmulators([dynamodb, sqs, kms]);
     meter.uninstall();

@@ -597,9 +597,9 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
 
   /**
    * The batching window: from the read that found the batch's first record, reads go on at the
-   * poll rate until the batch holds `limit` records
-   * the filter passes (filtered ones count for nothing, as in Lambda) or the window has passed.
-   * A failed read ends the gathering; the next read meets the error.
+   * poll rate until the batch holds `limit` records the filter passes (filtered ones count for
+   * nothing, as in Lambda) or the window has passed. A failed read ends the gathering; the next
+   * read meets the error.
    */
   const gather = async (
     iterator: string | undefined,

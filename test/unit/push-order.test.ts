@@ -374,7 +374,7 @@ describe('fanOutAfterProjection: the write-through hook', () => {
     await expect(fanOutAfterProjection(refusing)({ event })).resolves.toBeUndefined();
   });
 
-  it('reads a task’s configs once for the revisions it projects within their age, again after it (decision 0081)', async () => {
+  it('reuses a task’s configs for the next revision within their age, reads them again after it or past a gap (decision 0081)', async () => {
     let nowMs = Date.parse('2026-12-01T12:00:00Z');
     const reads: string[] = [];
     const queued: PushDelivery[] = [];
@@ -413,15 +413,20 @@ describe('fanOutAfterProjection: the write-through hook', () => {
     nowMs += 1;
     await fanOut(revision(4));
     expect(reads).toEqual(['t', 't']);
+    // Revision 5 was another writer's: 6 reads them again, however young the read for 4 is.
+    await fanOut(revision(6));
+    expect(reads).toEqual(['t', 't', 't']);
     expect(queued.map((delivery) => `${delivery.configId}@${delivery.revision}`)).toEqual([
       'first@2',
       'first@3',
       'first@4',
       'second@4',
+      'first@6',
+      'second@6',
     ]);
     // The backstop's fan-out reads them each time.
-    await fanOutEvents(deps, [revision(4).event]);
-    await fanOutEvents(deps, [revision(4).event]);
-    expect(reads).toHaveLength(4);
+    await fanOutEvents(deps, [revision(7).event]);
+    await fanOutEvents(deps, [revision(8).event]);
+    expect(reads).toHaveLength(5);
   });
 });

@@ -31,31 +31,39 @@ export const recentConfigsMaxAgeMs = 10_000;
 const recentConfigsTasks = 1_000;
 
 /**
- * The push configs a writer's direct fan-out read last, per task, for the next revisions it
- * projects within `recentConfigsMaxAgeMs` (decision 0081) — the executor's COMPLETED after its
- * WORKING: one read of the configs per run, not one per revision. A config stored within that age
- * is left to the backstop (the journal stream's pusher, which always reads them); one deleted
- * within it is queued for and dropped by the deliverer, which reads each config it delivers to.
+ * The push configs a writer's direct fan-out read last, per task, for the revision that directly
+ * follows the one it fanned out, within `recentConfigsMaxAgeMs` of the read (decision 0081) — the
+ * executor's COMPLETED after its WORKING: one read of the configs per run, not one per revision.
+ * Any other revision (another writer's in between) reads them again. A config stored since the
+ * read is left to the backstop (the journal stream's pusher, which always reads them); one deleted
+ * since is queued for and dropped by the deliverer, which reads each config it delivers to.
  */
 export class RecentPushConfigs {
   private readonly entries = new Map<
     string,
-    { readonly configs: readonly StoredPushConfig[]; readonly readAtMs: number }
+    { readonly configs: readonly StoredPushConfig[]; readonly readAtMs: number; readonly revision: number }
   >();
 
   constructor(private readonly clock: Clock) {}
 
-  fresh(taskId: string): readonly StoredPushConfig[] | undefined {
+  /** The configs read for `revision − 1` (or reused for it) within the age; the entry moves on to `revision`. */
+  fresh(taskId: string, revision: number): readonly StoredPushConfig[] | undefined {
     const entry = this.entries.get(taskId);
     if (entry === undefined) return undefined;
-    if (this.clock.now().getTime() - entry.readAtMs < recentConfigsMaxAgeMs) return entry.configs;
-    this.entries.delete(taskId);
-    return undefined;
+    if (
+      entry.revision !== revision - 1 ||
+      this.clock.now().getTime() - entry.readAtMs >= recentConfigsMaxAgeMs
+    ) {
+      this.entries.delete(taskId);
+      return undefined;
+    }
+    this.entries.set(taskId, { ...entry, revision });
+    return entry.configs;
   }
 
-  remember(taskId: string, configs: readonly StoredPushConfig[]): void {
+  remember(taskId: string, revision: number, configs: readonly StoredPushConfig[]): void {
     this.entries.delete(taskId);
-    this.entries.set(taskId, { configs, readAtMs: this.clock.now().getTime() });
+    this.entries.set(taskId, { configs, readAtMs: this.clock.now().getTime(), revision });
     if (this.entries.size > recentConfigsTasks) {
       const [oldest] = this.entries.keys();
       if (oldest !== undefined) this.entries.delete(oldest);
@@ -83,7 +91,8 @@ const readConfigs = async (deps: FanOutDeps, taskId: string): Promise<StoredPush
  * order: the configs are read once (after every event was committed, so a config stored before
  * any of them is seen), the deliveries queued in revision order. Returns how many. Events without
  * the push mark are wanted by no config: for them the configs are not read. With `recent` (a
- * writer's own fan-out), configs read for an earlier revision within its age are used instead.
+ * writer's own fan-out of one event), the configs it read for the revision before, within their
+ * age, are used instead.
  */
 export const fanOutEvents = async (
   deps: FanOutDeps,
@@ -94,10 +103,12 @@ export const fanOutEvents = async (
   const live = events.filter((event) => event.expiresAt > now);
   const taskId = live[0]?.taskId;
   if (taskId === undefined || !live.some((event) => event.pushConfigured)) return 0;
-  let read = recent?.fresh(taskId);
+  // The writer's cache serves one revision at a time (its own fan-out passes one event).
+  const single = live.length === 1 ? live[0] : undefined;
+  let read = single && recent?.fresh(taskId, single.revision);
   if (read === undefined) {
     read = await readConfigs(deps, taskId);
-    recent?.remember(taskId, read);
+    if (single) recent?.remember(taskId, single.revision, read);
   }
   const configs = read.filter((config) => config.expiresAt > now);
   // A config gets only the revisions committed after it existed, not older ones this batch carries.
