@@ -595,38 +595,42 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
     }
   };
 
+  const toRecords = (raw: readonly StreamSdkRecord[]): DynamoDBRecord[] =>
+    raw.map((record) => toLambdaStreamRecord(record, streamArn, region));
+  const passing = (records: readonly DynamoDBRecord[]): number =>
+    options.filter ? records.filter(options.filter).length : records.length;
+
   /**
    * The batching window: from the read that found the batch's first record, reads go on at the
    * poll rate until the batch holds `limit` records the filter passes (filtered ones count for
    * nothing, as in Lambda) or the window has passed. A failed read ends the gathering; the next
-   * read meets the error.
+   * read meets the error. Returns what the reads added, raw and converted, and the next iterator.
    */
   const gather = async (
     iterator: string | undefined,
-    raw: StreamSdkRecord[],
-    passes: (record: StreamSdkRecord) => boolean,
+    passed: number,
     limit: number,
     windowEnds: number,
-  ): Promise<{ raw: StreamSdkRecord[]; next: string | undefined }> => {
+  ): Promise<{ raw: StreamSdkRecord[]; records: DynamoDBRecord[]; next: string | undefined }> => {
     let next = iterator;
-    let gathered = raw;
-    let passing = raw.filter(passes).length;
-    while (running && next && passing < limit && performance.now() < windowEnds) {
+    const raw: StreamSdkRecord[] = [];
+    const records: DynamoDBRecord[] = [];
+    while (running && next && passed < limit && performance.now() < windowEnds) {
       await sleeper.sleep(Math.min(pollIntervalMs, windowEnds - performance.now()));
       if (!running) break;
       try {
-        const out = await streams.send(
-          new GetRecordsCommand({ ShardIterator: next, Limit: limit - passing }),
-        );
+        const out = await streams.send(new GetRecordsCommand({ ShardIterator: next, Limit: limit - passed }));
         const found = out.Records ?? [];
-        gathered = found.length > 0 ? [...gathered, ...found] : gathered;
-        passing += found.filter(passes).length;
+        const converted = toRecords(found);
+        raw.push(...found);
+        records.push(...converted);
+        passed += passing(converted);
         next = out.NextShardIterator;
       } catch {
         break;
       }
     }
-    return { raw: gathered, next };
+    return { raw, records, next };
   };
 
   const readShard = async (shard: ShardState): Promise<void> => {
@@ -681,11 +685,12 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
         if (next) await sleeper.sleep(Math.max(0, pollIntervalMs - (performance.now() - polledAt)));
         continue;
       }
-      const passes = (record: StreamSdkRecord): boolean =>
-        !options.filter || options.filter(toLambdaStreamRecord(record, streamArn, region));
-      if (maximumBatchingWindowMs > 0 && raw.some(passes)) {
-        const gathered = await gather(next, raw, passes, limit, polledAt + maximumBatchingWindowMs);
-        raw = gathered.raw;
+      let records = toRecords(raw);
+      const passed = passing(records);
+      if (maximumBatchingWindowMs > 0 && passed > 0) {
+        const gathered = await gather(next, passed, limit, polledAt + maximumBatchingWindowMs);
+        raw = [...raw, ...gathered.raw];
+        records = [...records, ...gathered.records];
         next = gathered.next;
       }
       const lastSequence = raw.at(-1)?.dynamodb?.SequenceNumber;
@@ -696,7 +701,6 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
         attempts = 0;
         limit = batchSize;
       };
-      const records = raw.map((record) => toLambdaStreamRecord(record, streamArn, region));
       const batch = options.filter ? records.filter(options.filter) : records;
       stats.filtered += records.length - batch.length;
       if (batch.length === 0) {
