@@ -9,6 +9,7 @@
  */
 
 import { projectRecord } from '../shared/app/journal/project-record.ts';
+import { seededRandom } from '../shared/app/operations/failpoints.ts';
 import { createTask } from '../shared/app/tasks/create-task.ts';
 import { type ReadTaskDeps, WaitHistory, waitForView } from '../shared/app/tasks/read-task.ts';
 import { defaultStreamTiming, type StreamTiming, streamTask } from '../shared/app/tasks/stream-task.ts';
@@ -160,25 +161,14 @@ const blocking = async (draw: () => number, rttMs: number) => {
   };
 };
 
-/** A seeded uniform source (mulberry32): the same draws on every run. */
-const seeded = (seed: number) => {
-  let state = seed;
-  return () => {
-    state += 0x6d2b79f5;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-};
 const fixed = (ms: number) => () => ms;
 const uniform = (from: number, to: number) => {
-  const next = seeded(7);
+  const next = seededRandom(7);
   return () => from + next() * (to - from);
 };
 /** Log-normal around `medianMs` (σ = 0.6): model calls, whose lengths vary by a factor of a few. */
 const logNormal = (medianMs: number) => {
-  const next = seeded(11);
+  const next = seededRandom(11);
   return () =>
     medianMs * Math.exp(0.6 * Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next()));
 };

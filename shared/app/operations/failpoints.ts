@@ -74,8 +74,11 @@ interface Armed {
 
 let armed: Armed | undefined;
 
-/** A small seeded generator (mulberry32): the same seed gives the same faults for the same hits. */
-const seededRandom = (seed: number): (() => number) => {
+/**
+ * A small seeded generator (mulberry32): the same seed gives the same faults for the same hits
+ * (and `bench/poll-schedule.ts` the same run lengths on every run).
+ */
+export const seededRandom = (seed: number): (() => number) => {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
