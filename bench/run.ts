@@ -77,7 +77,7 @@ import {
   STEPS_TO_STATUS_TIMESTAMP,
   tracedRoutes,
 } from './lib/latency-floor.ts';
-import { roundInItsOwnProcess } from './lib/load-process.ts';
+import { blockingRound, roundInItsOwnProcess } from './lib/load-process.ts';
 import { diffSnapshots, handlerCapacity, itemSize, Meter, type MeterSnapshot } from './lib/meter.ts';
 import { coldStartTable, latencyFloorSection, renderMarkdown } from './lib/report.ts';
 import { priceRequests } from './lib/request-prices.ts';
@@ -304,17 +304,6 @@ const expectState = (answer: RpcAnswer<{ task?: TaskLike }>, state: string, what
 };
 
 // ---- phases
-
-const singleTurnRound = async (client: RpcClient, tasks: number, concurrency: number) => {
-  const latencies: number[] = [];
-  const ids: string[] = [];
-  await pool(tasks, concurrency, async (i) => {
-    const answer = await client.send(`single-turn task ${i}`);
-    ids.push(expectState(answer, 'TASK_STATE_COMPLETED', 'single-turn').id);
-    latencies.push(answer.ms);
-  });
-  return { latencies, ids };
-};
 
 const callLatency = async (
   count: number,
@@ -1037,7 +1026,7 @@ const main = async () => {
     // (decision 0078): the cheapest these requests come on this machine, so the floor's requests at
     // these prices are a lower bound (bench/lib/latency-floor.ts `requestFloorBound`). On the
     // bench's own DynamoDB Local, after the warm-up or the rounds, the same requests cost 2–10×
-    // as much (bench runs of 2026-12-01 18:07 and 18:13).
+    // as much, while the stack's backlog (projector, pushers, deliveries) still ran (decision 0078).
     log("pricing single requests on a fresh DynamoDB Local (the floor's CPU)");
     const pricing = await startDynamoDbLocal();
     const prices = await priceRequests({
@@ -1083,7 +1072,11 @@ const main = async () => {
     const executorBefore = stack.pollers.executor.stats();
     const meteredLatencies: number[] = [];
     const singleTurn = await measured(deployment, [main], async () => {
-      const { latencies, ids } = await singleTurnRound(main, TASKS, CONCURRENCY);
+      const { latencies, ids } = await blockingRound(main, {
+        tasks: TASKS,
+        concurrency: CONCURRENCY,
+        label: 'single-turn task',
+      });
       meteredLatencies.push(...latencies);
       completedIds = ids;
       return TASKS;

@@ -30,10 +30,15 @@ export interface LoadRoundResult {
   readonly wallMs: number;
 }
 
-const drive = async (round: LoadRound): Promise<LoadRoundResult> => {
-  const cpuBefore = process.cpuUsage();
-  const began = performance.now();
-  const client = new RpcClient(round.url, round.token);
+/**
+ * `tasks` blocking SendMessage calls, `concurrency` in flight, each expected to answer COMPLETED:
+ * their latencies and task ids. The load process's round, and the metered round the benchmark
+ * runs in its own process (it counts the API requests there).
+ */
+export const blockingRound = async (
+  client: RpcClient,
+  round: Pick<LoadRound, 'tasks' | 'concurrency' | 'label'>,
+): Promise<{ latencies: number[]; ids: string[] }> => {
   const latencies: number[] = [];
   const ids: string[] = [];
   await pool(round.tasks, round.concurrency, async (i) => {
@@ -47,6 +52,14 @@ const drive = async (round: LoadRound): Promise<LoadRoundResult> => {
     ids.push(answer.result.task.id);
     latencies.push(answer.ms);
   });
+  return { latencies, ids };
+};
+
+const drive = async (round: LoadRound): Promise<LoadRoundResult> => {
+  const cpuBefore = process.cpuUsage();
+  const began = performance.now();
+  const client = new RpcClient(round.url, round.token);
+  const { latencies, ids } = await blockingRound(client, round);
   const cpu = process.cpuUsage(cpuBefore);
   return {
     latencies,
