@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
@@ -98,6 +98,17 @@ const requestTrace = (event: APIGatewayProxyEvent): TraceContext => {
 };
 
 /**
+ * A text body as one UTF-8 buffer. middy (6.4 and 7.9 alike) writes a string body of 16,384 or
+ * more UTF-16 code units in slices of 16,384 units, and each slice is encoded on its own: a
+ * character outside the BMP (an emoji, 𝔘) whose surrogate pair straddles a slice boundary
+ * reached the client as two U+FFFD — a changed answer (decision 0084). Bytes are never split.
+ */
+const asBytes = (response: StreamingResponse): StreamingResponse =>
+  typeof response.body === 'string'
+    ? { ...response, body: Readable.from([Buffer.from(response.body, 'utf8')]) }
+    : response;
+
+/**
  * API Gateway REST with Lambda response streaming (rpc): middy pipes the returned body into the
  * runtime's response stream after writing status and headers (`streamifyResponse`). The
  * request runs in the caller's `traceparent`, when it sent a valid one: its log lines and the run
@@ -106,7 +117,14 @@ const requestTrace = (event: APIGatewayProxyEvent): TraceContext => {
 export const streamingHttpFunction = (
   tools: FunctionTools,
   handler: Handler<APIGatewayProxyEvent, StreamingResponse>,
-) => withPreset(tools, traced(requestTrace, handler), true);
+) =>
+  withPreset(
+    tools,
+    traced(requestTrace, async (event: APIGatewayProxyEvent, context: Context) =>
+      asBytes(await handler(event, context)),
+    ),
+    true,
+  );
 
 /** The API Gateway REQUEST authorizer: logging context only (no metrics of its own). */
 export const authorizerFunction = (

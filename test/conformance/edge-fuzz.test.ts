@@ -1077,6 +1077,19 @@ describe(`the JSON-RPC edge under ${totalRequests} generated requests`, () => {
         body: Buffer.from('{"jsonrpc":"2.0","id":1e400,"method":"GetTask","params":{"id":"x"}}'),
       },
       { ...call('GetTask', {}), body: Buffer.from(`${'['.repeat(32_000)}${']'.repeat(32_000)}`) },
+      // An answer of more than 16,384 UTF-16 units with a surrogate pair across unit 16,384 (one
+      // of the two parities puts one there): middy wrote it in slices and split the pair (0084).
+      ...['', 'x'].map((lead) => ({
+        ...call('GetTask', {}),
+        body: Buffer.from(
+          toJsonText({
+            jsonrpc: '2.0',
+            id: `${lead}${'𝔘'.repeat(9_000)}`,
+            method: 'GetTask',
+            params: { id: 'x' },
+          }),
+        ),
+      })),
     ];
     for (const size of [appBodyCap, appBodyCap + 1, gatewayBodyCap, gatewayBodyCap + 1]) {
       const sized = call('SendMessage', { message: send1(''), configuration: { returnImmediately: true } });
