@@ -7,6 +7,7 @@ import {
   VersionNotSupportedError,
 } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
+import { truncateText } from '../../domain/text.ts';
 import type * as z from '../../zod.ts';
 import type { JsonRpcErrorObject } from './errors-table.ts';
 import { isInternalError, JsonRpcProtocolError, jsonRpcErrorTable, toJsonRpcError } from './errors-table.ts';
@@ -180,7 +181,7 @@ export interface Dispatcher {
 export const supportedVersion = '1.0';
 
 /** Client-supplied strings echoed into ErrorInfo metadata are cut short. */
-const truncate = (value: string): string => (value.length > 64 ? `${value.slice(0, 64)}…` : value);
+const truncate = (value: string): string => (value.length > 64 ? `${truncateText(value, 64)}…` : value);
 
 /** v0.3 method names use the `category/action` grammar (`message/send`, `tasks/get`, …). */
 const isV03MethodName = (method: string): boolean => method.includes('/');

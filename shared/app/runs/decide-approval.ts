@@ -9,6 +9,7 @@ import type { Clock, RunQueue, TaskRepository } from '../../domain/ports.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import { runAloneWrite } from '../../domain/row-writes.ts';
 import { isExpired, moveRun, type RunRecord } from '../../domain/task.ts';
+import { truncateText } from '../../domain/text.ts';
 
 export interface DecideApprovalDeps {
   readonly tasks: TaskRepository;
@@ -54,7 +55,10 @@ export const decideApproval = async (
   const { run, task } = await deps.tasks.getRunWithTask(approval.taskId, approval.runId);
   if (!waitsFor(run, approval)) throw notAwaiting(approval);
 
-  const reason = input.verdict === 'denied' ? input.reason?.slice(0, maxReasonLength) : undefined;
+  const reason =
+    input.verdict === 'denied' && input.reason !== undefined
+      ? truncateText(input.reason, maxReasonLength)
+      : undefined;
   const decided: ApprovalRecord = {
     ...approval,
     decision: input.verdict === 'approved' ? 'APPROVED' : 'DENIED',
