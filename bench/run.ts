@@ -1297,7 +1297,12 @@ const main = async () => {
       generatedAt: new Date().toISOString(),
       startedAt,
       command: `npx tsx bench/run.ts ${process.argv.slice(2).join(' ')}`.trim(),
-      machine: { ...machineLoad(), node: process.version, platform: `${process.platform}-${process.arch}` },
+      machine: {
+        ...machineLoad(),
+        node: process.version,
+        nodeOptions: process.env.NODE_OPTIONS?.trim() ?? '',
+        platform: `${process.platform}-${process.arch}`,
+      },
       parameters: {
         tasks: TASKS,
         concurrency: CONCURRENCY,
