@@ -128,6 +128,29 @@ describe('large content (decision 0065)', () => {
     }
   });
 
+  it('text outside the Basic Multilingual Plane comes back unchanged in answers of any size (decision 0084)', async () => {
+    // Each 😀 is a surrogate pair; with and without a leading "x" one of the two puts a pair
+    // across every 16,384-unit boundary the answer's text spans.
+    for (const lead of ['', 'x']) {
+      const text = `${lead}${'😀'.repeat(20_000)} end`;
+      const task = (await client.sendMessage(
+        SendMessageRequest.fromJSON({ message: message(text) }),
+      )) as Task;
+      expect(artifactText(task) === text).toBe(true);
+      const fetched = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
+      expect(artifactText(fetched) === text).toBe(true);
+      const events: Record<string, unknown>[] = [];
+      for await (const event of client.sendMessageStream(
+        SendMessageRequest.fromJSON({ message: message(text) }),
+      ))
+        events.push(StreamResponse.toJSON(event) as Record<string, unknown>);
+      const artifact = events.find((event) => 'artifactUpdate' in event) as {
+        artifactUpdate: { artifact: { parts: { text: string }[] } };
+      };
+      expect(artifact.artifactUpdate.artifact.parts[0]?.text === text).toBe(true);
+    }
+  });
+
   it('a 900 KB message completes streaming: the artifact update carries the whole text', async () => {
     const text = textOf(900_000);
     const events: Record<string, unknown>[] = [];
