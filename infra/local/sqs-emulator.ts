@@ -162,7 +162,11 @@ const enforceFifoSemantics = (queue: EmulatedQueue, queues: () => readonly Emula
             .digest('hex')
         : undefined);
     const dedupKey = queue.DeduplicationScope === 'messageGroup' ? `${group}\n${dedupId}` : `${dedupId}`;
-    for (const [key, entry] of state.dedup) if (entry.until <= now) state.dedup.delete(key);
+    // Entries expire in the order they were added (each lasts the same window): stop at the first live one.
+    for (const [key, entry] of state.dedup) {
+      if (entry.until > now) break;
+      state.dedup.delete(key);
+    }
     const duplicate = dedupId === undefined ? undefined : state.dedup.get(dedupKey);
     sequence += 1n;
     const sequenceNumber = duplicate?.sequenceNumber ?? sequence.toString().padStart(20, '0');

@@ -7,7 +7,7 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { localCredentials } from '../../infra/local/local-stack.ts';
 import { type SqsEmulator, startSqsEmulator } from '../../infra/local/sqs-emulator.ts';
 
@@ -23,6 +23,10 @@ let queue = 0;
 beforeAll(async () => {
   emulator = await startSqsEmulator();
   sqs = new SQSClient({ region: 'us-east-1', endpoint: emulator.endpoint, credentials: localCredentials });
+});
+
+afterEach(() => {
+  vi.useRealTimers();
 });
 
 afterAll(async () => {
@@ -110,5 +114,19 @@ describe('the SQS emulator on a FIFO queue', () => {
       new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
     );
     expect(Attributes?.ApproximateNumberOfMessages).toBe('0');
+  });
+
+  it('forgets a deduplication id five minutes after its send, and only that one', async () => {
+    // Only Date is faked: the emulator's window is read from Date.now(); its timers stay real.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const start = Date.now();
+    const QueueUrl = await fifoQueue();
+    const early = await send(QueueUrl, 'early', 'early', 'early-id');
+    vi.setSystemTime(start + 4 * 60_000);
+    const late = await send(QueueUrl, 'late', 'late', 'late-id');
+    vi.setSystemTime(start + 5 * 60_000 + 1_000);
+    // The early id's window is over: a new message. The late one's is not: the same message.
+    expect((await send(QueueUrl, 'early', 'early again', 'early-id')).MessageId).not.toBe(early.MessageId);
+    expect((await send(QueueUrl, 'late', 'late again', 'late-id')).MessageId).toBe(late.MessageId);
   });
 });
