@@ -5,6 +5,7 @@ import {
   GenerateDataKeyCommand,
   type GenerateDataKeyCommandOutput,
 } from '@aws-sdk/client-kms';
+import { BoundedMap } from '../domain/bounded-map.ts';
 import { SealingFailedError } from '../domain/errors.ts';
 import type { SealContext, Sealer } from '../domain/ports.ts';
 
@@ -214,32 +215,30 @@ interface OpenedKey {
   readonly createdAt: number;
 }
 
-/** Least-recently-used map of decrypted data keys; Map iteration order is insertion order. */
+/** Least-recently-used map of decrypted data keys: a read makes its key the newest. */
 class OpenedKeyCache {
-  private readonly entries = new Map<string, OpenedKey>();
+  private readonly entries: BoundedMap<string, OpenedKey>;
 
   constructor(
-    private readonly maxEntries: number,
+    maxEntries: number,
     private readonly maxAgeMs: number,
-  ) {}
+  ) {
+    this.entries = new BoundedMap(maxEntries);
+  }
 
   get(id: string, now: number): KeyObject | undefined {
     const entry = this.entries.get(id);
     if (entry === undefined) return undefined;
-    this.entries.delete(id);
-    if (now - entry.createdAt >= this.maxAgeMs) return undefined;
+    if (now - entry.createdAt >= this.maxAgeMs) {
+      this.entries.delete(id);
+      return undefined;
+    }
     this.entries.set(id, entry);
     return entry.key;
   }
 
   set(id: string, entry: OpenedKey): void {
-    if (this.maxEntries === 0) return;
-    this.entries.delete(id);
     this.entries.set(id, entry);
-    for (const oldest of this.entries.keys()) {
-      if (this.entries.size <= this.maxEntries) break;
-      this.entries.delete(oldest);
-    }
   }
 }
 

@@ -1,3 +1,4 @@
+import { BoundedMap } from '../../domain/bounded-map.ts';
 import type { CommitResult, JournalWriter, RunQueue, TaskRepository, WritePlan } from '../../domain/ports.ts';
 import { type Projection, projectRevision, type StoredTask } from '../../domain/projection.ts';
 import { failpoint } from '../operations/failpoints.ts';
@@ -39,7 +40,7 @@ const rememberedTasks = 1_000;
  */
 export class WriteThroughTaskRepository implements TaskRepository {
   /** taskId → the revision this container projected last, fully (event and view). */
-  private readonly projectedRevisions = new Map<string, number>();
+  private readonly projectedRevisions = new BoundedMap<string, number>(rememberedTasks);
 
   constructor(
     private readonly tasks: TaskRepository,
@@ -142,12 +143,7 @@ export class WriteThroughTaskRepository implements TaskRepository {
   }
 
   private remember<T>(taskId: string, revision: number, outcome: T): T {
-    this.projectedRevisions.delete(taskId);
     this.projectedRevisions.set(taskId, revision);
-    if (this.projectedRevisions.size > rememberedTasks) {
-      const [oldest] = this.projectedRevisions.keys();
-      if (oldest !== undefined) this.projectedRevisions.delete(oldest);
-    }
     return outcome;
   }
 

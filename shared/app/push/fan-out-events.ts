@@ -1,3 +1,4 @@
+import { BoundedMap } from '../../domain/bounded-map.ts';
 import type { Clock, DeliveryQueue, PushConfigRepository } from '../../domain/ports.ts';
 import { configWantsRevision, type PushDelivery, type StoredPushConfig } from '../../domain/push.ts';
 import { epochSeconds } from '../../domain/task.ts';
@@ -39,10 +40,10 @@ const recentConfigsTasks = 1_000;
  * since is queued for and dropped by the deliverer, which reads each config it delivers to.
  */
 export class RecentPushConfigs {
-  private readonly entries = new Map<
+  private readonly entries = new BoundedMap<
     string,
     { readonly configs: readonly StoredPushConfig[]; readonly readAtMs: number; readonly revision: number }
-  >();
+  >(recentConfigsTasks);
 
   constructor(private readonly clock: Clock) {}
 
@@ -62,12 +63,7 @@ export class RecentPushConfigs {
   }
 
   remember(taskId: string, revision: number, configs: readonly StoredPushConfig[]): void {
-    this.entries.delete(taskId);
     this.entries.set(taskId, { configs, readAtMs: this.clock.now().getTime(), revision });
-    if (this.entries.size > recentConfigsTasks) {
-      const [oldest] = this.entries.keys();
-      if (oldest !== undefined) this.entries.delete(oldest);
-    }
   }
 }
 
