@@ -94,6 +94,17 @@ const message = (text: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
+/** A streamed SendMessage of `text`: its events, and the text of its artifact update. */
+const streamOf = async (text: string) => {
+  const events: Record<string, unknown>[] = [];
+  for await (const event of client.sendMessageStream(SendMessageRequest.fromJSON({ message: message(text) })))
+    events.push(StreamResponse.toJSON(event) as Record<string, unknown>);
+  const artifact = events.find((event) => 'artifactUpdate' in event) as
+    | { artifactUpdate: { artifact: { parts: { text: string }[] } } }
+    | undefined;
+  return { events, artifactText: artifact?.artifactUpdate.artifact.parts[0]?.text };
+};
+
 describe('large content (decision 0065)', () => {
   it('a 900 KB message completes blocking: the artifact and history come back whole, the content is in sealed chunks', async () => {
     const text = textOf(900_000);
@@ -139,29 +150,14 @@ describe('large content (decision 0065)', () => {
       expect(artifactText(task) === text).toBe(true);
       const fetched = await client.getTask(GetTaskRequest.fromJSON({ id: task.id }));
       expect(artifactText(fetched) === text).toBe(true);
-      const events: Record<string, unknown>[] = [];
-      for await (const event of client.sendMessageStream(
-        SendMessageRequest.fromJSON({ message: message(text) }),
-      ))
-        events.push(StreamResponse.toJSON(event) as Record<string, unknown>);
-      const artifact = events.find((event) => 'artifactUpdate' in event) as {
-        artifactUpdate: { artifact: { parts: { text: string }[] } };
-      };
-      expect(artifact.artifactUpdate.artifact.parts[0]?.text === text).toBe(true);
+      expect((await streamOf(text)).artifactText === text).toBe(true);
     }
   });
 
   it('a 900 KB message completes streaming: the artifact update carries the whole text', async () => {
     const text = textOf(900_000);
-    const events: Record<string, unknown>[] = [];
-    for await (const event of client.sendMessageStream(
-      SendMessageRequest.fromJSON({ message: message(text) }),
-    ))
-      events.push(StreamResponse.toJSON(event) as Record<string, unknown>);
-    const artifact = events.find((event) => 'artifactUpdate' in event) as {
-      artifactUpdate: { artifact: { parts: { text: string }[] } };
-    };
-    expect(artifact.artifactUpdate.artifact.parts[0]?.text).toBe(text);
+    const { events, artifactText: streamed } = await streamOf(text);
+    expect(streamed).toBe(text);
     expect(events.at(-1)).toMatchObject({ statusUpdate: { status: { state: 'TASK_STATE_COMPLETED' } } });
   });
 
