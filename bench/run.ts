@@ -772,6 +772,16 @@ const scalePhase = async (stack: LocalStack, deployment: Deployment, hasListTask
   });
 };
 
+/** `SEQUENTIAL_TASKS` blocking tasks at one client, each expected COMPLETED; their latencies into `into`. */
+const sequentialTasks = async (client: RpcClient, what: string, into: number[]): Promise<number> => {
+  for (let i = 0; i < SEQUENTIAL_TASKS; i++) {
+    const answer = await client.send(`sequential ${i}`);
+    expectState(answer, 'TASK_STATE_COMPLETED', what);
+    into.push(answer.ms);
+  }
+  return SEQUENTIAL_TASKS;
+};
+
 type RoundSummary = LatencySummary & { throughputPerSecond: number; load: ReturnType<typeof machineLoad> };
 
 /** One round of `TASKS` blocking tasks at `CONCURRENCY` clients from their own process (decision 0082). */
@@ -835,11 +845,7 @@ const openAnchor = async (install: AnchorInstall): Promise<AnchorSession> => {
     finish: async () => {
       try {
         const sequential: number[] = [];
-        for (let i = 0; i < SEQUENTIAL_TASKS; i++) {
-          const answer = await client.send(`sequential ${i}`);
-          expectState(answer, 'TASK_STATE_COMPLETED', 'anchor sequential');
-          sequential.push(answer.ms);
-        }
+        await sequentialTasks(client, 'anchor sequential', sequential);
         return {
           rounds,
           latency: medianOfRounds(rounds),
@@ -1133,21 +1139,15 @@ const main = async () => {
     // Sequential (1 client), as the seed bench/send-latency.ts measured it: the latency without
     // queueing, and the cost with the Lambda durations of an unloaded stack.
     // Its latency unmetered, its cost from a metered run after it (decision 0080).
-    const sequentialTasks = async (into: number[]): Promise<number> => {
-      for (let i = 0; i < SEQUENTIAL_TASKS; i++) {
-        const answer = await main.send(`sequential ${i}`);
-        expectState(answer, 'TASK_STATE_COMPLETED', 'sequential');
-        into.push(answer.ms);
-      }
-      return SEQUENTIAL_TASKS;
-    };
     const sequential: number[] = [];
     await meter.settle();
     meter.pause();
-    await sequentialTasks(sequential);
+    await sequentialTasks(main, 'sequential', sequential);
     meter.resume();
     const meteredSequential: number[] = [];
-    const sequentialRun = await measured(deployment, [main], () => sequentialTasks(meteredSequential));
+    const sequentialRun = await measured(deployment, [main], () =>
+      sequentialTasks(main, 'sequential', meteredSequential),
+    );
 
     // The anchor's one-client run, then it stops (side by side: decisions 0047, 0083).
     const anchor = 'finish' in anchorSession ? await anchorSession.finish() : anchorSession;
