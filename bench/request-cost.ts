@@ -2,7 +2,7 @@
  * What one DynamoDB request costs in CPU on the local stack, Node side and DynamoDB Local side
  * (decision 0035): `--requests` of each kind through a DocumentClient configured as the handlers'
  * (SigV4, default middleware), 10 in flight, against a table with a stream like the state table
- * (bench/lib/request-prices.ts; `npm run bench` prices the floor's requests the same way).
+ * (bench/lib/request-prices.ts; `npm run bench` runs the floor's whole task: bench/lib/floor-task.ts).
  * Linux only (/proc).
  *
  *   npx tsx bench/request-cost.ts [--requests 3000]

@@ -69,10 +69,11 @@ import {
 import { cpuSeconds, dynamoDbLocalPid } from './lib/cpu.ts';
 import { type Deployment, readDeployment } from './lib/deployment.ts';
 import { computeFloor, type Floor, type ItemSizes } from './lib/floor.ts';
+import { runFloorTasks, sampleFloorItems } from './lib/floor-task.ts';
 import { type HopTrace, installHopTrace } from './lib/hop-trace.ts';
 import {
+  floorTaskBound,
   machineBound,
-  requestFloorBound,
   routeFloor,
   STEPS_TO_STATUS_TIMESTAMP,
   tracedRoutes,
@@ -80,7 +81,6 @@ import {
 import { blockingRound, roundInItsOwnProcess } from './lib/load-process.ts';
 import { diffSnapshots, handlerCapacity, itemSize, Meter, type MeterSnapshot } from './lib/meter.ts';
 import { coldStartTable, latencyFloorSection, renderMarkdown } from './lib/report.ts';
-import { priceRequests } from './lib/request-prices.ts';
 import { type LatencySummary, median, medianOfRounds, round, summarize } from './lib/stats.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
@@ -1028,21 +1028,57 @@ const main = async () => {
     stack = started.stack;
     const { main, capabilities } = started;
 
-    // Single requests priced on a DynamoDB Local of their own, started for this and stopped after
-    // (decision 0078): the cheapest these requests come on this machine, so the floor's requests at
-    // these prices are a lower bound (bench/lib/latency-floor.ts `requestFloorBound`). On the
-    // bench's own DynamoDB Local, after the warm-up or the rounds, the same requests cost 2–10×
-    // as much, while the stack's backlog (projector, pushers, deliveries) still ran (decision 0078).
-    log("pricing single requests on a fresh DynamoDB Local (the floor's CPU)");
-    const pricing = await startDynamoDbLocal();
-    const prices = await priceRequests({
-      dynamodbEndpoint: pricing.endpoint,
-      javaPid: dynamoDbLocalPid(pricing.port),
-      sqsEndpoint: sqs.endpoint,
-      kinds: ['put', 'get', 'sqsSend'],
-      requests: 1_000,
-      tableName: 'bench-request-prices',
-    }).finally(() => pricing.stop());
+    // The floor's task (decision 0086) on a DynamoDB Local of its own, started for it and stopped
+    // after: tables made later in one DynamoDB Local cost more per request the more stream records
+    // it holds from before them, so the bench's own would price the floor too high (a lower bound
+    // must not). Its items are copies of a task this stack has just completed.
+    log("the floor's task: the cost floor's requests alone, on a fresh DynamoDB Local");
+    const sample = await main.send('floor task sample');
+    const sampleTask = expectState(sample, 'TASK_STATE_COMPLETED', 'floor task sample');
+    const sampler = createDocumentClient();
+    const floorItems = await sampleFloorItems(
+      sampler,
+      {
+        state: stack.resources.tables.State.name,
+        journal: stack.resources.tables.Journal.name,
+        audit: stack.resources.tables.Audit.name,
+      },
+      sampleTask.id,
+      {
+        requestBytes: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'SendMessage',
+          params: {
+            message: {
+              messageId: crypto.randomUUID(),
+              role: 'ROLE_USER',
+              parts: [{ text: 'floor task sample' }],
+            },
+          },
+        }).length,
+        answerBytes: JSON.stringify({ jsonrpc: '2.0', id: 1, result: sample.result }).length,
+      },
+    ).finally(() => sampler.destroy());
+    const floorDatabase = await startDynamoDbLocal();
+    const floorRun = await runFloorTasks({
+      endpoints: {
+        dynamodb: floorDatabase.endpoint,
+        dynamodbStreams: floorDatabase.endpoint,
+        sqs: sqs.endpoint,
+        kms: kms.url,
+      },
+      javaPid: dynamoDbLocalPid(floorDatabase.port),
+      items: floorItems,
+      tasks: TASKS,
+      warmUp: quick ? 60 : 300,
+      concurrency: CONCURRENCY,
+      prefix: 'bench-floor-task',
+      receiveBatch: deployment.functions.executor?.batchSize ?? 10,
+    }).finally(() => floorDatabase.stop());
+    log(
+      `the floor's task: ${round(floorRun.cpuMsPerTask)} ms CPU per task (main thread ${round(floorRun.mainThreadMsPerTask)}, DynamoDB Local ${round(floorRun.javaMsPerTask)}), ${round(floorRun.tasksPerSecond)} tasks/s`,
+    );
     await meter.settle();
 
     // 1. Single-turn, blocking, CONCURRENCY clients, ROUNDS rounds, unmetered: the latency and
@@ -1182,19 +1218,7 @@ const main = async () => {
       })),
       apiRequests: floor.apiRequests,
     };
-    const requestFloor =
-      prices.put && prices.get && prices.sqsSend
-        ? requestFloorBound(
-            CONCURRENCY,
-            machineLoad().cores,
-            {
-              writes: floor.dynamodbWriteRequests,
-              reads: floor.dynamodbReadRequests,
-              sqs: floor.sqsRequests,
-            },
-            { put: prices.put, get: prices.get, sqsSend: prices.sqsSend },
-          )
-        : undefined;
+    const floorTask = floorTaskBound(CONCURRENCY, machineLoad().cores, floorRun);
     // The clients' own process shares the machine's two cores, not the stack's main thread.
     const cpuPerTask = (cpu.node + cpu.children + cpu.generator) / (TASKS * ROUNDS);
     const latencyFloors = {
@@ -1213,7 +1237,7 @@ const main = async () => {
           clients: round(cpu.generator),
         },
         measuredTasksPerSecond: median(rounds.map((r) => r.throughputPerSecond)),
-        ...(requestFloor && { requestFloor }),
+        floorTask,
       },
     };
 

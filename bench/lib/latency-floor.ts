@@ -264,49 +264,50 @@ export interface MachineBound {
   readonly boundBy: 'cores' | 'main thread';
   /** clients ÷ the highest throughput: the lowest mean latency the clients can see, ms. */
   readonly meanLatencyMs: number;
-  /** The same bound for the CPU of the floor's requests alone (`requestFloorBound`). */
-  readonly requestFloor?: RequestFloorBound;
+  /** The same bound for the floor's task alone, run in the same session (`floorTaskBound`). */
+  readonly floorTask?: FloorTaskBound;
 }
 
-/** The floor's requests per task (bench/lib/floor.ts) at the prices measured in the same run. */
-export interface RequestFloorBound {
-  readonly writes: number;
-  readonly reads: number;
-  readonly sqs: number;
-  /** CPU ms per request (Node + DynamoDB Local): PutItem ≈ 1 KB, GetItem found, SQS SendMessage. */
-  readonly prices: { readonly put: number; readonly get: number; readonly sqsSend: number };
-  /** CPU ms per task of these requests, all processes, and of the Node process alone. */
+/**
+ * The floor's task (bench/lib/floor-task.ts: the cost floor's requests and one bare HTTP exchange,
+ * nothing else), run on this machine in the same session, as a bound at `clients` clients.
+ */
+export interface FloorTaskBound {
+  /** DynamoDB and SQS requests per floor task. */
+  readonly dynamodbRequests: number;
+  readonly sqsRequests: number;
+  /** CPU ms per floor task: all processes, this Node process's main thread, DynamoDB Local. */
   readonly cpuMsPerTask: number;
-  readonly nodeMsPerTask: number;
+  readonly mainThreadMsPerTask: number;
+  readonly javaMsPerTask: number;
   readonly maxTasksPerSecond: number;
   readonly meanLatencyMs: number;
 }
 
-type Price = { readonly nodeMs: number; readonly javaMs: number };
-
 /**
- * The lowest mean latency at `clients` closed-loop clients if a task cost only the CPU of the
- * requests the invariants need (the floor's), priced as single requests on this machine: the
- * lower of cores ÷ their CPU and one core ÷ their Node share (the JavaScript's one thread). A lower
- * bound: it leaves out the task's HTTP request, the handlers' own work, sealing and the pollers.
+ * The lowest mean latency at `clients` closed-loop clients if a task cost only the floor task's
+ * CPU: the lower of cores ÷ its CPU and one core ÷ its main-thread share (the JavaScript's one
+ * thread). A lower bound: the floor task leaves out JSON-RPC, the handlers' work, sealing and
+ * the pollers.
  */
-export const requestFloorBound = (
+export const floorTaskBound = (
   clients: number,
   cores: number,
-  floor: { readonly writes: number; readonly reads: number; readonly sqs: number },
-  prices: { readonly put: Price; readonly get: Price; readonly sqsSend: Price },
-): RequestFloorBound => {
-  const total = (price: Price) => price.nodeMs + price.javaMs;
-  const cpuMsPerTask =
-    floor.writes * total(prices.put) + floor.reads * total(prices.get) + floor.sqs * total(prices.sqsSend);
-  const nodeMsPerTask =
-    floor.writes * prices.put.nodeMs + floor.reads * prices.get.nodeMs + floor.sqs * prices.sqsSend.nodeMs;
-  const maxTasksPerSecond = Math.min((cores * 1000) / cpuMsPerTask, 1000 / nodeMsPerTask);
+  run: {
+    readonly dynamodbRequests: number;
+    readonly sqsRequests: number;
+    readonly cpuMsPerTask: number;
+    readonly mainThreadMsPerTask: number;
+    readonly javaMsPerTask: number;
+  },
+): FloorTaskBound => {
+  const maxTasksPerSecond = Math.min((cores * 1000) / run.cpuMsPerTask, 1000 / run.mainThreadMsPerTask);
   return {
-    ...floor,
-    prices: { put: total(prices.put), get: total(prices.get), sqsSend: total(prices.sqsSend) },
-    cpuMsPerTask,
-    nodeMsPerTask,
+    dynamodbRequests: run.dynamodbRequests,
+    sqsRequests: run.sqsRequests,
+    cpuMsPerTask: run.cpuMsPerTask,
+    mainThreadMsPerTask: run.mainThreadMsPerTask,
+    javaMsPerTask: run.javaMsPerTask,
     maxTasksPerSecond,
     meanLatencyMs: (clients / maxTasksPerSecond) * 1000,
   };

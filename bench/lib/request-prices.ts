@@ -2,8 +2,8 @@
  * What single requests cost in CPU on the local stack (decision 0035): each kind sent `requests`
  * times through the SDK clients as the handlers configure them (SigV4, default middleware), 10 in
  * flight, after a warm-up; CPU of this Node process and of DynamoDB Local's Java process from
- * /proc (Linux only). Used by `bench/request-cost.ts` (the table) and `bench/run.ts` (the CPU of
- * the floor's requests, issue 16).
+ * /proc (Linux only). Used by `bench/request-cost.ts` (the table); `npm run bench` runs the floor's
+ * whole task instead (bench/lib/floor-task.ts, decision 0086).
  */
 
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { chainSteps, type HopMark, revisionKey } from '../../bench/lib/hop-trace.ts';
 import {
   floorPercentile,
+  floorTaskBound,
   latencyFloor,
   machineBound,
-  requestFloorBound,
   routeFloor,
   STEPS_TO_STATUS_TIMESTAMP,
   sumOfUniformsCdf,
@@ -315,25 +315,17 @@ describe('the machine bound at closed-loop clients', () => {
     expect(machineBound(20, 2, 0.045, 0.02).boundBy).toBe('cores');
   });
 
-  it("prices the floor's requests alone: writes, reads and SQS requests at the measured CPU each", () => {
-    const put = { nodeMs: 0.75, javaMs: 1 };
-    const get = { nodeMs: 0.5, javaMs: 0.5 };
-    const sqsSend = { nodeMs: 1, javaMs: 0 };
-    // 10 × 1.75 + 3 × 1 + 1.5 × 1 = 22 ms per task: 2 cores → 90.9 tasks/s; Node 7.5 + 1.5 + 1.5 = 10.5 ms.
-    const bound = requestFloorBound(20, 2, { writes: 10, reads: 3, sqs: 1.5 }, { put, get, sqsSend });
-    expect(bound.cpuMsPerTask).toBeCloseTo(22, 9);
-    expect(bound.nodeMsPerTask).toBeCloseTo(10.5, 9);
+  it("bounds the latency by the floor task's CPU: the cores, or the one JavaScript thread", () => {
+    const run = { dynamodbRequests: 13, sqsRequests: 1.4, mainThreadMsPerTask: 10, javaMsPerTask: 8 };
+    // 22 ms per task over 2 cores: 90.9 tasks/s; its 10 ms on the main thread would allow 100.
+    const bound = floorTaskBound(20, 2, { ...run, cpuMsPerTask: 22 });
     expect(bound.maxTasksPerSecond).toBeCloseTo(2000 / 22, 9);
     expect(bound.meanLatencyMs).toBeCloseTo((20 * 22) / 2, 9);
-    // Node's share on its one thread binds when it is over half of the whole: 20 ms → 50 tasks/s.
-    const heavyNode = { nodeMs: 2, javaMs: 0.5 };
-    const nodeBound = requestFloorBound(
-      20,
-      2,
-      { writes: 10, reads: 0, sqs: 0 },
-      { put: heavyNode, get, sqsSend },
-    );
-    expect(nodeBound.maxTasksPerSecond).toBeCloseTo(50, 9);
+    expect(bound.dynamodbRequests).toBe(13);
+    // The main thread binds when its share is over half of the whole: 14 of 26 ms → 71.4 tasks/s.
+    const threadBound = floorTaskBound(20, 2, { ...run, cpuMsPerTask: 26, mainThreadMsPerTask: 14 });
+    expect(threadBound.maxTasksPerSecond).toBeCloseTo(1000 / 14, 9);
+    expect(threadBound.meanLatencyMs).toBeCloseTo(20 * 14, 9);
   });
 });
 

@@ -1,0 +1,259 @@
+/**
+ * The floor's task, run (decision 0086): the requests the cost floor allows one single-turn task
+ * (bench/lib/floor.ts — 10 DynamoDB writes, 3 reads, one queue hop) and nothing else, sent the way
+ * the handlers send them (DocumentClient, SigV4, default middleware) on tables created from the
+ * product's own declarations (their indexes, streams and TTL: infra/local/resources.ts), with
+ * copies of a real completed task's items, plus one bare HTTP exchange of the task's request and
+ * answer sizes (no handler behind it). `concurrency` such tasks in flight, CPU of this process
+ * (its main thread apart) and of DynamoDB Local read from /proc, the idle rate of both before
+ * the run subtracted.
+ *
+ * What it leaves out, so that what it measures is a lower bound for any implementation of the
+ * design on this machine: JSON-RPC and the handlers' work, sealing, the run's agent, the event
+ * source's and stream pollers' reads, the projector and the view counters' transaction.
+ */
+
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { createLocalClients, type Endpoints, localCredentials } from '../../infra/local/local-stack.ts';
+import { createResources } from '../../infra/local/resources.ts';
+import { pool } from './client.ts';
+import { cpuMsOf, mainThreadSeconds } from './cpu.ts';
+
+type Item = Record<string, unknown>;
+
+/** One completed task's items as stored, unmarshalled: the copies the floor's task writes. */
+export interface FloorTaskItems {
+  readonly task: Item;
+  readonly view: Item;
+  /** The task's events in revision order (SUBMITTED, WORKING, COMPLETED for a single turn). */
+  readonly events: readonly Item[];
+  readonly audit: Item;
+  /** Bytes of the task's JSON-RPC request and of its answer, for the bare HTTP exchange. */
+  readonly requestBytes: number;
+  readonly answerBytes: number;
+}
+
+export interface FloorTaskRun {
+  readonly tasks: number;
+  readonly concurrency: number;
+  /** CPU ms per task: both processes, this Node process, its main thread, DynamoDB Local. */
+  readonly cpuMsPerTask: number;
+  readonly nodeMsPerTask: number;
+  readonly mainThreadMsPerTask: number;
+  readonly javaMsPerTask: number;
+  /** Requests per task, by service. */
+  readonly dynamodbRequests: number;
+  readonly sqsRequests: number;
+  readonly tasksPerSecond: number;
+}
+
+/** Reads one completed task's items from the stack's tables (`tables`: their names). */
+export const sampleFloorItems = async (
+  documents: DynamoDBDocumentClient,
+  tables: { readonly state: string; readonly journal: string; readonly audit: string },
+  taskId: string,
+  sizes: { readonly requestBytes: number; readonly answerBytes: number },
+): Promise<FloorTaskItems> => {
+  const pk = `TASK#${taskId}`;
+  const [task, view, events, audit] = await Promise.all([
+    documents.send(new GetCommand({ TableName: tables.state, Key: { pk, sk: 'TASK' } })),
+    documents.send(new GetCommand({ TableName: tables.journal, Key: { pk, sk: 'VIEW' } })),
+    documents.send(
+      new QueryCommand({
+        TableName: tables.journal,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :evt)',
+        ExpressionAttributeValues: { ':pk': pk, ':evt': 'EVT#' },
+      }),
+    ),
+    documents.send(
+      new QueryCommand({
+        TableName: tables.audit,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': pk },
+        Limit: 1,
+      }),
+    ),
+  ]);
+  const found = (item: Item | undefined, what: string): Item => {
+    if (item === undefined) throw new Error(`floor task: no ${what} for task ${taskId}`);
+    return item;
+  };
+  const eventItems = events.Items ?? [];
+  if (eventItems.length < 3) throw new Error(`floor task: ${eventItems.length} events for task ${taskId}`);
+  return {
+    task: found(task.Item, 'task row'),
+    view: found(view.Item, 'view'),
+    events: eventItems.slice(0, 3),
+    audit: found(audit.Items?.[0], 'audit row'),
+    ...sizes,
+  };
+};
+
+/** CPU ms per second of this process and of `javaPid` while nothing is sent. */
+const idleRates = async (javaPid: number): Promise<{ node: number; main: number; java: number }> => {
+  const node = cpuMsOf('self');
+  const main = mainThreadSeconds();
+  const java = cpuMsOf(javaPid);
+  const began = performance.now();
+  await new Promise((wake) => setTimeout(wake, 1_000));
+  const seconds = (performance.now() - began) / 1000;
+  return {
+    node: (cpuMsOf('self') - node) / seconds,
+    main: ((mainThreadSeconds() - main) * 1000) / seconds,
+    java: (cpuMsOf(javaPid) - java) / seconds,
+  };
+};
+
+/**
+ * Runs `warmUp` and then `tasks` floor tasks, `concurrency` in flight, on tables of their own
+ * (`prefix`) at `endpoints` (a DynamoDB Local with the pid `javaPid`, the SQS and KMS emulators).
+ */
+export const runFloorTasks = async (options: {
+  readonly endpoints: Endpoints;
+  readonly javaPid: number;
+  readonly items: FloorTaskItems;
+  readonly tasks: number;
+  readonly warmUp: number;
+  readonly concurrency: number;
+  readonly prefix: string;
+  /** Messages the executor's event source receives per batch (its batch size). */
+  readonly receiveBatch: number;
+}): Promise<FloorTaskRun> => {
+  const { items } = options;
+  const clients = createLocalClients(options.endpoints);
+  const documents = DynamoDBDocumentClient.from(
+    new DynamoDBClient({
+      region: 'us-east-1',
+      credentials: localCredentials,
+      endpoint: options.endpoints.dynamodb,
+    }),
+    { marshallOptions: { removeUndefinedValues: true } },
+  );
+  const answer = Buffer.alloc(items.answerBytes, 'a');
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': answer.length });
+      response.end(answer);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const requestBody = 'r'.repeat(items.requestBytes);
+  try {
+    const resources = await createResources({ prefix: options.prefix, clients });
+    const state = resources.tables.State.name;
+    const journal = resources.tables.Journal.name;
+    const audit = resources.tables.Audit.name;
+    const queueUrl = resources.queues.RunQueue.url;
+    let sent = 0;
+    let received = 0;
+    let sqsRequests = 0;
+    let stopConsumer = false;
+    // The executor's event source: long-polls, receives a batch, deletes it in one request.
+    const consumer = (async () => {
+      while (!stopConsumer || received < sent) {
+        const { Messages = [] } = await clients.sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: options.receiveBatch,
+            WaitTimeSeconds: stopConsumer ? 0 : 1,
+          }),
+        );
+        sqsRequests += 1;
+        if (Messages.length === 0) continue;
+        received += Messages.length;
+        await clients.sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: Messages.map((message, index) => ({
+              Id: String(index),
+              ReceiptHandle: message.ReceiptHandle ?? '',
+            })),
+          }),
+        );
+        sqsRequests += 1;
+      }
+    })();
+
+    const put = (TableName: string, Item: Item, condition: { expression: string; values?: Item }) =>
+      documents.send(
+        new PutCommand({
+          TableName,
+          Item,
+          ConditionExpression: condition.expression,
+          ...(condition.values && { ExpressionAttributeValues: condition.values }),
+        }),
+      );
+    const floorTask = async (run: string, i: number): Promise<void> => {
+      const pk = `TASK#floor-${run}-${i}`;
+      const absent = { expression: 'attribute_not_exists(pk)' };
+      const atVersion = (version: number) => ({ expression: 'floorVersion = :v', values: { ':v': version } });
+      const atRevision = (revision: number) => ({ expression: 'revision = :r', values: { ':r': revision } });
+      const event = (revision: number) => ({ ...items.events[revision - 1], pk });
+      const view = (revision: number) => ({ ...items.view, pk, revision });
+      // The task's request and answer over HTTP (API Gateway → the rpc function, without either).
+      const exchange = await fetch(url, { method: 'POST', body: requestBody });
+      await exchange.arrayBuffer();
+      // create: the task with its run, its first revision projected, the run queued.
+      await put(state, { ...items.task, pk, floorVersion: 1 }, absent);
+      await put(journal, event(1), absent);
+      await put(journal, view(1), absent);
+      await clients.sqs.send(
+        new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: `{"taskId":"${pk}"}` }),
+      );
+      sent += 1;
+      sqsRequests += 1;
+      // The executor: reads the task, claims the run with WORKING, writes its audit row, completes.
+      await documents.send(
+        new GetCommand({ TableName: state, Key: { pk, sk: 'TASK' }, ConsistentRead: true }),
+      );
+      await put(state, { ...items.task, pk, floorVersion: 2 }, atVersion(1));
+      await put(journal, event(2), absent);
+      await put(journal, view(2), atRevision(1));
+      await put(audit, { ...items.audit, pk }, absent);
+      await put(state, { ...items.task, pk, floorVersion: 3 }, atVersion(2));
+      await put(journal, event(3), absent);
+      await put(journal, view(3), atRevision(2));
+      // The rpc function's answer: the completed view, the history from the task row.
+      await documents.send(new GetCommand({ TableName: journal, Key: { pk, sk: 'VIEW' } }));
+      await documents.send(new GetCommand({ TableName: state, Key: { pk, sk: 'TASK' } }));
+    };
+
+    await pool(options.warmUp, options.concurrency, (i) => floorTask('warm', i));
+    const idle = await idleRates(options.javaPid);
+    const sqsBefore = sqsRequests;
+    const node0 = cpuMsOf('self');
+    const main0 = mainThreadSeconds();
+    const java0 = cpuMsOf(options.javaPid);
+    const began = performance.now();
+    await pool(options.tasks, options.concurrency, (i) => floorTask('run', i));
+    stopConsumer = true;
+    await consumer;
+    const seconds = (performance.now() - began) / 1000;
+    const node = cpuMsOf('self') - node0 - idle.node * seconds;
+    const main = (mainThreadSeconds() - main0) * 1000 - idle.main * seconds;
+    const java = cpuMsOf(options.javaPid) - java0 - idle.java * seconds;
+    return {
+      tasks: options.tasks,
+      concurrency: options.concurrency,
+      cpuMsPerTask: (node + java) / options.tasks,
+      nodeMsPerTask: node / options.tasks,
+      mainThreadMsPerTask: main / options.tasks,
+      javaMsPerTask: java / options.tasks,
+      dynamodbRequests: 13,
+      sqsRequests: (sqsRequests - sqsBefore) / options.tasks,
+      tasksPerSecond: options.tasks / seconds,
+    };
+  } finally {
+    server.close();
+    documents.destroy();
+    clients.destroy();
+  }
+};
