@@ -155,10 +155,13 @@ export const runFloorTasks = async (options: {
     let sent = 0;
     let received = 0;
     let sqsRequests = 0;
+    let dynamodbRequests = 0;
     let stopConsumer = false;
+    // Set when the tasks failed: the consumer ends at once instead of waiting for their messages.
+    let abandoned = false;
     // The executor's event source: long-polls, receives a batch, deletes it in one request.
     const consumer = (async () => {
-      while (!stopConsumer || received < sent) {
+      while (!abandoned && (!stopConsumer || received < sent)) {
         const { Messages = [] } = await clients.sqs.send(
           new ReceiveMessageCommand({
             QueueUrl: queueUrl,
@@ -181,9 +184,16 @@ export const runFloorTasks = async (options: {
         sqsRequests += 1;
       }
     })();
+    // Its failure is thrown where it is awaited; until then it must not count as unhandled.
+    consumer.catch(() => {});
 
-    const put = (TableName: string, Item: Item, condition: { expression: string; values?: Item }) =>
-      documents.send(
+    const get = (TableName: string, pk: string, sk: string, consistent = false) => {
+      dynamodbRequests += 1;
+      return documents.send(new GetCommand({ TableName, Key: { pk, sk }, ConsistentRead: consistent }));
+    };
+    const put = (TableName: string, Item: Item, condition: { expression: string; values?: Item }) => {
+      dynamodbRequests += 1;
+      return documents.send(
         new PutCommand({
           TableName,
           Item,
@@ -191,6 +201,7 @@ export const runFloorTasks = async (options: {
           ...(condition.values && { ExpressionAttributeValues: condition.values }),
         }),
       );
+    };
     const floorTask = async (run: string, i: number): Promise<void> => {
       const pk = `TASK#floor-${run}-${i}`;
       const absent = { expression: 'attribute_not_exists(pk)' };
@@ -211,9 +222,7 @@ export const runFloorTasks = async (options: {
       sent += 1;
       sqsRequests += 1;
       // The executor: reads the task, claims the run with WORKING, writes its audit row, completes.
-      await documents.send(
-        new GetCommand({ TableName: state, Key: { pk, sk: 'TASK' }, ConsistentRead: true }),
-      );
+      await get(state, pk, 'TASK', true);
       await put(state, { ...items.task, pk, floorVersion: 2 }, atVersion(1));
       await put(journal, event(2), absent);
       await put(journal, view(2), atRevision(1));
@@ -222,18 +231,28 @@ export const runFloorTasks = async (options: {
       await put(journal, event(3), absent);
       await put(journal, view(3), atRevision(2));
       // The rpc function's answer: the completed view, the history from the task row.
-      await documents.send(new GetCommand({ TableName: journal, Key: { pk, sk: 'VIEW' } }));
-      await documents.send(new GetCommand({ TableName: state, Key: { pk, sk: 'TASK' } }));
+      await get(journal, pk, 'VIEW');
+      await get(state, pk, 'TASK');
     };
 
-    await pool(options.warmUp, options.concurrency, (i) => floorTask('warm', i));
+    const tasksThenConsumer = async (run: () => Promise<unknown>): Promise<void> => {
+      try {
+        await run();
+      } catch (error) {
+        abandoned = true;
+        await consumer.catch(() => {});
+        throw error;
+      }
+    };
+    await tasksThenConsumer(() => pool(options.warmUp, options.concurrency, (i) => floorTask('warm', i)));
     const idle = await idleRates(options.javaPid);
     const sqsBefore = sqsRequests;
+    const dynamodbBefore = dynamodbRequests;
     const node0 = cpuMsOf('self');
     const main0 = mainThreadSeconds();
     const java0 = cpuMsOf(options.javaPid);
     const began = performance.now();
-    await pool(options.tasks, options.concurrency, (i) => floorTask('run', i));
+    await tasksThenConsumer(() => pool(options.tasks, options.concurrency, (i) => floorTask('run', i)));
     stopConsumer = true;
     await consumer;
     const seconds = (performance.now() - began) / 1000;
@@ -247,7 +266,7 @@ export const runFloorTasks = async (options: {
       nodeMsPerTask: node / options.tasks,
       mainThreadMsPerTask: main / options.tasks,
       javaMsPerTask: java / options.tasks,
-      dynamodbRequests: 13,
+      dynamodbRequests: (dynamodbRequests - dynamodbBefore) / options.tasks,
       sqsRequests: (sqsRequests - sqsBefore) / options.tasks,
       tasksPerSecond: options.tasks / seconds,
     };

@@ -1,0 +1,90 @@
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { benchConfig, benchTokens } from '../../bench/lib/bench-config.ts';
+import { RpcClient } from '../../bench/lib/client.ts';
+import { dynamoDbLocalPid } from '../../bench/lib/cpu.ts';
+import { runFloorTasks, sampleFloorItems } from '../../bench/lib/floor-task.ts';
+import {
+  createLocalClients,
+  type LocalClients,
+  type LocalStack,
+  startLocalStack,
+} from '../../infra/local/local-stack.ts';
+import { providedEndpoints } from '../support/local-guard.ts';
+
+/**
+ * The floor's task of `npm run bench` (decision 0086): copies of a real task's items, the cost
+ * floor's requests and queue hop, against the emulators.
+ */
+let stack: LocalStack;
+let clients: LocalClients;
+let documents: DynamoDBDocumentClient;
+beforeAll(async () => {
+  stack = await startLocalStack({
+    port: 0,
+    config: benchConfig,
+    endpoints: providedEndpoints(),
+    prefix: 'bench-floor-task',
+    log: () => {},
+  });
+  clients = createLocalClients(providedEndpoints());
+  documents = DynamoDBDocumentClient.from(clients.dynamodb);
+});
+afterAll(async () => {
+  clients?.destroy();
+  await stack?.stop();
+});
+
+describe("the floor's task", () => {
+  it('copies a completed task and sends exactly the floor requests for each task, every message consumed', async () => {
+    const client = new RpcClient(`${stack.baseUrl}/agents/default`, benchTokens.main);
+    const answer = await client.send('floor task sample');
+    const taskId = answer.result?.task?.id ?? '';
+    expect(answer.result?.task?.status?.state).toBe('TASK_STATE_COMPLETED');
+    const tables = stack.resources.tables;
+    const items = await sampleFloorItems(
+      documents,
+      { state: tables.State.name, journal: tables.Journal.name, audit: tables.Audit.name },
+      taskId,
+      { requestBytes: 300, answerBytes: 1_500 },
+    );
+    expect(items.events.map((event) => event.sk)).toEqual([
+      'EVT#0000000001',
+      'EVT#0000000002',
+      'EVT#0000000003',
+    ]);
+    expect(items.view.pk).toBe(`TASK#${taskId}`);
+
+    const endpoints = providedEndpoints();
+    const run = await runFloorTasks({
+      endpoints,
+      javaPid: dynamoDbLocalPid(Number(new URL(endpoints.dynamodb).port)),
+      items,
+      tasks: 12,
+      warmUp: 3,
+      concurrency: 4,
+      prefix: `bench-floor-task-${crypto.randomUUID().slice(0, 6)}`,
+      receiveBatch: 10,
+    });
+    // 10 conditional puts and 3 gets per task; a send per task and at least one receive and one
+    // delete for a batch of at most 10 (more when the long poll hands them out in smaller batches).
+    expect(run.dynamodbRequests).toBe(13);
+    expect(run.sqsRequests).toBeGreaterThanOrEqual(1 + 2 / 10);
+    expect(run.tasks).toBe(12);
+  });
+
+  it('refuses a task without its three events', async () => {
+    await expect(
+      sampleFloorItems(
+        documents,
+        {
+          state: stack.resources.tables.State.name,
+          journal: stack.resources.tables.Journal.name,
+          audit: stack.resources.tables.Audit.name,
+        },
+        'no-such-task',
+        { requestBytes: 1, answerBytes: 1 },
+      ),
+    ).rejects.toThrow(/no task row|events/);
+  });
+});
