@@ -51,7 +51,7 @@ import {
   startAnchor,
 } from './anchor/sdk-server.ts';
 import { benchConfig, benchTokens } from './lib/bench-config.ts';
-import { pool, type RpcAnswer, RpcClient, stateOf, type TaskLike } from './lib/client.ts';
+import { pool, type RpcAnswer, RpcClient, sendMessageParams, stateOf, type TaskLike } from './lib/client.ts';
 import { type ColdStartResult, measureColdStarts } from './lib/cold-start.ts';
 import {
   beforeWriteThrough,
@@ -1049,13 +1049,7 @@ const main = async () => {
           jsonrpc: '2.0',
           id: 1,
           method: 'SendMessage',
-          params: {
-            message: {
-              messageId: crypto.randomUUID(),
-              role: 'ROLE_USER',
-              parts: [{ text: 'floor task sample' }],
-            },
-          },
+          params: sendMessageParams('floor task sample'),
         }).length,
         answerBytes: JSON.stringify({ jsonrpc: '2.0', id: 1, result: sample.result }).length,
       },
@@ -1218,6 +1212,12 @@ const main = async () => {
       })),
       apiRequests: floor.apiRequests,
     };
+    // The floor's task sends what the cost floor counts (bench/lib/floor.ts), or its bound is not the floor's.
+    const floorRequests = floor.dynamodbWriteRequests + floor.dynamodbReadRequests;
+    if (floorRun.dynamodbRequests !== floorRequests)
+      throw new Error(
+        `the floor's task sent ${floorRun.dynamodbRequests} DynamoDB requests per task, the floor counts ${floorRequests}`,
+      );
     const floorTask = floorTaskBound(CONCURRENCY, machineLoad().cores, floorRun);
     // The clients' own process shares the machine's two cores, not the stack's main thread.
     const cpuPerTask = (cpu.node + cpu.children + cpu.generator) / (TASKS * ROUNDS);

@@ -53,21 +53,27 @@ export class RpcClient {
   }
 
   /** One blocking SendMessage; the task it returns. */
-  async send(
-    text: string,
-    options: { messageId?: string; taskId?: string; configuration?: Record<string, unknown> } = {},
-  ): Promise<RpcAnswer<{ task?: TaskLike }>> {
-    return this.call<{ task?: TaskLike }>('SendMessage', {
-      message: {
-        messageId: options.messageId ?? `bench-${crypto.randomUUID()}`,
-        role: 'ROLE_USER',
-        parts: [{ text }],
-        ...(options.taskId ? { taskId: options.taskId } : {}),
-      },
-      ...(options.configuration ? { configuration: options.configuration } : {}),
-    });
+  async send(text: string, options: SendMessageOptions = {}): Promise<RpcAnswer<{ task?: TaskLike }>> {
+    return this.call<{ task?: TaskLike }>('SendMessage', sendMessageParams(text, options));
   }
 }
+
+export interface SendMessageOptions {
+  readonly messageId?: string;
+  readonly taskId?: string;
+  readonly configuration?: Record<string, unknown>;
+}
+
+/** The params of the benchmark's SendMessage: one user text part. */
+export const sendMessageParams = (text: string, options: SendMessageOptions = {}) => ({
+  message: {
+    messageId: options.messageId ?? `bench-${crypto.randomUUID()}`,
+    role: 'ROLE_USER',
+    parts: [{ text }],
+    ...(options.taskId ? { taskId: options.taskId } : {}),
+  },
+  ...(options.configuration ? { configuration: options.configuration } : {}),
+});
 
 /** Runs `count` jobs with at most `concurrency` in flight; results in job order. */
 export const pool = async <T>(

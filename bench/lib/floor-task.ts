@@ -16,10 +16,9 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { createLocalClients, type Endpoints, localCredentials } from '../../infra/local/local-stack.ts';
+import { createLocalClients, type Endpoints } from '../../infra/local/local-stack.ts';
 import { createResources } from '../../infra/local/resources.ts';
 import { pool } from './client.ts';
 import { cpuMsOf, mainThreadSeconds } from './cpu.ts';
@@ -126,14 +125,9 @@ export const runFloorTasks = async (options: {
 }): Promise<FloorTaskRun> => {
   const { items } = options;
   const clients = createLocalClients(options.endpoints);
-  const documents = DynamoDBDocumentClient.from(
-    new DynamoDBClient({
-      region: 'us-east-1',
-      credentials: localCredentials,
-      endpoint: options.endpoints.dynamodb,
-    }),
-    { marshallOptions: { removeUndefinedValues: true } },
-  );
+  const documents = DynamoDBDocumentClient.from(clients.dynamodb, {
+    marshallOptions: { removeUndefinedValues: true },
+  });
   const answer = Buffer.alloc(items.answerBytes, 'a');
   const server = createServer((request, response) => {
     request.resume();
@@ -272,7 +266,6 @@ export const runFloorTasks = async (options: {
     };
   } finally {
     server.close();
-    documents.destroy();
     clients.destroy();
   }
 };
