@@ -115,11 +115,12 @@ const ONE_CLIENT_TASKS = quick ? 15 : 50;
 /** Sequential blocking tasks at one client, on this server and on the anchor. */
 const SEQUENTIAL_TASKS = quick ? 20 : 100;
 /**
- * Tasks each server gets at `CONCURRENCY` clients before its measured rounds (decision 0078): both
- * run on JITs (V8; the SDK server's too, and DynamoDB Local's JVM) that reach their steady state
- * only after a few hundred tasks, and the rounds compare steady states.
+ * Tasks each server gets at `CONCURRENCY` clients before its measured rounds (decisions 0078,
+ * 0087): both run on JITs (V8; the SDK server's too, and DynamoDB Local's JVM) that reach their
+ * steady state only after some hundred tasks — DynamoDB Local's C2 after about 700 —, and the
+ * rounds compare steady states.
  */
-const WARM_UP_TASKS = quick ? 40 : 300;
+const WARM_UP_TASKS = quick ? 40 : 1_000;
 /** Tasks per path traced at one client for the latency floor. */
 const FLOOR_TASKS = quick ? 10 : 30;
 /** Lambda writes platform lines (start, report) per invocation; JSON format, estimated bytes. */
@@ -1065,7 +1066,7 @@ const main = async () => {
       javaPid: dynamoDbLocalPid(floorDatabase.port),
       items: floorItems,
       tasks: TASKS,
-      warmUp: quick ? 60 : 300,
+      warmUp: quick ? 60 : WARM_UP_TASKS,
       concurrency: CONCURRENCY,
       prefix: 'bench-floor-task',
       receiveBatch: deployment.functions.executor?.batchSize ?? 10,
@@ -1331,6 +1332,7 @@ const main = async () => {
         tasks: TASKS,
         concurrency: CONCURRENCY,
         rounds: ROUNDS,
+        warmUpTasks: WARM_UP_TASKS,
         scale: SCALE,
         spawns: SPAWNS,
         quick,

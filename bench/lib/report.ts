@@ -635,6 +635,7 @@ export const renderMarkdown = (report: Report): string => {
     `Generated ${report.generatedAt} by \`${report.command}\` on ${report.machine.cores} cores, Node ${report.machine.node}${report.machine.nodeOptions ? ` (NODE_OPTIONS \`${report.machine.nodeOptions}\`, decision 0085)` : ''}. ` +
       `Load average (1 min) at the end: ${report.machine.loadavg1}. Parameters: ${single.tasks} single-turn tasks ` +
       `(${report.parameters.rounds} × ${report.parameters.tasks}) at ${report.parameters.concurrency} concurrent clients` +
+      `${report.parameters.warmUpTasks ? `, each server warmed by ${report.parameters.warmUpTasks} tasks first (decision 0087)` : ''}` +
       `${report.parameters.quick ? ' — **quick run, not for final figures**' : ''}. ` +
       'Counts are exact for the tasks driven; latencies are medians over the rounds and depend on the machine load stated per round. ' +
       'Method: docs/decisions/0012-benchmark-method.md.',
