@@ -31,7 +31,7 @@ const { values: args } = parseArgs({
     tasks: { type: 'string', default: '300' },
     concurrency: { type: 'string', default: '20' },
     rounds: { type: 'string', default: '2' },
-    // DynamoDB Local's C2 settles after about 700 tasks (decision 0087): rounds before it mislead.
+    // DynamoDB Local's C2 settles after about 400 tasks (decision 0087): rounds before it mislead.
     'warm-up': { type: 'string', default: '1000' },
     json: { type: 'boolean', default: false },
     profile: { type: 'string' },

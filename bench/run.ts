@@ -117,7 +117,7 @@ const SEQUENTIAL_TASKS = quick ? 20 : 100;
 /**
  * Tasks each server gets at `CONCURRENCY` clients before its measured rounds (decisions 0078,
  * 0087): both run on JITs (V8; the SDK server's too, and DynamoDB Local's JVM) that reach their
- * steady state only after some hundred tasks — DynamoDB Local's C2 after about 700 —, and the
+ * steady state only after some hundred tasks — DynamoDB Local's C2 after about 400 —, and the
  * rounds compare steady states.
  */
 const WARM_UP_TASKS = quick ? 40 : 1_000;

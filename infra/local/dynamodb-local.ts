@@ -183,10 +183,12 @@ export const startDynamoDbLocal = async (options: StartDynamoDbLocalOptions = {}
 };
 
 const launch = async (dir: string, host: string, port: number, timeoutMs: number): Promise<DynamoDbLocal> => {
-  // The JVM's own tiered JIT, C2 included (decision 0087): it costs more CPU while C2 compiles
-  // (the first few hundred tasks of a load) and about a third less per request once warm.
+  // The JVM's tiered JIT, C2 included, compiling at a fifth of its usual thresholds (decision
+  // 0087): C2's compiling is over within the first few hundred tasks of a load, after which a
+  // request costs about a fifth less of DynamoDB Local's CPU than with C1 alone.
   const javaArgs = [
     '-XX:+UseSerialGC',
+    '-XX:CompileThresholdScaling=0.2',
     '-Xmx256m',
     `-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`,
     '-jar',
