@@ -1437,6 +1437,7 @@ const floorOnly = async (): Promise<void> => {
   try {
     const started = await startStack({ dynamodb, sqs, kms });
     stack = started.stack;
+    await warmUp(started.main);
     const before = machineLoad();
     log('one client: SSE terminal event, request → webhook');
     const oneClient = await oneClientPhase(started.main, started.capabilities);
