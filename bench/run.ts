@@ -1007,8 +1007,8 @@ const startStack = async (emulators: {
 
 /**
  * This stack warmed up (JIT, connections, data keys) right before its rounds (decision 0087):
- * the floor's task runs in this process, and its garbage collections age the handlers' compiled
- * code, so a warm-up before it left the first round slower than the others.
+ * warmed before the floor's task (which runs in this process) and the SDK server's warm-up, ≈ 70 s
+ * without load of its own, its first round was the slowest of every run.
  */
 const warmUp = async (main: RpcClient): Promise<void> => {
   log(`warm-up: ${WARM_UP_TASKS} tasks at ${CONCURRENCY} clients`);
