@@ -40,9 +40,8 @@ export interface FloorTaskItems {
 export interface FloorTaskRun {
   readonly tasks: number;
   readonly concurrency: number;
-  /** CPU ms per task: both processes, this Node process, its main thread, DynamoDB Local. */
+  /** CPU ms per task: both processes, this Node process's main thread, DynamoDB Local. */
   readonly cpuMsPerTask: number;
-  readonly nodeMsPerTask: number;
   readonly mainThreadMsPerTask: number;
   readonly javaMsPerTask: number;
   /** Requests per task, by service. */
@@ -257,7 +256,6 @@ export const runFloorTasks = async (options: {
       tasks: options.tasks,
       concurrency: options.concurrency,
       cpuMsPerTask: (node + java) / options.tasks,
-      nodeMsPerTask: node / options.tasks,
       mainThreadMsPerTask: main / options.tasks,
       javaMsPerTask: java / options.tasks,
       dynamodbRequests: (dynamodbRequests - dynamodbBefore) / options.tasks,

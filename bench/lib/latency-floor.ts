@@ -264,7 +264,7 @@ export interface MachineBound {
   readonly boundBy: 'cores' | 'main thread';
   /** clients ÷ the highest throughput: the lowest mean latency the clients can see, ms. */
   readonly meanLatencyMs: number;
-  /** The same bound for the floor's task alone, run in the same session (`floorTaskBound`). */
+  /** The same bound for the floor's task alone, run in the same benchmark (`floorTaskBound`). */
   readonly floorTask?: FloorTaskBound;
 }
 
