@@ -1042,7 +1042,9 @@ const main = async () => {
     // after: tables made later in one DynamoDB Local cost more per request the more stream records
     // it holds from before them, so the bench's own would price the floor too high (a lower bound
     // must not). Its items are copies of a task this stack has just completed.
-    log("the floor's task: the cost floor's requests alone, on a fresh DynamoDB Local");
+    log(
+      "the floor's task: the cost floor's requests and the backstops' stream reads, on a fresh DynamoDB Local",
+    );
     const sample = await main.send('floor task sample');
     const sampleTask = expectState(sample, 'TASK_STATE_COMPLETED', 'floor task sample');
     const sampler = createDocumentClient();
@@ -1081,7 +1083,7 @@ const main = async () => {
       receiveBatch: deployment.functions.executor?.batchSize ?? 10,
     }).finally(() => floorDatabase.stop());
     log(
-      `the floor's task: ${round(floorRun.cpuMsPerTask)} ms CPU per task (main thread ${round(floorRun.mainThreadMsPerTask)}, DynamoDB Local ${round(floorRun.javaMsPerTask)}), ${round(floorRun.tasksPerSecond)} tasks/s`,
+      `the floor's task: ${round(floorRun.cpuMsPerTask)} ms CPU per task (main thread ${round(floorRun.mainThreadMsPerTask)}, DynamoDB Local ${round(floorRun.javaMsPerTask)}), ${round(floorRun.tasksPerSecond)} tasks/s, ${round(floorRun.streamReads)} stream reads per task`,
     );
     await meter.settle();
 

@@ -8,16 +8,31 @@
  * (its main thread apart) and of DynamoDB Local read from /proc, the idle rate of both before
  * the run subtracted.
  *
+ * The design's backstops read every record of both streams (docs/architecture.md: the state
+ * stream feeds the projector, the journal stream the pusher), so the floor's task reads them too
+ * (decision 0088): one reader per stream, as Lambda's event source reads a shard — at once again
+ * after a read that found records, a poll interval after an empty one — with nothing converted
+ * and nothing invoked.
+ *
  * What it leaves out, so that what it measures is a lower bound for any implementation of the
  * design on this machine: JSON-RPC and the handlers' work, sealing, the run's agent, the event
- * source's and stream pollers' reads, the projector and the view counters' transaction.
+ * source's receive wait, what the projector and pusher do with a record, and the view counters'
+ * transaction.
  */
 
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import {
+  DescribeStreamCommand,
+  type DynamoDBStreamsClient,
+  GetRecordsCommand,
+  type GetRecordsCommandOutput,
+  GetShardIteratorCommand,
+} from '@aws-sdk/client-dynamodb-streams';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { STREAM_POLL_INTERVAL_MS } from '../../infra/local/lambda-pollers.ts';
 import { createLocalClients, type Endpoints } from '../../infra/local/local-stack.ts';
 import { createResources } from '../../infra/local/resources.ts';
 import { pool } from './client.ts';
@@ -47,8 +62,97 @@ export interface FloorTaskRun {
   /** Requests per task, by service. */
   readonly dynamodbRequests: number;
   readonly sqsRequests: number;
+  /** The backstops' stream reads per task: GetRecords requests, and the records they returned. */
+  readonly streamReads: number;
+  readonly streamRecords: number;
   readonly tasksPerSecond: number;
 }
+
+interface StreamReader {
+  /** GetRecords requests and the records they returned, so far. */
+  readonly reads: () => number;
+  readonly records: () => number;
+  /** Resolves after a read that started after this call found nothing: every earlier record is read. */
+  caughtUp(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Reads a stream's one open shard from its oldest record on (a fresh table has one), as Lambda's
+ * event source does: again at once after a read that found records, `STREAM_POLL_INTERVAL_MS`
+ * after the start of one that found none.
+ */
+const readStream = async (streams: DynamoDBStreamsClient, streamArn: string): Promise<StreamReader> => {
+  const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
+  const shard = StreamDescription?.Shards?.find(
+    (candidate) => !candidate.SequenceNumberRange?.EndingSequenceNumber,
+  );
+  if (!shard?.ShardId) throw new Error(`The stream ${streamArn} has no open shard`);
+  // DynamoDB Local can refuse an iterator taken on an empty shard once records arrive
+  // (TrimmedDataAccessException), as the local pollers meet it: a new one resumes after the last
+  // record read.
+  let lastSequence: string | undefined;
+  const position = async (): Promise<string | undefined> =>
+    (
+      await streams.send(
+        new GetShardIteratorCommand({
+          StreamArn: streamArn,
+          ShardId: shard.ShardId,
+          ...(lastSequence
+            ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: lastSequence }
+            : { ShardIteratorType: 'TRIM_HORIZON' }),
+        }),
+      )
+    ).ShardIterator;
+  let iterator = await position();
+  let reads = 0;
+  let records = 0;
+  let stopping = false;
+  let waiters: Array<{ readonly after: number; readonly wake: () => void }> = [];
+  const loop = (async () => {
+    while (!stopping && iterator) {
+      const started = performance.now();
+      const readNumber = ++reads;
+      let out: GetRecordsCommandOutput;
+      try {
+        out = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
+      } catch (error) {
+        const name = (error as Error).name;
+        if (name !== 'TrimmedDataAccessException' && name !== 'ExpiredIteratorException') throw error;
+        iterator = await position();
+        continue;
+      }
+      iterator = out.NextShardIterator;
+      const found = out.Records ?? [];
+      records += found.length;
+      lastSequence = found.at(-1)?.dynamodb?.SequenceNumber ?? lastSequence;
+      if (found.length > 0) continue;
+      const woken = waiters.filter((waiter) => waiter.after < readNumber);
+      waiters = waiters.filter((waiter) => waiter.after >= readNumber);
+      for (const waiter of woken) waiter.wake();
+      await new Promise((wake) =>
+        setTimeout(wake, Math.max(0, STREAM_POLL_INTERVAL_MS - (performance.now() - started))),
+      );
+    }
+  })();
+  // Its failure is thrown where it is awaited (`caughtUp` races it, `stop` awaits it).
+  loop.catch(() => {});
+  return {
+    reads: () => reads,
+    records: () => records,
+    caughtUp: () =>
+      Promise.race([
+        new Promise<void>((wake) => waiters.push({ after: reads, wake })),
+        loop.then(() => {
+          throw new Error(`The reader of ${streamArn} ended before it caught up`);
+        }),
+      ]),
+    stop: async () => {
+      stopping = true;
+      await loop;
+    },
+  };
+};
 
 /** Reads one completed task's items from the stack's tables (`tables`: their names). */
 export const sampleFloorItems = async (
@@ -139,12 +243,22 @@ export const runFloorTasks = async (options: {
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   const requestBody = 'r'.repeat(items.requestBytes);
+  let readers: StreamReader[] = [];
   try {
     const resources = await createResources({ prefix: options.prefix, clients });
     const state = resources.tables.State.name;
     const journal = resources.tables.Journal.name;
     const audit = resources.tables.Audit.name;
     const queueUrl = resources.queues.RunQueue.url;
+    const streamArns = [resources.tables.State.streamArn, resources.tables.Journal.streamArn];
+    readers = await Promise.all(
+      streamArns.map((arn) => {
+        if (!arn) throw new Error('The state and journal tables must have streams');
+        return readStream(clients.streams, arn);
+      }),
+    );
+    const streamReads = () => readers.reduce((sum, reader) => sum + reader.reads(), 0);
+    const streamRecords = () => readers.reduce((sum, reader) => sum + reader.records(), 0);
     let sent = 0;
     let received = 0;
     let sqsRequests = 0;
@@ -238,9 +352,12 @@ export const runFloorTasks = async (options: {
       }
     };
     await tasksThenConsumer(() => pool(options.warmUp, options.concurrency, (i) => floorTask('warm', i)));
+    await Promise.all(readers.map((reader) => reader.caughtUp()));
     const idle = await idleRates(options.javaPid);
     const sqsBefore = sqsRequests;
     const dynamodbBefore = dynamodbRequests;
+    const streamReadsBefore = streamReads();
+    const streamRecordsBefore = streamRecords();
     const node0 = cpuMsOf('self');
     const main0 = mainThreadSeconds();
     const java0 = cpuMsOf(options.javaPid);
@@ -248,6 +365,8 @@ export const runFloorTasks = async (options: {
     await tasksThenConsumer(() => pool(options.tasks, options.concurrency, (i) => floorTask('run', i)));
     stopConsumer = true;
     await consumer;
+    // The run ends when the backstops have read its last record.
+    await Promise.all(readers.map((reader) => reader.caughtUp()));
     const seconds = (performance.now() - began) / 1000;
     const node = cpuMsOf('self') - node0 - idle.node * seconds;
     const main = (mainThreadSeconds() - main0) * 1000 - idle.main * seconds;
@@ -260,9 +379,12 @@ export const runFloorTasks = async (options: {
       javaMsPerTask: java / options.tasks,
       dynamodbRequests: (dynamodbRequests - dynamodbBefore) / options.tasks,
       sqsRequests: (sqsRequests - sqsBefore) / options.tasks,
+      streamReads: (streamReads() - streamReadsBefore) / options.tasks,
+      streamRecords: (streamRecords() - streamRecordsBefore) / options.tasks,
       tasksPerSecond: options.tasks / seconds,
     };
   } finally {
+    await Promise.allSettled(readers.map((reader) => reader.stop()));
     server.close();
     clients.destroy();
   }

@@ -276,6 +276,9 @@ export interface FloorTaskBound {
   /** DynamoDB and SQS requests per floor task. */
   readonly dynamodbRequests: number;
   readonly sqsRequests: number;
+  /** The backstops' stream reads per floor task: GetRecords requests and the records they returned. */
+  readonly streamReads: number;
+  readonly streamRecords: number;
   /** CPU ms per floor task: all processes, this Node process's main thread, DynamoDB Local. */
   readonly cpuMsPerTask: number;
   readonly mainThreadMsPerTask: number;
@@ -288,7 +291,7 @@ export interface FloorTaskBound {
  * The lowest mean latency at `clients` closed-loop clients if a task cost only the floor task's
  * CPU: the lower of cores ÷ its CPU and one core ÷ its main-thread share (the JavaScript's one
  * thread). A lower bound: the floor task leaves out JSON-RPC, the handlers' work, sealing and
- * the pollers.
+ * what the backstops do with the stream records they read.
  */
 export const floorTaskBound = (
   clients: number,
@@ -296,6 +299,8 @@ export const floorTaskBound = (
   run: {
     readonly dynamodbRequests: number;
     readonly sqsRequests: number;
+    readonly streamReads: number;
+    readonly streamRecords: number;
     readonly cpuMsPerTask: number;
     readonly mainThreadMsPerTask: number;
     readonly javaMsPerTask: number;
@@ -305,6 +310,8 @@ export const floorTaskBound = (
   return {
     dynamodbRequests: run.dynamodbRequests,
     sqsRequests: run.sqsRequests,
+    streamReads: run.streamReads,
+    streamRecords: run.streamRecords,
     cpuMsPerTask: run.cpuMsPerTask,
     mainThreadMsPerTask: run.mainThreadMsPerTask,
     javaMsPerTask: run.javaMsPerTask,

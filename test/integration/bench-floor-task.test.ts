@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 describe("the floor's task", () => {
-  it('copies a completed task and sends exactly the floor requests for each task, every message consumed', async () => {
+  it('copies a completed task and sends exactly the floor requests for each task, every message consumed and every stream record read', async () => {
     const client = new RpcClient(`${stack.baseUrl}/agents/default`, benchTokens.main);
     const answer = await client.send('floor task sample');
     const taskId = answer.result?.task?.id ?? '';
@@ -70,6 +70,10 @@ describe("the floor's task", () => {
     // delete for a batch of at most 10 (more when the long poll hands them out in smaller batches).
     expect(run.dynamodbRequests).toBe(13);
     expect(run.sqsRequests).toBeGreaterThanOrEqual(1 + 2 / 10);
+    // The backstops read every record of both streams, and only the run's: the task row's three
+    // writes on the state stream, three events and three view writes on the journal stream.
+    expect(run.streamRecords).toBe(9);
+    expect(run.streamReads).toBeGreaterThan(0);
     expect(run.tasks).toBe(12);
   });
 

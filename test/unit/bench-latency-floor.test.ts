@@ -316,12 +316,20 @@ describe('the machine bound at closed-loop clients', () => {
   });
 
   it("bounds the latency by the floor task's CPU: the cores, or the one JavaScript thread", () => {
-    const run = { dynamodbRequests: 13, sqsRequests: 1.4, mainThreadMsPerTask: 10, javaMsPerTask: 8 };
+    const run = {
+      dynamodbRequests: 13,
+      sqsRequests: 1.4,
+      streamReads: 0.6,
+      streamRecords: 9,
+      mainThreadMsPerTask: 10,
+      javaMsPerTask: 8,
+    };
     // 22 ms per task over 2 cores: 90.9 tasks/s; its 10 ms on the main thread would allow 100.
     const bound = floorTaskBound(20, 2, { ...run, cpuMsPerTask: 22 });
     expect(bound.maxTasksPerSecond).toBeCloseTo(2000 / 22, 9);
     expect(bound.meanLatencyMs).toBeCloseTo((20 * 22) / 2, 9);
     expect(bound.dynamodbRequests).toBe(13);
+    expect(bound.streamRecords).toBe(9);
     // The main thread binds when its share is over half of the whole: 14 of 26 ms → 71.4 tasks/s.
     const threadBound = floorTaskBound(20, 2, { ...run, cpuMsPerTask: 26, mainThreadMsPerTask: 14 });
     expect(threadBound.maxTasksPerSecond).toBeCloseTo(1000 / 14, 9);
