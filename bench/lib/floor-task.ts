@@ -108,6 +108,7 @@ const readStream = async (streams: DynamoDBStreamsClient, streamArn: string): Pr
   let reads = 0;
   let records = 0;
   let stopping = false;
+  let refusals = 0;
   let waiters: Array<{ readonly after: number; readonly wake: () => void }> = [];
   const loop = (async () => {
     while (!stopping && iterator) {
@@ -118,10 +119,13 @@ const readStream = async (streams: DynamoDBStreamsClient, streamArn: string): Pr
         out = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
       } catch (error) {
         const name = (error as Error).name;
-        if (name !== 'TrimmedDataAccessException' && name !== 'ExpiredIteratorException') throw error;
+        const refused = name === 'TrimmedDataAccessException' || name === 'ExpiredIteratorException';
+        // One fresh iterator per refusal; a shard that keeps refusing them ends the run.
+        if (!refused || ++refusals > 3) throw error;
         iterator = await position();
         continue;
       }
+      refusals = 0;
       iterator = out.NextShardIterator;
       const found = out.Records ?? [];
       records += found.length;

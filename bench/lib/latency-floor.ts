@@ -269,8 +269,9 @@ export interface MachineBound {
 }
 
 /**
- * The floor's task (bench/lib/floor-task.ts: the cost floor's requests and one bare HTTP exchange,
- * nothing else), run on this machine in the same session, as a bound at `clients` clients.
+ * The floor's task (bench/lib/floor-task.ts: the cost floor's requests, one bare HTTP exchange and
+ * the backstops' stream reads, nothing else), run on this machine in the same benchmark, as a
+ * bound at `clients` clients.
  */
 export interface FloorTaskBound {
   /** DynamoDB and SQS requests per floor task. */
