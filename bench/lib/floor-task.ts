@@ -28,11 +28,10 @@ import {
   type DynamoDBStreamsClient,
   GetRecordsCommand,
   type GetRecordsCommandOutput,
-  GetShardIteratorCommand,
 } from '@aws-sdk/client-dynamodb-streams';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { STREAM_POLL_INTERVAL_MS } from '../../infra/local/lambda-pollers.ts';
+import { STREAM_POLL_INTERVAL_MS, shardIteratorAt } from '../../infra/local/lambda-pollers.ts';
 import { createLocalClients, type Endpoints } from '../../infra/local/local-stack.ts';
 import { createResources } from '../../infra/local/resources.ts';
 import { pool } from './client.ts';
@@ -87,23 +86,21 @@ const readStream = async (streams: DynamoDBStreamsClient, streamArn: string): Pr
   const shard = StreamDescription?.Shards?.find(
     (candidate) => !candidate.SequenceNumberRange?.EndingSequenceNumber,
   );
-  if (!shard?.ShardId) throw new Error(`The stream ${streamArn} has no open shard`);
+  const shardId = shard?.ShardId;
+  if (!shardId) throw new Error(`The stream ${streamArn} has no open shard`);
   // DynamoDB Local can refuse an iterator taken on an empty shard once records arrive
   // (TrimmedDataAccessException), as the local pollers meet it: a new one resumes after the last
   // record read.
   let lastSequence: string | undefined;
-  const position = async (): Promise<string | undefined> =>
-    (
-      await streams.send(
-        new GetShardIteratorCommand({
-          StreamArn: streamArn,
-          ShardId: shard.ShardId,
-          ...(lastSequence
-            ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: lastSequence }
-            : { ShardIteratorType: 'TRIM_HORIZON' }),
-        }),
-      )
-    ).ShardIterator;
+  const position = (): Promise<string | undefined> =>
+    shardIteratorAt(
+      streams,
+      streamArn,
+      shardId,
+      lastSequence
+        ? { type: 'AFTER_SEQUENCE_NUMBER', sequenceNumber: lastSequence }
+        : { type: 'TRIM_HORIZON' },
+    );
   let iterator = await position();
   let reads = 0;
   let records = 0;
@@ -247,7 +244,7 @@ export const runFloorTasks = async (options: {
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   const requestBody = 'r'.repeat(items.requestBytes);
-  let readers: StreamReader[] = [];
+  const readers: StreamReader[] = [];
   try {
     const resources = await createResources({ prefix: options.prefix, clients });
     const state = resources.tables.State.name;
@@ -255,12 +252,11 @@ export const runFloorTasks = async (options: {
     const audit = resources.tables.Audit.name;
     const queueUrl = resources.queues.RunQueue.url;
     const streamArns = [resources.tables.State.streamArn, resources.tables.Journal.streamArn];
-    readers = await Promise.all(
-      streamArns.map((arn) => {
-        if (!arn) throw new Error('The state and journal tables must have streams');
-        return readStream(clients.streams, arn);
-      }),
-    );
+    // One after the other, each kept as it starts, so that `finally` stops every reader started.
+    for (const arn of streamArns) {
+      if (!arn) throw new Error('The state and journal tables must have streams');
+      readers.push(await readStream(clients.streams, arn));
+    }
     const streamReads = () => readers.reduce((sum, reader) => sum + reader.reads(), 0);
     const streamRecords = () => readers.reduce((sum, reader) => sum + reader.records(), 0);
     let sent = 0;

@@ -493,9 +493,29 @@ export interface StreamPoller extends Poller {
 /** Lambda's base rate for a DynamoDB stream shard: 4 polls a second. */
 export const STREAM_POLL_INTERVAL_MS = 250;
 
-type Position =
+/** Where in a shard an iterator starts. */
+export type ShardPosition =
   | { readonly type: 'LATEST' | 'TRIM_HORIZON' }
   | { readonly type: 'AT_SEQUENCE_NUMBER' | 'AFTER_SEQUENCE_NUMBER'; readonly sequenceNumber: string };
+type Position = ShardPosition;
+
+/** A shard iterator at `position` (the stream pollers' and the benchmark's floor task's one way to take one). */
+export const shardIteratorAt = async (
+  streams: DynamoDBStreamsClient,
+  streamArn: string,
+  shardId: string,
+  position: ShardPosition,
+): Promise<string | undefined> => {
+  const { ShardIterator } = await streams.send(
+    new GetShardIteratorCommand({
+      StreamArn: streamArn,
+      ShardId: shardId,
+      ShardIteratorType: position.type as ShardIteratorType,
+      ...('sequenceNumber' in position ? { SequenceNumber: position.sequenceNumber } : {}),
+    }),
+  );
+  return ShardIterator;
+};
 
 interface ShardState {
   readonly shardId: string;
@@ -548,17 +568,8 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
     return found;
   };
 
-  const iteratorAt = async (shardId: string, position: Position): Promise<string | undefined> => {
-    const { ShardIterator } = await streams.send(
-      new GetShardIteratorCommand({
-        StreamArn: streamArn,
-        ShardId: shardId,
-        ShardIteratorType: position.type as ShardIteratorType,
-        ...('sequenceNumber' in position ? { SequenceNumber: position.sequenceNumber } : {}),
-      }),
-    );
-    return ShardIterator;
-  };
+  const iteratorAt = (shardId: string, position: Position): Promise<string | undefined> =>
+    shardIteratorAt(streams, streamArn, shardId, position);
 
   type Outcome =
     | { readonly ok: true }
