@@ -69,7 +69,12 @@ import {
 import { cpuSeconds, dynamoDbLocalPid } from './lib/cpu.ts';
 import { type Deployment, readDeployment } from './lib/deployment.ts';
 import { computeFloor, type Floor, type ItemSizes } from './lib/floor.ts';
-import { runFloorTasks, sampleFloorItems } from './lib/floor-task.ts';
+import {
+  type FloorTaskShape,
+  fewestDynamodbRequests,
+  runFloorTasks,
+  sampleFloorItems,
+} from './lib/floor-task.ts';
 import { type HopTrace, installHopTrace } from './lib/hop-trace.ts';
 import {
   floorTaskBound,
@@ -1066,25 +1071,32 @@ const main = async () => {
         answerBytes: JSON.stringify({ jsonrpc: '2.0', id: 1, result: sample.result }).length,
       },
     ).finally(() => sampler.destroy());
-    const floorDatabase = await startDynamoDbLocal();
-    const floorRun = await runFloorTasks({
-      endpoints: {
-        dynamodb: floorDatabase.endpoint,
-        dynamodbStreams: floorDatabase.endpoint,
-        sqs: sqs.endpoint,
-        kms: kms.url,
-      },
-      javaPid: dynamoDbLocalPid(floorDatabase.port),
-      items: floorItems,
-      tasks: TASKS,
-      warmUp: quick ? 60 : WARM_UP_TASKS,
-      concurrency: CONCURRENCY,
-      prefix: 'bench-floor-task',
-      receiveBatch: deployment.functions.executor?.batchSize ?? 10,
-    }).finally(() => floorDatabase.stop());
-    log(
-      `the floor's task: ${round(floorRun.cpuMsPerTask)} ms CPU per task (main thread ${round(floorRun.mainThreadMsPerTask)}, DynamoDB Local ${round(floorRun.javaMsPerTask)}), ${round(floorRun.tasksPerSecond)} tasks/s, ${round(floorRun.streamReads)} stream reads per task`,
-    );
+    // Each shape on a DynamoDB Local of its own, one after the other (decision 0090).
+    const runFloorShape = async (shape: FloorTaskShape) => {
+      const floorDatabase = await startDynamoDbLocal();
+      const run = await runFloorTasks({
+        endpoints: {
+          dynamodb: floorDatabase.endpoint,
+          dynamodbStreams: floorDatabase.endpoint,
+          sqs: sqs.endpoint,
+          kms: kms.url,
+        },
+        javaPid: dynamoDbLocalPid(floorDatabase.port),
+        items: floorItems,
+        tasks: TASKS,
+        warmUp: quick ? 60 : WARM_UP_TASKS,
+        concurrency: CONCURRENCY,
+        prefix: `bench-floor-task-${shape}`,
+        receiveBatch: deployment.functions.executor?.batchSize ?? 10,
+        shape,
+      }).finally(() => floorDatabase.stop());
+      log(
+        `the floor's task (${shape}): ${round(run.cpuMsPerTask)} ms CPU per task (main thread ${round(run.mainThreadMsPerTask)}, DynamoDB Local ${round(run.javaMsPerTask)}), ${round(run.tasksPerSecond)} tasks/s, ${round(run.streamReads)} stream reads per task`,
+      );
+      return run;
+    };
+    const floorRun = await runFloorShape('design');
+    const fewestRun = await runFloorShape('fewest');
     await meter.settle();
 
     // 1. Single-turn, blocking, CONCURRENCY clients, ROUNDS rounds, unmetered: the latency and
@@ -1231,7 +1243,12 @@ const main = async () => {
       throw new Error(
         `the floor's task sent ${floorRun.dynamodbRequests} DynamoDB requests per task, the floor counts ${floorRequests}`,
       );
+    if (fewestRun.dynamodbRequests !== fewestDynamodbRequests)
+      throw new Error(
+        `the fewest-request task sent ${fewestRun.dynamodbRequests} DynamoDB requests per task, not ${fewestDynamodbRequests}`,
+      );
     const floorTask = floorTaskBound(CONCURRENCY, machineLoad().cores, floorRun);
+    const fewestTask = floorTaskBound(CONCURRENCY, machineLoad().cores, fewestRun);
     // The clients' own process shares the machine's two cores, not the stack's main thread.
     const cpuPerTask = (cpu.node + cpu.children + cpu.generator) / (TASKS * ROUNDS);
     const latencyFloors = {
@@ -1251,6 +1268,7 @@ const main = async () => {
         },
         measuredTasksPerSecond: median(rounds.map((r) => r.throughputPerSecond)),
         floorTask,
+        fewestTask,
       },
     };
 

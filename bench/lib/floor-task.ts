@@ -18,6 +18,10 @@
  * design on this machine: JSON-RPC and the handlers' work, sealing, the run's agent, the event
  * source's receive wait, what the projector and pusher do with a record, and the view counters'
  * transaction.
+ *
+ * The `fewest` shape (decision 0090) is the same task with the fewest requests any design could
+ * send while keeping the invariants and the write-unit target: a lower bound for every design on
+ * this machine, not only this one.
  */
 
 import { once } from 'node:events';
@@ -30,7 +34,14 @@ import {
   type GetRecordsCommandOutput,
 } from '@aws-sdk/client-dynamodb-streams';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  type PutCommandInput,
+  QueryCommand,
+  TransactWriteCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { STREAM_POLL_INTERVAL_MS, shardIteratorAt } from '../../infra/local/lambda-pollers.ts';
 import { createLocalClients, type Endpoints } from '../../infra/local/local-stack.ts';
 import { createResources } from '../../infra/local/resources.ts';
@@ -38,6 +49,20 @@ import { pool } from './client.ts';
 import { cpuMsOf, mainThreadSeconds } from './cpu.ts';
 
 type Item = Record<string, unknown>;
+
+/**
+ * What a floor's task sends (decision 0090). `design`: the cost floor of this design
+ * (bench/lib/floor.ts) — each revision's commit, event and view as conditional puts, the audit
+ * row, the executor's read before its claim, the answer's two reads. `fewest`: the fewest requests
+ * a design keeping the invariants and the write-unit target could send — each revision committed
+ * together with its journal event in one two-item transaction (create, claim, complete; the claim
+ * conditioned on the run version its queue message would carry, so nothing is read before it), no
+ * view, no audit row, then the answer's two reads (the newest event, the task row's history).
+ */
+export type FloorTaskShape = 'design' | 'fewest';
+
+/** The `fewest` shape's DynamoDB requests per task: three transactions, two gets. */
+export const fewestDynamodbRequests = 5;
 
 /** One completed task's items as stored, unmarshalled: the copies the floor's task writes. */
 export interface FloorTaskItems {
@@ -52,6 +77,7 @@ export interface FloorTaskItems {
 }
 
 export interface FloorTaskRun {
+  readonly shape: FloorTaskShape;
   readonly tasks: number;
   readonly concurrency: number;
   /** CPU ms per task: both processes, this Node process's main thread, DynamoDB Local. */
@@ -226,8 +252,11 @@ export const runFloorTasks = async (options: {
   readonly prefix: string;
   /** Messages the executor's event source receives per batch (its batch size). */
   readonly receiveBatch: number;
+  /** The requests each task sends (default `design`). */
+  readonly shape?: FloorTaskShape;
 }): Promise<FloorTaskRun> => {
   const { items } = options;
+  const shape = options.shape ?? 'design';
   const clients = createLocalClients(options.endpoints);
   const documents = DynamoDBDocumentClient.from(clients.dynamodb, {
     marshallOptions: { removeUndefinedValues: true },
@@ -298,48 +327,69 @@ export const runFloorTasks = async (options: {
       dynamodbRequests += 1;
       return documents.send(new GetCommand({ TableName, Key: { pk, sk }, ConsistentRead: consistent }));
     };
-    const put = (TableName: string, Item: Item, condition: { expression: string; values?: Item }) => {
+    type Condition = { readonly expression: string; readonly values?: Item };
+    const putInput = (TableName: string, Item: Item, condition: Condition): PutCommandInput => ({
+      TableName,
+      Item,
+      ConditionExpression: condition.expression,
+      ...(condition.values && { ExpressionAttributeValues: condition.values }),
+    });
+    const put = (TableName: string, Item: Item, condition: Condition) => {
       dynamodbRequests += 1;
-      return documents.send(
-        new PutCommand({
-          TableName,
-          Item,
-          ConditionExpression: condition.expression,
-          ...(condition.values && { ExpressionAttributeValues: condition.values }),
-        }),
-      );
+      return documents.send(new PutCommand(putInput(TableName, Item, condition)));
     };
-    const floorTask = async (run: string, i: number): Promise<void> => {
-      const pk = `TASK#floor-${run}-${i}`;
-      const absent = { expression: 'attribute_not_exists(pk)' };
-      const atVersion = (version: number) => ({ expression: 'floorVersion = :v', values: { ':v': version } });
-      const atRevision = (revision: number) => ({ expression: 'revision = :r', values: { ':r': revision } });
-      const event = (revision: number) => ({ ...items.events[revision - 1], pk });
-      const view = (revision: number) => ({ ...items.view, pk, revision });
-      // The task's request and answer over HTTP (API Gateway → the rpc function, without either).
-      const exchange = await fetch(url, { method: 'POST', body: requestBody });
-      await exchange.arrayBuffer();
-      // create: the task with its run, its first revision projected, the run queued.
-      await put(state, { ...items.task, pk, floorVersion: 1 }, absent);
-      await put(journal, event(1), absent);
-      await put(journal, view(1), absent);
+    /** One two-item transaction: a revision's commit with its journal event. */
+    const commitWithEvent = (commit: PutCommandInput, event: PutCommandInput) => {
+      dynamodbRequests += 1;
+      return documents.send(new TransactWriteCommand({ TransactItems: [{ Put: commit }, { Put: event }] }));
+    };
+    const absent = { expression: 'attribute_not_exists(pk)' };
+    const atVersion = (version: number) => ({ expression: 'floorVersion = :v', values: { ':v': version } });
+    const atRevision = (revision: number) => ({ expression: 'revision = :r', values: { ':r': revision } });
+    const enqueue = async (pk: string) => {
       await clients.sqs.send(
         new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: `{"taskId":"${pk}"}` }),
       );
       sent += 1;
       sqsRequests += 1;
+    };
+    const taskAt = (pk: string, floorVersion: number) => ({ ...items.task, pk, floorVersion });
+    const event = (pk: string, revision: number) => ({ ...items.events[revision - 1], pk });
+    const view = (pk: string, revision: number) => ({ ...items.view, pk, revision });
+    const designTask = async (pk: string): Promise<void> => {
+      // create: the task with its run, its first revision projected, the run queued.
+      await put(state, taskAt(pk, 1), absent);
+      await put(journal, event(pk, 1), absent);
+      await put(journal, view(pk, 1), absent);
+      await enqueue(pk);
       // The executor: reads the task, claims the run with WORKING, writes its audit row, completes.
       await get(state, pk, 'TASK', true);
-      await put(state, { ...items.task, pk, floorVersion: 2 }, atVersion(1));
-      await put(journal, event(2), absent);
-      await put(journal, view(2), atRevision(1));
+      await put(state, taskAt(pk, 2), atVersion(1));
+      await put(journal, event(pk, 2), absent);
+      await put(journal, view(pk, 2), atRevision(1));
       await put(audit, { ...items.audit, pk }, absent);
-      await put(state, { ...items.task, pk, floorVersion: 3 }, atVersion(2));
-      await put(journal, event(3), absent);
-      await put(journal, view(3), atRevision(2));
+      await put(state, taskAt(pk, 3), atVersion(2));
+      await put(journal, event(pk, 3), absent);
+      await put(journal, view(pk, 3), atRevision(2));
       // The rpc function's answer: the completed view, the history from the task row.
       await get(journal, pk, 'VIEW');
       await get(state, pk, 'TASK');
+    };
+    const fewestTask = async (pk: string): Promise<void> => {
+      const revision = (n: number, condition: Condition) =>
+        commitWithEvent(putInput(state, taskAt(pk, n), condition), putInput(journal, event(pk, n), absent));
+      await revision(1, absent);
+      await enqueue(pk);
+      await revision(2, atVersion(1));
+      await revision(3, atVersion(2));
+      await get(journal, pk, String(items.events[2]?.sk));
+      await get(state, pk, 'TASK');
+    };
+    const floorTask = async (run: string, i: number): Promise<void> => {
+      // The task's request and answer over HTTP (API Gateway → the rpc function, without either).
+      const exchange = await fetch(url, { method: 'POST', body: requestBody });
+      await exchange.arrayBuffer();
+      await (shape === 'fewest' ? fewestTask : designTask)(`TASK#floor-${run}-${i}`);
     };
 
     const tasksThenConsumer = async (run: () => Promise<unknown>): Promise<void> => {
@@ -372,6 +422,7 @@ export const runFloorTasks = async (options: {
     const main = (mainThreadSeconds() - main0) * 1000 - idle.main * seconds;
     const java = cpuMsOf(options.javaPid) - java0 - idle.java * seconds;
     return {
+      shape,
       tasks: options.tasks,
       concurrency: options.concurrency,
       cpuMsPerTask: (node + java) / options.tasks,

@@ -266,6 +266,8 @@ export interface MachineBound {
   readonly meanLatencyMs: number;
   /** The same bound for the floor's task alone, run in the same benchmark (`floorTaskBound`). */
   readonly floorTask?: FloorTaskBound;
+  /** The same for the floor's task in its `fewest` shape: any design's fewest requests (decision 0090). */
+  readonly fewestTask?: FloorTaskBound;
 }
 
 /**

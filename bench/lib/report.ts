@@ -74,6 +74,7 @@ const ratioTarget = (
     readonly clients: number;
     readonly meanLatencyMs: number;
     readonly floorTask?: { readonly meanLatencyMs: number };
+    readonly fewestTask?: { readonly meanLatencyMs: number };
   },
 ): TargetResult => {
   const target = `blocking SendMessage at ${clients} clients: p50 ≤ 5× the SDK server's p50 (same run)`;
@@ -89,6 +90,11 @@ const ratioTarget = (
   if (result === 'not met' && floorMs !== undefined && floorMs <= 5 * theirs)
     notes.push(
       `the floor's task alone allows ≥ ${fmt(floorMs)} ms = ${fmt(floorMs / theirs)}× (the latency floor section)`,
+    );
+  const fewestMs = machine?.fewestTask?.meanLatencyMs;
+  if (result === 'not met' && fewestMs !== undefined)
+    notes.push(
+      `${fewestMs > 5 * theirs ? 'below the floor of any design: ' : ''}the fewest requests any design needs, alone (decision 0090): ≥ ${fmt(fewestMs)} ms = ${fmt(fewestMs / theirs)}×`,
     );
   return {
     target,
@@ -436,6 +442,15 @@ export const latencyFloorSection = (report: Report): string => {
         `The floor's task alone (bench/lib/floor-task.ts, decision 0086): the cost floor's ${fmt(floor.dynamodbRequests)} DynamoDB requests (10 conditional puts, 3 gets) and ${fmt(floor.sqsRequests)} SQS requests per task (send; receive and delete per batch), sent as the handlers send them on tables created from the product's declarations (their indexes, streams and TTL) with copies of a real task's items, plus one bare HTTP exchange of the task's request and answer, and the backstops' reads of both streams (decision 0088: ${fmt(floor.streamReads)} GetRecords per task returning its ${fmt(floor.streamRecords)} stream records, nothing converted or invoked) — no JSON-RPC, handler, sealing, agent or projector — at ${machine.clients} in flight on a DynamoDB Local of its own: ` +
           `${fmt(floor.cpuMsPerTask)} ms of CPU per task (main thread ${fmt(floor.mainThreadMsPerTask)} ms, DynamoDB Local ${fmt(floor.javaMsPerTask)} ms): at most ${fmt(floor.maxTasksPerSecond)} tasks/s, a mean latency at ${machine.clients} clients of at least ${fmt(floor.meanLatencyMs)} ms. ` +
           `The rounds used ${fmt(machine.cpuSecondsPerTask * 1000)} ms, ${fmt((machine.cpuSecondsPerTask * 1000) / floor.cpuMsPerTask)}× the floor task's: ${fmt(machine.cpuSecondsPerTask * 1000 - floor.cpuMsPerTask)} ms per task are this stack's own — requests beyond the floor's (DynamoDB requests per task above: update expressions, the view counters' transaction, extra reads), the task's JSON-RPC and handlers, sealing, what the projector and the local Lambda runtime do with the stream records, the queue's event source.`,
+      );
+    }
+    const fewest = machine.fewestTask;
+    if (fewest) {
+      out.push('');
+      out.push(
+        `The fewest requests any design needs (decision 0090): the same floor's task, but each revision committed together with its journal event in one two-item transaction (create, claim — conditioned on the run version its queue message would carry, so nothing is read before it — and complete), no view, no audit row, then the answer's two reads (the newest event, the task row's history): ${fmt(fewest.dynamodbRequests)} DynamoDB requests and ${fmt(fewest.sqsRequests)} SQS requests per task, the same HTTP exchange, ${fmt(fewest.streamRecords)} stream records read per task. ` +
+          `${fmt(fewest.cpuMsPerTask)} ms of CPU per task (main thread ${fmt(fewest.mainThreadMsPerTask)} ms, DynamoDB Local ${fmt(fewest.javaMsPerTask)} ms): at most ${fmt(fewest.maxTasksPerSecond)} tasks/s, a mean latency at ${machine.clients} clients of at least ${fmt(fewest.meanLatencyMs)} ms — with no JSON-RPC, handler, sealing, agent, projector, ListTasks index, view or audit trail at all. ` +
+          `A server of any design on this machine has the difference between that and its target for all of its own work.`,
       );
     }
   }

@@ -3,7 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchConfig, benchTokens } from '../../bench/lib/bench-config.ts';
 import { RpcClient } from '../../bench/lib/client.ts';
 import { dynamoDbLocalPid } from '../../bench/lib/cpu.ts';
-import { runFloorTasks, sampleFloorItems } from '../../bench/lib/floor-task.ts';
+import {
+  type FloorTaskItems,
+  type FloorTaskShape,
+  fewestDynamodbRequests,
+  runFloorTasks,
+  sampleFloorItems,
+} from '../../bench/lib/floor-task.ts';
 import {
   createLocalClients,
   type LocalClients,
@@ -35,19 +41,40 @@ afterAll(async () => {
   await stack?.stop();
 });
 
+/** The items of a task completed on the stack, as the bench samples them. */
+const sampledItems = async (): Promise<{ taskId: string; items: FloorTaskItems }> => {
+  const client = new RpcClient(`${stack.baseUrl}/agents/default`, benchTokens.main);
+  const answer = await client.send('floor task sample');
+  const taskId = answer.result?.task?.id ?? '';
+  expect(answer.result?.task?.status?.state).toBe('TASK_STATE_COMPLETED');
+  const tables = stack.resources.tables;
+  const items = await sampleFloorItems(
+    documents,
+    { state: tables.State.name, journal: tables.Journal.name, audit: tables.Audit.name },
+    taskId,
+    { requestBytes: 300, answerBytes: 1_500 },
+  );
+  return { taskId, items };
+};
+
+const runTwelve = (items: FloorTaskItems, shape: FloorTaskShape) => {
+  const endpoints = providedEndpoints();
+  return runFloorTasks({
+    endpoints,
+    javaPid: dynamoDbLocalPid(Number(new URL(endpoints.dynamodb).port)),
+    items,
+    tasks: 12,
+    warmUp: 3,
+    concurrency: 4,
+    prefix: `bench-floor-task-${crypto.randomUUID().slice(0, 6)}`,
+    receiveBatch: 10,
+    shape,
+  });
+};
+
 describe("the floor's task", () => {
   it('copies a completed task and sends exactly the floor requests for each task, every message consumed and every stream record read', async () => {
-    const client = new RpcClient(`${stack.baseUrl}/agents/default`, benchTokens.main);
-    const answer = await client.send('floor task sample');
-    const taskId = answer.result?.task?.id ?? '';
-    expect(answer.result?.task?.status?.state).toBe('TASK_STATE_COMPLETED');
-    const tables = stack.resources.tables;
-    const items = await sampleFloorItems(
-      documents,
-      { state: tables.State.name, journal: tables.Journal.name, audit: tables.Audit.name },
-      taskId,
-      { requestBytes: 300, answerBytes: 1_500 },
-    );
+    const { taskId, items } = await sampledItems();
     expect(items.events.map((event) => event.sk)).toEqual([
       'EVT#0000000001',
       'EVT#0000000002',
@@ -55,17 +82,8 @@ describe("the floor's task", () => {
     ]);
     expect(items.view.pk).toBe(`TASK#${taskId}`);
 
-    const endpoints = providedEndpoints();
-    const run = await runFloorTasks({
-      endpoints,
-      javaPid: dynamoDbLocalPid(Number(new URL(endpoints.dynamodb).port)),
-      items,
-      tasks: 12,
-      warmUp: 3,
-      concurrency: 4,
-      prefix: `bench-floor-task-${crypto.randomUUID().slice(0, 6)}`,
-      receiveBatch: 10,
-    });
+    const run = await runTwelve(items, 'design');
+    expect(run.shape).toBe('design');
     // 10 conditional puts and 3 gets per task; a send per task and at least one receive and one
     // delete for a batch of at most 10 (more when the long poll hands them out in smaller batches).
     expect(run.dynamodbRequests).toBe(13);
@@ -74,6 +92,19 @@ describe("the floor's task", () => {
     // writes on the state stream, three events and three view writes on the journal stream.
     expect(run.streamRecords).toBe(9);
     expect(run.streamReads).toBeGreaterThan(0);
+    expect(run.tasks).toBe(12);
+  });
+
+  it('in the fewest shape, commits each revision with its event in one transaction and reads twice (decision 0090)', async () => {
+    const { items } = await sampledItems();
+    const run = await runTwelve(items, 'fewest');
+    expect(run.shape).toBe('fewest');
+    // Three two-item transactions and two gets per task; the same queue hop.
+    expect(run.dynamodbRequests).toBe(fewestDynamodbRequests);
+    expect(fewestDynamodbRequests).toBe(5);
+    expect(run.sqsRequests).toBeGreaterThanOrEqual(1 + 2 / 10);
+    // Each transaction's two items are a record on each stream: three task-row writes, three events.
+    expect(run.streamRecords).toBe(6);
     expect(run.tasks).toBe(12);
   });
 

@@ -404,6 +404,24 @@ describe("issue 16's side-by-side target", () => {
   it('says nothing of the machine when its bound would allow the target', () => {
     expect(ratioOf(200)?.note).toBeUndefined();
   });
+
+  it('names the fewest-request bound of any design, "below the floor of any design" only above 5× (decision 0090)', () => {
+    const withFewest = (fewestMs: number) =>
+      evaluateTargets({
+        parameters: { concurrency: 20 },
+        singleTurn: { latency: { p50: 566 } },
+        anchor: { latency: { p50: 55.3 } },
+        latencyFloor: {
+          machine: { clients: 20, meanLatencyMs: 200, fewestTask: { meanLatencyMs: fewestMs } },
+        },
+      }).find((t) => t.target.startsWith('blocking SendMessage at 20 clients'))?.note;
+    expect(withFewest(200)).toBe(
+      'the fewest requests any design needs, alone (decision 0090): ≥ 200 ms = 3.62×',
+    );
+    expect(withFewest(300)).toBe(
+      'below the floor of any design: the fewest requests any design needs, alone (decision 0090): ≥ 300 ms = 5.42×',
+    );
+  });
 });
 
 describe('ListTasks at scale (decision 0034)', () => {
