@@ -1046,7 +1046,8 @@ const main = async () => {
     // The floor's task (decision 0086) on a DynamoDB Local of its own, started for it and stopped
     // after: tables made later in one DynamoDB Local cost more per request the more stream records
     // it holds from before them, so the bench's own would price the floor too high (a lower bound
-    // must not). Its items are copies of a task this stack has just completed.
+    // must not). Its items are copies of a task this stack has just completed. Then the same task
+    // in its fewest shape, the floor of any design (decision 0090).
     log(
       "the floor's task: the cost floor's requests and the backstops' stream reads, on a fresh DynamoDB Local",
     );
