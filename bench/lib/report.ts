@@ -647,7 +647,7 @@ export const renderMarkdown = (report: Report): string => {
   out.push('# Benchmark: price and latency per task (local stack), side by side with the a2a-js SDK server');
   out.push('');
   out.push(
-    `Generated ${report.generatedAt} by \`${report.command}\` on ${report.machine.cores} cores, Node ${report.machine.node}${report.machine.nodeOptions ? ` (NODE_OPTIONS \`${report.machine.nodeOptions}\`, decision 0085)` : ''}. ` +
+    `Generated ${report.generatedAt} by \`${report.command}\` on ${report.machine.cores} cores, Node ${report.machine.node}${report.machine.nodeOptions ? ` (NODE_OPTIONS \`${report.machine.nodeOptions}\`, decisions 0085, 0089)` : ''}. ` +
       `Load average (1 min) at the end: ${report.machine.loadavg1}. Parameters: ${single.tasks} single-turn tasks ` +
       `(${report.parameters.rounds} × ${report.parameters.tasks}) at ${report.parameters.concurrency} concurrent clients` +
       `${report.parameters.warmUpTasks ? `, each server warmed by ${report.parameters.warmUpTasks} tasks first (decision 0087)` : ''}` +

@@ -497,7 +497,6 @@ export const STREAM_POLL_INTERVAL_MS = 250;
 export type ShardPosition =
   | { readonly type: 'LATEST' | 'TRIM_HORIZON' }
   | { readonly type: 'AT_SEQUENCE_NUMBER' | 'AFTER_SEQUENCE_NUMBER'; readonly sequenceNumber: string };
-type Position = ShardPosition;
 
 /** A shard iterator at `position` (the stream pollers' and the benchmark's floor task's one way to take one). */
 export const shardIteratorAt = async (
@@ -520,7 +519,7 @@ export const shardIteratorAt = async (
 interface ShardState {
   readonly shardId: string;
   readonly parentShardId: string | undefined;
-  readonly start: Position;
+  readonly start: ShardPosition;
   status: 'waiting' | 'reading' | 'done';
   /** Settles once the reader holds its first iterator: a LATEST start is fixed from then on. */
   readonly positioned: Promise<void>;
@@ -568,7 +567,7 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
     return found;
   };
 
-  const iteratorAt = (shardId: string, position: Position): Promise<string | undefined> =>
+  const iteratorAt = (shardId: string, position: ShardPosition): Promise<string | undefined> =>
     shardIteratorAt(streams, streamArn, shardId, position);
 
   type Outcome =
@@ -646,13 +645,13 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
 
   const readShard = async (shard: ShardState): Promise<void> => {
     // Where to resume if an iterator expires: after the last record settled.
-    let resume: Position = shard.start;
+    let resume: ShardPosition = shard.start;
     let iterator: string | undefined;
     let limit = batchSize;
     let failPoint: string | undefined;
     let attempts = 0;
 
-    const reposition = async (position: Position): Promise<void> => {
+    const reposition = async (position: ShardPosition): Promise<void> => {
       try {
         iterator = await iteratorAt(shard.shardId, position);
       } catch (error) {
@@ -807,7 +806,7 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
           const shardId = shard.ShardId;
           if (!shardId || shards.has(shardId)) continue;
           const closed = shard.SequenceNumberRange?.EndingSequenceNumber !== undefined;
-          const position: Position = initial
+          const position: ShardPosition = initial
             ? { type: options.startingPosition ?? 'LATEST' }
             : { type: 'TRIM_HORIZON' };
           let markPositioned = (): void => {};
