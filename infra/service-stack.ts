@@ -155,6 +155,13 @@ export class ServiceStack extends Stack {
     // Sealing asks KMS for a data key (never kms:Encrypt); opening decrypts the blob's data key.
     const grantSealing = (fn: HouseFunction) => grantContentKey(fn, 'kms:Decrypt', 'kms:GenerateDataKey');
 
+    // With a provider key in Secrets Manager, the Parameters and Secrets extension serves it on
+    // localhost (decision 0026); its own cache is off: the function's 5-minute cache is the only
+    // one, so a rotation is in use 5 minutes later, not 10.
+    const providerSecrets = providerSecretsOf(props.config);
+    const providerSecretsLayer = () =>
+      ParamsAndSecretsLayerVersion.fromVersion(ParamsAndSecretsVersions.V1_0_103, { cacheEnabled: false });
+
     // rpc: JSON-RPC and SSE on one streaming endpoint.
     this.rpc = new HouseFunction(this, 'Rpc', {
       entry: entries.rpc,
@@ -165,7 +172,13 @@ export class ServiceStack extends Stack {
       // waiting part of its bill; the CPU part costs the same GB-s at any size.
       memorySize: 256,
       logRetention,
-      environment: { ...environmentFor('rpc'), DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl },
+      environment: {
+        ...environmentFor('rpc'),
+        DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl,
+        ...(deployment.blockingRunsInRpc && { RUNS_BLOCKING_SENDS: 'true' }),
+      },
+      ...(deployment.blockingRunsInRpc &&
+        providerSecrets.length > 0 && { paramsAndSecrets: providerSecretsLayer() }),
     });
     // What its adapters send, not grantReadWriteData: no scan, no batch, no stream.
     grantTableActions(this.rpc, stateful.stateTable, RPC_STATE_TABLE_ACTIONS);
@@ -173,6 +186,12 @@ export class ServiceStack extends Stack {
     stateful.runQueue.grantSendMessages(this.rpc);
     // The writer's direct fan-out of the revisions it projects (decision 0045).
     stateful.deliveryQueue.grantSendMessages(this.rpc);
+    if (deployment.blockingRunsInRpc) {
+      // It runs a blocking send's run itself (decision 0091): what the executor's run needs but
+      // Bedrock, whose client is not in its bundle (those profiles' runs are queued).
+      grantTableActions(this.rpc, stateful.auditTable, RUN_AUDIT_TABLE_ACTIONS);
+      this.grantProviderSecrets(this.rpc, providerSecrets);
+    }
     grantSealing(this.rpc);
 
     this.api = new RestApi(this, 'Api', {
@@ -254,20 +273,13 @@ export class ServiceStack extends Stack {
     // Secrets Manager, the Parameters and Secrets extension serves it on localhost (decision 0026);
     // its own cache is off: the executor's 5-minute cache is the only one, so a rotation is in use
     // 5 minutes later, not 10.
-    const providerSecrets = providerSecretsOf(props.config);
     this.executor = new HouseFunction(this, 'Executor', {
       entry: entries.executor,
       description: 'Runs queued A2A task runs',
       timeout: EXECUTOR_TIMEOUT,
       logRetention,
       environment: { ...environmentFor('executor'), DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl },
-      ...(providerSecrets.length > 0
-        ? {
-            paramsAndSecrets: ParamsAndSecretsLayerVersion.fromVersion(ParamsAndSecretsVersions.V1_0_103, {
-              cacheEnabled: false,
-            }),
-          }
-        : {}),
+      ...(providerSecrets.length > 0 ? { paramsAndSecrets: providerSecretsLayer() } : {}),
     });
     this.executor.addEventSource(
       new SqsEventSource(stateful.runQueue, {
@@ -683,6 +695,19 @@ export const JOURNAL_WRITE_THROUGH_ACTIONS = [
 
 /** The rpc function reads the journal: a task's events and views, and ListTasks on `byOwner`. */
 export const RPC_JOURNAL_TABLE_ACTIONS = ['dynamodb:Query', ...JOURNAL_WRITE_THROUGH_ACTIONS] as const;
+
+/**
+ * What a run does in the audit table (`DynamoDbAuditTrail`): its rows and start slots, the slot's
+ * kind on a lost race, and a tightening's scrub of the run's rows (query, update, delete). The
+ * rpc's, when it runs blocking sends' runs (decision 0091); the executor has the table's data.
+ */
+export const RUN_AUDIT_TABLE_ACTIONS = [
+  'dynamodb:PutItem',
+  'dynamodb:GetItem',
+  'dynamodb:Query',
+  'dynamodb:UpdateItem',
+  'dynamodb:DeleteItem',
+] as const;
 
 /** The reaper in the audit table (decision 0072): the start slots only, never content. */
 export const REAPER_START_SLOT_ACTIONS = [

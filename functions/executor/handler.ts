@@ -1,8 +1,6 @@
 import type { SQSRecord } from 'aws-lambda';
-import { DynamoDbAuditTrail } from '../../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbJournalWriter } from '../../shared/adapters/dynamodb/dynamodb-journal-writer.ts';
 import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
-import { DynamoDbRunLeases } from '../../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { inSqsTrace, sqsBatchFunction } from '../../shared/adapters/middy-presets.ts';
@@ -10,14 +8,11 @@ import { processPartialBatch } from '../../shared/adapters/partial-batch.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
 import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
-import { systemClock } from '../../shared/adapters/system.ts';
-import { createToolRegistry } from '../../shared/adapters/tools/static-tool-registry.ts';
 import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
 import { failpoint } from '../../shared/app/operations/failpoints.ts';
 import { executeRun } from '../../shared/app/runs/execute-run.ts';
-import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
-import { createSealer, webhookPolicyOf } from '../compose.ts';
+import { createRunDeps, createSealer } from '../compose.ts';
 import { directFanOutOf } from '../direct-fan-out.ts';
 import { createProviderFor } from './providers.ts';
 
@@ -40,19 +35,14 @@ const tasks = new WriteThroughTaskRepository(
     }),
   },
 );
-const deps = {
+const deps = createRunDeps(env, {
+  documents,
+  sealer,
   tasks,
-  codec: new TaskContentCodec(sealer),
-  clock: systemClock,
-  config: env.config,
-  providerFor: createProviderFor(env),
-  leases: new DynamoDbRunLeases(documents, env.stateTableName),
-  ...(env.runLeaseMs ? { leaseMs: env.runLeaseMs } : {}),
-  tools: createToolRegistry(webhookPolicyOf(env)),
-  audit: new DynamoDbAuditTrail(documents, env.auditTableName, sealer),
   logger,
   metrics,
-};
+  providerFor: createProviderFor(env),
+});
 
 /** One queue message = one run; a thrown record is reported as a partial failure and redelivered. */
 const runRecord = async (record: SQSRecord): Promise<void> => {

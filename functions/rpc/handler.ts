@@ -5,7 +5,7 @@ import { DynamoDbSavedProfiles } from '../../shared/adapters/dynamodb/dynamodb-s
 import { DynamoDbStreamSlots } from '../../shared/adapters/dynamodb/dynamodb-stream-slots.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
-import { streamingHttpFunction } from '../../shared/adapters/middy-presets.ts';
+import { keepAliveAfterAnswer, streamingHttpFunction } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
 import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
@@ -17,11 +17,13 @@ import { PushConfigCodec } from '../../shared/app/push/push-configs.ts';
 import { createA2aMethods, createExtensionMethods } from '../../shared/app/rpc/a2a-methods.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
 import { createV03Methods } from '../../shared/app/rpc/v03-methods.ts';
+import { executeRunFrom } from '../../shared/app/runs/execute-run.ts';
 import { WaitHistory } from '../../shared/app/tasks/read-task.ts';
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
-import { createSealer, webhookPolicyOf } from '../compose.ts';
+import { createRunDeps, createSealer, webhookPolicyOf } from '../compose.ts';
 import { directFanOutOf } from '../direct-fan-out.ts';
+import { createProviderFor } from '../providers.ts';
 import { toHttpRequest, toStreamingResponse } from './api-gateway.ts';
 import { createHttpApp } from './http-app.ts';
 import { mayAnswerWithMessage } from './message-answers.ts';
@@ -49,7 +51,22 @@ const profiles = createProfileCatalog({
   logger,
   ...(env.profileCacheMs ? { ttlMs: env.profileCacheMs } : {}),
 });
+// A blocking send's run runs here, not in the executor (decision 0091), unless the deployment
+// keeps every run in the executor (`deployment.blockingRunsInRpc: false`).
+const runDeps = env.runsBlockingSends
+  ? createRunDeps(env, { documents, sealer, tasks, logger, metrics, providerFor: createProviderFor(env) })
+  : undefined;
 const methods = createA2aMethods({
+  ...(runDeps && {
+    runsHere: {
+      // Bedrock's client stays out of this bundle (≤ 512,000 bytes): its profiles' runs are queued.
+      canRun: (providerIds) => providerIds.every((id) => env.config.providers[id]?.type !== 'bedrock'),
+      run: (image) => executeRunFrom(runDeps, image),
+      watch: (taskId) => tasks.watch(taskId),
+      unwatch: (taskId) => tasks.unwatch(taskId),
+      keepAlive: keepAliveAfterAnswer,
+    },
+  }),
   tasks,
   journal,
   // Run messages say which revision this write-through projected (decision 0071).

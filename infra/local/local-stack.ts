@@ -411,6 +411,11 @@ export interface LocalStackOptions {
   /** How long the rpc function serves the saved profiles it read (default 30 s; decision 0024). */
   readonly profileCacheMs?: number;
   /**
+   * The rpc runs a blocking send's run itself (default true, as a deployment's
+   * `deployment.blockingRunsInRpc`; decision 0091); false queues every run for the executor.
+   */
+  readonly blockingRunsInRpc?: boolean;
+  /**
    * Where the stream pollers start on tables that already exist (default LATEST). A restart after
    * a crash passes TRIM_HORIZON: Lambda's event source mapping would resume from its checkpoint,
    * and replaying from the oldest record is the at-least-once superset of that.
@@ -480,6 +485,7 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
       ...(options.runLeaseMs ? { RUN_LEASE_MS: String(options.runLeaseMs) } : {}),
       ...(options.runStartDeadlineMs ? { RUN_START_DEADLINE_MS: String(options.runStartDeadlineMs) } : {}),
       ...(options.profileCacheMs ? { PROFILE_CACHE_MS: String(options.profileCacheMs) } : {}),
+      RUNS_BLOCKING_SENDS: String(options.blockingRunsInRpc ?? true),
     };
     delete process.env.AWS_SESSION_TOKEN;
     delete process.env.AWS_PROFILE;

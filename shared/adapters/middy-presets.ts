@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Readable } from 'node:stream';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
@@ -44,7 +45,12 @@ type Handler<E, R> = (event: E, context: Context) => Promise<R>;
  * blocking-wait deadline), and an early answer would leave that work running behind it.
  */
 const withPreset = <E, R>(tools: FunctionTools, handler: Handler<E, R>, streamifyResponse = false) =>
-  middy<E, R>(handler, { timeoutEarlyInMillis: 0, streamifyResponse })
+  middy<E, R>(handler, {
+    timeoutEarlyInMillis: 0,
+    streamifyResponse,
+    // middy calls it once the response stream has ended: the invocation lasts until it returns.
+    ...(streamifyResponse && { requestEnd: awaitKeptWork }),
+  })
     .use(injectLambdaContext(tools.logger))
     .use(tools.metrics ? [logMetrics(tools.metrics)] : []);
 
@@ -84,6 +90,25 @@ export const inStreamTrace = (handle: (record: DynamoDBRecord) => Promise<void>)
 export const inStreamGroupTrace = (handle: (records: readonly DynamoDBRecord[]) => Promise<void>) =>
   traced((records: readonly DynamoDBRecord[]) => (records[0] ? traceOfStreamRecord(records[0]) : {}), handle);
 
+/** Work a streaming invocation keeps running after its answer, per invocation (decision 0091). */
+const keptWork = new AsyncLocalStorage<Set<Promise<unknown>>>();
+const keptByInvocation = new WeakMap<Context, Set<Promise<unknown>>>();
+
+/**
+ * Keeps the current streaming invocation alive after its answer until `work` settles: the rpc's
+ * run of a blocking send that outlasts the blocking cap (decision 0091). Lambda ends a streaming
+ * invocation when its handler returns, not when its response stream ends, so the answer reaches
+ * the client while the run goes on. Outside a streaming invocation (tests) the work just runs.
+ */
+export const keepAliveAfterAnswer = (work: Promise<unknown>): void => {
+  keptWork.getStore()?.add(work.catch(() => undefined));
+};
+
+const awaitKeptWork = async (request: { readonly context: Context }): Promise<void> => {
+  const kept = keptByInvocation.get(request.context);
+  if (kept !== undefined) await Promise.all(kept);
+};
+
 /** The response a streaming function returns: status and headers first, then the body as it is read. */
 export interface StreamingResponse {
   readonly statusCode: number;
@@ -120,9 +145,11 @@ export const streamingHttpFunction = (
 ) =>
   withPreset(
     tools,
-    traced(requestTrace, async (event: APIGatewayProxyEvent, context: Context) =>
-      asBytes(await handler(event, context)),
-    ),
+    traced(requestTrace, async (event: APIGatewayProxyEvent, context: Context) => {
+      const kept = new Set<Promise<unknown>>();
+      keptByInvocation.set(context, kept);
+      return keptWork.run(kept, async () => asBytes(await handler(event, context)));
+    }),
     true,
   );
 

@@ -169,6 +169,12 @@ export const deploymentConfigSchema = z.object({
   deletionProtection: z._default(z.boolean(), true),
   /** Upper bound of concurrent executor invocations: protects model quotas. */
   executorMaxConcurrency: z._default(integer(2, 1000), 10),
+  /**
+   * The rpc function runs a blocking SendMessage's run itself (decision 0091): no queue hop, no
+   * journal polls, and the rpc holds the executor's grants (models, provider secrets, audit
+   * table). false: every run goes through the run queue to the executor.
+   */
+  blockingRunsInRpc: z._default(z.boolean(), true),
   /** Serves the journal viewer at `GET /viewer` of the API. */
   viewer: z._default(z.boolean(), false),
   /** On-demand (default) or provisioned DynamoDB capacity with auto scaling. */
@@ -267,6 +273,7 @@ export const configSchema = z.object({
     logRetentionDays: 30,
     deletionProtection: true,
     executorMaxConcurrency: 10,
+    blockingRunsInRpc: true,
     viewer: false,
     dynamodb: defaultDynamodbCapacity,
     authorizerCacheSeconds: 60,

@@ -21,6 +21,11 @@ export interface RuntimeEnv {
   readonly runStartDeadlineMs?: number;
   /** How long the rpc function serves the saved profiles it read (decision 0024); default 30 s. */
   readonly profileCacheMs?: number;
+  /**
+   * The rpc runs a blocking send's run itself (decision 0091): set where the function holds the
+   * executor's grants (`deployment.blockingRunsInRpc`, the default, and the local stack).
+   */
+  readonly runsBlockingSends: boolean;
 }
 
 const required = (env: NodeJS.ProcessEnv, name: string): string => {
@@ -40,6 +45,7 @@ export const readRuntimeEnv = (env: NodeJS.ProcessEnv = process.env): RuntimeEnv
   kmsKeyId: required(env, 'KMS_KEY_ID'),
   installation: required(env, 'A2A_INSTALLATION'),
   localMode: env.A2A_LOCAL_MODE === 'true',
+  runsBlockingSends: env.RUNS_BLOCKING_SENDS === 'true',
   config: env.A2A_CONFIG ? parseConfig(JSON.parse(env.A2A_CONFIG)) : defaultConfig,
   ...optionalMs(env, 'RUN_LEASE_MS', 'runLeaseMs'),
   ...optionalMs(env, 'RUN_START_DEADLINE_MS', 'runStartDeadlineMs'),

@@ -13,6 +13,7 @@ import {
   defaultEntries,
   RPC_JOURNAL_TABLE_ACTIONS,
   RPC_STATE_TABLE_ACTIONS,
+  RUN_AUDIT_TABLE_ACTIONS,
 } from '../../infra/service-stack.ts';
 import { journalTable, stateTable } from '../../shared/adapters/dynamodb/tables.ts';
 import { KMS_PURPOSE } from '../../shared/adapters/kms-sealer.ts';
@@ -182,7 +183,7 @@ describe('cdk-nag AwsSolutions (decision 0055)', () => {
 });
 
 describe('least privilege (issue 19 item 5, decision 0055)', () => {
-  it('lists the rpc function’s DynamoDB actions: items and queries on the state table, reads of the journal and its byOwner index', () => {
+  it('lists the rpc function’s DynamoDB actions: items and queries on the state table, reads of the journal and its byOwner index, a run’s audit rows', () => {
     const dynamodb = statementsOfFunction(jwtService, jwt.service, jwt.service.rpc).filter((statement) =>
       [statement.Action].flat().some((action) => action.startsWith('dynamodb:')),
     );
@@ -190,6 +191,7 @@ describe('least privilege (issue 19 item 5, decision 0055)', () => {
       stack.resolve((table as unknown as { tableArn: string }).tableArn);
     const stateArn = arnOf(jwt.service, jwt.stateful.stateTable);
     const journalArn = arnOf(jwt.service, jwt.stateful.journalTable);
+    const auditArn = arnOf(jwt.service, jwt.stateful.auditTable);
     expect(dynamodb).toEqual([
       { Effect: 'Allow', Action: [...RPC_STATE_TABLE_ACTIONS], Resource: stateArn },
       {
@@ -197,6 +199,8 @@ describe('least privilege (issue 19 item 5, decision 0055)', () => {
         Action: [...RPC_JOURNAL_TABLE_ACTIONS],
         Resource: [journalArn, { 'Fn::Join': ['', [journalArn, '/index/byOwner']] }],
       },
+      // The run of a blocking send it runs itself (decision 0091): no scan, no batch.
+      { Effect: 'Allow', Action: [...RUN_AUDIT_TABLE_ACTIONS], Resource: auditArn },
     ]);
     expect(journalTable.globalSecondaryIndexes.map((index) => index.indexName)).toContain('byOwner');
     expect(JSON.stringify(dynamodb)).not.toMatch(/Scan|Batch|GetRecords|DescribeTable/);

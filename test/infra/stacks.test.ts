@@ -21,6 +21,7 @@ import {
   MAX_CONFIG_ENV_BYTES,
   REAPER_START_SLOT_ACTIONS,
   RPC_TIMEOUT,
+  RUN_AUDIT_TABLE_ACTIONS,
   ServiceStack,
 } from '../../infra/service-stack.ts';
 import { isDeadLetterQueue, StatefulStack } from '../../infra/stateful-stack.ts';
@@ -699,7 +700,7 @@ describe('ServiceStack', () => {
     }
   });
 
-  it('lets the executor write and scrub audit rows, the reaper only its start slots, and no other function touch them (decisions 0010, 0072)', () => {
+  it('lets the executor write and scrub audit rows, the rpc a run’s, the reaper only its start slots, and no other function touch them (decisions 0010, 0072, 0091)', () => {
     const auditActionsOf = (fn: ServiceStack['rpc']): string[] => {
       const functionResource = service.toJSON().Resources[logicalIdOf(installation.service, fn)] as Resource;
       const roleId = (functionResource.Properties.Role as { 'Fn::GetAtt': [string, string] })[
@@ -726,7 +727,8 @@ describe('ServiceStack', () => {
         'dynamodb:DeleteItem',
       ]),
     );
-    expect(auditActionsOf(rpc)).toEqual([]);
+    // A blocking send's run in the rpc (decision 0091): its rows, slots and scrub; no scan, no batch.
+    expect(auditActionsOf(rpc).sort()).toEqual([...RUN_AUDIT_TABLE_ACTIONS].sort());
     expect(auditActionsOf(projector)).toEqual([]);
     // The reaper reads and takes start slots (decision 0072): no update, so it can never scrub or
     // rewrite a row's content.
@@ -746,8 +748,9 @@ describe('ServiceStack', () => {
         expect(id).not.toMatch(/admin|purge|inspect/i);
       }
     }
-    // What the admin command needs, the rpc function may not do: delete journal or audit items
-    // (purge), read audit rows (runs show).
+    // What the admin command needs, the rpc function may not do: delete journal items (purge), or
+    // scan or batch-read the audit table. It reads and writes a run's audit rows only when it runs
+    // blocking sends' runs itself (decision 0091; `deployment.blockingRunsInRpc: false` keeps it out).
     const { rpc } = installation.service;
     const functionResource = service.toJSON().Resources[logicalIdOf(installation.service, rpc)] as Resource;
     const roleId = (functionResource.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
@@ -764,7 +767,7 @@ describe('ServiceStack', () => {
       }
       return actions;
     };
-    expect(actionsOn(/Audit/)).toEqual([]);
+    expect(actionsOn(/Audit/).sort()).toEqual([...RUN_AUDIT_TABLE_ACTIONS].sort());
     const journal = actionsOn(/Journal/);
     expect(journal).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query']));
     // It writes its commits' revisions through (decision 0043): puts and the counters' updates, no delete.
@@ -1083,6 +1086,7 @@ describe('createInstallation', () => {
           logRetentionDays: 90,
           deletionProtection: false,
           executorMaxConcurrency: 25,
+          blockingRunsInRpc: false,
           alarms: { email: 'ops@example.com', errorRatePercent: 2, iteratorAgeSeconds: 120 },
         },
       }),
@@ -1096,6 +1100,18 @@ describe('createInstallation', () => {
       Replicas: [Match.objectLike({ DeletionProtectionEnabled: false })],
     });
     serviceTemplate.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 90 });
+    // Every run in the executor (decision 0091): the rpc is not told to run any, nor granted the audit table.
+    const rpcFunction = serviceTemplate.toJSON().Resources[
+      logicalIdOf(configured.service, configured.service.rpc)
+    ] as Resource;
+    expect(
+      (rpcFunction.Properties.Environment as { Variables: Record<string, string> }).Variables,
+    ).not.toHaveProperty('RUNS_BLOCKING_SENDS');
+    expect(
+      statementsOfFunction(serviceTemplate, configured.service, configured.service.rpc).filter((statement) =>
+        /Audit/.test(JSON.stringify(statement.Resource)),
+      ),
+    ).toEqual([]);
     serviceTemplate.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: logicalIdOf(configured.service, configured.service.executor) },
       ScalingConfig: { MaximumConcurrency: 25 },
@@ -1123,6 +1139,7 @@ describe('createInstallation', () => {
       logRetentionDays: 30,
       deletionProtection: true,
       executorMaxConcurrency: 10,
+      blockingRunsInRpc: true,
       viewer: false,
       dynamodb: defaultDynamodbCapacity,
       authorizerCacheSeconds: 60,
@@ -1278,8 +1295,13 @@ describe('provider key secrets (decision 0026)', () => {
         },
       },
     });
-    // No other function may read a secret.
-    for (const fn of [stack.rpc, stack.projector, stack.pusher, stack.deliverer, stack.reaper]) {
+    // The rpc runs blocking sends' runs (decision 0091): the same secrets. No other function reads one.
+    expect(
+      statementsOf(template, stack, stack.rpc).filter((statement) =>
+        [statement.Action].flat().some((action) => String(action).startsWith('secretsmanager:')),
+      ),
+    ).toEqual(secretStatements);
+    for (const fn of [stack.projector, stack.pusher, stack.deliverer, stack.reaper]) {
       expect(
         statementsOf(template, stack, fn).filter((statement) =>
           JSON.stringify(statement).includes('secretsmanager'),
@@ -1288,7 +1310,7 @@ describe('provider key secrets (decision 0026)', () => {
     }
   });
 
-  it('adds the Parameters and Secrets extension to the executor only, its cache off (the executor keeps the key 5 minutes)', () => {
+  it('adds the Parameters and Secrets extension to the executor and the rpc only, its cache off (the function keeps the key 5 minutes)', () => {
     const { service: stack } = secretInstallation;
     const functions = template.toJSON().Resources as Record<string, Resource>;
     const executor = functions[logicalIdOf(stack, stack.executor)] as Resource;
@@ -1305,7 +1327,11 @@ describe('provider key secrets (decision 0026)', () => {
       PARAMETERS_SECRETS_EXTENSION_CACHE_ENABLED: 'false',
       PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: '2773',
     });
-    for (const fn of [stack.rpc, stack.projector, stack.pusher, stack.deliverer, stack.reaper]) {
+    // The rpc runs blocking sends' runs with the same providers (decision 0091).
+    expect((functions[logicalIdOf(stack, stack.rpc)] as Resource).Properties.Layers).toEqual(
+      executor.Properties.Layers,
+    );
+    for (const fn of [stack.projector, stack.pusher, stack.deliverer, stack.reaper]) {
       expect((functions[logicalIdOf(stack, fn)] as Resource).Properties.Layers).toBeUndefined();
     }
     // The configuration carries the reference only; no variable holds a key.
@@ -1354,7 +1380,8 @@ describe('provider key secrets (decision 0026)', () => {
       const layers = Object.values(
         Template.fromStack(built.service).findResources('AWS::Lambda::Function'),
       ).filter((fn) => (fn as Resource).Properties.Layers !== undefined);
-      expect(layers.length, example).toBe(example.includes('secret') ? 1 : 0);
+      // The executor and the rpc (decision 0091) with a secret; none without.
+      expect(layers.length, example).toBe(example.includes('secret') ? 2 : 0);
     }
   });
 });

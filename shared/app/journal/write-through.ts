@@ -1,6 +1,11 @@
 import { BoundedMap } from '../../domain/bounded-map.ts';
 import type { CommitResult, JournalWriter, RunQueue, TaskRepository, WritePlan } from '../../domain/ports.ts';
-import { type Projection, projectRevision, type StoredTask } from '../../domain/projection.ts';
+import {
+  type JournalView,
+  type Projection,
+  projectRevision,
+  type StoredTask,
+} from '../../domain/projection.ts';
 import { failpoint } from '../operations/failpoints.ts';
 
 /**
@@ -30,6 +35,12 @@ export interface WriteThroughOptions {
   readonly afterProjected?: (projection: Projection) => Promise<void>;
 }
 
+/** A revision committed and projected by this container: its view, and the task as committed. */
+export interface JournaledRevision {
+  readonly view: JournalView;
+  readonly task: StoredTask;
+}
+
 /** Tasks whose last projected revision this container remembers (the claim → settle path). */
 const rememberedTasks = 1_000;
 
@@ -41,6 +52,8 @@ const rememberedTasks = 1_000;
 export class WriteThroughTaskRepository implements TaskRepository {
   /** taskId → the revision this container projected last, fully (event and view). */
   private readonly projectedRevisions = new BoundedMap<string, number>(rememberedTasks);
+  /** Tasks a caller of this container watches (`watch`), with the newest revision projected here. */
+  private readonly watched = new Map<string, JournaledRevision | undefined>();
 
   constructor(
     private readonly tasks: TaskRepository,
@@ -64,7 +77,11 @@ export class WriteThroughTaskRepository implements TaskRepository {
       const projection = committed && projectRevision(row.before, committed);
       // A scrub in place, or a row that moved on before it could be read: the backstop has it.
       if (projection === undefined) return undefined;
-      return await this.project(projection);
+      const outcome = await this.project(projection);
+      // 'written' or 'duplicate': this revision's event and view are in the journal.
+      if (committed && this.watched.has(row.taskId) && (outcome === 'written' || outcome === 'duplicate'))
+        this.watched.set(row.taskId, { view: projection.view, task: committed });
+      return outcome;
     } catch (error) {
       this.options.logger?.warn('write-through left to the projector', {
         taskId: row.taskId,
@@ -135,6 +152,24 @@ export class WriteThroughTaskRepository implements TaskRepository {
         return queue.enqueue(journaled === undefined ? message : { ...message, journaled });
       },
     };
+  }
+
+  /**
+   * Starts watching a task's commits in this container: `unwatch` then says which of its revisions
+   * this container committed last with its event and view in the journal (decision 0091).
+   */
+  watch(taskId: string): void {
+    this.watched.set(taskId, undefined);
+  }
+
+  /**
+   * Stops watching; the newest revision committed here since `watch` that is in the journal, with
+   * the task as committed. A revision left to the backstop is not one: its reader waits for it.
+   */
+  unwatch(taskId: string): JournaledRevision | undefined {
+    const newest = this.watched.get(taskId);
+    this.watched.delete(taskId);
+    return newest;
   }
 
   /** What a run message's sender projected in full (`announcing`): remembered as if projected here. */

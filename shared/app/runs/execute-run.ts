@@ -97,8 +97,19 @@ const texts = {
  * in one atomic commit with the task's sealed result (I-RESULT). Any failure to store the result
  * ends the run and the task FAILED.
  */
-export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Promise<ExecuteRunResult> => {
-  const { run, task } = await deps.tasks.getRunWithTask(message.taskId, message.runId);
+export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Promise<ExecuteRunResult> =>
+  executeRunFrom(deps, await deps.tasks.getRunWithTask(message.taskId, message.runId));
+
+/**
+ * `executeRun` from an image of the run and its task the caller holds: read just now, or the one
+ * its own commit returned (the rpc running a blocking send's run, decision 0091). The claim is
+ * conditioned on that image's revision and run version, so an image that is no longer current
+ * loses it and the reread decides, as for a duplicate message.
+ */
+export const executeRunFrom = async (
+  deps: ExecuteRunDeps,
+  { run, task }: { readonly run: RunRecord | undefined; readonly task: StoredTask | undefined },
+): Promise<ExecuteRunResult> => {
   if (run === undefined) return 'missing';
   if (run.status !== 'QUEUED') return 'duplicate';
   if (task === undefined) return 'missing';

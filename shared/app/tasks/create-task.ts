@@ -96,6 +96,20 @@ export const senderOf = (input: CreateTaskInput): AgentCaller => ({
 export interface CreatedTask {
   readonly taskId: string;
   readonly revision: number;
+  /**
+   * The run this call committed and did not queue, with the task as its commit returned it, for
+   * the caller to run itself (`handOver`, decision 0091); absent when the run was queued.
+   */
+  readonly handedOver?: { readonly run: RunRecord; readonly task: StoredTask };
+}
+
+export interface CreateTaskOptions {
+  /**
+   * The caller runs the run itself (a blocking send in the rpc, decision 0091): a run committed by
+   * one single-item write, whose returned image is the row, is handed over instead of queued. A
+   * retry, or a commit that returned no image (a transaction), is queued as before.
+   */
+  readonly handOver?: boolean;
 }
 
 /** The media type a part declares, or the one its kind implies. */
@@ -122,7 +136,11 @@ const accepts = (modes: readonly string[], mediaType: string): boolean =>
  * runs nothing: it answers with the task the first send created or continued (I-RETRY, decision
  * 0051); the same messageId with other content is refused (MESSAGE_ID_REUSED).
  */
-export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): Promise<CreatedTask> => {
+export const createTask = async (
+  deps: CreateTaskDeps,
+  input: CreateTaskInput,
+  options: CreateTaskOptions = {},
+): Promise<CreatedTask> => {
   const profile = deps.config.profiles[input.profileId];
   if (profile === undefined) throw new TaskNotFoundError(input.profileId);
   const privacy = resolveProfilePrivacy(deps.config, input.profileId);
@@ -177,6 +195,14 @@ export const createTask = async (deps: CreateTaskDeps, input: CreateTaskInput): 
   const plan = await commitPlanned(deps, input, run, now, expiresAt, inlinePush);
   if ('earlier' in plan) return answerRetry(deps, plan.earlier, runId);
   failpoint('create.afterCommit');
+  // Handed over, the run is as durable as between a commit and its enqueue: a caller that dies
+  // before its claim leaves a QUEUED run whose lease runs out, and the reaper queues it (decision 0053).
+  if (options.handOver && plan.committed !== undefined)
+    return {
+      taskId: plan.task.taskId,
+      revision: plan.task.revision,
+      handedOver: { run: plan.run, task: plan.committed },
+    };
   try {
     await deps.queue.enqueue({ taskId: plan.task.taskId, runId });
   } catch (error) {
@@ -260,8 +286,8 @@ const commitPlanned = async (
     // config this is one single-item write; with one, one transaction (a push config must not
     // attach itself to a task whose follow-up lost its race). Nothing is queued before it.
     try {
-      await deps.tasks.commit({ row: plan.row, items: pushWrites });
-      return plan;
+      const { committed } = await deps.tasks.commit({ row: plan.row, items: pushWrites });
+      return committed === undefined ? plan : { ...plan, committed };
     } catch (error) {
       if (!(error instanceof VersionConflictError)) throw error;
       // A new task's derived id is taken: by an earlier send of this message, or of another one
@@ -276,6 +302,8 @@ interface Plan {
   readonly task: StoredTask;
   readonly run: RunRecord;
   readonly row: TaskRowWrite;
+  /** The row as its single-item commit returned it (absent after a transaction). */
+  readonly committed?: StoredTask;
 }
 
 /** The message was accepted before (I-RETRY): the task it created or continued, as read now. */

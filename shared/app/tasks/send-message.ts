@@ -1,11 +1,45 @@
 import type { Config } from '../../config/config.ts';
 import type { Message, Task } from '../../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
-import { type JournalView, viewAtEvent } from '../../domain/projection.ts';
-import { type CreateTaskDeps, type CreateTaskInput, createTask, senderOf } from './create-task.ts';
-import { projectedWait, type ReadTaskDeps, taskFromCommittedRow, toTask, waitForView } from './read-task.ts';
+import type { Logger } from '../../domain/logger.ts';
+import { type JournalView, type StoredTask, viewAtEvent } from '../../domain/projection.ts';
+import type { RunRecord } from '../../domain/task.ts';
+import type { JournaledRevision } from '../journal/write-through.ts';
+import {
+  type CreatedTask,
+  type CreateTaskDeps,
+  type CreateTaskInput,
+  createTask,
+  senderOf,
+} from './create-task.ts';
+import {
+  projectedWait,
+  type ReadOptions,
+  type ReadTaskDeps,
+  taskFromCommittedRow,
+  toTask,
+  waitForView,
+} from './read-task.ts';
 
-export type SendMessageDeps = CreateTaskDeps & ReadTaskDeps;
+/**
+ * A blocking send's run, run by the function that created it (decision 0091): no queue hop and
+ * no journal polls. Absent, every run is queued for the executor.
+ */
+export interface RunsHere {
+  /** Whether this function holds the adapters of these providers (a profile's chain). */
+  canRun(providerIds: readonly string[]): boolean;
+  /** Claims and runs a run from the image its create committed (`executeRunFrom`). */
+  run(image: { readonly run: RunRecord; readonly task: StoredTask }): Promise<unknown>;
+  /** Watches the task's commits in this container (the write-through repository's `watch`). */
+  watch(taskId: string): void;
+  /** The newest revision committed here since `watch` whose event and view are in the journal. */
+  unwatch(taskId: string): JournaledRevision | undefined;
+  /** Keeps the invocation alive after its answer while `work` runs (a run past the blocking cap). */
+  keepAlive(work: Promise<unknown>): void;
+}
+
+export type SendMessageDeps = CreateTaskDeps &
+  ReadTaskDeps & { readonly runsHere?: RunsHere; readonly logger?: Pick<Logger, 'warn'> };
 
 export type SendMessageInput = CreateTaskInput;
 
@@ -29,18 +63,32 @@ export const settledWait = (profileId: string): string => `settled:${profileId}`
  * first committed revision. Either way the answer comes from the journal.
  */
 export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput): Promise<Task> => {
-  const created = await createTask(deps, input);
-  const caller = senderOf(input);
   const blocking = input.configuration?.returnImmediately !== true;
+  const providers = deps.config.profiles[input.profileId]?.providers ?? [];
+  const runsHere = blocking && deps.runsHere?.canRun(providers) ? deps.runsHere : undefined;
+  const created = await createTask(deps, input, { handOver: runsHere !== undefined });
+  const caller = senderOf(input);
   const capMs = blockingCapMs(deps.config, input.profileId);
+  const options = { historyLength: input.configuration?.historyLength };
+  const startedAt = deps.clock.now().getTime();
+  if (runsHere !== undefined && created.handedOver !== undefined) {
+    const answer = await runHere(
+      deps,
+      runsHere,
+      { ...created, handedOver: created.handedOver },
+      capMs,
+      options,
+    );
+    if (answer !== undefined) return answer;
+  }
   const view = await waitForView(deps, caller, created.taskId, {
     minRevision: created.revision,
     until: blocking ? settledForCaller : undefined,
-    timeoutMs: blocking ? capMs : projectionWaitMs,
+    // What is left of the cap after a run here (all of it when the run was queued).
+    timeoutMs: blocking ? Math.max(0, capMs - (deps.clock.now().getTime() - startedAt)) : projectionWaitMs,
     // A blocking wait lasts as long as the profile's runs; a non-blocking one, one projection.
     kind: blocking ? settledWait(input.profileId) : projectedWait,
   });
-  const options = { historyLength: input.configuration?.historyLength };
   if (view === undefined) return taskFromCommittedRow(deps, caller, created.taskId, options);
   // returnImmediately promises an in-progress task (docs/protocol.md §4): when the run already finished
   // before the first projection was seen, answer with the committed revision this call created.
@@ -49,6 +97,48 @@ export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput
     if (snapshot !== undefined) return toTask(deps, snapshot, options);
   }
   return toTask(deps, view, options);
+};
+
+/**
+ * Runs a handed-over run here (decision 0091) and answers from the revision it settled with, as
+ * this container committed and projected it: that view is in the journal (I-RYW), and its history
+ * comes from the row its commit returned (I-HISTORY). A run still working at the cap goes on after
+ * the answer. A run that failed here (a DynamoDB, KMS or sealing fault) is queued, as the
+ * executor's failed message is delivered again. Undefined: the caller waits on the journal as for
+ * a queued run (the settled revision was left to the backstop, or the run is someone else's now).
+ */
+const runHere = async (
+  deps: SendMessageDeps,
+  runsHere: RunsHere,
+  created: CreatedTask & { readonly handedOver: NonNullable<CreatedTask['handedOver']> },
+  capMs: number,
+  options: ReadOptions,
+): Promise<Task | undefined> => {
+  const { taskId } = created;
+  const { runId } = created.handedOver.run;
+  runsHere.watch(taskId);
+  const running = runsHere.run(created.handedOver).catch(async (error: unknown) => {
+    deps.logger?.warn('run failed in the rpc; queued for the executor', {
+      taskId,
+      runId,
+      error: error instanceof Error ? error.name : 'unknown',
+    });
+    // Unqueued, the run's lease runs out and the reaper queues it (decision 0053).
+    await deps.queue.enqueue({ taskId, runId }).catch(() => undefined);
+  });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const finished = await Promise.race([
+    running.then(() => true),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), capMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!finished) runsHere.keepAlive(running);
+  const newest = runsHere.unwatch(taskId);
+  if (newest === undefined || newest.view.revision < created.revision || !settledForCaller(newest.view.state))
+    return undefined;
+  return toTask(deps, newest.view, options, newest.task);
 };
 
 /** The view as it was at an earlier revision, from that revision's journal event. */

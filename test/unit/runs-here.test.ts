@@ -1,0 +1,138 @@
+import { describe, expect, it } from 'vitest';
+import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
+import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
+import { executeRunFrom } from '../../shared/app/runs/execute-run.ts';
+import { getTask } from '../../shared/app/tasks/read-task.ts';
+import { type RunsHere, type SendMessageDeps, sendMessage } from '../../shared/app/tasks/send-message.ts';
+import type { AgentProvider } from '../../shared/domain/ports.ts';
+import { alice, createCore, testConfig, userMessage } from '../support/core-fixture.ts';
+
+/**
+ * A blocking send's run, run by the rpc that created it (decision 0091): claimed from the image
+ * its create returned (no read), answered from the revision it committed and projected (no
+ * journal poll), queued for the executor when it fails here, and kept running past the cap.
+ * The in-memory core: its journal counts reads, its queue keeps what was sent.
+ */
+
+const config = (blockingCapSeconds?: number) =>
+  testConfig({
+    providers: { local: { type: 'scripted', behavior: 'echo' } },
+    profiles: {
+      default: {
+        name: 'Echo',
+        description: 'x',
+        providers: ['local'],
+        ...(blockingCapSeconds !== undefined && { blockingCapSeconds }),
+      },
+    },
+  });
+
+/** A provider that answers only once `release` is called. */
+const heldProvider = () => {
+  let release = (): void => undefined;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const echo = new ScriptedProvider('local', 'echo');
+  const provider: AgentProvider = {
+    run: async (request) => {
+      await released;
+      return echo.run(request);
+    },
+  };
+  return { provider, release: () => release() };
+};
+
+const setup = (
+  options: { capSeconds?: number; providers?: Record<string, AgentProvider>; failRun?: boolean } = {},
+) => {
+  const core = createCore({ config: config(options.capSeconds), providers: options.providers });
+  const tasks = new WriteThroughTaskRepository(core.tasks, core.journal);
+  const reads = { views: 0, rows: 0 };
+  const journal = Object.create(core.journal) as typeof core.journal;
+  journal.getView = (taskId) => {
+    reads.views++;
+    return core.journal.getView(taskId);
+  };
+  const counted = Object.create(tasks) as WriteThroughTaskRepository;
+  counted.getRunWithTask = (taskId, runId) => {
+    reads.rows++;
+    return tasks.getRunWithTask(taskId, runId);
+  };
+  counted.getTask = (taskId) => {
+    reads.rows++;
+    return tasks.getTask(taskId);
+  };
+  const kept: Promise<unknown>[] = [];
+  const runDeps = { ...core.deps, tasks: counted };
+  const runsHere: RunsHere = {
+    canRun: () => true,
+    run: (image) =>
+      options.failRun ? Promise.reject(new Error('DynamoDB fault')) : executeRunFrom(runDeps, image),
+    watch: (taskId) => tasks.watch(taskId),
+    unwatch: (taskId) => tasks.unwatch(taskId),
+    keepAlive: (work) => void kept.push(work),
+  };
+  const deps: SendMessageDeps = { ...core.deps, tasks: counted, journal, runsHere };
+  const send = (text: string, configuration?: { returnImmediately?: boolean }) =>
+    sendMessage(deps, {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage(text),
+      ...(configuration && { configuration }),
+    });
+  return { core, deps, reads, kept, send };
+};
+
+describe('a blocking send runs its run in the rpc (decision 0091)', () => {
+  it('answers the completed task with no queue message, no read of the row and no journal poll', async () => {
+    const { core, reads, send } = setup();
+    const task = await send('hello');
+    expect(task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(task.artifacts?.[0]?.parts).toEqual([{ text: 'hello' }]);
+    expect(task.history?.map((message) => message.role)).toEqual(['ROLE_USER', 'ROLE_AGENT']);
+    expect(core.queued).toHaveLength(0);
+    expect(reads).toEqual({ views: 0, rows: 0 });
+    expect([...core.calls.values()]).toEqual([1]);
+  });
+
+  it('answers a revision the journal holds: GetTask at once shows it (I-RYW)', async () => {
+    const { core, deps, send } = setup();
+    const task = await send('hello');
+    const read = await getTask(deps, alice, task.id);
+    expect(read.status).toEqual(task.status);
+    expect(read.artifacts).toEqual(task.artifacts);
+    expect((await core.journal.getView(task.id))?.state).toBe('TASK_STATE_COMPLETED');
+  });
+
+  it('a run that fails here is queued for the executor, as a failed message is delivered again', async () => {
+    const { core, send } = setup({ capSeconds: 0.05, failRun: true });
+    const task = await send('hello');
+    expect(core.queued.map((message) => message.taskId)).toEqual([task.id]);
+    // The wait answers from the journal at the cap: the run is still to be claimed.
+    expect(task.status.state).toBe('TASK_STATE_SUBMITTED');
+    expect(await core.runNext()).toBe('completed');
+    expect([...core.calls.values()]).toEqual([1]);
+  });
+
+  it('a run still working at the cap is answered as it is and kept running to its end', async () => {
+    const held = heldProvider();
+    const { core, kept, send } = setup({ capSeconds: 0.05, providers: { local: held.provider } });
+    const task = await send('hello');
+    expect(task.status.state).toBe('TASK_STATE_WORKING');
+    expect(kept).toHaveLength(1);
+    expect(core.queued).toHaveLength(0);
+    held.release();
+    await Promise.all(kept);
+    expect((await core.journal.getView(task.id))?.state).toBe('TASK_STATE_COMPLETED');
+    expect([...core.calls.values()]).toEqual([1]);
+  });
+
+  it('returnImmediately queues the run: only a blocking send runs here', async () => {
+    const { core, send } = setup();
+    const task = await send('hello', { returnImmediately: true });
+    expect(task.status.state).toBe('TASK_STATE_SUBMITTED');
+    expect(core.queued.map((message) => message.taskId)).toEqual([task.id]);
+    expect(core.calls.size).toBe(0);
+  });
+});
