@@ -21,6 +21,7 @@ import { executeRunFrom } from '../../shared/app/runs/execute-run.ts';
 import { WaitHistory } from '../../shared/app/tasks/read-task.ts';
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
+import type { Metrics } from '../../shared/domain/metrics.ts';
 import { createRunDeps, createSealer, webhookPolicyOf } from '../compose.ts';
 import { directFanOutOf } from '../direct-fan-out.ts';
 import { createProviderFor } from '../providers.ts';
@@ -53,8 +54,24 @@ const profiles = createProfileCatalog({
 });
 // A blocking send's run runs here, not in the executor (decision 0091), unless the deployment
 // keeps every run in the executor (`deployment.blockingRunsInRpc: false`).
+// A run's metrics are the executor's (metricCatalog's `emittedBy`), so dashboards count them
+// wherever the run ran; rare (a tightening), each is written at once, the answer may be long gone.
+const executorMetrics = createFunctionMetrics(env, 'executor');
+const runMetrics: Metrics = {
+  add: (name, value) => {
+    executorMetrics.add(name, value);
+    executorMetrics.flush();
+  },
+};
 const runDeps = env.runsBlockingSends
-  ? createRunDeps(env, { documents, sealer, tasks, logger, metrics, providerFor: createProviderFor(env) })
+  ? createRunDeps(env, {
+      documents,
+      sealer,
+      tasks,
+      logger,
+      metrics: runMetrics,
+      providerFor: createProviderFor(env),
+    })
   : undefined;
 const methods = createA2aMethods({
   ...(runDeps && {
