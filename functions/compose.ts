@@ -1,17 +1,9 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DynamoDbAuditTrail } from '../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
 import { ChunkedContentSealer } from '../shared/adapters/dynamodb/dynamodb-chunked-sealer.ts';
-import { DynamoDbRunLeases } from '../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { KmsSealer } from '../shared/adapters/kms-sealer.ts';
 import { createKmsClient } from '../shared/adapters/sdk-clients.ts';
-import { systemClock } from '../shared/adapters/system.ts';
-import { createToolRegistry } from '../shared/adapters/tools/static-tool-registry.ts';
-import type { ExecuteRunDeps } from '../shared/app/runs/execute-run.ts';
-import { TaskContentCodec } from '../shared/app/tasks/task-content.ts';
 import type { RuntimeEnv } from '../shared/config/runtime-env.ts';
-import type { Logger } from '../shared/domain/logger.ts';
-import type { Metrics } from '../shared/domain/metrics.ts';
-import type { AgentProvider, Sealer, TaskRepository } from '../shared/domain/ports.ts';
+import type { Sealer } from '../shared/domain/ports.ts';
 import { type WebhookPolicy, webhookPolicyFor } from '../shared/domain/webhook-address.ts';
 
 /**
@@ -34,32 +26,3 @@ export const createSealer = (env: RuntimeEnv, documents: DynamoDBDocumentClient)
 /** Local mode relaxes https and (unless `webhooks.allowLoopback: false`) loopback; deployments never. */
 export const webhookPolicyOf = (env: RuntimeEnv): WebhookPolicy =>
   webhookPolicyFor(env.localMode, env.config.webhooks.allowLoopback);
-
-/**
- * What running a run needs (`executeRun`): the executor's, and the rpc's when it runs a blocking
- * send's run itself (decision 0091). `tasks` is the function's write-through repository.
- */
-export const createRunDeps = (
-  env: RuntimeEnv,
-  wiring: {
-    readonly documents: DynamoDBDocumentClient;
-    readonly sealer: Sealer;
-    readonly tasks: TaskRepository;
-    readonly logger: Pick<Logger, 'info'>;
-    readonly metrics: Metrics;
-    /** The executor's holds every provider type; the rpc's no Bedrock (functions/providers.ts). */
-    readonly providerFor: (providerId: string) => AgentProvider;
-  },
-): ExecuteRunDeps => ({
-  tasks: wiring.tasks,
-  codec: new TaskContentCodec(wiring.sealer),
-  clock: systemClock,
-  config: env.config,
-  providerFor: wiring.providerFor,
-  leases: new DynamoDbRunLeases(wiring.documents, env.stateTableName),
-  ...(env.runLeaseMs ? { leaseMs: env.runLeaseMs } : {}),
-  tools: createToolRegistry(webhookPolicyOf(env)),
-  audit: new DynamoDbAuditTrail(wiring.documents, env.auditTableName, wiring.sealer),
-  logger: wiring.logger,
-  metrics: wiring.metrics,
-});

@@ -12,8 +12,9 @@ import { WriteThroughTaskRepository } from '../../shared/app/journal/write-throu
 import { failpoint } from '../../shared/app/operations/failpoints.ts';
 import { executeRun } from '../../shared/app/runs/execute-run.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
-import { createRunDeps, createSealer } from '../compose.ts';
+import { createSealer } from '../compose.ts';
 import { directFanOutOf } from '../direct-fan-out.ts';
+import { createRunDeps } from '../run-deps.ts';
 import { createProviderFor } from './providers.ts';
 
 const env = readRuntimeEnv();
