@@ -43,7 +43,7 @@ import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { byOwnerIndex } from '../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { pushMark } from '../shared/adapters/dynamodb/entities.ts';
-import { pusherStreamBatching } from '../shared/adapters/dynamodb/journal-stream.ts';
+import { projectorStreamBatching, pusherStreamBatching } from '../shared/adapters/dynamodb/journal-stream.ts';
 import {
   auditTable as auditTableDefinition,
   journalTable as journalTableDefinition,
@@ -310,7 +310,8 @@ export class ServiceStack extends Stack {
     this.projector.addEventSource(
       new DynamoEventSource(stateful.stateTable, {
         startingPosition: StartingPosition.TRIM_HORIZON,
-        batchSize: 25,
+        batchSize: projectorStreamBatching.batchSize,
+        maxBatchingWindow: Duration.millis(projectorStreamBatching.maximumBatchingWindowMs),
         reportBatchItemFailures: true,
         bisectBatchOnError: true,
         retryAttempts: 10,

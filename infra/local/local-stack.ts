@@ -7,6 +7,7 @@ import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import {
   isJournalEventInsert,
   isTaskItemRecord,
+  projectorStreamBatching,
   pusherStreamBatching,
 } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { addSdkClientHook } from '../../shared/adapters/sdk-clients.ts';
@@ -559,6 +560,8 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
         ? 'TRIM_HORIZON'
         : (options.existingStreamStart ?? 'LATEST'),
       filter: isTaskItemRecord,
+      batchSize: projectorStreamBatching.batchSize,
+      maximumBatchingWindowMs: projectorStreamBatching.maximumBatchingWindowMs,
       onFailure: sendToProjectorDlq,
       region,
       log,

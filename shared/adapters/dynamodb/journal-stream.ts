@@ -38,6 +38,15 @@ export const isJournalEventInsert = (record: DynamoDBRecord): boolean =>
  */
 export const pusherStreamBatching = { batchSize: 100, maximumBatchingWindowMs: 1_000 } as const;
 
+/**
+ * How the projector reads the state stream, declared once for the CDK app and the local stack
+ * (decision 0092). The projector is the journal's backstop: every writer projects its own commits
+ * (decision 0043). Gathering up to a second of records means fewer reads and invocations, one
+ * journal read per batch for more revisions (decision 0076), and records whose write-through has
+ * long landed — a slow write-through under load is no longer written a second time.
+ */
+export const projectorStreamBatching = { batchSize: 100, maximumBatchingWindowMs: 1_000 } as const;
+
 /** The projector's event-source filter: task items only (`sk = TASK`). */
 export const isTaskItemRecord = (record: DynamoDBRecord): boolean => record.dynamodb?.Keys?.sk?.S === 'TASK';
 
