@@ -534,10 +534,13 @@ describe('ServiceStack', () => {
     });
   });
 
-  it('projects only task items of the state stream, in order, with bisect, bounded retries and a DLQ', () => {
+  it('projects only task items of the state stream, in order, a second at a time, with bisect, bounded retries and a DLQ', () => {
     service.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: logicalIdOf(installation.service, installation.service.projector) },
       StartingPosition: 'TRIM_HORIZON',
+      // The backstop gathers a second of records (decision 0092).
+      BatchSize: 100,
+      MaximumBatchingWindowInSeconds: 1,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       BisectBatchOnFunctionError: true,
       MaximumRetryAttempts: 10,
