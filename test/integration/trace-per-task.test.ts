@@ -78,7 +78,20 @@ describe('one trace per task', () => {
     const task = await send('tck-input-required');
     expect(task.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
     await call('CreateTaskPushNotificationConfig', { taskId: task.id, url: `${receiver.url}/hook` });
-    expect((await send('tck-complete-task', task.id)).status.state).toBe('TASK_STATE_COMPLETED');
+    // The blocking send's run ran in the rpc (decision 0091); the follow-up, returnImmediately, is
+    // queued, so the executor carries the trace too.
+    await call('SendMessage', {
+      message: {
+        messageId: `tck-complete-task-${randomUUID()}`,
+        role: 'ROLE_USER',
+        parts: [{ text: 'hi' }],
+        taskId: task.id,
+      },
+      configuration: { returnImmediately: true },
+    });
+    const stateOf = async () => ((await call('GetTask', { id: task.id })).status as { state: string }).state;
+    while ((await stateOf()) !== 'TASK_STATE_COMPLETED')
+      await new Promise((resolve) => setTimeout(resolve, 50));
 
     const ofTask = (lines: Array<Record<string, unknown>>) =>
       lines.filter((line) => line.correlation_id === task.id);
