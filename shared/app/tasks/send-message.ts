@@ -60,7 +60,8 @@ export const settledWait = (profileId: string): string => `settled:${profileId}`
 /**
  * SendMessage: blocking by default (returns at a terminal or interrupted state, or at the
  * profile's cap, after which GetTask continues); `returnImmediately` returns the
- * first committed revision. Either way the answer comes from the journal.
+ * first committed revision. Either way the answer is a revision the journal holds: read from it, or
+ * the one a run here (`runsHere`, decision 0091) committed and projected into it itself.
  */
 export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput): Promise<Task> => {
   const blocking = input.configuration?.returnImmediately !== true;
