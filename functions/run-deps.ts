@@ -10,6 +10,7 @@ import type { Logger } from '../shared/domain/logger.ts';
 import type { Metrics } from '../shared/domain/metrics.ts';
 import type { AgentProvider, Sealer, TaskRepository } from '../shared/domain/ports.ts';
 import { webhookPolicyOf } from './compose.ts';
+
 /**
  * What running a run needs (`executeRun`): the executor's, and the rpc's when it runs a blocking
  * send's run itself (decision 0091). `tasks` is the function's write-through repository.

@@ -269,10 +269,8 @@ export class ServiceStack extends Stack {
       templates: { 'application/json': '{"message":"Unauthorized"}' },
     });
 
-    // executor: one run per message; the queue message only wakes it up. With a provider key in
-    // Secrets Manager, the Parameters and Secrets extension serves it on localhost (decision 0026);
-    // its own cache is off: the executor's 5-minute cache is the only one, so a rotation is in use
-    // 5 minutes later, not 10.
+    // executor: one run per message; the queue message only wakes it up. The provider-secrets
+    // layer as the rpc's (above).
     this.executor = new HouseFunction(this, 'Executor', {
       entry: entries.executor,
       description: 'Runs queued A2A task runs',

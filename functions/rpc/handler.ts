@@ -53,27 +53,30 @@ const profiles = createProfileCatalog({
   logger,
   ...(env.profileCacheMs ? { ttlMs: env.profileCacheMs } : {}),
 });
-// A blocking send's run runs here, not in the executor (decision 0091), unless the deployment
-// keeps every run in the executor (`deployment.blockingRunsInRpc: false`).
-// A run's metrics are the executor's (metricCatalog's `emittedBy`), so dashboards count them
-// wherever the run ran; rare (a tightening), each is written at once, the answer may be long gone.
-const executorMetrics = createFunctionMetrics(env, 'executor');
-const runMetrics: Metrics = {
-  add: (name, value) => {
-    executorMetrics.add(name, value);
-    executorMetrics.flush();
-  },
+/**
+ * A blocking send's run runs here, not in the executor (decision 0091), unless the deployment
+ * keeps every run in the executor (`deployment.blockingRunsInRpc: false`). A run's metrics are the
+ * executor's (metricCatalog's `emittedBy`), so dashboards count them wherever the run ran; rare
+ * (a tightening), each is written at once: the answer, and its flush, may be long gone.
+ */
+const runDepsHere = () => {
+  const executorMetrics = createFunctionMetrics(env, 'executor');
+  const runMetrics: Metrics = {
+    add: (name, value) => {
+      executorMetrics.add(name, value);
+      executorMetrics.flush();
+    },
+  };
+  return createRunDeps(env, {
+    documents,
+    sealer,
+    tasks,
+    logger,
+    metrics: runMetrics,
+    providerFor: createProviderFor(env),
+  });
 };
-const runDeps = env.runsBlockingSends
-  ? createRunDeps(env, {
-      documents,
-      sealer,
-      tasks,
-      logger,
-      metrics: runMetrics,
-      providerFor: createProviderFor(env),
-    })
-  : undefined;
+const runDeps = env.runsBlockingSends ? runDepsHere() : undefined;
 const methods = createA2aMethods({
   ...(runDeps && {
     runsHere: {

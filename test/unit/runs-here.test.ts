@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
 import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
-import { executeRunFrom } from '../../shared/app/runs/execute-run.ts';
+import { type ExecuteRunDeps, executeRun, executeRunFrom } from '../../shared/app/runs/execute-run.ts';
 import { getTask } from '../../shared/app/tasks/read-task.ts';
 import { type RunsHere, type SendMessageDeps, sendMessage } from '../../shared/app/tasks/send-message.ts';
 import type { AgentProvider } from '../../shared/domain/ports.ts';
+import type { StoredTask } from '../../shared/domain/projection.ts';
+import type { RunRecord } from '../../shared/domain/task.ts';
 import { alice, createCore, testConfig, userMessage } from '../support/core-fixture.ts';
 
 /**
@@ -44,7 +46,13 @@ const heldProvider = () => {
 };
 
 const setup = (
-  options: { capSeconds?: number; providers?: Record<string, AgentProvider>; failRun?: boolean } = {},
+  options: {
+    capSeconds?: number;
+    providers?: Record<string, AgentProvider>;
+    failRun?: boolean;
+    /** Runs before the run here, as a concurrent writer would (another delivery, a cancel). */
+    beforeRun?: (image: { run: RunRecord; task: StoredTask }, deps: ExecuteRunDeps) => Promise<unknown>;
+  } = {},
 ) => {
   const core = createCore({ config: config(options.capSeconds), providers: options.providers });
   const tasks = new WriteThroughTaskRepository(core.tasks, core.journal);
@@ -67,8 +75,11 @@ const setup = (
   const runDeps = { ...core.deps, tasks: counted };
   const runsHere: RunsHere = {
     canRun: () => true,
-    run: (image) =>
-      options.failRun ? Promise.reject(new Error('DynamoDB fault')) : executeRunFrom(runDeps, image),
+    run: async (image) => {
+      if (options.failRun) throw new Error('DynamoDB fault');
+      await options.beforeRun?.(image, runDeps);
+      return executeRunFrom(runDeps, image);
+    },
     watch: (taskId) => tasks.watch(taskId),
     unwatch: (taskId) => tasks.unwatch(taskId),
     keepAlive: (work) => void kept.push(work),
@@ -125,6 +136,19 @@ describe('a blocking send runs its run in the rpc (decision 0091)', () => {
     held.release();
     await Promise.all(kept);
     expect((await core.journal.getView(task.id))?.state).toBe('TASK_STATE_COMPLETED');
+    expect([...core.calls.values()]).toEqual([1]);
+  });
+
+  it('an image another writer moved past loses its claim: the model is called once (I-ONCE)', async () => {
+    const results: string[] = [];
+    const { core, send } = setup({
+      // Another delivery of the same run claims and completes it between the create and this claim.
+      beforeRun: async (image, deps) =>
+        void results.push(await executeRun(deps, { taskId: image.task.taskId, runId: image.run.runId })),
+    });
+    const task = await send('hello');
+    expect(results).toEqual(['completed']);
+    expect(task.status.state).toBe('TASK_STATE_COMPLETED');
     expect([...core.calls.values()]).toEqual([1]);
   });
 
