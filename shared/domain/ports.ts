@@ -133,8 +133,10 @@ export interface WritePlan {
 /** What a commit knows of the row it wrote. */
 export interface CommitResult {
   /**
-   * The task row as committed, when the write returned it (a single UpdateItem's `ALL_NEW`,
-   * push mark included); unset for a transaction, which returns nothing, or a plan without a row.
+   * The task row as committed, push mark included: as a single UpdateItem returned it (`ALL_NEW`),
+   * or, for a transaction (which returns nothing), the task it wrote when its push mark is
+   * certain — set by this plan or the row it read, or absent from a row this plan created. Unset
+   * otherwise, and for a plan without a row.
    */
   readonly committed?: StoredTask;
 }

@@ -11,6 +11,7 @@ import { fanOutEvents } from '../../shared/app/push/fan-out-events.ts';
 import { createPushConfig, PushConfigCodec } from '../../shared/app/push/push-configs.ts';
 import { createTask } from '../../shared/app/tasks/create-task.ts';
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
+import type { StoredTask } from '../../shared/domain/projection.ts';
 import type { PushDelivery } from '../../shared/domain/push.ts';
 import { webhookPolicyFor } from '../../shared/domain/webhook-address.ts';
 import { alice, testConfig, userMessage } from '../support/core-fixture.ts';
@@ -150,6 +151,53 @@ describe('the push mark against the emulators', () => {
     };
     expect(await fanOutEvents(fanOutDeps, events)).toBe(1);
     expect(queued).toEqual([{ taskId, configId: 'later', revision: 2 }]);
+  });
+
+  it('a transaction returns the row it wrote when its mark is certain, and no image when a mark could have come meanwhile', async () => {
+    // A new task with an inline config: one transaction, its mark set by it. The image handed over
+    // (decision 0093) is the row as a read returns it.
+    const created = await createTask(
+      createDeps(),
+      {
+        caller: alice,
+        profileId: 'default',
+        message: userMessage('handed over with a webhook'),
+        configuration: { taskPushNotificationConfig: { id: 'inline', url: 'https://hooks.example/in' } },
+      },
+      { handOver: true },
+    );
+    // Compared as values: the SDK reads binary as Uint8Array, the write kept the sealer's Buffer.
+    const asValue = (task: StoredTask | undefined) =>
+      task && { ...task, sealedHistory: Buffer.from(task.sealedHistory ?? []).toString('base64') };
+    expect(asValue(created.handedOver?.task)).toEqual(asValue(await tasks.getTask(created.taskId)));
+    expect(created.handedOver?.task.pushConfigured).toBe(true);
+
+    // A task write read before a mark, committed as a transaction (with a run row of its own):
+    // the row has the mark the writer never saw, so the commit claims no image.
+    const { taskId } = await createTask(createDeps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('a transaction after a mark'),
+    });
+    const read = (await tasks.getTask(taskId))!;
+    const current = (await tasks.getRun(taskId, read.currentRunId))!;
+    await createPushConfig(createDeps(), alice, taskId, { id: 'meanwhile', url: 'https://hooks.example/m' });
+    const result = await tasks.commit({
+      row: {
+        taskId,
+        task: {
+          ...read,
+          state: 'TASK_STATE_WORKING',
+          revision: 2,
+          statusTimestamp: new Date().toISOString(),
+        },
+        expect: { revision: 1 },
+        before: read,
+      },
+      items: [{ entity: 'run', item: { ...current, runId: `${current.runId}-other` }, expect: 'absent' }],
+    });
+    expect(result.committed).toBeUndefined();
+    expect((await tasks.getTask(taskId))?.pushConfigured).toBe(true);
   });
 
   it('the mark alone is set only on an existing row, and a second config needs no second mark', async () => {

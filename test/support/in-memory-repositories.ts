@@ -105,7 +105,10 @@ export class InMemoryTaskRepository implements TaskRepository {
       else this.pushConfigs.set(`${write.item.taskId}#${write.item.configId}`, write.item);
     }
     this.commits++;
-    return items.length === 0 && committed ? { committed } : {};
+    // As the adapter: a transaction's image only when its push mark is certain.
+    const certain =
+      items.length === 0 || marked || row?.before?.pushConfigured || row?.expect.revision === 'absent';
+    return certain && committed ? { committed } : {};
   }
 
   async getTask(taskId: string): Promise<StoredTask | undefined> {

@@ -1,12 +1,15 @@
 import { describe, expect, it } from 'vitest';
+import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
 import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
+import { PushConfigCodec } from '../../shared/app/push/push-configs.ts';
 import { type ExecuteRunDeps, executeRun, executeRunFrom } from '../../shared/app/runs/execute-run.ts';
 import { getTask } from '../../shared/app/tasks/read-task.ts';
 import { type RunsHere, type SendMessageDeps, sendMessage } from '../../shared/app/tasks/send-message.ts';
 import type { AgentProvider } from '../../shared/domain/ports.ts';
 import type { StoredTask } from '../../shared/domain/projection.ts';
 import type { RunRecord } from '../../shared/domain/task.ts';
+import { webhookPolicyFor } from '../../shared/domain/webhook-address.ts';
 import { alice, createCore, testConfig, userMessage } from '../support/core-fixture.ts';
 
 /**
@@ -105,6 +108,33 @@ describe('a blocking send runs its run in the rpc (decision 0091)', () => {
     expect(core.queued).toHaveLength(0);
     expect(reads).toEqual({ views: 0, rows: 0 });
     expect([...core.calls.values()]).toEqual([1]);
+  });
+
+  it('a send with an inline push config runs here too: its create transaction returns the row it wrote (decision 0093)', async () => {
+    const { core, deps, reads } = setup();
+    const task = await sendMessage(
+      {
+        ...deps,
+        pushCodec: new PushConfigCodec(new FakeSealer()),
+        webhookPolicy: webhookPolicyFor(true, true),
+      },
+      {
+        caller: alice,
+        profileId: 'default',
+        message: userMessage('hello'),
+        configuration: { taskPushNotificationConfig: { id: 'inline', url: 'https://hooks.example/in' } },
+      },
+    );
+    expect(task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(core.queued).toHaveLength(0);
+    expect(reads).toEqual({ views: 0, rows: 0 });
+    // Every revision's event carries the mark the create's own write set: the writers' fan-out sees it.
+    const events = await core.journal.listEvents(task.id, 0);
+    expect(events.map((event) => [event.revision, event.pushConfigured])).toEqual([
+      [1, true],
+      [2, true],
+      [3, true],
+    ]);
   });
 
   it('answers a revision the journal holds: GetTask at once shows it (I-RYW)', async () => {

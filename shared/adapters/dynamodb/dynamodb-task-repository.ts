@@ -52,7 +52,8 @@ export class DynamoDbTaskRepository implements TaskRepository {
 
   /**
    * A plan of one write is one conditional write; the row write returns the row as
-   * committed (`ALL_NEW`, no read units). More writes are one transaction, which returns nothing.
+   * committed (`ALL_NEW`, no read units). More writes are one transaction, which returns nothing:
+   * its row's image is then the task it wrote, when that is certain (`transactedImage`).
    * A follow-up's replaced run is copied to its own row first (a plain put: the copy of a run the
    * row still holds is harmless, reads prefer the row).
    */
@@ -85,7 +86,7 @@ export class DynamoDbTaskRepository implements TaskRepository {
       await this.client.send(
         new TransactWriteCommand({ ...input, TransactItems: [...(input.TransactItems ?? []), ...chunks] }),
       );
-      return {};
+      return transactedImage(row);
     } catch (error) {
       if (isCanceledByCondition(error)) {
         throw new VersionConflictError('A concurrent write changed the task or run', {}, { cause: error });
@@ -191,6 +192,20 @@ export class DynamoDbTaskRepository implements TaskRepository {
     return { task: fromTaskItem(item), run: runOfTaskItem(item) };
   }
 }
+
+/**
+ * A transaction returns nothing, but its condition proves the row holds the task it wrote (as
+ * stored: chunked content as its references), except the push mark, which no task write sets
+ * (decision 0041). The image is certain when the mark is: set by this write (a push config with
+ * it) or by an earlier one (never cleared), or absent from a row this write created. Otherwise a
+ * mark set meanwhile could be missing from it, and no image is returned.
+ */
+const transactedImage = (row: RowUpdate | undefined): CommitResult => {
+  if (row?.task === undefined) return {};
+  const { pushConfigured: _planned, ...task } = row.task;
+  if (row.marksPush || row.before?.pushConfigured) return { committed: { ...task, pushConfigured: true } };
+  return row.expect?.revision === 'absent' ? { committed: task } : {};
+};
 
 const retried = (error: ConditionalCheckFailedException): boolean => (error.$metadata?.attempts ?? 1) > 1;
 

@@ -93,17 +93,14 @@ export class WriteThroughTaskRepository implements TaskRepository {
   }
 
   /**
-   * A transaction returns nothing: the planned task is what it committed (the condition proves
-   * it), except the push mark, which no task write sets (decision 0041). It is known when the
-   * plan sets it or the image read carried it (never cleared); otherwise the row is read, and
-   * used only while it still holds the planned revision.
+   * The commit's image when it returned none (a transaction that could not know a push mark set
+   * meanwhile): the planned task is what it committed (the condition proves it), with the mark
+   * the row has — read, and used only while the row still holds the planned revision.
    */
   private async committedImage(plan: WritePlan): Promise<StoredTask | undefined> {
     const task = plan.row?.task;
     if (task === undefined) return undefined;
     const { pushConfigured: _planned, ...planned } = task;
-    if ((plan.items ?? []).some((write) => write.entity === 'push') || plan.row?.before?.pushConfigured)
-      return { ...planned, pushConfigured: true };
     const stored = await this.tasks.getTask(task.taskId);
     if (stored?.revision !== task.revision) return undefined;
     return stored.pushConfigured ? { ...planned, pushConfigured: true } : planned;

@@ -105,9 +105,10 @@ export interface CreatedTask {
 
 export interface CreateTaskOptions {
   /**
-   * The caller runs the run itself (a blocking send in the rpc, decision 0091): a run committed by
-   * one single-item write, whose returned image is the row, is handed over instead of queued. A
-   * retry, or a commit that returned no image (a transaction), is queued as before.
+   * The caller runs the run itself (a blocking send in the rpc, decision 0091): a run whose commit
+   * returned the row's image (`CommitResult.committed`: a single-item write, or a transaction
+   * whose push mark is certain, such as a new task's with an inline push config, decision 0093)
+   * is handed over instead of queued. A retry, or a commit that returned no image, is queued.
    */
   readonly handOver?: boolean;
 }
@@ -302,7 +303,7 @@ interface Plan {
   readonly task: StoredTask;
   readonly run: RunRecord;
   readonly row: TaskRowWrite;
-  /** The row as its single-item commit returned it (absent after a transaction). */
+  /** The row as its commit returned it (`CommitResult.committed`). */
   readonly committed?: StoredTask;
 }
 
