@@ -20,7 +20,8 @@ const attemptOf = (record: SQSRecord): number => Number(record.attributes.Approx
 
 /**
  * The deliverer's SQS handler, apart from its module so tests can run it on their own resources:
- * one message = one (revision, config), its StreamResponses POSTed in order. A failed delivery
+ * one message = one (revision, config), its StreamResponses POSTed in order (with the older
+ * revisions it owes first and the newer ones the journal holds after it: `deliverPush`). A failed delivery
  * waits 2^n × base seconds (bounded) before its group moves again; maxReceiveCount → DLQ.
  */
 export const createDeliverRecords = (options: DelivererOptions) => {
@@ -43,6 +44,7 @@ export const createDeliverRecords = (options: DelivererOptions) => {
       ...delivery,
       outcome: outcome.kind,
       ...(outcome.kind === 'delivered' && outcome.earlier ? { earlier: outcome.earlier } : {}),
+      ...(outcome.kind === 'delivered' && outcome.ahead ? { ahead: outcome.ahead } : {}),
     });
   };
 

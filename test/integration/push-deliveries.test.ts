@@ -168,7 +168,8 @@ const firstAttempt = (attemptId: string) => ({
 });
 
 /** A committed task at revisions 1 (WORKING) and 2 (COMPLETED), projected, with one push config. */
-const seedTask = async (url: string) => {
+/** A task at revision 2 with one config; `projectedThrough: 1` leaves revision 2 to `projectRest`. */
+const seedTask = async (url: string, options: { projectedThrough?: 1 | 2 } = {}) => {
   const taskId = `t-${randomUUID()}`;
   const expiresAt = nowSeconds() + 3_600;
   const r1 = task(taskId, 1, 'TASK_STATE_WORKING', expiresAt);
@@ -176,7 +177,8 @@ const seedTask = async (url: string) => {
   await tasks.commit({ row: { taskId, task: r1, expect: { revision: 'absent' } } });
   await tasks.commit({ row: { taskId, task: r2, expect: { revision: 1 }, before: r1 } });
   await projectRecord(deps.journal, undefined, r1);
-  await projectRecord(deps.journal, r1, r2);
+  const projectRest = () => projectRecord(deps.journal, r1, r2);
+  if (options.projectedThrough !== 1) await projectRest();
   const config = await buildPushConfig(
     { pushCodec: deps.pushCodec, clock: systemClock, ids: { newId: () => 'hook' } },
     r2,
@@ -184,7 +186,7 @@ const seedTask = async (url: string) => {
     0, // as if sent with the first message: revisions 1 and 2 are the config's
   );
   await deps.pushConfigs.put(config);
-  return { taskId, r2, expiresAt };
+  return { taskId, r2, expiresAt, projectRest };
 };
 
 describe('the deliverer records each attempt', () => {
@@ -265,7 +267,8 @@ describe('the deliverer records each attempt', () => {
   it('another caller reads none of them (I-OWNER); an unknown task is TaskNotFound too', async () => {
     const { taskId } = await seedTask(`${receiver.url}/hook`);
     await deliverPush(deps, { taskId, configId: 'hook', revision: 1 }, firstAttempt(`direct-${taskId}#1`));
-    expect((await listPushDeliveries(deps, alice, taskId)).deliveries).toHaveLength(1);
+    // Revision 1's message delivered 2 as well, which the journal held (decision 0093).
+    expect((await listPushDeliveries(deps, alice, taskId)).deliveries).toHaveLength(2);
     await expect(listPushDeliveries(deps, bob, taskId)).rejects.toBeInstanceOf(TaskNotFoundError);
     await expect(listPushDeliveries(deps, alice, `t-${randomUUID()}`)).rejects.toBeInstanceOf(
       TaskNotFoundError,
@@ -273,9 +276,10 @@ describe('the deliverer records each attempt', () => {
   });
 
   it('a record DynamoDB refuses is logged; the webhook still gets the revision exactly once', async () => {
-    const { taskId } = await seedTask(`${receiver.url}/refused-record`);
-    // Revision 1 is settled first, so revision 2's message owes only itself.
+    const { taskId, projectRest } = await seedTask(`${receiver.url}/refused-record`, { projectedThrough: 1 });
+    // Revision 1 is settled first (before 2 is in the journal), so revision 2's message owes only itself.
     await deliverPush(deps, { taskId, configId: 'hook', revision: 1 }, firstAttempt(`r1-${taskId}#1`));
+    await projectRest();
     const before = receiver.posts.length;
     warnings.length = 0;
     // Appends go to a missing table; the settled revision is read from the real one.
@@ -314,7 +318,7 @@ describe('the deliverer records each attempt', () => {
           ExpressionAttributeValues: { ':pk': `TASK#${taskId}`, ':prefix': deliveryKeys.prefix },
         }),
       );
-    expect((await records()).Items).toHaveLength(1);
+    expect((await records()).Items).toHaveLength(2);
     await tasks.commit({
       row: { taskId, task: { ...r2, revision: 3, expiresAt: nowSeconds() - 1 }, expect: { revision: 2 } },
     });

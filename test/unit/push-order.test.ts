@@ -145,15 +145,94 @@ describe('deliverPush keeps the webhook’s order when a message overtook an old
     expect(f.posted).toHaveLength(3);
   });
 
-  it('in order, each message delivers only its own revision (no extra reads of what is settled)', async () => {
+  it('in order, the first message also delivers the newer revisions the journal holds; their messages post nothing (decision 0093)', async () => {
     const f = await fixture();
-    for (const revision of [1, 2, 3]) {
+    expect(await deliverPush(f.deps, message(f.taskId, 1), context(1))).toEqual({
+      kind: 'delivered',
+      posts: 3,
+      ahead: [2, 3],
+    });
+    expect(f.posted).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    // Each revision delivered ahead counts as its own first attempt.
+    expect(f.records()).toEqual([
+      [1, 'DELIVERED', [1]],
+      [2, 'DELIVERED', [1]],
+      [3, 'DELIVERED', [1]],
+    ]);
+    for (const revision of [2, 3]) {
       expect(await deliverPush(f.deps, message(f.taskId, revision), context(1))).toEqual({
-        kind: 'delivered',
-        posts: 1,
+        kind: 'not-owed',
       });
     }
+    expect(f.posted).toHaveLength(3);
+  });
+
+  it('a message whose journal holds nothing newer delivers its own revision only', async () => {
+    const f = await fixture({ projected: [1] });
+    expect(await deliverPush(f.deps, message(f.taskId, 1), context(1))).toEqual({
+      kind: 'delivered',
+      posts: 1,
+    });
+    expect(f.posted).toEqual(['TASK_STATE_SUBMITTED']);
+  });
+
+  it('a newer revision whose POST fails ends the run ahead unrecorded: its own message makes its first counted attempt', async () => {
+    const f = await fixture({
+      answers: [
+        { kind: 'delivered', status: 200 },
+        { kind: 'failed', reason: 'http status', status: 503 },
+      ],
+    });
+    expect(await deliverPush(f.deps, message(f.taskId, 1), context(1))).toEqual({
+      kind: 'delivered',
+      posts: 1,
+    });
+    expect(f.records()).toEqual([[1, 'DELIVERED', [1]]]);
+    expect(await deliverPush(f.deps, message(f.taskId, 2), context(1))).toEqual({
+      kind: 'delivered',
+      posts: 2,
+      ahead: [3],
+    });
     expect(f.posted).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    expect(f.records()).toEqual([
+      [1, 'DELIVERED', [1]],
+      [2, 'DELIVERED', [1]],
+      [3, 'DELIVERED', [1]],
+    ]);
+  });
+
+  it('no run ahead past a record not written: the own revision’s, or a newer one’s (decision 0062)', async () => {
+    const f = await fixture();
+    const log = f.deliveryLog;
+    let refuse = 1;
+    const refusing = {
+      ...f.deps,
+      deliveryLog: {
+        append: async (entry: Parameters<typeof log.append>[0]) =>
+          entry.revision === refuse ? Promise.reject(new Error('throttled')) : log.append(entry),
+        settledThrough: log.settledThrough.bind(log),
+        list: log.list.bind(log),
+      },
+    };
+    // The own revision's record lost: nothing newer is posted (a later message could post 1 again).
+    expect(await deliverPush(refusing, message(f.taskId, 1), context(1))).toEqual({
+      kind: 'delivered',
+      posts: 1,
+    });
+    expect(f.posted).toEqual(['TASK_STATE_SUBMITTED']);
+    // Revision 2 delivered ahead but not recorded: 3 waits; 2's own message posts it again, then 3.
+    refuse = 2;
+    expect(await deliverPush(refusing, message(f.taskId, 1), context(2))).toEqual({
+      kind: 'delivered',
+      posts: 1,
+    });
+    expect(f.posted).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING']);
+    expect(await deliverPush(f.deps, message(f.taskId, 2), context(1))).toEqual({
+      kind: 'delivered',
+      posts: 2,
+      ahead: [3],
+    });
+    expect(f.posted.slice(3)).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
   });
 
   it('an older revision that fails stops the message before its own: the retry goes on from the older one', async () => {
@@ -188,13 +267,15 @@ describe('deliverPush keeps the webhook’s order when a message overtook an old
     const f = await fixture({ answers: [{ kind: 'failed', reason: 'http status', status: 503 }] });
     expect(await deliverPush(f.deps, message(f.taskId, 2), context(10, 10))).toEqual({
       kind: 'delivered',
-      posts: 1,
+      posts: 2,
+      ahead: [3],
     });
     expect(f.records()).toEqual([
       [1, 'GAVE_UP', [10]],
       [2, 'DELIVERED', [10]],
+      [3, 'DELIVERED', [1]],
     ]);
-    expect(f.posted).toEqual(['TASK_STATE_WORKING']);
+    expect(f.posted).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
   });
 
   it('an older revision’s record not written: the newer one is not posted; the retry posts the older again, then the newer (decision 0062)', async () => {

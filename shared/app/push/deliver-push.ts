@@ -50,6 +50,8 @@ export type DeliveryOutcome =
       readonly posts: number;
       /** Older revisions this message delivered first, having overtaken theirs (decision 0045). */
       readonly earlier?: readonly number[];
+      /** Newer revisions the journal held, delivered after its own (decision 0093). */
+      readonly ahead?: readonly number[];
     }
   /** The config was deleted or expired: nothing to deliver to. */
   | { readonly kind: 'config-gone' }
@@ -156,6 +158,7 @@ const postRevision = async (
  * watermark then stays below it, and a later message delivers it again first (a duplicate, never
  * a reordering). `ordersNext`: the message goes on to a newer revision after this one, so a
  * settled outcome must be durable first — otherwise `DeliveryNotRecordedError` (decision 0062).
+ * Resolves whether the attempt is recorded.
  */
 const recordAttempt = async (
   deps: DeliverDeps,
@@ -164,8 +167,8 @@ const recordAttempt = async (
   context: AttemptContext | undefined,
   result: AttemptResult,
   ordersNext: boolean,
-): Promise<void> => {
-  if (deps.deliveryLog === undefined || context === undefined) return;
+): Promise<boolean> => {
+  if (deps.deliveryLog === undefined || context === undefined) return false;
   const { attempt, state } = describeAttempt(result, context, deps.clock.now());
   try {
     await deps.deliveryLog.append({
@@ -175,6 +178,7 @@ const recordAttempt = async (
       attemptId: context.attemptId,
       expiresAt: event.expiresAt,
     });
+    return true;
   } catch (error) {
     deps.logger?.warn('delivery record not written', {
       ...delivery,
@@ -182,6 +186,7 @@ const recordAttempt = async (
       error: error instanceof Error ? error.name : 'error',
     });
     if (ordersNext && isSettledDelivery(state)) throw new DeliveryNotRecordedError(delivery.revision);
+    return false;
   }
 };
 
@@ -197,7 +202,7 @@ const attemptRevision = async (
   event: JournalEvent,
   context: AttemptContext | undefined,
   ordersNext: boolean,
-): Promise<Awaited<ReturnType<typeof postRevision>>> => {
+): Promise<Awaited<ReturnType<typeof postRevision>> & { readonly recorded: boolean }> => {
   let result: Awaited<ReturnType<typeof postRevision>>;
   try {
     result = await postRevision(deps, config, events, event);
@@ -205,8 +210,7 @@ const attemptRevision = async (
     await recordAttempt(deps, delivery, event, context, { kind: 'error' }, false);
     throw error;
   }
-  await recordAttempt(deps, delivery, event, context, result, ordersNext);
-  return result;
+  return { ...result, recorded: await recordAttempt(deps, delivery, event, context, result, ordersNext) };
 };
 
 /**
@@ -223,6 +227,9 @@ const attemptRevision = async (
  * next one is tried, as its own message would have been. A newer revision is posted only once the
  * older one's settled record is written (decision 0062): once any revision is posted, the log says
  * every older one is settled, so no later message — a retry, a late backstop copy — posts one.
+ * Once its own revision is delivered and recorded, the message goes on to the newer revisions
+ * the journal already holds (`runAhead`, decision 0093), so a task's last revision does not wait
+ * one queue receive per revision before it.
  */
 export const deliverPush = async (
   deps: DeliverDeps,
@@ -256,8 +263,10 @@ export const deliverPush = async (
   if (event.expiresAt <= now) return { kind: 'event-gone' };
 
   const lastAttempt = context !== undefined && context.attempt >= context.maxAttempts;
+  const runAheadUntil = deps.clock.now().getTime() + runAheadBudgetMs;
   const earlier: number[] = [];
   let posts = 0;
+  let ownRecorded = false;
   for (const revision of owed) {
     const owedEvent = events.find((candidate) => candidate.revision === revision);
     if (owedEvent === undefined) throw new RevisionNotProjectedError(revision);
@@ -276,6 +285,7 @@ export const deliverPush = async (
       if (result.kind === 'refused') return { kind: 'refused', reason: result.reason };
       if (result.kind === 'failed') throw new WebhookDeliveryFailedError(result.reason, result.status);
       posts += result.posts;
+      ownRecorded = result.recorded;
     } else if (result.kind === 'failed' && !lastAttempt) {
       throw new WebhookDeliveryFailedError(result.reason, result.status);
     } else if (result.kind === 'delivered') {
@@ -283,5 +293,59 @@ export const deliverPush = async (
       earlier.push(revision);
     }
   }
-  return { kind: 'delivered', posts, ...(earlier.length > 0 ? { earlier } : {}) };
+  const ahead = ownRecorded
+    ? await runAhead(deps, delivery, config, events, context as AttemptContext, runAheadUntil)
+    : { revisions: [], posts: 0 };
+  return {
+    kind: 'delivered',
+    posts: posts + ahead.posts,
+    ...(earlier.length > 0 ? { earlier } : {}),
+    ...(ahead.revisions.length > 0 ? { ahead: ahead.revisions } : {}),
+  };
+};
+
+/**
+ * How long a message may go on delivering newer revisions after its own (`runAhead`): one POST's
+ * timeout, far inside the deliverer's; what is left is delivered by those revisions' own messages.
+ */
+const runAheadBudgetMs = 10_000;
+
+/**
+ * The newer revisions the journal already holds, delivered right after the message's own, in
+ * order (decision 0093): their own messages wait behind this one in the (task, config) group,
+ * each a receive later; delivered and recorded here, each finds its revision settled and posts
+ * nothing. Only a revision delivered and recorded moves it on — the log is the watermark that
+ * keeps a later message from posting an older revision after a newer one (decision 0062). The
+ * first that is not ends it, unrecorded: its own message makes that revision's first counted
+ * attempt, as it would have without this.
+ */
+const runAhead = async (
+  deps: DeliverDeps,
+  delivery: PushDelivery,
+  config: StoredPushConfig,
+  events: readonly JournalEvent[],
+  context: AttemptContext,
+  until: number,
+): Promise<{ readonly revisions: readonly number[]; readonly posts: number }> => {
+  const revisions: number[] = [];
+  let posts = 0;
+  for (let revision = delivery.revision + 1; deps.clock.now().getTime() < until; revision++) {
+    const event = events.find((candidate) => candidate.revision === revision);
+    if (event === undefined || event.expiresAt <= epochSeconds(deps.clock.now())) break;
+    const result = await postRevision(deps, config, events, event).catch(() => undefined);
+    if (result?.kind !== 'delivered') break;
+    // Its first attempt: its own message, still behind this one in the group, was never received.
+    const recorded = await recordAttempt(
+      deps,
+      { ...delivery, revision },
+      event,
+      { ...context, attempt: 1 },
+      result,
+      false,
+    );
+    if (!recorded) break;
+    revisions.push(revision);
+    posts += result.posts;
+  }
+  return { revisions, posts };
 };
