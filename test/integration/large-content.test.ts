@@ -7,7 +7,7 @@ import {
   disarmFailpoints,
   InjectedFaultError,
 } from '../../shared/app/operations/failpoints.ts';
-import { executeRun } from '../../shared/app/runs/execute-run.ts';
+import { executeRun, executeRunFrom } from '../../shared/app/runs/execute-run.ts';
 import { createTask } from '../../shared/app/tasks/create-task.ts';
 import { getTask } from '../../shared/app/tasks/read-task.ts';
 import { SealingFailedError, VersionConflictError } from '../../shared/domain/errors.ts';
@@ -153,6 +153,22 @@ describe('large content in chunk items (0065)', () => {
       `write units per single-turn task — small: state ${small.state} + journal ${small.journal} = ${small.state + small.journal}; ` +
         `900 KB: state ${large.state} + journal ${large.journal} = ${large.state + large.journal}`,
     );
+  }, 60_000);
+
+  it('a chunked create is handed over with the row it wrote: the run claims from it without a read (decision 0093)', async () => {
+    const queued: RunMessage[] = [];
+    const text = `handed ${'h'.repeat(600_000)}`;
+    const created = await createTask(
+      deps(queued),
+      { caller: alice, profileId: 'default', message: userMessage(text) },
+      { handOver: true },
+    );
+    expect(queued).toEqual([]);
+    expect(created.handedOver?.task.revision).toBe(1);
+    expect(await executeRunFrom(deps(queued), created.handedOver!)).toBe('completed');
+    const task = await getTask(readDeps(), alice, created.taskId);
+    expect(task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(task.artifacts?.[0]?.parts[0]).toEqual({ text });
   }, 60_000);
 
   it('a settle that fails before its transaction leaves no result and no chunk of it', async () => {

@@ -8,7 +8,7 @@ import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts'
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { projectRecord } from '../../shared/app/journal/project-record.ts';
 import { fanOutEvents } from '../../shared/app/push/fan-out-events.ts';
-import { createPushConfig, PushConfigCodec } from '../../shared/app/push/push-configs.ts';
+import { buildPushConfig, createPushConfig, PushConfigCodec } from '../../shared/app/push/push-configs.ts';
 import { createTask } from '../../shared/app/tasks/create-task.ts';
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import type { StoredTask } from '../../shared/domain/projection.ts';
@@ -154,23 +154,32 @@ describe('the push mark against the emulators', () => {
   });
 
   it('a transaction returns the row it wrote when its mark is certain, and no image when a mark could have come meanwhile', async () => {
-    // A new task with an inline config: one transaction, its mark set by it. The image handed over
+    // A new task with a push config: one transaction, its mark set by it. The image it returns
     // (decision 0093) is the row as a read returns it.
-    const created = await createTask(
-      createDeps(),
-      {
-        caller: alice,
-        profileId: 'default',
-        message: userMessage('handed over with a webhook'),
-        configuration: { taskPushNotificationConfig: { id: 'inline', url: 'https://hooks.example/in' } },
-      },
-      { handOver: true },
+    const { taskId: model } = await createTask(createDeps(), {
+      caller: alice,
+      profileId: 'default',
+      message: userMessage('a model row'),
+    });
+    const { pushConfigured: _none, ...planned } = {
+      ...(await tasks.getTask(model))!,
+      taskId: `t-${ids.newId()}`,
+    };
+    const config = await buildPushConfig(
+      { pushCodec, clock, ids },
+      planned,
+      { id: 'inline', url: 'https://hooks.example/in' },
+      0,
     );
+    const created = await tasks.commit({
+      row: { taskId: planned.taskId, task: planned, expect: { revision: 'absent' } },
+      items: [{ entity: 'push', item: config, expect: 'any' }],
+    });
     // Compared as values: the SDK reads binary as Uint8Array, the write kept the sealer's Buffer.
     const asValue = (task: StoredTask | undefined) =>
       task && { ...task, sealedHistory: Buffer.from(task.sealedHistory ?? []).toString('base64') };
-    expect(asValue(created.handedOver?.task)).toEqual(asValue(await tasks.getTask(created.taskId)));
-    expect(created.handedOver?.task.pushConfigured).toBe(true);
+    expect(asValue(created.committed)).toEqual(asValue(await tasks.getTask(planned.taskId)));
+    expect(created.committed?.pushConfigured).toBe(true);
 
     // A task write read before a mark, committed as a transaction (with a run row of its own):
     // the row has the mark the writer never saw, so the commit claims no image.

@@ -117,7 +117,9 @@ const fixture = async (options: { projected?: number[]; answers?: WebhookResult[
       record.state,
       record.attempts.map((attempt) => attempt.attempt),
     ]);
-  return { taskId, deps, posted, deliveryLog, records };
+  const project = (revision: number) =>
+    projectRecord(journal, revision > 1 ? image(revision - 1) : undefined, image(revision));
+  return { taskId, deps, posted, deliveryLog, records, project };
 };
 
 const message = (taskId: string, revision: number) => ({ taskId, configId: 'hook', revision });
@@ -174,6 +176,37 @@ describe('deliverPush keeps the webhook’s order when a message overtook an old
       posts: 1,
     });
     expect(f.posted).toEqual(['TASK_STATE_SUBMITTED']);
+  });
+
+  it('a revision committed while the last one was posted is read and delivered; a read that finds nothing ends it', async () => {
+    const f = await fixture({ projected: [1] });
+    let reads = 0;
+    const journal = f.deps.journal;
+    const deps: DeliverDeps = {
+      ...f.deps,
+      journal: Object.assign(Object.create(journal), {
+        listEvents: (taskId: string, after: number) => {
+          reads += 1;
+          return journal.listEvents(taskId, after);
+        },
+      }),
+      sender: {
+        // Each POST sees the task move on: revision 2 is committed while 1 is posted, 3 while 2 is.
+        post: async (request) => {
+          const answer = await f.deps.sender.post(request);
+          if (f.posted.length < 3) await f.project(f.posted.length + 1);
+          return answer;
+        },
+      },
+    };
+    expect(await deliverPush(deps, message(f.taskId, 1), context(1))).toEqual({
+      kind: 'delivered',
+      posts: 3,
+      ahead: [2, 3],
+    });
+    expect(f.posted).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    // The message's own read and one per revision found; none after COMPLETED (terminal).
+    expect(reads).toBe(3);
   });
 
   it('a newer revision whose POST fails ends the run ahead unrecorded: its own message makes its first counted attempt', async () => {

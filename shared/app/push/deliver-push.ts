@@ -1,3 +1,4 @@
+import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
 import type { Logger } from '../../domain/logger.ts';
 import type {
   Clock,
@@ -329,23 +330,33 @@ const runAhead = async (
 ): Promise<{ readonly revisions: readonly number[]; readonly posts: number }> => {
   const revisions: number[] = [];
   let posts = 0;
-  for (let revision = delivery.revision + 1; deps.clock.now().getTime() < until; revision++) {
-    const event = events.find((candidate) => candidate.revision === revision);
+  let known = events;
+  let last = events.find((candidate) => candidate.revision === delivery.revision);
+  // Read again while the task moves on: its next revision is often committed while the last one
+  // was posted. A read that finds nothing newer ends it.
+  while (last !== undefined && deps.clock.now().getTime() < until) {
+    const next = last.revision + 1;
+    let event = known.find((candidate) => candidate.revision === next);
+    if (event === undefined && !isTerminal(last.state) && !isInterrupted(last.state)) {
+      known = [...known, ...(await deps.journal.listEvents(delivery.taskId, last.revision))];
+      event = known.find((candidate) => candidate.revision === next);
+    }
     if (event === undefined || event.expiresAt <= epochSeconds(deps.clock.now())) break;
-    const result = await postRevision(deps, config, events, event).catch(() => undefined);
+    const result = await postRevision(deps, config, known, event).catch(() => undefined);
     if (result?.kind !== 'delivered') break;
     // Its first attempt: its own message, still behind this one in the group, was never received.
     const recorded = await recordAttempt(
       deps,
-      { ...delivery, revision },
+      { ...delivery, revision: next },
       event,
       { ...context, attempt: 1 },
       result,
       false,
     );
     if (!recorded) break;
-    revisions.push(revision);
+    revisions.push(next);
     posts += result.posts;
+    last = event;
   }
   return { revisions, posts };
 };

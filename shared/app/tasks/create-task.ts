@@ -107,8 +107,9 @@ export interface CreateTaskOptions {
   /**
    * The caller runs the run itself (a blocking send in the rpc, decision 0091): a run whose commit
    * returned the row's image (`CommitResult.committed`: a single-item write, or a transaction
-   * whose push mark is certain, such as a new task's with an inline push config, decision 0093)
-   * is handed over instead of queued. A retry, or a commit that returned no image, is queued.
+   * whose push mark is certain, such as a new task's with chunked content) is handed over instead
+   * of queued. A retry, a send with an inline push config (decision 0093), or a commit that
+   * returned no image, is queued.
    */
   readonly handOver?: boolean;
 }
@@ -198,7 +199,9 @@ export const createTask = async (
   failpoint('create.afterCommit');
   // Handed over, the run is as durable as between a commit and its enqueue: a caller that dies
   // before its claim leaves a QUEUED run whose lease runs out, and the reaper queues it (decision 0053).
-  if (options.handOver && plan.committed !== undefined)
+  // A send with an inline push config is queued (decision 0093): its run's revisions, committed in
+  // a burst here, would each wait for the one before to be delivered to the webhook.
+  if (options.handOver && plan.committed !== undefined && inlinePush === undefined)
     return {
       taskId: plan.task.taskId,
       revision: plan.task.revision,
