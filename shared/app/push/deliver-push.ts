@@ -294,9 +294,10 @@ export const deliverPush = async (
       earlier.push(revision);
     }
   }
-  const ahead = ownRecorded
-    ? await runAhead(deps, delivery, config, events, context as AttemptContext, runAheadUntil)
-    : { revisions: [], posts: 0 };
+  const ahead =
+    ownRecorded && context !== undefined
+      ? await runAhead(deps, delivery, config, events, context, runAheadUntil)
+      : { revisions: [], posts: 0 };
   return {
     kind: 'delivered',
     posts: posts + ahead.posts,
@@ -338,7 +339,9 @@ const runAhead = async (
     const next = last.revision + 1;
     let event = known.find((candidate) => candidate.revision === next);
     if (event === undefined && !isTerminal(last.state) && !isInterrupted(last.state)) {
-      known = [...known, ...(await deps.journal.listEvents(delivery.taskId, last.revision))];
+      const through = last.revision;
+      const newer = await deps.journal.listEvents(delivery.taskId, through);
+      known = [...known.filter((candidate) => candidate.revision <= through), ...newer];
       event = known.find((candidate) => candidate.revision === next);
     }
     if (event === undefined || event.expiresAt <= epochSeconds(deps.clock.now())) break;
