@@ -107,7 +107,10 @@ export const owedRevisions = (
 
 /** One attempt, metadata only: never the body, the URL, the credentials or the token (I-LEAVE). */
 export interface PushDeliveryAttempt {
-  /** 1-based: the queue's receive count of the delivery message. */
+  /**
+   * 1-based: the queue's receive count of the delivery message; 1 for a revision an earlier
+   * revision's message delivered ahead of its own (decision 0093).
+   */
   readonly attempt: number;
   /** When the attempt ended, ISO-8601 UTC. */
   readonly at: string;
