@@ -36,3 +36,20 @@ export const runAloneWrite = (
   task?.currentRunId === read.runId
     ? { row: { taskId: read.taskId, run, expect: { ...expect, runVersion: read.version } } }
     : { items: [{ entity: 'run', item: run, expect: { ...expect, version: read.version } }] };
+
+/**
+ * The row a transaction wrote, when its push mark is certain (decision 0093): a transaction
+ * returns nothing, but its condition proves the row holds the task it wrote, except the push mark,
+ * which no task write sets (decision 0041). The mark is known when this write set it (a push config
+ * with it) or the row it read had it (never cleared), and absent from a row this write created;
+ * otherwise a mark set meanwhile could be missing, and there is no image.
+ */
+export const transactedImage = (
+  row: Partial<Pick<TaskRowWrite, 'task' | 'before' | 'expect'>>,
+  marksPush: boolean,
+): StoredTask | undefined => {
+  if (row.task === undefined) return undefined;
+  const { pushConfigured: _planned, ...task } = row.task;
+  if (marksPush || row.before?.pushConfigured) return { ...task, pushConfigured: true };
+  return row.expect?.revision === 'absent' ? task : undefined;
+};

@@ -167,8 +167,10 @@ const firstAttempt = (attemptId: string) => ({
   attemptId,
 });
 
-/** A committed task at revisions 1 (WORKING) and 2 (COMPLETED), projected, with one push config. */
-/** A task at revision 2 with one config; `projectedThrough: 1` leaves revision 2 to `projectRest`. */
+/**
+ * A committed task at revisions 1 (WORKING) and 2 (COMPLETED), projected, with one push config;
+ * `projectedThrough: 1` leaves revision 2 out of the journal until `projectRest`.
+ */
 const seedTask = async (url: string, options: { projectedThrough?: 1 | 2 } = {}) => {
   const taskId = `t-${randomUUID()}`;
   const expiresAt = nowSeconds() + 3_600;

@@ -21,6 +21,7 @@ import {
   type PushDeliveryRecord,
   type StoredPushConfig,
 } from '../../shared/domain/push.ts';
+import { transactedImage } from '../../shared/domain/row-writes.ts';
 import { isOwnTask, type RunRecord } from '../../shared/domain/task.ts';
 
 /**
@@ -105,10 +106,9 @@ export class InMemoryTaskRepository implements TaskRepository {
       else this.pushConfigs.set(`${write.item.taskId}#${write.item.configId}`, write.item);
     }
     this.commits++;
-    // As the adapter: a transaction's image only when its push mark is certain.
-    const certain =
-      items.length === 0 || marked || row?.before?.pushConfigured || row?.expect.revision === 'absent';
-    return certain && committed ? { committed } : {};
+    // As the adapter: a single row write returns the row; a transaction, the row it wrote when its push mark is certain.
+    const image = items.length === 0 ? committed : row && transactedImage(row, marked);
+    return image ? { committed: image } : {};
   }
 
   async getTask(taskId: string): Promise<StoredTask | undefined> {

@@ -124,6 +124,20 @@ const fixture = async (options: { projected?: number[]; answers?: WebhookResult[
 
 const message = (taskId: string, revision: number) => ({ taskId, configId: 'hook', revision });
 
+/** The fixture's deps with a delivery log that refuses to record the revision `refused()` names. */
+const refusingRecords = (f: Awaited<ReturnType<typeof fixture>>, refused: () => number): DeliverDeps => {
+  const log = f.deliveryLog;
+  return {
+    ...f.deps,
+    deliveryLog: {
+      append: async (entry: Parameters<typeof log.append>[0]) =>
+        entry.revision === refused() ? Promise.reject(new Error('throttled')) : log.append(entry),
+      settledThrough: log.settledThrough.bind(log),
+      list: log.list.bind(log),
+    },
+  };
+};
+
 describe('deliverPush keeps the webhook’s order when a message overtook an older one', () => {
   it('revision 3 queued first (1 and 2 still on the backstop): 1, 2, 3 in order; their late messages post nothing', async () => {
     const f = await fixture();
@@ -236,17 +250,8 @@ describe('deliverPush keeps the webhook’s order when a message overtook an old
 
   it('no run ahead past a record not written: the own revision’s, or a newer one’s (decision 0062)', async () => {
     const f = await fixture();
-    const log = f.deliveryLog;
     let refuse = 1;
-    const refusing = {
-      ...f.deps,
-      deliveryLog: {
-        append: async (entry: Parameters<typeof log.append>[0]) =>
-          entry.revision === refuse ? Promise.reject(new Error('throttled')) : log.append(entry),
-        settledThrough: log.settledThrough.bind(log),
-        list: log.list.bind(log),
-      },
-    };
+    const refusing = refusingRecords(f, () => refuse);
     // The own revision's record lost: nothing newer is posted (a later message could post 1 again).
     expect(await deliverPush(refusing, message(f.taskId, 1), context(1))).toEqual({
       kind: 'delivered',
@@ -313,17 +318,8 @@ describe('deliverPush keeps the webhook’s order when a message overtook an old
 
   it('an older revision’s record not written: the newer one is not posted; the retry posts the older again, then the newer (decision 0062)', async () => {
     const f = await fixture();
-    const log = f.deliveryLog;
     let refuse = 2;
-    const refusing = {
-      ...f.deps,
-      deliveryLog: {
-        append: async (entry: Parameters<typeof log.append>[0]) =>
-          entry.revision === refuse ? Promise.reject(new Error('throttled')) : log.append(entry),
-        settledThrough: log.settledThrough.bind(log),
-        list: log.list.bind(log),
-      },
-    };
+    const refusing = refusingRecords(f, () => refuse);
     const failure = deliverPush(refusing, message(f.taskId, 3), context(1));
     await expect(failure).rejects.toBeInstanceOf(DeliveryNotRecordedError);
     await expect(failure).rejects.toMatchObject({ revision: 2, reason: 'delivery record not written' });

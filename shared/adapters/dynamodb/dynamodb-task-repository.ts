@@ -11,6 +11,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { ItemTooLargeError, VersionConflictError } from '../../domain/errors.ts';
 import type { CommitResult, ItemWrite, TaskRepository, WritePlan } from '../../domain/ports.ts';
 import type { StoredTask } from '../../domain/projection.ts';
+import { transactedImage } from '../../domain/row-writes.ts';
 import type { RunRecord } from '../../domain/task.ts';
 import { isCanceledByCondition, isItemTooLarge } from './condition-failures.ts';
 import {
@@ -86,7 +87,8 @@ export class DynamoDbTaskRepository implements TaskRepository {
       await this.client.send(
         new TransactWriteCommand({ ...input, TransactItems: [...(input.TransactItems ?? []), ...chunks] }),
       );
-      return transactedImage(row);
+      const committed = row && transactedImage(row, row.marksPush === true);
+      return committed === undefined ? {} : { committed };
     } catch (error) {
       if (isCanceledByCondition(error)) {
         throw new VersionConflictError('A concurrent write changed the task or run', {}, { cause: error });
@@ -192,20 +194,6 @@ export class DynamoDbTaskRepository implements TaskRepository {
     return { task: fromTaskItem(item), run: runOfTaskItem(item) };
   }
 }
-
-/**
- * A transaction returns nothing, but its condition proves the row holds the task it wrote (as
- * stored: chunked content as its references), except the push mark, which no task write sets
- * (decision 0041). The image is certain when the mark is: set by this write (a push config with
- * it) or by an earlier one (never cleared), or absent from a row this write created. Otherwise a
- * mark set meanwhile could be missing from it, and no image is returned.
- */
-const transactedImage = (row: RowUpdate | undefined): CommitResult => {
-  if (row?.task === undefined) return {};
-  const { pushConfigured: _planned, ...task } = row.task;
-  if (row.marksPush || row.before?.pushConfigured) return { committed: { ...task, pushConfigured: true } };
-  return row.expect?.revision === 'absent' ? { committed: task } : {};
-};
 
 const retried = (error: ConditionalCheckFailedException): boolean => (error.$metadata?.attempts ?? 1) > 1;
 

@@ -264,7 +264,6 @@ export const deliverPush = async (
   if (event.expiresAt <= now) return { kind: 'event-gone' };
 
   const lastAttempt = context !== undefined && context.attempt >= context.maxAttempts;
-  const runAheadUntil = deps.clock.now().getTime() + runAheadBudgetMs;
   const earlier: number[] = [];
   let posts = 0;
   let ownRecorded = false;
@@ -296,7 +295,7 @@ export const deliverPush = async (
   }
   const ahead =
     ownRecorded && context !== undefined
-      ? await runAhead(deps, delivery, config, events, context, runAheadUntil)
+      ? await runAhead(deps, delivery, config, events, context)
       : { revisions: [], posts: 0 };
   return {
     kind: 'delivered',
@@ -327,8 +326,8 @@ const runAhead = async (
   config: StoredPushConfig,
   events: readonly JournalEvent[],
   context: AttemptContext,
-  until: number,
 ): Promise<{ readonly revisions: readonly number[]; readonly posts: number }> => {
+  const until = deps.clock.now().getTime() + runAheadBudgetMs;
   const revisions: number[] = [];
   let posts = 0;
   let known = events;
