@@ -26,7 +26,10 @@
  * split at the settling of the group's previous message (its delivery record written), the
  * event loop's delay and the deliverer's requests (decision 0074).
  *
- * Run: npx tsx bench/webhook-latency.ts [--tasks 200] [--concurrency 20] [--deliverers 64] [--blocking] [--one-at-a-time] [--trace]
+ * `--warmup N` first drives N tasks the same way, unmeasured and untraced (DynamoDB Local's JIT
+ * warms up: without it the CPU per task is several times the bench's, decision 0087).
+ *
+ * Run: npx tsx bench/webhook-latency.ts [--tasks 200] [--concurrency 20] [--deliverers 64] [--blocking] [--one-at-a-time] [--trace] [--warmup 0]
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -48,9 +51,12 @@ const { values } = parseArgs({
     blocking: { type: 'boolean', default: false },
     'one-at-a-time': { type: 'boolean', default: false },
     trace: { type: 'boolean', default: false },
+    warmup: { type: 'string', default: '0' },
   },
 });
-const tasks = Number(values.tasks);
+const measured = Number(values.tasks);
+const warmup = Number(values.warmup);
+let tasks = measured;
 const concurrency = Number(values.concurrency);
 
 const percentile = (sorted: number[], p: number): number =>
@@ -86,16 +92,14 @@ const receiver = await startWebhookReceiver({
   },
 });
 try {
-  const began = performance.now();
-  const cpuBefore = cpuSeconds();
-  let next = 0;
-  const taskIds = new Set<string>();
-  const requestToCompleted: number[] = [];
   const completedAt = (taskId: string) =>
     receiver.posts.find((post) => {
       const update = (post.body as StatusBody).statusUpdate;
       return update?.taskId === taskId && update.status.state === 'TASK_STATE_COMPLETED';
     })?.at;
+  let next = 0;
+  const taskIds = new Set<string>();
+  const requestToCompleted: number[] = [];
   const worker = async () => {
     while (next < tasks) {
       next += 1;
@@ -127,7 +131,6 @@ try {
       requestToCompleted.push((completedAt(taskId) ?? Number.NaN) - requestedAt);
     }
   };
-  await Promise.all(Array.from({ length: concurrency }, worker));
   const done = () =>
     new Set(
       receiver.posts
@@ -135,7 +138,26 @@ try {
         .filter((update) => update?.status.state === 'TASK_STATE_COMPLETED')
         .map((update) => update?.taskId),
     ).size;
-  await receiver.waitFor(() => done() >= taskIds.size, 300_000);
+  const drive = async (count: number) => {
+    next = 0;
+    tasks = count;
+    taskIds.clear();
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    await receiver.waitFor(() => done() >= taskIds.size, 300_000);
+  };
+  if (warmup > 0) {
+    meter.pause();
+    trace?.record(false);
+    await drive(warmup);
+    await meter.settle();
+    receiver.posts.splice(0);
+    requestToCompleted.splice(0);
+    meter.resume();
+    trace?.record(true);
+  }
+  const began = performance.now();
+  const cpuBefore = cpuSeconds();
+  await drive(measured);
   const elapsedS = (performance.now() - began) / 1000;
   const cpuAfter = cpuSeconds();
 

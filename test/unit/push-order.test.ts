@@ -7,6 +7,7 @@ import {
   DeliveryNotRecordedError,
   deliverPush,
   RevisionNotProjectedError,
+  SettledHere,
   WebhookDeliveryFailedError,
 } from '../../shared/app/push/deliver-push.ts';
 import {
@@ -221,6 +222,118 @@ describe('deliverPush keeps the webhook’s order when a message overtook an old
     expect(f.posted).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
     // The message's own read and one per revision found; none after COMPLETED (terminal).
     expect(reads).toBe(3);
+  });
+
+  it('the read of what follows a revision posted ahead runs beside its record; a read that found nothing is made again after the record (decision 0094)', async () => {
+    const f = await fixture({ projected: [1, 2] });
+    const log = f.deliveryLog;
+    const steps: string[] = [];
+    let releaseRecord: () => void = () => {};
+    let committed = false;
+    const deps: DeliverDeps = {
+      ...f.deps,
+      journal: Object.assign(Object.create(f.deps.journal), {
+        listEvents: async (taskId: string, after: number) => {
+          steps.push(`read after ${after}`);
+          const events = await f.deps.journal.listEvents(taskId, after);
+          // Revision 3 is committed once the read beside revision 2's record found nothing.
+          if (after === 2 && !committed) {
+            committed = true;
+            await f.project(3);
+            releaseRecord();
+          }
+          return events;
+        },
+      }),
+      deliveryLog: {
+        append: async (entry: Parameters<typeof log.append>[0]) => {
+          steps.push(`record ${entry.revision} begins`);
+          // Revision 2's record does not end before the read beside it returned.
+          if (entry.revision === 2) await new Promise<void>((resolve) => (releaseRecord = resolve));
+          const result = await log.append(entry);
+          steps.push(`record ${entry.revision} written`);
+          return result;
+        },
+        settledThrough: log.settledThrough.bind(log),
+        list: log.list.bind(log),
+      },
+    };
+    expect(await deliverPush(deps, message(f.taskId, 1), context(1))).toEqual({
+      kind: 'delivered',
+      posts: 3,
+      ahead: [2, 3],
+    });
+    expect(f.posted).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    expect(steps).toEqual([
+      'read after 0',
+      'record 1 begins',
+      'record 1 written',
+      // Revision 2 was in the message's own read; its record and the read after it at once.
+      'read after 2',
+      'record 2 begins',
+      'record 2 written',
+      // Found nothing beside the record: read again once it is written, and 3 is there.
+      'read after 2',
+      'record 3 begins',
+      'record 3 written',
+    ]);
+  });
+
+  it('a message whose revision this container recorded settled posts nothing and reads nothing (decision 0094)', async () => {
+    const f = await fixture();
+    let reads = 0;
+    const counting = <T extends object>(target: T): T =>
+      new Proxy(target, {
+        get: (object, key, receiver) => {
+          const value = Reflect.get(object, key, receiver);
+          return typeof value === 'function'
+            ? (...args: unknown[]) => {
+                reads += 1;
+                return value.apply(object, args);
+              }
+            : value;
+        },
+      });
+    const settledHere = new SettledHere();
+    const deps: DeliverDeps = { ...f.deps, settledHere };
+    expect(await deliverPush(deps, message(f.taskId, 1), context(1))).toMatchObject({ ahead: [2, 3] });
+    const quiet: DeliverDeps = {
+      ...deps,
+      journal: counting(f.deps.journal),
+      pushConfigs: counting(f.deps.pushConfigs),
+      deliveryLog: counting(f.deliveryLog),
+    };
+    for (const revision of [1, 2, 3]) {
+      expect(await deliverPush(quiet, message(f.taskId, revision), context(1))).toEqual({ kind: 'not-owed' });
+    }
+    expect(reads).toBe(0);
+    expect(f.posted).toHaveLength(3);
+    // Another config of the task is read as before (and owed every revision).
+    expect(
+      await deliverPush(quiet, { ...message(f.taskId, 3), configId: 'other' }, context(1)),
+    ).toMatchObject({
+      kind: 'delivered',
+      earlier: [1, 2],
+    });
+    expect(reads).toBeGreaterThanOrEqual(3);
+    expect(f.posted).toHaveLength(6);
+  });
+
+  it('only a written settled record is remembered: an unrecorded delivery is delivered again by its next message', async () => {
+    const f = await fixture({ projected: [1] });
+    const settledHere = new SettledHere();
+    const refusing = { ...refusingRecords(f, () => 1), settledHere };
+    expect(await deliverPush(refusing, message(f.taskId, 1), context(1))).toEqual({
+      kind: 'delivered',
+      posts: 1,
+    });
+    expect(settledHere.covers(message(f.taskId, 1))).toBe(false);
+    expect(await deliverPush({ ...f.deps, settledHere }, message(f.taskId, 1), context(2))).toEqual({
+      kind: 'delivered',
+      posts: 1,
+    });
+    expect(settledHere.covers(message(f.taskId, 1))).toBe(true);
+    expect(f.posted).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_SUBMITTED']);
   });
 
   it('a newer revision whose POST fails ends the run ahead unrecorded: its own message makes its first counted attempt', async () => {

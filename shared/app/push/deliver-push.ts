@@ -1,4 +1,5 @@
 import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
+import { BoundedMap } from '../../domain/bounded-map.ts';
 import type { Logger } from '../../domain/logger.ts';
 import type {
   Clock,
@@ -41,8 +42,36 @@ export interface DeliverDeps {
   readonly clock: Clock;
   /** Where attempts are recorded for the caller (decision 0025); best effort, never in the way. */
   readonly deliveryLog?: PushDeliveryLog;
+  /** What this container recorded settled (decision 0094); only with a delivery log. */
+  readonly settledHere?: SettledHere;
   readonly logger?: Pick<Logger, 'warn'>;
 }
+
+/** (task, config) pairs a container remembers its settled records of. */
+const settledHereEntries = 10_000;
+
+/**
+ * The newest revision this container recorded settled per (task, config) (decision 0094): a lower
+ * bound of what the delivery log's watermark reads (`settledThrough`), since a record stays and
+ * the watermark only rises. A message at or below it owes nothing, known without its three reads —
+ * the messages of revisions an earlier message delivered ahead (`runAhead`), which reach the same
+ * container behind it in their group. Remembered only once a record is written.
+ */
+export class SettledHere {
+  private readonly revisions = new BoundedMap<string, number>(settledHereEntries);
+
+  covers(delivery: PushDelivery): boolean {
+    return (this.revisions.get(keyOf(delivery)) ?? 0) >= delivery.revision;
+  }
+
+  note(delivery: PushDelivery): void {
+    const key = keyOf(delivery);
+    if ((this.revisions.get(key) ?? 0) < delivery.revision) this.revisions.set(key, delivery.revision);
+  }
+}
+
+const keyOf = (delivery: Pick<PushDelivery, 'taskId' | 'configId'>): string =>
+  `${delivery.taskId}#${delivery.configId}`;
 
 /** What became of one delivery. Failures worth a retry are thrown as WebhookDeliveryFailedError. */
 export type DeliveryOutcome =
@@ -179,6 +208,7 @@ const recordAttempt = async (
       attemptId: context.attemptId,
       expiresAt: event.expiresAt,
     });
+    if (isSettledDelivery(state)) deps.settledHere?.note(delivery);
     return true;
   } catch (error) {
     deps.logger?.warn('delivery record not written', {
@@ -237,6 +267,8 @@ export const deliverPush = async (
   delivery: PushDelivery,
   context?: AttemptContext,
 ): Promise<DeliveryOutcome> => {
+  // Settled here already: the message of a revision delivered ahead of it (decision 0094).
+  if (deps.deliveryLog !== undefined && deps.settledHere?.covers(delivery)) return { kind: 'not-owed' };
   const now = epochSeconds(deps.clock.now());
   // The three reads at once (decision 0074): the config, the watermark, and the events from the
   // message's own revision — what a v1.0 config owes in the common case. None depends on when the
@@ -337,28 +369,44 @@ const runAhead = async (
   while (last !== undefined && deps.clock.now().getTime() < until) {
     const next = last.revision + 1;
     let event = known.find((candidate) => candidate.revision === next);
-    if (event === undefined && !isTerminal(last.state) && !isInterrupted(last.state)) {
-      const through = last.revision;
-      const newer = await deps.journal.listEvents(delivery.taskId, through);
-      known = [...known.filter((candidate) => candidate.revision <= through), ...newer];
+    if (event === undefined && movesOn(last)) {
+      known = await readNewer(deps, delivery.taskId, known, last.revision);
       event = known.find((candidate) => candidate.revision === next);
     }
     if (event === undefined || event.expiresAt <= epochSeconds(deps.clock.now())) break;
     const result = await postRevision(deps, config, known, event).catch(() => undefined);
     if (result?.kind !== 'delivered') break;
+    // Its record and the read of what follows it at once (decision 0094): only the next POST
+    // must wait for the record. A read that finds nothing is made again after the record.
+    const posted = event;
+    const following =
+      movesOn(posted) && !known.some((candidate) => candidate.revision === next + 1)
+        ? readNewer(deps, delivery.taskId, known, next).catch(() => known)
+        : Promise.resolve(known);
     // Its first attempt: its own message, still behind this one in the group, was never received.
-    const recorded = await recordAttempt(
-      deps,
-      { ...delivery, revision: next },
-      event,
-      { ...context, attempt: 1 },
-      result,
-      false,
-    );
+    const [recorded, read] = await Promise.all([
+      recordAttempt(deps, { ...delivery, revision: next }, posted, { ...context, attempt: 1 }, result, false),
+      following,
+    ]);
     if (!recorded) break;
+    known = read;
     revisions.push(next);
     posts += result.posts;
-    last = event;
+    last = posted;
   }
   return { revisions, posts };
 };
+
+/** A revision after which the task can still move on: neither terminal nor interrupted. */
+const movesOn = (event: JournalEvent): boolean => !isTerminal(event.state) && !isInterrupted(event.state);
+
+/** The events known, with those after `through` replaced by the journal's (a v0.3 body never sees one twice). */
+const readNewer = async (
+  deps: DeliverDeps,
+  taskId: string,
+  known: readonly JournalEvent[],
+  through: number,
+): Promise<readonly JournalEvent[]> => [
+  ...known.filter((candidate) => candidate.revision <= through),
+  ...(await deps.journal.listEvents(taskId, through)),
+];
