@@ -488,6 +488,12 @@ export interface StreamPoller extends Poller {
   stats(): StreamPollerStats;
   /** After an empty read, the time from one GetRecords start to the next (the benchmark's floor reads it). */
   readonly pollIntervalMs: number;
+  /**
+   * Resolves once every shard has been read empty by a read begun after the call: every record
+   * the stream held before it has been handled (or handed to the on-failure destination). For
+   * tests whose next step must follow the backstop (a purge after a task's last revision).
+   */
+  caughtUp(timeoutMs?: number): Promise<void>;
 }
 
 /** Lambda's base rate for a DynamoDB stream shard: 4 polls a second. */
@@ -524,6 +530,8 @@ interface ShardState {
   /** Settles once the reader holds its first iterator: a LATEST start is fixed from then on. */
   readonly positioned: Promise<void>;
   readonly markPositioned: () => void;
+  /** GetRecords calls of the reader that found nothing (`caughtUp`). */
+  emptyReads: number;
 }
 
 export const createStreamPoller = (options: StreamPollerOptions): StreamPoller => {
@@ -691,6 +699,7 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
         continue;
       }
       if (raw.length === 0) {
+        shard.emptyReads += 1;
         iterator = next;
         if (next) await sleeper.sleep(Math.max(0, pollIntervalMs - (performance.now() - polledAt)));
         continue;
@@ -819,6 +828,7 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
             start: position,
             positioned,
             markPositioned,
+            emptyReads: 0,
             // At LATEST, a closed shard has nothing new to give.
             status: initial && position.type === 'LATEST' && closed ? 'done' : 'waiting',
           });
@@ -868,5 +878,21 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
     },
     stats: () => ({ ...stats, shards: shards.size }),
     pollIntervalMs,
+    async caughtUp(timeoutMs = 30_000) {
+      await refresh(false);
+      // The first empty read counted after the call may have begun before it; the second has not.
+      const needed = new Map([...shards.values()].map((shard) => [shard.shardId, shard.emptyReads + 2]));
+      const deadline = performance.now() + timeoutMs;
+      const behind = () =>
+        [...shards.values()].some(
+          (shard) => shard.status !== 'done' && shard.emptyReads < (needed.get(shard.shardId) ?? 2),
+        );
+      while (behind()) {
+        if (!running) throw new Error(`${functionName}: stopped before it caught up`);
+        if (performance.now() > deadline)
+          throw new Error(`${functionName}: not caught up within ${timeoutMs} ms`);
+        await new Promise((wake) => setTimeout(wake, 25));
+      }
+    },
   };
 };

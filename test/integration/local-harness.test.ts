@@ -431,6 +431,36 @@ describe('DynamoDB stream poller', () => {
     expect(poller.stats().filtered).toBeGreaterThan(0);
   });
 
+  it('caughtUp resolves once the records written before the call were handled', async () => {
+    const handled: number[] = [];
+    const poller = createStreamPoller({
+      streams: local.clients.streams,
+      streamArn: streamArn(),
+      startingPosition: 'TRIM_HORIZON',
+      functionName: 'projector',
+      filter: inTest('caught'),
+      maximumBatchingWindowMs: 500,
+      // A slow handler: nothing is handled yet when the last write returns.
+      handler: async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
+        await new Promise((wake) => setTimeout(wake, 300));
+        handled.push(...event.Records.map((record) => Number(record.dynamodb?.NewImage?.n?.N)));
+        return { batchItemFailures: [] };
+      },
+      log: quiet,
+    });
+    await poller.start();
+    try {
+      for (const n of [1, 2, 3])
+        await local.clients.doc.send(
+          new PutCommand({ TableName: table(), Item: { pk: `caught#${n}`, sk: 'TASK', n } }),
+        );
+      await poller.caughtUp();
+      expect(handled).toEqual([1, 2, 3]);
+    } finally {
+      await poller.stop();
+    }
+  });
+
   it('retries from the first reported failure, so each record is processed once and in order', async () => {
     const processed: number[] = [];
     const attemptsOf = new Map<number, number>();
