@@ -25,6 +25,7 @@ import {
   type LocalLog,
   observeInvocationStarts,
   type StreamBatchFailure,
+  type StreamPollerOptions,
 } from '../../infra/local/lambda-pollers.ts';
 import { startLocalStack } from '../../infra/local/local-stack.ts';
 import { createResources } from '../../infra/local/resources.ts';
@@ -365,20 +366,27 @@ describe('DynamoDB stream poller', () => {
     (tag: string) =>
     (record: DynamoDBRecord): boolean =>
       record.dynamodb?.Keys?.pk?.S?.startsWith(`${tag}#`) ?? false;
-
-  it('delivers inserts, updates and removes in order with both images, task items only', async () => {
-    const records: DynamoDBRecord[] = [];
-    const poller = createStreamPoller({
+  /** A projector poller of the state stream from its oldest record, quiet. */
+  const projectorFromTheStart = (
+    options: Omit<StreamPollerOptions, 'streams' | 'streamArn' | 'startingPosition' | 'functionName' | 'log'>,
+  ) =>
+    createStreamPoller({
       streams: local.clients.streams,
       streamArn: streamArn(),
       startingPosition: 'TRIM_HORIZON',
       functionName: 'projector',
+      log: quiet,
+      ...options,
+    });
+
+  it('delivers inserts, updates and removes in order with both images, task items only', async () => {
+    const records: DynamoDBRecord[] = [];
+    const poller = projectorFromTheStart({
       filter: (record) => inTest('order')(record) && isTaskItemRecord(record),
       handler: async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
         records.push(...event.Records);
         return { batchItemFailures: [] };
       },
-      log: quiet,
     });
     await poller.start();
     try {
@@ -433,11 +441,7 @@ describe('DynamoDB stream poller', () => {
 
   it('caughtUp resolves once the records written before the call were handled', async () => {
     const handled: number[] = [];
-    const poller = createStreamPoller({
-      streams: local.clients.streams,
-      streamArn: streamArn(),
-      startingPosition: 'TRIM_HORIZON',
-      functionName: 'projector',
+    const poller = projectorFromTheStart({
       filter: inTest('caught'),
       maximumBatchingWindowMs: 500,
       // A slow handler: nothing is handled yet when the last write returns.
@@ -446,7 +450,6 @@ describe('DynamoDB stream poller', () => {
         handled.push(...event.Records.map((record) => Number(record.dynamodb?.NewImage?.n?.N)));
         return { batchItemFailures: [] };
       },
-      log: quiet,
     });
     await poller.start();
     try {
@@ -464,11 +467,7 @@ describe('DynamoDB stream poller', () => {
   it('retries from the first reported failure, so each record is processed once and in order', async () => {
     const processed: number[] = [];
     const attemptsOf = new Map<number, number>();
-    const poller = createStreamPoller({
-      streams: local.clients.streams,
-      streamArn: streamArn(),
-      startingPosition: 'TRIM_HORIZON',
-      functionName: 'projector',
+    const poller = projectorFromTheStart({
       filter: inTest('retry'),
       handler: async (event) => {
         // A sequential consumer: stops at the first failure and reports it and everything after.
@@ -486,7 +485,6 @@ describe('DynamoDB stream poller', () => {
         }
         return { batchItemFailures: [] };
       },
-      log: quiet,
     });
     await poller.start();
     try {
@@ -561,11 +559,7 @@ describe('DynamoDB stream poller', () => {
     const processed: string[] = [];
     const failures: StreamBatchFailure[] = [];
     let poisonAttempts = 0;
-    const poller = createStreamPoller({
-      streams: local.clients.streams,
-      streamArn: streamArn(),
-      startingPosition: 'TRIM_HORIZON',
-      functionName: 'projector',
+    const poller = projectorFromTheStart({
       maximumRetryAttempts: 2,
       filter: inTest('poison'),
       handler: async (event) => {
@@ -580,7 +574,6 @@ describe('DynamoDB stream poller', () => {
       onFailure: (failure) => {
         failures.push(failure);
       },
-      log: quiet,
     });
     for (const name of ['a', 'bad', 'b']) {
       await local.clients.doc.send(
