@@ -1,5 +1,6 @@
 import type { RowExpectation, TaskRowWrite, WritePlan } from './ports.ts';
 import type { StoredTask } from './projection.ts';
+import type { StoredPushConfig } from './push.ts';
 import type { RunRecord } from './task.ts';
 
 /**
@@ -52,4 +53,14 @@ export const transactedImage = (
   const { pushConfigured: _planned, ...task } = row.task;
   if (marksPush || row.before?.pushConfigured) return { ...task, pushConfigured: true };
   return row.expect?.revision === 'absent' ? task : undefined;
+};
+
+/**
+ * The push configs of a plan that created its task's row (decision 0095): no other config can want
+ * that first revision (one stored later is after it, `configWantsRevision`), so they are all its
+ * fan-out needs. `undefined` for a plan that did not create the row: its configs must be read.
+ */
+export const configsOfCreatedRow = (plan: WritePlan): readonly StoredPushConfig[] | undefined => {
+  if (plan.row?.expect.revision !== 'absent') return undefined;
+  return (plan.items ?? []).flatMap((write) => (write.entity === 'push' ? [write.item] : []));
 };

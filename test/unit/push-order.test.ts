@@ -652,4 +652,51 @@ describe('fanOutAfterProjection: the write-through hook', () => {
     await fanOutEvents(deps, [revision(8).event]);
     expect(reads).toHaveLength(5);
   });
+
+  it('fans the revision that created its task out to the configs its plan wrote, without reading them, and reuses them for the next (decision 0095)', async () => {
+    const reads: string[] = [];
+    const queued: string[] = [];
+    const hook = (taskId: string, configId: string) => ({
+      taskId,
+      configId,
+      url: 'https://x',
+      createdAt: '',
+      expiresAt: 4e9,
+      afterRevision: 0,
+    });
+    const deps = {
+      pushConfigs: {
+        get: async () => undefined,
+        list: async (taskId: string) => {
+          reads.push(taskId);
+          return { configs: [hook(taskId, 'stored')], more: false };
+        },
+        put: async () => {},
+        delete: async () => {},
+      },
+      deliveries: {
+        enqueue: async (deliveries: readonly PushDelivery[]) =>
+          void queued.push(...deliveries.map((d) => `${d.taskId}:${d.configId}@${d.revision}`)),
+      },
+      clock: { now: () => new Date() },
+    };
+    const fanOut = fanOutAfterProjection(deps);
+    const event = (taskId: string, revision: number) => ({
+      event: { taskId, revision, expiresAt: 4e9, pushConfigured: true as const },
+    });
+    const created = (taskId: string) => ({
+      row: { taskId, expect: { revision: 'absent' as const } },
+      items: [{ entity: 'push' as const, item: hook(taskId, 'inline'), expect: 'any' as const }],
+    });
+    await fanOut(event('new', 1), created('new'));
+    await fanOut(event('new', 2), { row: { taskId: 'new', expect: { revision: 1 } } });
+    expect(reads).toEqual([]);
+    // A plan on a row that was there (a follow-up with a config): the task may have others, read.
+    await fanOut(event('old', 4), {
+      row: { taskId: 'old', expect: { revision: 3 } },
+      items: [{ entity: 'push' as const, item: hook('old', 'inline'), expect: 'any' as const }],
+    });
+    expect(reads).toEqual(['old']);
+    expect(queued).toEqual(['new:inline@1', 'new:inline@2', 'old:stored@4']);
+  });
 });

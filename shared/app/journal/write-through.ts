@@ -30,9 +30,9 @@ export interface WriteThroughOptions {
   /**
    * Called with each revision whose event this writer put, beside its view put (the view may turn
    * out written by another projector first); a hook for the webhook fan-out of tasks that carry
-   * the push mark. Its failure is logged like the write's.
+   * the push mark, with the plan that committed it. Its failure is logged like the write's.
    */
-  readonly afterProjected?: (projection: Projection) => Promise<void>;
+  readonly afterProjected?: (projection: Projection, plan: WritePlan) => Promise<void>;
 }
 
 /** A revision committed and projected by this container: its view, and the task as committed. */
@@ -77,7 +77,7 @@ export class WriteThroughTaskRepository implements TaskRepository {
       const projection = committed && projectRevision(row.before, committed);
       // A scrub in place, or a row that moved on before it could be read: the backstop has it.
       if (projection === undefined) return undefined;
-      const outcome = await this.project(projection);
+      const outcome = await this.project(projection, plan);
       // 'written' or 'duplicate': this revision's event and view are in the journal.
       if (committed && this.watched.has(row.taskId) && (outcome === 'written' || outcome === 'duplicate'))
         this.watched.set(row.taskId, { view: projection.view, task: committed });
@@ -107,7 +107,10 @@ export class WriteThroughTaskRepository implements TaskRepository {
   }
 
   /** The event, then the view, of the revision that directly follows the last one projected. */
-  private async project(projection: Projection): Promise<Exclude<WriteThroughResult, 'failed'>> {
+  private async project(
+    projection: Projection,
+    plan: WritePlan,
+  ): Promise<Exclude<WriteThroughResult, 'failed'>> {
     const { taskId, revision } = projection.view;
     const previous = projection.previous;
     if (previous !== undefined && this.projectedRevisions.get(taskId) !== previous.revision) {
@@ -127,7 +130,7 @@ export class WriteThroughTaskRepository implements TaskRepository {
     // the view put rather than after it (decision 0074).
     const [view, hook] = await Promise.allSettled([
       this.journal.putView(projection),
-      this.options.afterProjected?.(projection),
+      this.options.afterProjected?.(projection, plan),
     ]);
     if (view.status === 'rejected') throw view.reason;
     // Moved: another projector wrote this revision's view (after its event) first. Remembered

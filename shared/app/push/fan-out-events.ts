@@ -1,6 +1,7 @@
 import { BoundedMap } from '../../domain/bounded-map.ts';
-import type { Clock, DeliveryQueue, PushConfigRepository } from '../../domain/ports.ts';
+import type { Clock, DeliveryQueue, PushConfigRepository, WritePlan } from '../../domain/ports.ts';
 import { configWantsRevision, type PushDelivery, type StoredPushConfig } from '../../domain/push.ts';
+import { configsOfCreatedRow } from '../../domain/row-writes.ts';
 import { epochSeconds } from '../../domain/task.ts';
 import { failpoint } from '../operations/failpoints.ts';
 
@@ -88,12 +89,14 @@ const readConfigs = async (deps: FanOutDeps, taskId: string): Promise<StoredPush
  * any of them is seen), the deliveries queued in revision order. Returns how many. Events without
  * the push mark are wanted by no config: for them the configs are not read. With `recent` (a
  * writer's own fan-out of one event), the configs it read for the revision before, within their
- * age, are used instead.
+ * age, are used instead; with `known` (the configs the plan that created the task wrote, decision
+ * 0095), those, and they are remembered as if read.
  */
 export const fanOutEvents = async (
   deps: FanOutDeps,
   events: readonly EventRef[],
   recent?: RecentPushConfigs,
+  known?: readonly StoredPushConfig[],
 ): Promise<number> => {
   const now = epochSeconds(deps.clock.now());
   const live = events.filter((event) => event.expiresAt > now);
@@ -101,11 +104,11 @@ export const fanOutEvents = async (
   if (taskId === undefined || !live.some((event) => event.pushConfigured)) return 0;
   // The writer's cache serves one revision at a time (its own fan-out passes one event).
   const single = live.length === 1 ? live[0] : undefined;
-  let read = single && recent?.fresh(taskId, single.revision);
-  if (read === undefined) {
-    read = await readConfigs(deps, taskId);
-    if (single) recent?.remember(taskId, single.revision, read);
-  }
+  const planned = single && known;
+  const reused = single && planned === undefined ? recent?.fresh(taskId, single.revision) : undefined;
+  const read = planned ?? reused ?? (await readConfigs(deps, taskId));
+  // What was read or planned serves the next revision; a reused entry has moved on itself.
+  if (single && reused === undefined) recent?.remember(taskId, single.revision, read);
   const configs = read.filter((config) => config.expiresAt > now);
   // A config gets only the revisions committed after it existed, not older ones this batch carries.
   const deliveries: PushDelivery[] = live.flatMap((event) =>
@@ -137,12 +140,13 @@ export const fanOutProjected = async (
   deps: DirectFanOutDeps,
   event: EventRef,
   recent?: RecentPushConfigs,
+  known?: readonly StoredPushConfig[],
 ): Promise<DirectFanOutResult> => {
   // Unmarked: no config wants it, and the pusher reads none for it either.
   if (!event.pushConfigured) return 'nothing-to-queue';
   try {
     failpoint('push.directFanOut');
-    return (await fanOutEvents(deps, [event], recent)) > 0 ? 'queued' : 'nothing-to-queue';
+    return (await fanOutEvents(deps, [event], recent, known)) > 0 ? 'queued' : 'nothing-to-queue';
   } catch (error) {
     deps.logger?.warn('direct fan-out failed; the journal stream queues the revision', {
       taskId: event.taskId,
@@ -156,12 +160,14 @@ export const fanOutProjected = async (
 /**
  * The write-through's hook for each revision whose event it put (`afterProjected`, beside the
  * view put): the direct fan-out of that revision's event, with the configs this hook read for the
- * task's earlier revisions (`RecentPushConfigs`, one per hook: per container). Resolves whatever
- * the fan-out came to.
+ * task's earlier revisions (`RecentPushConfigs`, one per hook: per container), or, for the revision
+ * that created the task, the configs its plan wrote (`configsOfCreatedRow`, decision 0095): an
+ * inline push config's SUBMITTED is queued without reading it back. Resolves whatever the fan-out
+ * came to.
  */
 export const fanOutAfterProjection = (deps: DirectFanOutDeps) => {
   const recent = new RecentPushConfigs(deps.clock);
-  return async (projection: { readonly event: EventRef }): Promise<void> => {
-    await fanOutProjected(deps, projection.event, recent);
+  return async (projection: { readonly event: EventRef }, plan?: WritePlan): Promise<void> => {
+    await fanOutProjected(deps, projection.event, recent, plan && configsOfCreatedRow(plan));
   };
 };
