@@ -20,7 +20,12 @@ import { buildPushConfig, PushConfigCodec } from '../../shared/app/push/push-con
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import type { WebhookResult } from '../../shared/domain/ports.ts';
 import type { StoredTask } from '../../shared/domain/projection.ts';
-import { type AttemptContext, owedRevisions, type PushDelivery } from '../../shared/domain/push.ts';
+import {
+  type AttemptContext,
+  owedRevisions,
+  type PushDelivery,
+  type StoredPushConfig,
+} from '../../shared/domain/push.ts';
 import { alice } from '../support/core-fixture.ts';
 import { InMemoryJournalRepository, InMemoryPushDeliveryLog } from '../support/in-memory-repositories.ts';
 
@@ -494,37 +499,38 @@ describe('deliverPush keeps the webhook’s order when a message overtook an old
   });
 });
 
+/** A stored push config of `taskId` that wants every revision (the fan-out reads no secret). */
+const storedConfig = (configId: string, taskId = 't'): StoredPushConfig => ({
+  taskId,
+  configId,
+  url: 'https://x',
+  createdAt: '',
+  expiresAt: 4e9,
+  afterRevision: 0,
+});
+
+/** A config repository whose list answers `configs(taskId)` in one page, each read noted in `reads`. */
+const listedConfigs = (configs: (taskId: string) => readonly StoredPushConfig[], reads: string[] = []) => ({
+  get: async () => undefined,
+  list: async (taskId: string) => {
+    reads.push(taskId);
+    return { configs: [...configs(taskId)], more: false };
+  },
+  put: async () => {},
+  delete: async () => {},
+});
+
 describe('fanOutProjected: the writer’s direct fan-out never fails the writer', () => {
   const deps = () => {
     const queued: PushDelivery[][] = [];
-    let reads = 0;
+    const reads: string[] = [];
     const warnings: Record<string, unknown>[] = [];
     return {
       queued,
-      reads: () => reads,
+      reads: () => reads.length,
       warnings,
       deps: {
-        pushConfigs: {
-          get: async () => undefined,
-          list: async () => {
-            reads += 1;
-            return {
-              configs: [
-                {
-                  taskId: 't',
-                  configId: 'hook',
-                  url: 'https://x',
-                  createdAt: '',
-                  expiresAt: 4e9,
-                  afterRevision: 0,
-                },
-              ],
-              more: false,
-            };
-          },
-          put: async () => {},
-          delete: async () => {},
-        },
+        pushConfigs: listedConfigs(() => [storedConfig('hook')], reads),
         deliveries: {
           enqueue: async (deliveries: readonly PushDelivery[]) => void queued.push([...deliveries]),
         },
@@ -569,24 +575,7 @@ describe('fanOutAfterProjection: the write-through hook', () => {
   it('fans the projected event out, and resolves when the fan-out fails', async () => {
     const queued: PushDelivery[] = [];
     const deps = {
-      pushConfigs: {
-        get: async () => undefined,
-        list: async () => ({
-          configs: [
-            {
-              taskId: 't',
-              configId: 'hook',
-              url: 'https://x',
-              createdAt: '',
-              expiresAt: 4e9,
-              afterRevision: 0,
-            },
-          ],
-          more: false,
-        }),
-        put: async () => {},
-        delete: async () => {},
-      },
+      pushConfigs: listedConfigs(() => [storedConfig('hook')]),
       deliveries: { enqueue: async (deliveries: readonly PushDelivery[]) => void queued.push(...deliveries) },
       clock: { now: () => new Date() },
     };
@@ -601,25 +590,9 @@ describe('fanOutAfterProjection: the write-through hook', () => {
     let nowMs = Date.parse('2026-12-01T12:00:00Z');
     const reads: string[] = [];
     const queued: PushDelivery[] = [];
-    const hook = (configId: string) => ({
-      taskId: 't',
-      configId,
-      url: 'https://x',
-      createdAt: '',
-      expiresAt: 4e9,
-      afterRevision: 0,
-    });
-    let stored = [hook('first')];
+    let stored = [storedConfig('first')];
     const deps = {
-      pushConfigs: {
-        get: async () => undefined,
-        list: async (taskId: string) => {
-          reads.push(taskId);
-          return { configs: stored, more: false };
-        },
-        put: async () => {},
-        delete: async () => {},
-      },
+      pushConfigs: listedConfigs(() => stored, reads),
       deliveries: { enqueue: async (deliveries: readonly PushDelivery[]) => void queued.push(...deliveries) },
       clock: { now: () => new Date(nowMs) },
     };
@@ -629,7 +602,7 @@ describe('fanOutAfterProjection: the write-through hook', () => {
     });
     await fanOut(revision(2));
     // A config stored after the read: the backstop's (the pusher reads the configs every time).
-    stored = [hook('first'), hook('second')];
+    stored = [storedConfig('first'), storedConfig('second')];
     nowMs += recentConfigsMaxAgeMs - 1;
     await fanOut(revision(3));
     expect(reads).toEqual(['t']);
@@ -656,24 +629,8 @@ describe('fanOutAfterProjection: the write-through hook', () => {
   it('fans the revision that created its task out to the configs its plan wrote, without reading them, and reuses them for the next (decision 0095)', async () => {
     const reads: string[] = [];
     const queued: string[] = [];
-    const hook = (taskId: string, configId: string) => ({
-      taskId,
-      configId,
-      url: 'https://x',
-      createdAt: '',
-      expiresAt: 4e9,
-      afterRevision: 0,
-    });
     const deps = {
-      pushConfigs: {
-        get: async () => undefined,
-        list: async (taskId: string) => {
-          reads.push(taskId);
-          return { configs: [hook(taskId, 'stored')], more: false };
-        },
-        put: async () => {},
-        delete: async () => {},
-      },
+      pushConfigs: listedConfigs((taskId) => [storedConfig('stored', taskId)], reads),
       deliveries: {
         enqueue: async (deliveries: readonly PushDelivery[]) =>
           void queued.push(...deliveries.map((d) => `${d.taskId}:${d.configId}@${d.revision}`)),
@@ -686,7 +643,7 @@ describe('fanOutAfterProjection: the write-through hook', () => {
     });
     const created = (taskId: string) => ({
       row: { taskId, expect: { revision: 'absent' as const } },
-      items: [{ entity: 'push' as const, item: hook(taskId, 'inline'), expect: 'any' as const }],
+      items: [{ entity: 'push' as const, item: storedConfig('inline', taskId), expect: 'any' as const }],
     });
     await fanOut(event('new', 1), created('new'));
     await fanOut(event('new', 2), { row: { taskId: 'new', expect: { revision: 1 } } });
@@ -694,7 +651,7 @@ describe('fanOutAfterProjection: the write-through hook', () => {
     // A plan on a row that was there (a follow-up with a config): the task may have others, read.
     await fanOut(event('old', 4), {
       row: { taskId: 'old', expect: { revision: 3 } },
-      items: [{ entity: 'push' as const, item: hook('old', 'inline'), expect: 'any' as const }],
+      items: [{ entity: 'push' as const, item: storedConfig('inline', 'old'), expect: 'any' as const }],
     });
     expect(reads).toEqual(['old']);
     expect(queued).toEqual(['new:inline@1', 'new:inline@2', 'old:stored@4']);
