@@ -1,6 +1,6 @@
 /**
  * The floor's task, run (decision 0086): the requests the cost floor allows one single-turn task
- * (bench/lib/floor.ts — 10 DynamoDB writes, 3 reads, one queue hop) and nothing else, sent the way
+ * (bench/lib/floor.ts — 7 DynamoDB writes, no read, no queue hop: decision 0096) and nothing else, sent the way
  * the handlers send them (DocumentClient, SigV4, default middleware) on tables created from the
  * product's own declarations (their indexes, streams and TTL: infra/local/resources.ts), with
  * copies of a real completed task's items, plus one bare HTTP exchange of the task's request and
@@ -33,7 +33,6 @@ import {
   GetRecordsCommand,
   type GetRecordsCommandOutput,
 } from '@aws-sdk/client-dynamodb-streams';
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import {
   DynamoDBDocumentClient,
   GetCommand,
@@ -51,24 +50,23 @@ import { cpuMsOf, mainThreadSeconds } from './cpu.ts';
 type Item = Record<string, unknown>;
 
 /**
- * What a floor's task sends (decision 0090). `design`: the cost floor of this design
- * (bench/lib/floor.ts) — each revision's commit, event and view as conditional puts, the audit
- * row, the executor's read before its claim, the answer's two reads. `fewest`: the fewest requests
- * a design keeping the invariants and the write-unit target could send — each revision committed
- * together with its journal event in one two-item transaction (create, claim, complete; the claim
- * conditioned on the run version its queue message would carry, so nothing is read before it), no
- * view, no audit row, then the answer's two reads (the newest event, the task row's history).
+ * What a floor's task sends (decisions 0090, 0096). `design`: the cost floor of this design
+ * (bench/lib/floor.ts) — each revision's commit (the create, which claims the run the caller
+ * runs, and the settle), event and view as conditional puts, and the audit row; the answer is the
+ * settle's image, so nothing is read. `fewest`: the fewest requests a design keeping the
+ * invariants and the write-unit target could send — each revision committed together with its
+ * journal event in one two-item transaction (create, complete), no view, no audit row.
  */
 export type FloorTaskShape = 'design' | 'fewest';
 
-/** The `fewest` shape's DynamoDB requests per task: three transactions, two gets. */
-export const fewestDynamodbRequests = 5;
+/** The `fewest` shape's DynamoDB requests per task: two transactions. */
+export const fewestDynamodbRequests = 2;
 
 /** One completed task's items as stored, unmarshalled: the copies the floor's task writes. */
 export interface FloorTaskItems {
   readonly task: Item;
   readonly view: Item;
-  /** The task's events in revision order (SUBMITTED, WORKING, COMPLETED for a single turn). */
+  /** The task's events in revision order (WORKING, COMPLETED for a blocking single turn, decision 0096). */
   readonly events: readonly Item[];
   readonly audit: Item;
   /** Bytes of the task's JSON-RPC request and of its answer, for the bare HTTP exchange. */
@@ -84,9 +82,8 @@ export interface FloorTaskRun {
   readonly cpuMsPerTask: number;
   readonly mainThreadMsPerTask: number;
   readonly javaMsPerTask: number;
-  /** Requests per task, by service. */
+  /** DynamoDB requests per task (the floor has no queue hop: decision 0096). */
   readonly dynamodbRequests: number;
-  readonly sqsRequests: number;
   /** The backstops' stream reads per task: GetRecords requests, and the records they returned. */
   readonly streamReads: number;
   readonly streamRecords: number;
@@ -213,11 +210,11 @@ export const sampleFloorItems = async (
     return item;
   };
   const eventItems = events.Items ?? [];
-  if (eventItems.length < 3) throw new Error(`floor task: ${eventItems.length} events for task ${taskId}`);
+  if (eventItems.length < 2) throw new Error(`floor task: ${eventItems.length} events for task ${taskId}`);
   return {
     task: found(task.Item, 'task row'),
     view: found(view.Item, 'view'),
-    events: eventItems.slice(0, 3),
+    events: eventItems.slice(0, 2),
     audit: found(audit.Items?.[0], 'audit row'),
     ...sizes,
   };
@@ -250,8 +247,6 @@ export const runFloorTasks = async (options: {
   readonly warmUp: number;
   readonly concurrency: number;
   readonly prefix: string;
-  /** Messages the executor's event source receives per batch (its batch size). */
-  readonly receiveBatch: number;
   /** The requests each task sends (default `design`). */
   readonly shape?: FloorTaskShape;
 }): Promise<FloorTaskRun> => {
@@ -279,7 +274,6 @@ export const runFloorTasks = async (options: {
     const state = resources.tables.State.name;
     const journal = resources.tables.Journal.name;
     const audit = resources.tables.Audit.name;
-    const queueUrl = resources.queues.RunQueue.url;
     const streamArns = [resources.tables.State.streamArn, resources.tables.Journal.streamArn];
     // One after the other, each kept as it starts, so that `finally` stops every reader started.
     for (const arn of streamArns) {
@@ -288,45 +282,8 @@ export const runFloorTasks = async (options: {
     }
     const streamReads = () => readers.reduce((sum, reader) => sum + reader.reads(), 0);
     const streamRecords = () => readers.reduce((sum, reader) => sum + reader.records(), 0);
-    let sent = 0;
-    let received = 0;
-    let sqsRequests = 0;
     let dynamodbRequests = 0;
-    let stopConsumer = false;
-    // Set when the tasks failed: the consumer ends at once instead of waiting for their messages.
-    let abandoned = false;
-    // The executor's event source: long-polls, receives a batch, deletes it in one request.
-    const consumer = (async () => {
-      while (!abandoned && (!stopConsumer || received < sent)) {
-        const { Messages = [] } = await clients.sqs.send(
-          new ReceiveMessageCommand({
-            QueueUrl: queueUrl,
-            MaxNumberOfMessages: options.receiveBatch,
-            WaitTimeSeconds: stopConsumer ? 0 : 1,
-          }),
-        );
-        sqsRequests += 1;
-        if (Messages.length === 0) continue;
-        received += Messages.length;
-        await clients.sqs.send(
-          new DeleteMessageBatchCommand({
-            QueueUrl: queueUrl,
-            Entries: Messages.map((message, index) => ({
-              Id: String(index),
-              ReceiptHandle: message.ReceiptHandle ?? '',
-            })),
-          }),
-        );
-        sqsRequests += 1;
-      }
-    })();
-    // Its failure is thrown where it is awaited; until then it must not count as unhandled.
-    consumer.catch(() => {});
 
-    const get = (TableName: string, pk: string, sk: string, consistent = false) => {
-      dynamodbRequests += 1;
-      return documents.send(new GetCommand({ TableName, Key: { pk, sk }, ConsistentRead: consistent }));
-    };
     type Condition = { readonly expression: string; readonly values?: Item };
     const putInput = (TableName: string, Item: Item, condition: Condition): PutCommandInput => ({
       TableName,
@@ -346,44 +303,26 @@ export const runFloorTasks = async (options: {
     const absent = { expression: 'attribute_not_exists(pk)' };
     const atVersion = (version: number) => ({ expression: 'floorVersion = :v', values: { ':v': version } });
     const atRevision = (revision: number) => ({ expression: 'revision = :r', values: { ':r': revision } });
-    const enqueue = async (pk: string) => {
-      await clients.sqs.send(
-        new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: `{"taskId":"${pk}"}` }),
-      );
-      sent += 1;
-      sqsRequests += 1;
-    };
     const taskAt = (pk: string, floorVersion: number) => ({ ...items.task, pk, floorVersion });
     const event = (pk: string, revision: number) => ({ ...items.events[revision - 1], pk });
     const view = (pk: string, revision: number) => ({ ...items.view, pk, revision });
     const designTask = async (pk: string): Promise<void> => {
-      // create: the task with its run, its first revision projected, the run queued.
+      // create: the task WORKING with its run claimed (decision 0096), its first revision projected.
       await put(state, taskAt(pk, 1), absent);
       await put(journal, event(pk, 1), absent);
       await put(journal, view(pk, 1), absent);
-      await enqueue(pk);
-      // The executor: reads the task, claims the run with WORKING, writes its audit row, completes.
-      await get(state, pk, 'TASK', true);
+      // The run in the rpc: its audit row, then the settle and its projection; the answer is the
+      // settle's image.
+      await put(audit, { ...items.audit, pk }, absent);
       await put(state, taskAt(pk, 2), atVersion(1));
       await put(journal, event(pk, 2), absent);
       await put(journal, view(pk, 2), atRevision(1));
-      await put(audit, { ...items.audit, pk }, absent);
-      await put(state, taskAt(pk, 3), atVersion(2));
-      await put(journal, event(pk, 3), absent);
-      await put(journal, view(pk, 3), atRevision(2));
-      // The rpc function's answer: the completed view, the history from the task row.
-      await get(journal, pk, 'VIEW');
-      await get(state, pk, 'TASK');
     };
     const fewestTask = async (pk: string): Promise<void> => {
       const revision = (n: number, condition: Condition) =>
         commitWithEvent(putInput(state, taskAt(pk, n), condition), putInput(journal, event(pk, n), absent));
       await revision(1, absent);
-      await enqueue(pk);
       await revision(2, atVersion(1));
-      await revision(3, atVersion(2));
-      await get(journal, pk, String(items.events[2]?.sk));
-      await get(state, pk, 'TASK');
     };
     const floorTask = async (run: string, i: number): Promise<void> => {
       // The task's request and answer over HTTP (API Gateway → the rpc function, without either).
@@ -392,19 +331,9 @@ export const runFloorTasks = async (options: {
       await (shape === 'fewest' ? fewestTask : designTask)(`TASK#floor-${run}-${i}`);
     };
 
-    const tasksThenConsumer = async (run: () => Promise<unknown>): Promise<void> => {
-      try {
-        await run();
-      } catch (error) {
-        abandoned = true;
-        await consumer.catch(() => {});
-        throw error;
-      }
-    };
-    await tasksThenConsumer(() => pool(options.warmUp, options.concurrency, (i) => floorTask('warm', i)));
+    await pool(options.warmUp, options.concurrency, (i) => floorTask('warm', i));
     await Promise.all(readers.map((reader) => reader.caughtUp()));
     const idle = await idleRates(options.javaPid);
-    const sqsBefore = sqsRequests;
     const dynamodbBefore = dynamodbRequests;
     const streamReadsBefore = streamReads();
     const streamRecordsBefore = streamRecords();
@@ -412,9 +341,7 @@ export const runFloorTasks = async (options: {
     const main0 = mainThreadSeconds();
     const java0 = cpuMsOf(options.javaPid);
     const began = performance.now();
-    await tasksThenConsumer(() => pool(options.tasks, options.concurrency, (i) => floorTask('run', i)));
-    stopConsumer = true;
-    await consumer;
+    await pool(options.tasks, options.concurrency, (i) => floorTask('run', i));
     // The run ends when the backstops have read its last record.
     await Promise.all(readers.map((reader) => reader.caughtUp()));
     const seconds = (performance.now() - began) / 1000;
@@ -429,7 +356,6 @@ export const runFloorTasks = async (options: {
       mainThreadMsPerTask: main / options.tasks,
       javaMsPerTask: java / options.tasks,
       dynamodbRequests: (dynamodbRequests - dynamodbBefore) / options.tasks,
-      sqsRequests: (sqsRequests - sqsBefore) / options.tasks,
       streamReads: (streamReads() - streamReadsBefore) / options.tasks,
       streamRecords: (streamRecords() - streamRecordsBefore) / options.tasks,
       tasksPerSecond: options.tasks / seconds,

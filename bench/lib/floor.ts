@@ -1,8 +1,8 @@
 /**
  * The floor (issue 8): the fewest DynamoDB units, KMS calls, queue hops and invocations the
- * invariants allow for one single-turn task, from the sizes of a real task's items. Pure; the
- * reasoning is in docs/decisions/0012-benchmark-method.md (the WORKING revision: 0027) and
- * repeated in the report.
+ * invariants allow for one blocking single-turn task, from the sizes of a real task's items. Pure;
+ * the reasoning is in docs/decisions/0012-benchmark-method.md (the run claimed by its create and
+ * no queue hop: 0096) and repeated in the report.
  */
 
 export interface ItemSizes {
@@ -20,8 +20,6 @@ export interface ItemSizes {
 }
 
 export interface FloorDeployment {
-  /** Executor event-source batch size (SqsEventSource batchSize). */
-  readonly executorBatchSize: number;
   /** Projector event-source batch size (DynamoEventSource batchSize). */
   readonly projectorBatchSize: number;
 }
@@ -38,8 +36,8 @@ export interface Floor {
   readonly kmsRequests: number;
   readonly sqsRequests: number;
   /**
-   * DynamoDB requests of the floor's lines: one write each for create, claim, complete and the
-   * audit row, two per projected revision (event, view); one read per read line.
+   * DynamoDB requests of the floor's lines: one write each for create, complete and the audit
+   * row, two per projected revision (event, view); the backstop's reads are batched (none per task).
    */
   readonly dynamodbWriteRequests: number;
   readonly dynamodbReadRequests: number;
@@ -57,14 +55,9 @@ export const computeFloor = (sizes: ItemSizes, deployment: FloorDeployment): Flo
   const withRun = (task: number): number => task + sizes.run;
   const lines: FloorLine[] = [
     {
-      what: 'create: task with its run, one conditional put',
+      what: 'create: task WORKING with its run claimed, one conditional put',
       units: kb(withRun(sizes.taskFirst)),
-      why: 'the task must exist before it is queued (enqueue fails closed); the current run can live in the task item, so one single-item put (atomic, no transaction) creates both',
-    },
-    {
-      what: 'claim: one conditional write on the run version, with the WORKING revision',
-      units: kb(withRun(sizes.taskFirst)),
-      why: 'I-ONCE: a run is claimed by one conditional write before the model is called; with the run in the task item the same write commits WORKING, which streams must show (the A2A TCK streams expect WORKING → artifact → COMPLETED) and may show only once committed (I-COMMITTED)',
+      why: 'I-ONCE: a run is claimed by one conditional write before the model is called; the caller that waits for a blocking send runs the run itself, so the write that creates the run claims it (decision 0096) and no queue message exists for another claim; the current run lives in the task item, so one single-item put (atomic, no transaction) creates both',
     },
     {
       what: 'complete: run COMPLETED + task COMPLETED + sealed result, one conditional put',
@@ -72,17 +65,12 @@ export const computeFloor = (sizes: ItemSizes, deployment: FloorDeployment): Flo
       why: 'I-RESULT/I-LOCK: the result is written in the write that completes task and run, conditional on the run version; with the run in the task item that is one item, so no transaction',
     },
     {
-      what: 'journal rev 1 (SUBMITTED): event + view + index entry',
+      what: 'journal rev 1 (WORKING): event + view + index entry',
       units: kb(sizes.eventFirst) + kb(sizes.viewFirst) + kb(sizes.viewFirst),
       why: 'I-COMMITTED/I-ORDER: every committed revision is projected once; the view serves GetTask, the event SSE and webhooks, the ListTasks index entry (projection ALL) is one index write; idempotent puts need no transaction',
     },
     {
-      what: 'journal rev 2 (WORKING): event + view + index entry moved',
-      units: kb(sizes.eventFirst) + kb(sizes.viewFirst) + kb(sizes.viewFirst) + kb(sizes.viewFirst),
-      why: 'every committed revision is projected once (I-ORDER); the status timestamp changes, so the index deletes the old entry and puts the new one',
-    },
-    {
-      what: 'journal rev 3 (COMPLETED): event + view + index entry moved',
+      what: 'journal rev 2 (COMPLETED): event + view + index entry moved',
       units: kb(sizes.eventFinal) + kb(sizes.viewFinal) + kb(sizes.viewFirst) + kb(sizes.viewFinal),
       why: 'the index sort key (status timestamp) changes, so the index deletes the old entry and puts the new one',
     },
@@ -95,36 +83,26 @@ export const computeFloor = (sizes: ItemSizes, deployment: FloorDeployment): Flo
     });
   }
   const writeUnits = lines.reduce((total, line) => total + line.units, 0);
+  const projectorShare = 2 / deployment.projectorBatchSize;
   const reads: FloorLine[] = [
     {
-      what: 'executor reads the task (with its run)',
-      units: readUnits(withRun(sizes.taskFirst)),
-      why: 'the queue message only wakes the executor; the run row is the state (strongly consistent read)',
-    },
-    {
-      what: 'rpc reads the completed view once',
-      units: readUnits(sizes.viewFinal),
-      why: 'I-RYW/I-COMMITTED: the answer is built from the journal; at best one read finds it',
-    },
-    {
-      what: 'rpc reads the task row for history',
-      units: readUnits(sizes.taskFinal),
-      why: 'I-HISTORY: history lives only on the task row',
+      what: 'the backstop finds each revision projected',
+      // One eventually consistent read of a view of at most 4 KB per revision, in batches.
+      units: 2 * 0.5 * readUnits(sizes.viewFinal),
+      why: "the stream projector backs every revision up and writes nothing for one already projected (I-COMMITTED): it must read that it was, at best one eventually consistent item read per revision, batched (no request per task); the answer is the settle's own image (I-RYW, I-HISTORY), so the rpc reads nothing",
     },
   ];
-  const executorShare = 1 / deployment.executorBatchSize;
-  const projectorShare = 3 / deployment.projectorBatchSize;
   return {
     writeUnits,
     readUnits: reads.reduce((total, line) => total + line.units, 0),
     kmsRequests: 0,
-    // SendMessage, plus one ReceiveMessage and one DeleteMessageBatch per full batch.
-    sqsRequests: 1 + 2 * executorShare,
-    dynamodbWriteRequests: 3 + 2 * 3 + (sizes.auditRows > 0 ? 1 : 0),
-    dynamodbReadRequests: reads.length,
-    queueHops: 1,
-    projectedRevisions: 3,
-    invocations: { rpc: 1, executor: executorShare, projector: projectorShare },
+    sqsRequests: 0,
+    dynamodbWriteRequests: 2 + 2 * 2 + (sizes.auditRows > 0 ? 1 : 0),
+    // The backstop's reads are batched: a request per many tasks.
+    dynamodbReadRequests: 0,
+    queueHops: 0,
+    projectedRevisions: 2,
+    invocations: { rpc: 1, executor: 0, projector: projectorShare },
     apiRequests: 1,
     lines: [
       ...lines,
@@ -135,9 +113,9 @@ export const computeFloor = (sizes: ItemSizes, deployment: FloorDeployment): Flo
         why: 'data keys are reused within bounds (docs/data-model.md "Sealing") and decrypted keys cached, so KMS calls per task tend to 0 at scale',
       },
       {
-        what: `SQS: 1 + 2/${deployment.executorBatchSize} requests`,
-        units: 1 + 2 * executorShare,
-        why: 'one hop (rpc → executor) is the floor: the run must be durable and retried; the event source receives and deletes per batch',
+        what: 'SQS: none',
+        units: 0,
+        why: 'no queue hop: the run is durable in its row and its lease; a caller that dies leaves a RUNNING run with no start marker, which the reaper queues again (decisions 0072, 0091, 0096)',
       },
     ],
   };

@@ -276,9 +276,8 @@ export interface MachineBound {
  * bound at `clients` clients.
  */
 export interface FloorTaskBound {
-  /** DynamoDB and SQS requests per floor task. */
+  /** DynamoDB requests per floor task (it has no queue hop: decision 0096). */
   readonly dynamodbRequests: number;
-  readonly sqsRequests: number;
   /** The backstops' stream reads per floor task: GetRecords requests and the records they returned. */
   readonly streamReads: number;
   readonly streamRecords: number;
@@ -301,7 +300,6 @@ export const floorTaskBound = (
   cores: number,
   run: {
     readonly dynamodbRequests: number;
-    readonly sqsRequests: number;
     readonly streamReads: number;
     readonly streamRecords: number;
     readonly cpuMsPerTask: number;
@@ -312,7 +310,6 @@ export const floorTaskBound = (
   const maxTasksPerSecond = Math.min((cores * 1000) / run.cpuMsPerTask, 1000 / run.mainThreadMsPerTask);
   return {
     dynamodbRequests: run.dynamodbRequests,
-    sqsRequests: run.sqsRequests,
     streamReads: run.streamReads,
     streamRecords: run.streamRecords,
     cpuMsPerTask: run.cpuMsPerTask,
@@ -416,7 +413,11 @@ const projection = (
 
 /** Request → status timestamp → commit: the first two steps of every route. */
 const toCommit = (request: HopMark, done: NonNullable<ReturnType<typeof completion>>): RouteStep[] => [
-  step('request → COMPLETED status timestamp (create, run queue, claim, run)', request, done.stamp),
+  step(
+    'request → COMPLETED status timestamp (create; the run queue and claim when queued; the run)',
+    request,
+    done.stamp,
+  ),
   step('status timestamp → commit (the completing write)', done.stamp, done.commit),
 ];
 

@@ -439,7 +439,7 @@ export const latencyFloorSection = (report: Report): string => {
     if (floor) {
       out.push('');
       out.push(
-        `The floor's task alone (bench/lib/floor-task.ts, decision 0086): the cost floor's ${fmt(floor.dynamodbRequests)} DynamoDB requests (10 conditional puts, 3 gets) and ${fmt(floor.sqsRequests)} SQS requests per task (send; receive and delete per batch), sent as the handlers send them on tables created from the product's declarations (their indexes, streams and TTL) with copies of a real task's items, plus one bare HTTP exchange of the task's request and answer, and the backstops' reads of both streams (decision 0088: ${fmt(floor.streamReads)} GetRecords per task returning its ${fmt(floor.streamRecords)} stream records, nothing converted or invoked) — no JSON-RPC, handler, sealing, agent or projector — at ${machine.clients} in flight on a DynamoDB Local of its own: ` +
+        `The floor's task alone (bench/lib/floor-task.ts, decision 0086): the cost floor's ${fmt(floor.dynamodbRequests)} DynamoDB requests per task (conditional puts: the create that claims the run, the settle, each revision's event and view, the audit row; no read and no queue hop, decision 0096), sent as the handlers send them on tables created from the product's declarations (their indexes, streams and TTL) with copies of a real task's items, plus one bare HTTP exchange of the task's request and answer, and the backstops' reads of both streams (decision 0088: ${fmt(floor.streamReads)} GetRecords per task returning its ${fmt(floor.streamRecords)} stream records, nothing converted or invoked) — no JSON-RPC, handler, sealing, agent or projector — at ${machine.clients} in flight on a DynamoDB Local of its own: ` +
           `${fmt(floor.cpuMsPerTask)} ms of CPU per task (main thread ${fmt(floor.mainThreadMsPerTask)} ms, DynamoDB Local ${fmt(floor.javaMsPerTask)} ms): at most ${fmt(floor.maxTasksPerSecond)} tasks/s, a mean latency at ${machine.clients} clients of at least ${fmt(floor.meanLatencyMs)} ms. ` +
           `The rounds used ${fmt(machine.cpuSecondsPerTask * 1000)} ms, ${fmt((machine.cpuSecondsPerTask * 1000) / floor.cpuMsPerTask)}× the floor task's: ${fmt(machine.cpuSecondsPerTask * 1000 - floor.cpuMsPerTask)} ms per task are this stack's own — requests beyond the floor's (DynamoDB requests per task above: update expressions, the view counters' transaction, extra reads), the task's JSON-RPC and handlers, sealing, what the projector and the local Lambda runtime do with the stream records, the queue's event source.`,
       );
@@ -448,7 +448,7 @@ export const latencyFloorSection = (report: Report): string => {
     if (fewest) {
       out.push('');
       out.push(
-        `The fewest requests any design needs (decision 0090): the same floor's task, but each revision committed together with its journal event in one two-item transaction (create, claim — conditioned on the run version its queue message would carry, so nothing is read before it — and complete), no view, no audit row, then the answer's two reads (the newest event, the task row's history): ${fmt(fewest.dynamodbRequests)} DynamoDB requests and ${fmt(fewest.sqsRequests)} SQS requests per task, the same HTTP exchange, ${fmt(fewest.streamRecords)} stream records read per task. ` +
+        `The fewest requests any design needs (decision 0090): the same floor's task, but each revision committed together with its journal event in one two-item transaction (the create that claims the run, and the settle), no view, no audit row: ${fmt(fewest.dynamodbRequests)} DynamoDB requests per task, the same HTTP exchange, ${fmt(fewest.streamRecords)} stream records read per task. ` +
           `${fmt(fewest.cpuMsPerTask)} ms of CPU per task (main thread ${fmt(fewest.mainThreadMsPerTask)} ms, DynamoDB Local ${fmt(fewest.javaMsPerTask)} ms): at most ${fmt(fewest.maxTasksPerSecond)} tasks/s, a mean latency at ${machine.clients} clients of at least ${fmt(fewest.meanLatencyMs)} ms — with no JSON-RPC, handler, sealing, agent, projector, ListTasks index, view or audit trail at all. ` +
           `A server of any design on this machine has the difference between that and its target for all of its own work.`,
       );
@@ -770,7 +770,7 @@ export const renderMarkdown = (report: Report): string => {
   out.push(
     `Fewest units the invariants allow for one single-turn task, from the sizes of a real task's items (${JSON.stringify(floor.itemSizes)} bytes): ` +
       `${fmt(floor.writeUnits)} WRU, ${fmt(floor.readUnits)} RRU, ${floor.kmsRequests} KMS calls, ${fmt(floor.sqsRequests)} SQS requests, ` +
-      `${floor.queueHops} queue hop, ${floor.projectedRevisions} projected revisions. Lambda duration is taken as measured (the blocking wait is the protocol's).`,
+      `${floor.queueHops} queue hop${floor.queueHops === 1 ? '' : 's'}, ${floor.projectedRevisions} projected revisions. Lambda duration is taken as measured (the blocking wait is the protocol's).`,
   );
   out.push('');
   out.push(
@@ -792,7 +792,7 @@ export const renderMarkdown = (report: Report): string => {
     );
   }
   out.push(
-    `Measured / floor: cost of the counted items (all but Lambda duration) ${fmt(report.ratioToFloor.cost)}×, with the measured Lambda duration on both sides ${fmt(report.ratioToFloor.costWithDuration)}×, write units ${fmt(report.ratioToFloor.writeUnits)}×, read units ${fmt(report.ratioToFloor.readUnits)}×, SQS requests ${fmt(report.ratioToFloor.sqsRequests)}×.`,
+    `Measured / floor: cost of the counted items (all but Lambda duration) ${fmt(report.ratioToFloor.cost)}×, with the measured Lambda duration on both sides ${fmt(report.ratioToFloor.costWithDuration)}×, write units ${fmt(report.ratioToFloor.writeUnits)}×, read units ${fmt(report.ratioToFloor.readUnits)}×, ${report.ratioToFloor.sqsRequests === undefined ? `SQS requests ${fmt(report.ratioToFloor.sqsRequestsPerTask)} per task (the floor has none)` : `SQS requests ${fmt(report.ratioToFloor.sqsRequests)}×`}.`,
   );
   out.push('');
   out.push('## Latency (local stack)');

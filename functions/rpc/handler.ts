@@ -17,7 +17,7 @@ import { PushConfigCodec } from '../../shared/app/push/push-configs.ts';
 import { createA2aMethods, createExtensionMethods } from '../../shared/app/rpc/a2a-methods.ts';
 import { createDispatcher } from '../../shared/app/rpc/dispatcher.ts';
 import { createV03Methods } from '../../shared/app/rpc/v03-methods.ts';
-import { executeRunFrom } from '../../shared/app/runs/execute-run.ts';
+import { executeClaimedRun } from '../../shared/app/runs/execute-run.ts';
 import { WaitHistory } from '../../shared/app/tasks/read-task.ts';
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
@@ -82,7 +82,7 @@ const methods = createA2aMethods({
     runsHere: {
       // Bedrock's client stays out of this bundle (≤ 512,000 bytes): its profiles' runs are queued.
       canRun: (providerIds) => providerIds.every((id) => env.config.providers[id]?.type !== 'bedrock'),
-      run: (image) => executeRunFrom(runDeps, image),
+      run: (image) => executeClaimedRun(runDeps, image),
       watch: (taskId) => tasks.watch(taskId),
       unwatch: (taskId) => tasks.unwatch(taskId),
       keepAlive: keepAliveAfterAnswer,

@@ -7,7 +7,7 @@ import {
   disarmFailpoints,
   InjectedFaultError,
 } from '../../shared/app/operations/failpoints.ts';
-import { executeRun, executeRunFrom } from '../../shared/app/runs/execute-run.ts';
+import { executeClaimedRun, executeRun } from '../../shared/app/runs/execute-run.ts';
 import { createTask } from '../../shared/app/tasks/create-task.ts';
 import { getTask } from '../../shared/app/tasks/read-task.ts';
 import { SealingFailedError, VersionConflictError } from '../../shared/domain/errors.ts';
@@ -165,7 +165,7 @@ describe('large content in chunk items (0065)', () => {
     );
     expect(queued).toEqual([]);
     expect(created.handedOver?.task.revision).toBe(1);
-    expect(await executeRunFrom(deps(queued), created.handedOver!)).toBe('completed');
+    expect(await executeClaimedRun(deps(queued), created.handedOver!)).toBe('completed');
     const task = await getTask(readDeps(), alice, created.taskId);
     expect(task.status.state).toBe('TASK_STATE_COMPLETED');
     expect(task.artifacts?.[0]?.parts[0]).toEqual({ text });

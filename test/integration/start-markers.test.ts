@@ -65,6 +65,7 @@ describe('start markers and the reaper against DynamoDB Local', () => {
     config,
     audit: trail,
     leaseMs: 4_000,
+    runLeaseMs: 4_000,
     clock: { now: () => new Date() },
     ids: { newId: () => crypto.randomUUID() },
     queue: { enqueue: async (message: RunMessage) => void queued.push(message) },
@@ -150,6 +151,29 @@ describe('start markers and the reaper against DynamoDB Local', () => {
     expect(calls.get(message.runId)).toBe(1);
     expect(requeued).toEqual([]);
     expect((await auditRows(message.taskId)).map(([, kind]) => kind)).toEqual(['claim', 'attempt']);
+  });
+
+  it('a run its create claimed, whose rpc died before running it, is queued again by the reaper (decision 0096)', async () => {
+    // The rpc commits the run RUNNING and then dies: nothing was queued and no marker written.
+    const created = await createTask(
+      executorDeps(),
+      { caller: alice, profileId: 'default', message: userMessage('rpc dies after its create') },
+      { handOver: true },
+    );
+    const run = created.handedOver!.run;
+    expect(queued).toEqual([]);
+    expect(created.handedOver?.task).toMatchObject({ state: 'TASK_STATE_WORKING', revision: 1 });
+    expect(await tasks.getRun(created.taskId, run.runId)).toMatchObject({ status: 'RUNNING', version: 1 });
+    expect(await reap()).toMatchObject({ requeued: 1, reaped: 0 });
+    const again = requeued.shift()!;
+    expect(again).toEqual({ taskId: created.taskId, runId: run.runId });
+    expect(await executeRun(executorDeps(), again)).toBe('completed');
+    expect(calls.get(run.runId)).toBe(1);
+    // The reaper took the slot of version 1; the executor's claim (version 3) wrote its marker.
+    expect((await auditRows(created.taskId)).slice(0, 2)).toEqual([
+      [`AUDIT#${run.runId}#0#00000001`, 'requeue'],
+      [`AUDIT#${run.runId}#0#00000003`, 'claim'],
+    ]);
   });
 
   it('a run whose marker is written fails RUN_LEASE_EXPIRED when its lease expires (it may have called)', async () => {

@@ -224,19 +224,21 @@ describe('floor', () => {
         auditRows: 0,
         auditRowBytes: 0,
       },
-      { executorBatchSize: 5, projectorBatchSize: 25 },
+      { projectorBatchSize: 25 },
     );
-    // create 1 + claim 1 + complete 3 (2,200 B) + rev1 SUBMITTED (1+1+1) + rev2 WORKING (1+1+1+1)
-    // + rev3 COMPLETED (1+2+1+2)
-    expect(floor.writeUnits).toBe(1 + 1 + 3 + 3 + 4 + 6);
-    expect(floor.projectedRevisions).toBe(3);
-    expect(floor.readUnits).toBe(3);
-    expect(floor.sqsRequests).toBeCloseTo(1.4, 10);
+    // create 1 + complete 3 (2,200 B) + rev1 WORKING (1+1+1) + rev2 COMPLETED (1+2+1+2): the run is
+    // claimed by its create and runs in the caller, with no SUBMITTED revision (decision 0096).
+    expect(floor.writeUnits).toBe(1 + 3 + 3 + 6);
+    expect(floor.projectedRevisions).toBe(2);
+    // The backstop's eventually consistent read per revision; the answer is the settle's image.
+    expect(floor.readUnits).toBe(1);
+    expect(floor.sqsRequests).toBe(0);
     expect(floor.kmsRequests).toBe(0);
-    expect(floor.queueHops).toBe(1);
-    // create, claim, complete, and an event and a view per revision; no audit row here.
-    expect(floor.dynamodbWriteRequests).toBe(9);
-    expect(floor.dynamodbReadRequests).toBe(3);
+    expect(floor.queueHops).toBe(0);
+    expect(floor.invocations).toEqual({ rpc: 1, executor: 0, projector: 2 / 25 });
+    // create, complete, and an event and a view per revision; no audit row here.
+    expect(floor.dynamodbWriteRequests).toBe(6);
+    expect(floor.dynamodbReadRequests).toBe(0);
   });
 });
 

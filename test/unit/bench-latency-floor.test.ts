@@ -152,7 +152,11 @@ describe('routes read from the trace (decision 0047)', () => {
   it("a stream-fed path waits on each stream it crosses, at that stream's poll interval", () => {
     const routes = tracedRoutes(backstopTrace, intervals);
     expect(routes.webhook[0]?.map((step) => [step.label, step.ms, step.pollIntervalMs])).toEqual([
-      ['request → COMPLETED status timestamp (create, run queue, claim, run)', 30, undefined],
+      [
+        'request → COMPLETED status timestamp (create; the run queue and claim when queued; the run)',
+        30,
+        undefined,
+      ],
       ['status timestamp → commit (the completing write)', 6, undefined],
       ['State stream → projector', 124, 250],
       ['projector: receive → event put', 5, undefined],
@@ -170,7 +174,7 @@ describe('routes read from the trace (decision 0047)', () => {
   it('write-through and direct fan-out take the stream waits off every path', () => {
     const routes = tracedRoutes(writeThroughTrace, intervals);
     expect(routes.blocking[0]?.map((step) => [step.label, step.ms])).toEqual([
-      ['request → COMPLETED status timestamp (create, run queue, claim, run)', 30],
+      ['request → COMPLETED status timestamp (create; the run queue and claim when queued; the run)', 30],
       ['status timestamp → commit (the completing write)', 6],
       ['commit → view put (executor: write-through)', 8],
       ["view put → response (the blocking wait's next journal poll, its reads, the answer)", 16],
@@ -240,7 +244,7 @@ describe('routes read from the trace (decision 0047)', () => {
     ];
     const route = tracedRoutes(caughtUp, intervals).webhook[0];
     expect(route?.map((s) => [s.label, s.ms])).toEqual([
-      ['request → COMPLETED status timestamp (create, run queue, claim, run)', 30],
+      ['request → COMPLETED status timestamp (create; the run queue and claim when queued; the run)', 30],
       ['status timestamp → commit (the completing write)', 6],
       ['commit → event put (executor: write-through)', 6],
       ["event put → the receiver has the POST (an older revision's message, already received, posted it)", 8],
@@ -317,8 +321,7 @@ describe('the machine bound at closed-loop clients', () => {
 
   it("bounds the latency by the floor task's CPU: the cores, or the one JavaScript thread", () => {
     const run = {
-      dynamodbRequests: 13,
-      sqsRequests: 1.4,
+      dynamodbRequests: 7,
       streamReads: 0.6,
       streamRecords: 9,
       mainThreadMsPerTask: 10,
@@ -328,7 +331,7 @@ describe('the machine bound at closed-loop clients', () => {
     const bound = floorTaskBound(20, 2, { ...run, cpuMsPerTask: 22 });
     expect(bound.maxTasksPerSecond).toBeCloseTo(2000 / 22, 9);
     expect(bound.meanLatencyMs).toBeCloseTo((20 * 22) / 2, 9);
-    expect(bound.dynamodbRequests).toBe(13);
+    expect(bound.dynamodbRequests).toBe(7);
     expect(bound.streamRecords).toBe(9);
     // The main thread binds when its share is over half of the whole: 14 of 26 ms → 71.4 tasks/s.
     const threadBound = floorTaskBound(20, 2, { ...run, cpuMsPerTask: 26, mainThreadMsPerTask: 14 });

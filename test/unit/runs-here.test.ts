@@ -3,7 +3,7 @@ import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
 import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
 import { PushConfigCodec } from '../../shared/app/push/push-configs.ts';
-import { type ExecuteRunDeps, executeRun, executeRunFrom } from '../../shared/app/runs/execute-run.ts';
+import { type ExecuteRunDeps, executeClaimedRun, executeRun } from '../../shared/app/runs/execute-run.ts';
 import { getTask } from '../../shared/app/tasks/read-task.ts';
 import { type RunsHere, type SendMessageDeps, sendMessage } from '../../shared/app/tasks/send-message.ts';
 import type { AgentProvider } from '../../shared/domain/ports.ts';
@@ -13,9 +13,9 @@ import { webhookPolicyFor } from '../../shared/domain/webhook-address.ts';
 import { alice, createCore, testConfig, userMessage } from '../support/core-fixture.ts';
 
 /**
- * A blocking send's run, run by the rpc that created it (decision 0091): claimed from the image
- * its create returned (no read), answered from the revision it committed and projected (no
- * journal poll), queued for the executor when it fails here, and kept running past the cap.
+ * A blocking send's run, run by the rpc that created it (decision 0091): claimed by its create
+ * (decision 0096: no claim write, no read), answered from the revision it committed and projected
+ * (no journal poll), queued for the executor when it fails here, and kept running past the cap.
  * The in-memory core: its journal counts reads, its queue keeps what was sent.
  */
 
@@ -52,6 +52,7 @@ const setup = (
   options: {
     capSeconds?: number;
     providers?: Record<string, AgentProvider>;
+    /** A DynamoDB fault in the run's first step (opening the history), before its provider call. */
     failRun?: boolean;
     /** Runs before the run here, as a concurrent writer would (another delivery, a cancel). */
     beforeRun?: (image: { run: RunRecord; task: StoredTask }, deps: ExecuteRunDeps) => Promise<unknown>;
@@ -75,13 +76,18 @@ const setup = (
     return tasks.getTask(taskId);
   };
   const kept: Promise<unknown>[] = [];
-  const runDeps = { ...core.deps, tasks: counted };
+  const codec = Object.create(core.deps.codec) as typeof core.deps.codec;
+  let faults = options.failRun ? 1 : 0;
+  codec.openHistory = (taskId, sealed) => {
+    if (faults-- > 0) return Promise.reject(new Error('DynamoDB fault'));
+    return core.deps.codec.openHistory(taskId, sealed);
+  };
+  const runDeps = { ...core.deps, tasks: counted, codec };
   const runsHere: RunsHere = {
     canRun: () => true,
     run: async (image) => {
-      if (options.failRun) throw new Error('DynamoDB fault');
       await options.beforeRun?.(image, runDeps);
-      return executeRunFrom(runDeps, image);
+      return executeClaimedRun(runDeps, image);
     },
     watch: (taskId) => tasks.watch(taskId),
     unwatch: (taskId) => tasks.unwatch(taskId),
@@ -102,6 +108,11 @@ describe('a blocking send runs its run in the rpc (decision 0091)', () => {
   it('answers the completed task with no queue message, no read of the row and no journal poll', async () => {
     const { core, reads, send } = setup();
     const task = await send('hello');
+    // Claimed by its create (decision 0096): revision 1 WORKING, then the settle.
+    expect((await core.journal.listEvents(task.id, 0)).map((event) => event.state)).toEqual([
+      'TASK_STATE_WORKING',
+      'TASK_STATE_COMPLETED',
+    ]);
     expect(task.status.state).toBe('TASK_STATE_COMPLETED');
     expect(task.artifacts?.[0]?.parts).toEqual([{ text: 'hello' }]);
     expect(task.history?.map((message) => message.role)).toEqual(['ROLE_USER', 'ROLE_AGENT']);
@@ -139,12 +150,15 @@ describe('a blocking send runs its run in the rpc (decision 0091)', () => {
     expect((await core.journal.getView(task.id))?.state).toBe('TASK_STATE_COMPLETED');
   });
 
-  it('a run that fails here is queued for the executor, as a failed message is delivered again', async () => {
+  it('a run that fails here is given back and queued for the executor, as a failed message is delivered again', async () => {
     const { core, send } = setup({ capSeconds: 0.05, failRun: true });
     const task = await send('hello');
     expect(core.queued.map((message) => message.taskId)).toEqual([task.id]);
-    // The wait answers from the journal at the cap: the run is still to be claimed.
-    expect(task.status.state).toBe('TASK_STATE_SUBMITTED');
+    // The wait answers from the journal at the cap: the task keeps its WORKING revision (decision 0069).
+    expect(task.status.state).toBe('TASK_STATE_WORKING');
+    expect(
+      (await core.tasks.getRun(task.id, (await core.tasks.getTask(task.id))!.currentRunId))?.status,
+    ).toBe('QUEUED');
     expect(await core.runNext()).toBe('completed');
     expect([...core.calls.values()]).toEqual([1]);
   });
@@ -162,15 +176,15 @@ describe('a blocking send runs its run in the rpc (decision 0091)', () => {
     expect([...core.calls.values()]).toEqual([1]);
   });
 
-  it('an image another writer moved past loses its claim: the model is called once (I-ONCE)', async () => {
+  it("a run its create claimed is the rpc's alone: a stray delivery of it calls nothing (I-ONCE)", async () => {
     const results: string[] = [];
     const { core, send } = setup({
-      // Another delivery of the same run claims and completes it between the create and this claim.
+      // A queue message for the same run (none is sent; a reaper's would come after the lease) finds it RUNNING.
       beforeRun: async (image, deps) =>
         void results.push(await executeRun(deps, { taskId: image.task.taskId, runId: image.run.runId })),
     });
     const task = await send('hello');
-    expect(results).toEqual(['completed']);
+    expect(results).toEqual(['duplicate']);
     expect(task.status.state).toBe('TASK_STATE_COMPLETED');
     expect([...core.calls.values()]).toEqual([1]);
   });

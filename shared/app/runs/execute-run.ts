@@ -121,17 +121,36 @@ export const executeRunFrom = async (
   const claimed = await claim(deps, run, task);
   if ('ended' in claimed) return claimed.ended;
   failpoint('executor.afterClaim');
+  return runClaimed(deps, claimed, run);
+};
+
+/**
+ * Runs a run its caller's own create committed RUNNING (decision 0096: a blocking send's run in
+ * the rpc): that conditional create was the claim (I-ONCE), so nothing is read or written before
+ * the run's work, and the image is the one the create's commit returned.
+ */
+export const executeClaimedRun = (
+  deps: ExecuteRunDeps,
+  claimed: { readonly run: RunRecord; readonly task: StoredTask },
+): Promise<ExecuteRunResult> => runClaimed(deps, claimed, claimed.run);
+
+/** A claimed run's work, from its lease to its settle; `read` is the run as it was before its claim. */
+const runClaimed = async (
+  deps: ExecuteRunDeps,
+  claimed: { readonly run: RunRecord; readonly task: StoredTask },
+  read: RunRecord,
+): Promise<ExecuteRunResult> => {
   const lease = keepLease(deps, claimed.run);
   // `providerCalled` is set just before the first provider call: until then the run provably
   // called nothing (decision 0069). `run` is the run as this executor last wrote it.
   const progress: Progress = { providerCalled: false, run: claimed.run };
   try {
     // A run decided by an operator continues from its sealed state (I-APPROVAL, decision 0013).
-    const resumption = run.sealedSuspension === undefined ? undefined : await resumptionOf(deps, run);
+    const resumption = read.sealedSuspension === undefined ? undefined : await resumptionOf(deps, read);
     if (resumption?.kind === 'refused')
       return await fail(deps, claimed.run, claimed.task, texts.providerFailed, resumption.reason);
     if (resumption)
-      await recordAuditStep(deps, claimed.run, { kind: 'resume', outcome: run.approval?.verdict });
+      await recordAuditStep(deps, claimed.run, { kind: 'resume', outcome: read.approval?.verdict });
     return await work(deps, claimed.run, claimed.task, {
       signal: lease.signal,
       session: resumption?.session ?? newAgentSession(),
@@ -143,7 +162,7 @@ export const executeRunFrom = async (
     // A fault before the provider was called (KMS, DynamoDB, the audit write) costs time, not the
     // task: the run goes back to QUEUED for the next delivery. A resumed run is not given back:
     // its claim consumed the sealed state it continues from.
-    if (!progress.providerCalled && run.sealedSuspension === undefined) await giveBack(deps, progress.run);
+    if (!progress.providerCalled && read.sealedSuspension === undefined) await giveBack(deps, progress.run);
     throw error;
   } finally {
     lease.stop();

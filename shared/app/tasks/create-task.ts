@@ -97,19 +97,20 @@ export interface CreatedTask {
   readonly taskId: string;
   readonly revision: number;
   /**
-   * The run this call committed and did not queue, with the task as its commit returned it, for
-   * the caller to run itself (`handOver`, decision 0091); absent when the run was queued.
+   * The run this call committed RUNNING and did not queue, with the task as its commit returned
+   * it, for the caller to run at once (`handOver`, decisions 0091 and 0096); absent when the run
+   * was queued, or when it is no longer the one this call committed.
    */
   readonly handedOver?: { readonly run: RunRecord; readonly task: StoredTask };
 }
 
 export interface CreateTaskOptions {
   /**
-   * The caller runs the run itself (a blocking send in the rpc, decision 0091): a run whose commit
-   * returned the row's image (`CommitResult.committed`: a single-item write, or a transaction
-   * whose push mark is certain, such as a new task's with chunked content) is handed over instead
-   * of queued. A retry, a send with an inline push config (decision 0093), or a commit that
-   * returned no image, is queued.
+   * The caller runs the run itself (a blocking send in the rpc, decision 0091): the run is
+   * committed RUNNING, claimed by the create's own conditional write (decision 0096), with a new
+   * task WORKING at its first revision, and handed over with the row as its commit returned it
+   * (`CommitResult.committed`), or as read back when the commit returned no image. A retry, or a
+   * send with an inline push config (decision 0093), is queued as without the option.
    */
   readonly handOver?: boolean;
 }
@@ -171,11 +172,16 @@ export const createTask = async (
   const taskId = input.message.taskId ?? taskIdOf(senderOf(input), input.message);
   const runId = runIdOf(taskId, input.message);
   const startDeadlineMs = deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs;
+  // A send with an inline push config is queued (decision 0093): its run's revisions, committed in
+  // a burst here, would each wait for the one before to be delivered to the webhook.
+  const claimHere = options.handOver === true && inlinePush === undefined;
   const run: RunRecord = {
     runId,
     taskId,
     profileId: input.profileId,
-    status: 'QUEUED',
+    // Claimed by its create (decision 0096): the conditional create is the one write that claims
+    // it (I-ONCE), and the caller runs it at once, so it is never QUEUED and has no start deadline.
+    status: claimHere ? 'RUNNING' : 'QUEUED',
     version: 1,
     answerCeiling: privacy.ceilings.answer,
     auditCeiling: privacy.ceilings.audit,
@@ -186,9 +192,11 @@ export const createTask = async (
     // The lease its claim will keep (decision 0027): its lease index entry is written once here
     // and removed when the run settles. A crash between the commit and the enqueue leaves a run
     // no message will claim; the reaper settles it FAILED once `startBy` is over, and moves the
-    // lease to `startBy` when the queue merely holds the run longer than this lease.
+    // lease to `startBy` when the queue merely holds the run longer than this lease. A run claimed
+    // here whose caller dies is RUNNING with no start marker once its lease is over: the reaper
+    // queues it again (decision 0072).
     leaseUntil: now.getTime() + Math.min(deps.runLeaseMs ?? defaultLeaseMs, startDeadlineMs),
-    startBy: now.getTime() + startDeadlineMs,
+    ...(!claimHere && { startBy: now.getTime() + startDeadlineMs }),
     // The executor reads only the deployment configuration: a saved profile's run takes its
     // settings along, so it runs as accepted even if the profile changes or goes meanwhile.
     ...(deps.savedProfiles?.has(input.profileId) && { profile: runProfileOf(profile) }),
@@ -197,16 +205,7 @@ export const createTask = async (
   const plan = await commitPlanned(deps, input, run, now, expiresAt, inlinePush);
   if ('earlier' in plan) return answerRetry(deps, plan.earlier, runId);
   failpoint('create.afterCommit');
-  // Handed over, the run is as durable as between a commit and its enqueue: a caller that dies
-  // before its claim leaves a QUEUED run whose lease runs out, and the reaper queues it (decision 0053).
-  // A send with an inline push config is queued (decision 0093): its run's revisions, committed in
-  // a burst here, would each wait for the one before to be delivered to the webhook.
-  if (options.handOver && plan.committed !== undefined && inlinePush === undefined)
-    return {
-      taskId: plan.task.taskId,
-      revision: plan.task.revision,
-      handedOver: { run: plan.run, task: plan.committed },
-    };
+  if (claimHere) return handOver(deps, plan);
   try {
     await deps.queue.enqueue({ taskId: plan.task.taskId, runId });
   } catch (error) {
@@ -221,9 +220,30 @@ export const createTask = async (
 };
 
 /**
+ * The run this call committed RUNNING, for its caller to run (decision 0096). Its commit returns
+ * the row when it can (`CommitResult.committed`); when it could not (a transaction whose push mark
+ * is uncertain, or an update retried by the SDK that found itself applied) the row is read back,
+ * and the run is handed over only while it is still the version this call committed.
+ */
+const handOver = async (deps: CreateTaskDeps, plan: Plan): Promise<CreatedTask> => {
+  const { taskId, revision } = plan.task;
+  const image =
+    plan.committed !== undefined
+      ? { run: plan.run, task: plan.committed }
+      : await deps.tasks.getRunWithTask(taskId, plan.run.runId);
+  const current =
+    image.task !== undefined && image.run?.status === 'RUNNING' && image.run.version === plan.run.version;
+  return current
+    ? { taskId, revision, handedOver: { run: image.run, task: image.task } }
+    : { taskId, revision };
+};
+
+/**
  * A retry answers from the task as it is now (I-RYW: at its current revision or later). Its run
  * still QUEUED may be one whose first send crashed between its commit and its enqueue: it is
  * queued again — a duplicate wake-up is harmless, the claim is one conditional write (I-ONCE).
+ * A run its create claimed (decision 0096) is RUNNING: its first send may still be running it,
+ * so only its lease tells, and the reaper queues it again once that is over (decision 0072).
  */
 const answerRetry = async (deps: CreateTaskDeps, task: StoredTask, runId: string): Promise<CreatedTask> => {
   const run = await deps.tasks.getRun(task.taskId, runId);
@@ -351,7 +371,9 @@ const planNewTask = async (
     contextId,
     owner: { tenant: input.caller.tenant, principal: input.caller.principal },
     profileId: input.profileId,
-    state: 'TASK_STATE_SUBMITTED',
+    // A run claimed by this create works from its first revision (decision 0096): no channel
+    // shows a SUBMITTED revision no one waits in.
+    state: run.status === 'RUNNING' ? 'TASK_STATE_WORKING' : 'TASK_STATE_SUBMITTED',
     revision: 1,
     currentRunId: run.runId,
     statusTimestamp: now.toISOString(),

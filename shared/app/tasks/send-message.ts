@@ -28,7 +28,7 @@ import {
 export interface RunsHere {
   /** Whether this function holds the adapters of these providers (a profile's chain). */
   canRun(providerIds: readonly string[]): boolean;
-  /** Claims and runs a run from the image its create committed (`executeRunFrom`). */
+  /** Runs a run its create claimed, from the image that commit returned (`executeClaimedRun`). */
   run(image: { readonly run: RunRecord; readonly task: StoredTask }): Promise<unknown>;
   /** Watches the task's commits in this container (the write-through repository's `watch`). */
   watch(taskId: string): void;
