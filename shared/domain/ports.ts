@@ -91,6 +91,12 @@ export interface TaskRowWrite {
    * when the row holds no run.
    */
   readonly archive?: RunRecord | 'none';
+  /**
+   * A new task whose run its writer runs at once (decision 0097): the write-through puts this
+   * first revision's event only and leaves its view to that writer's next revision of the task,
+   * which creates the view at that revision (or to the backstop, if that revision is late).
+   */
+  readonly viewWithNext?: boolean;
 }
 
 /** A write of an item of its own beside (or instead of) the task row. */

@@ -155,17 +155,19 @@ describe('large content in chunk items (0065)', () => {
     );
   }, 60_000);
 
-  it('a chunked create is handed over with the row it wrote: the run claims from it without a read (decision 0093)', async () => {
+  it('a chunked create is handed over with the row it wrote: the run works from it without a read (decisions 0093, 0096)', async () => {
     const queued: RunMessage[] = [];
     const text = `handed ${'h'.repeat(600_000)}`;
+    // One container creates and runs it, as the rpc does: its first view comes with the settle (decision 0097).
+    const here = deps(queued);
     const created = await createTask(
-      deps(queued),
+      here,
       { caller: alice, profileId: 'default', message: userMessage(text) },
       { handOver: true },
     );
     expect(queued).toEqual([]);
     expect(created.handedOver?.task.revision).toBe(1);
-    expect(await executeClaimedRun(deps(queued), created.handedOver!)).toBe('completed');
+    expect(await executeClaimedRun(here, created.handedOver!)).toBe('completed');
     const task = await getTask(readDeps(), alice, created.taskId);
     expect(task.status.state).toBe('TASK_STATE_COMPLETED');
     expect(task.artifacts?.[0]?.parts[0]).toEqual({ text });

@@ -10,6 +10,7 @@ import { keys, toEventItem } from '../../shared/adapters/dynamodb/entities.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
 import { batchJournalState, projectRecord } from '../../shared/app/journal/project-record.ts';
+import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
 import { executeRun } from '../../shared/app/runs/execute-run.ts';
 import { cancelTask } from '../../shared/app/tasks/cancel-task.ts';
 import { createTask } from '../../shared/app/tasks/create-task.ts';
@@ -174,6 +175,68 @@ describe('ListTasks and CancelTask against the emulators', () => {
       revision: 1,
       expiresAt: revisions[0]!.expiresAt,
     });
+  });
+
+  it('counts a task whose first view waits for its next revision once: created there, or moved from the backstop (decision 0097)', async () => {
+    const hana = { tenant: 't-count', principal: `hana-${Date.now()}`, profileId: 'default' };
+    const now = new Date();
+    const ts = (second: number) => `2026-11-30T12:00:${String(second).padStart(2, '0')}.000Z`;
+    const expiresAt = nowSeconds() + 30 * day;
+    const writer = new WriteThroughTaskRepository(tasks, journal);
+    const revisions = (taskId: string) =>
+      [1, 2].map((revision) =>
+        image(hana, taskId, revision, {
+          state: revision === 1 ? 'TASK_STATE_WORKING' : 'TASK_STATE_COMPLETED',
+          statusTimestamp: ts(revision),
+          expiresAt,
+        }),
+      ) as [StoredTask, StoredTask];
+    const runOf = (taskId: string) => ({
+      runId: `run-${taskId}`,
+      taskId,
+      profileId: 'default',
+      status: 'RUNNING' as const,
+      version: 1,
+      answerCeiling: 'full' as const,
+      auditCeiling: 'metadata' as const,
+      attempts: [],
+      cancelRequested: false,
+      createdAt: ts(1),
+      expiresAt,
+    });
+    const create = (task: StoredTask) => ({
+      row: {
+        taskId: task.taskId,
+        task,
+        run: runOf(task.taskId),
+        expect: { revision: 'absent' as const },
+        viewWithNext: true,
+      },
+    });
+    const settle = (before: StoredTask, task: StoredTask) => ({
+      row: { taskId: task.taskId, task, expect: { revision: before.revision }, before },
+    });
+    // The run settles right after its create: the view is created at revision 2 and counted once.
+    const [h1, h2] = revisions(`h-fast-${Date.now()}`);
+    await writer.commit(create(h1));
+    expect(await journal.getView(h1.taskId)).toBeUndefined();
+    expect(await journal.countViews({ owner: hana, now })).toBe(0);
+    await writer.commit(settle(h1, h2));
+    expect((await journal.getView(h1.taskId))?.revision).toBe(2);
+    expect(await journal.countViews({ owner: hana, now })).toBe(1);
+    // The backstop then writes nothing and counts nothing.
+    expect(await projectRecord(journal, undefined, h1)).toBe('duplicate');
+    expect(await projectRecord(journal, h1, h2)).toBe('duplicate');
+    expect(await journal.countViews({ owner: hana, now })).toBe(1);
+    // A slow run: the backstop puts revision 1's view first; the settle moves it on, counted once.
+    const [s1, s2] = revisions(`h-slow-${Date.now()}`);
+    await writer.commit(create(s1));
+    expect(await projectRecord(journal, undefined, s1)).toBe('written');
+    expect(await journal.countViews({ owner: hana, now })).toBe(2);
+    await writer.commit(settle(s1, s2));
+    expect((await journal.getView(s1.taskId))?.revision).toBe(2);
+    expect((await journal.listEvents(s1.taskId, 0)).map((event) => event.revision)).toEqual([1, 2]);
+    expect(await journal.countViews({ owner: hana, now })).toBe(2);
   });
 
   it('reads the journal once per stream batch for all its tasks, and still completes what is missing (decision 0076)', async () => {

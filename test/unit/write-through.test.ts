@@ -111,6 +111,38 @@ describe('write-through projection (decision 0043)', () => {
     expect(projected).toEqual([1, 2, 3]);
   });
 
+  it('a new task whose run its writer runs at once has its first event only; the next revision creates the view (decision 0097)', async () => {
+    const { tasks, journal, projected, r1, r2, create, next } = setup();
+    await tasks.commit({ row: { ...create.row, viewWithNext: true } });
+    expect(journal.writes).toEqual(['event 1']);
+    expect(await journal.getView('t1')).toBeUndefined();
+    await tasks.commit(next(r1, r2));
+    // The view is created at revision 2 (expected absent), nothing read first: a view at 2 proves events 1 and 2.
+    expect(journal.writes).toEqual(['event 1', 'event 2', 'view 2 written']);
+    expect(journal.reads).toEqual([]);
+    expect((await journal.listEvents('t1', 0)).map((event) => event.revision)).toEqual([1, 2]);
+    expect((await journal.getView('t1'))?.revision).toBe(2);
+    expect(projected).toEqual([1, 2]);
+    // The backstop then finds both revisions projected and writes nothing.
+    const before = journal.writes.length;
+    expect(await projectRecord(journal, undefined, r1)).toBe('duplicate');
+    expect(await projectRecord(journal, r1, r2)).toBe('duplicate');
+    expect(journal.writes.slice(before)).toEqual([]);
+  });
+
+  it('after an event-only revision, a view the backstop put meanwhile is moved on from, not lost (decision 0097)', async () => {
+    const { tasks, journal, r1, r2, r3, create, next } = setup();
+    await tasks.commit({ row: { ...create.row, viewWithNext: true } });
+    // The run is slow: the backstop projects revision 1's view before the run's next revision.
+    expect(await projectRecord(journal, undefined, r1)).toBe('written');
+    await tasks.commit(next(r1, r2));
+    expect(journal.writes).toEqual(['event 1', 'backstop 1', 'event 2', 'view 2 moved', 'view 2 written']);
+    expect((await journal.getView('t1'))?.revision).toBe(2);
+    await tasks.commit(next(r2, r3));
+    expect((await journal.getView('t1'))?.revision).toBe(3);
+    expect((await journal.listEvents('t1', 0)).map((event) => event.revision)).toEqual([1, 2, 3]);
+  });
+
   it('a failed fan-out hook is logged and the next revision is still written through', async () => {
     const { state, journal, warnings, r1, r2, create, next } = setup();
     const tasks = new WriteThroughTaskRepository(state, journal, {

@@ -19,11 +19,16 @@ import { failpoint } from '../operations/failpoints.ts';
  * it projected N−1 itself, or the view reads N−1 — and otherwise leaves N to the backstop, which
  * projects in stream order. No channel sees N before N−1, nor anything uncommitted.
  *
+ * A new task whose run its writer runs at once (`viewWithNext`, decision 0097) has only its first
+ * event put: that writer's next revision creates the view (a view at N proves events 1…N, and the
+ * event of N−1 is there), or moves the one the backstop put meanwhile.
+ *
  * A failure here never fails the caller's request and never runs the model or a tool again:
  * it is logged (ids only) and left to the backstop.
  */
 
-export type WriteThroughResult = 'written' | 'duplicate' | 'gap' | 'failed';
+/** 'event': the revision's event is in the journal, its view left to the next revision (decision 0097). */
+export type WriteThroughResult = 'written' | 'duplicate' | 'event' | 'gap' | 'failed';
 
 export interface WriteThroughOptions {
   readonly logger?: { warn(message: string, fields: Record<string, unknown>): void };
@@ -52,6 +57,8 @@ const rememberedTasks = 1_000;
 export class WriteThroughTaskRepository implements TaskRepository {
   /** taskId → the revision this container projected last, fully (event and view). */
   private readonly projectedRevisions = new BoundedMap<string, number>(rememberedTasks);
+  /** taskId → its first revision, whose event only this container put (`viewWithNext`). */
+  private readonly eventsOnly = new BoundedMap<string, number>(rememberedTasks);
   /** Tasks a caller of this container watches (`watch`), with the newest revision projected here. */
   private readonly watched = new Map<string, JournaledRevision | undefined>();
 
@@ -77,7 +84,10 @@ export class WriteThroughTaskRepository implements TaskRepository {
       const projection = committed && projectRevision(row.before, committed);
       // A scrub in place, or a row that moved on before it could be read: the backstop has it.
       if (projection === undefined) return undefined;
-      const outcome = await this.project(projection, plan);
+      const outcome =
+        row.viewWithNext && projection.previous === undefined
+          ? await this.projectEvent(projection, plan)
+          : await this.project(projection, plan);
       // 'written' or 'duplicate': this revision's event and view are in the journal.
       if (committed && this.watched.has(row.taskId) && (outcome === 'written' || outcome === 'duplicate'))
         this.watched.set(row.taskId, { view: projection.view, task: committed });
@@ -106,6 +116,16 @@ export class WriteThroughTaskRepository implements TaskRepository {
     return stored.pushConfigured ? { ...planned, pushConfigured: true } : planned;
   }
 
+  /** A new task's first event only (`viewWithNext`): its view comes with the next revision. */
+  private async projectEvent(projection: Projection, plan: WritePlan): Promise<'event'> {
+    const { taskId, revision } = projection.view;
+    await this.journal.putEvent(projection.event);
+    failpoint('writeThrough.afterEvent');
+    this.eventsOnly.set(taskId, revision);
+    await this.options.afterProjected?.(projection, plan);
+    return 'event';
+  }
+
   /** The event, then the view, of the revision that directly follows the last one projected. */
   private async project(
     projection: Projection,
@@ -113,7 +133,9 @@ export class WriteThroughTaskRepository implements TaskRepository {
   ): Promise<Exclude<WriteThroughResult, 'failed'>> {
     const { taskId, revision } = projection.view;
     const previous = projection.previous;
-    if (previous !== undefined && this.projectedRevisions.get(taskId) !== previous.revision) {
+    const afterEventOnly = previous !== undefined && this.eventsOnly.get(taskId) === previous.revision;
+    if (afterEventOnly) this.eventsOnly.delete(taskId);
+    else if (previous !== undefined && this.projectedRevisions.get(taskId) !== previous.revision) {
       // A possibly stale read is safe: what it shows is there (events stay, views move forward).
       const journaled = await this.journal.projected(taskId, previous.revision);
       const viewRevision = journaled.viewRevision ?? 0;
@@ -129,7 +151,7 @@ export class WriteThroughTaskRepository implements TaskRepository {
     // The hook needs the event only (the deliverer reads events, never the view): it runs beside
     // the view put rather than after it (decision 0074).
     const [view, hook] = await Promise.allSettled([
-      this.journal.putView(projection),
+      afterEventOnly ? this.putViewAfterEventOnly(projection) : this.journal.putView(projection),
       this.options.afterProjected?.(projection, plan),
     ]);
     if (view.status === 'rejected') throw view.reason;
@@ -138,6 +160,16 @@ export class WriteThroughTaskRepository implements TaskRepository {
     const outcome = this.remember(taskId, revision, view.value === 'written' ? 'written' : 'duplicate');
     if (hook.status === 'rejected') throw hook.reason;
     return outcome;
+  }
+
+  /**
+   * The view of the revision after an event-only one: created at this revision (no view was put
+   * for the one before, so the owner's counters count the task now), or, when the backstop put the
+   * earlier view meanwhile, moved from it as any view is.
+   */
+  private async putViewAfterEventOnly(projection: Projection): Promise<'written' | 'moved'> {
+    if ((await this.journal.putView({ ...projection, previous: undefined })) === 'written') return 'written';
+    return this.journal.putView(projection);
   }
 
   /**

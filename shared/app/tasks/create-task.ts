@@ -383,7 +383,19 @@ const planNewTask = async (
     ...(traceparent !== undefined && { traceparent }),
   };
   const taskRun: RunRecord = { ...run, taskId };
-  return { task, run: taskRun, row: { taskId, task, run: taskRun, expect: { revision: 'absent' } } };
+  // Its run runs here at once (decision 0096): its view waits for the run's next revision (decision 0097).
+  const viewWithNext = run.status === 'RUNNING';
+  return {
+    task,
+    run: taskRun,
+    row: {
+      taskId,
+      task,
+      run: taskRun,
+      expect: { revision: 'absent' },
+      ...(viewWithNext && { viewWithNext }),
+    },
+  };
 };
 
 /**
