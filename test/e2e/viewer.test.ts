@@ -156,14 +156,14 @@ describeInBrowser('the journal viewer in headless Chromium', () => {
     const timeline = page.locator('#timeline');
     await waitForText('#timeline', 'INPUT_REQUIRED');
     await waitForText('#live', /^● live$/);
+    // A blocking send's run runs in the rpc, claimed by its create: it starts WORKING (decision 0096).
     expect(await timeline.locator('li').allTextContents()).toEqual([
-      expect.stringMatching(/^r1task.*SUBMITTED/),
-      expect.stringMatching(/^r2status.*WORKING/),
-      expect.stringMatching(/^r3status.*INPUT_REQUIRED/),
+      expect.stringMatching(/^r1task.*WORKING/),
+      expect.stringMatching(/^r2status.*INPUT_REQUIRED/),
     ]);
     await waitForText('#push', 'viewer-hook');
     // Before the follow-up the hook has nothing to deliver: the config gets only the revisions
-    // committed after it was created (decision 0031), even when the pusher lags behind r1–r3.
+    // committed after it was created (decision 0031), even when the pusher lags behind r1–r2.
     await waitForText('#push', 'No delivery attempted yet.');
 
     // Another client completes the task: the open stream brings the new revisions in.
@@ -172,7 +172,7 @@ describeInBrowser('the journal viewer in headless Chromium', () => {
     await waitForText('#live', /^settled$/);
     const items = await timeline.locator('li').allTextContents();
     expect(items.at(-1)).toMatch(/status.*COMPLETED.*agent: Hello from TCK/);
-    expect(items.some((item) => /WORKING/.test(item) && /^r[4-9]/.test(item))).toBe(true);
+    expect(items.some((item) => /WORKING/.test(item) && /^r[3-9]/.test(item))).toBe(true);
     expect(await page.locator('#task-facts').textContent()).toContain('COMPLETED');
     await waitForText(`#tasks tr[data-task-id="${open.id}"]`, 'COMPLETED');
 
@@ -189,9 +189,9 @@ describeInBrowser('the journal viewer in headless Chromium', () => {
         http: row.children[3]?.textContent,
       })),
     );
-    // The config was created at r3: its first revision is r4, whatever the pusher's lag (0031).
+    // The config was created at r2: its first revision is r3, whatever the pusher's lag (0031).
     const first = attempts[0]?.revision ?? 0;
-    expect(first).toBe(4);
+    expect(first).toBe(3);
     const [refused, retried, ...rest] = attempts;
     expect(refused).toEqual({ revision: first, attempt: 1, outcome: 'HTTP_ERROR', http: '503' });
     expect(retried).toEqual({ revision: first, attempt: 2, outcome: 'DELIVERED', http: '200' });
@@ -276,7 +276,7 @@ describeInBrowser('the journal viewer in headless Chromium', () => {
     await row.click();
     await waitForText('#live', /^settled$/);
     const items = await page.locator('#timeline li').allTextContents();
-    expect(items[0]).toMatch(/^r1task.*SUBMITTED/);
+    expect(items[0]).toMatch(/^r1task.*WORKING/);
     expect(items.at(-1)).toMatch(/COMPLETED/);
     expect(await page.locator('#artifacts').textContent()).toContain('Generated text content');
   });
