@@ -1,6 +1,6 @@
 /**
  * The floor's task, run (decision 0086): the requests the cost floor allows one single-turn task
- * (bench/lib/floor.ts — 7 DynamoDB writes, no read, no queue hop: decision 0096) and nothing else, sent the way
+ * (bench/lib/floor.ts — 6 DynamoDB writes, no read, no queue hop: decisions 0096, 0097) and nothing else, sent the way
  * the handlers send them (DocumentClient, SigV4, default middleware) on tables created from the
  * product's own declarations (their indexes, streams and TTL: infra/local/resources.ts), with
  * copies of a real completed task's items, plus one bare HTTP exchange of the task's request and
@@ -52,8 +52,8 @@ type Item = Record<string, unknown>;
 /**
  * What a floor's task sends (decisions 0090, 0096). `design`: the cost floor of this design
  * (bench/lib/floor.ts) — each revision's commit (the create, which claims the run the caller
- * runs, and the settle), event and view as conditional puts, and the audit row; the answer is the
- * settle's image, so nothing is read. `fewest`: the fewest requests a design keeping the
+ * runs, and the settle) and event, the one view (created with the settle, decision 0097) as
+ * conditional puts, and the audit row; the answer is the settle's image, so nothing is read. `fewest`: the fewest requests a design keeping the
  * invariants and the write-unit target could send — each revision committed together with its
  * journal event in one two-item transaction (create, complete), no view, no audit row.
  */
@@ -302,21 +302,19 @@ export const runFloorTasks = async (options: {
     };
     const absent = { expression: 'attribute_not_exists(pk)' };
     const atVersion = (version: number) => ({ expression: 'floorVersion = :v', values: { ':v': version } });
-    const atRevision = (revision: number) => ({ expression: 'revision = :r', values: { ':r': revision } });
     const taskAt = (pk: string, floorVersion: number) => ({ ...items.task, pk, floorVersion });
     const event = (pk: string, revision: number) => ({ ...items.events[revision - 1], pk });
     const view = (pk: string, revision: number) => ({ ...items.view, pk, revision });
     const designTask = async (pk: string): Promise<void> => {
-      // create: the task WORKING with its run claimed (decision 0096), its first revision projected.
+      // create: the task WORKING with its run claimed (decision 0096), its first event (decision 0097).
       await put(state, taskAt(pk, 1), absent);
       await put(journal, event(pk, 1), absent);
-      await put(journal, view(pk, 1), absent);
       // The run in the rpc: its audit row, then the settle and its projection; the answer is the
       // settle's image.
       await put(audit, { ...items.audit, pk }, absent);
       await put(state, taskAt(pk, 2), atVersion(1));
       await put(journal, event(pk, 2), absent);
-      await put(journal, view(pk, 2), atRevision(1));
+      await put(journal, view(pk, 2), absent);
     };
     const fewestTask = async (pk: string): Promise<void> => {
       const revision = (n: number, condition: Condition) =>

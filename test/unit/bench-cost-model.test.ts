@@ -226,9 +226,10 @@ describe('floor', () => {
       },
       { projectorBatchSize: 25 },
     );
-    // create 1 + complete 3 (2,200 B) + rev1 WORKING (1+1+1) + rev2 COMPLETED (1+2+1+2): the run is
-    // claimed by its create and runs in the caller, with no SUBMITTED revision (decision 0096).
-    expect(floor.writeUnits).toBe(1 + 3 + 3 + 6);
+    // create 1 + complete 3 (2,200 B) + rev1 WORKING's event 1 + rev2 COMPLETED (1+2+2): the run is
+    // claimed by its create and runs in the caller, with no SUBMITTED revision (decision 0096), and
+    // the view is created with the settle (decision 0097).
+    expect(floor.writeUnits).toBe(1 + 3 + 1 + 5);
     expect(floor.projectedRevisions).toBe(2);
     // The backstop's eventually consistent read per revision; the answer is the settle's image.
     expect(floor.readUnits).toBe(1);
@@ -236,8 +237,8 @@ describe('floor', () => {
     expect(floor.kmsRequests).toBe(0);
     expect(floor.queueHops).toBe(0);
     expect(floor.invocations).toEqual({ rpc: 1, executor: 0, projector: 2 / 25 });
-    // create, complete, and an event and a view per revision; no audit row here.
-    expect(floor.dynamodbWriteRequests).toBe(6);
+    // create, complete, an event per revision and one view; no audit row here.
+    expect(floor.dynamodbWriteRequests).toBe(5);
     expect(floor.dynamodbReadRequests).toBe(0);
   });
 });
