@@ -20,8 +20,9 @@ import { failpoint } from '../operations/failpoints.ts';
  * projects in stream order. No channel sees N before N−1, nor anything uncommitted.
  *
  * A new task whose run its writer runs at once (`viewWithNext`, decision 0097) has only its first
- * event put: that writer's next revision creates the view (a view at N proves events 1…N, and the
- * event of N−1 is there), or moves the one the backstop put meanwhile.
+ * event put: that writer's next revision is written as the backstop writes one (`putRevision`,
+ * expecting no view), so it creates the view (a view at N proves events 1…N, and the event of N−1
+ * is there), or moves on from the one the backstop put meanwhile.
  *
  * A failure here never fails the caller's request and never runs the model or a tool again:
  * it is logged (ids only) and left to the backstop.
@@ -133,9 +134,21 @@ export class WriteThroughTaskRepository implements TaskRepository {
   ): Promise<Exclude<WriteThroughResult, 'failed'>> {
     const { taskId, revision } = projection.view;
     const previous = projection.previous;
-    const afterEventOnly = previous !== undefined && this.eventsOnly.get(taskId) === previous.revision;
-    if (afterEventOnly) this.eventsOnly.delete(taskId);
-    else if (previous !== undefined && this.projectedRevisions.get(taskId) !== previous.revision) {
+    if (previous !== undefined && this.eventsOnly.get(taskId) === previous.revision) {
+      this.eventsOnly.delete(taskId);
+      // No view was put for N−1: this revision's view is created expecting none, or, when the
+      // backstop put one meanwhile or a write in flight took the condition, the view is read again
+      // and moved on from where it is — never taken as written unless it is at N or past it.
+      const outcome = this.remember(
+        taskId,
+        revision,
+        await this.journal.putRevision({ ...projection, previous: undefined }),
+      );
+      // The hook runs once the event is in (the deliverer reads events).
+      await this.options.afterProjected?.(projection, plan);
+      return outcome;
+    }
+    if (previous !== undefined && this.projectedRevisions.get(taskId) !== previous.revision) {
       // A possibly stale read is safe: what it shows is there (events stay, views move forward).
       const journaled = await this.journal.projected(taskId, previous.revision);
       const viewRevision = journaled.viewRevision ?? 0;
@@ -151,7 +164,7 @@ export class WriteThroughTaskRepository implements TaskRepository {
     // The hook needs the event only (the deliverer reads events, never the view): it runs beside
     // the view put rather than after it (decision 0074).
     const [view, hook] = await Promise.allSettled([
-      afterEventOnly ? this.putViewAfterEventOnly(projection) : this.journal.putView(projection),
+      this.journal.putView(projection),
       this.options.afterProjected?.(projection, plan),
     ]);
     if (view.status === 'rejected') throw view.reason;
@@ -160,16 +173,6 @@ export class WriteThroughTaskRepository implements TaskRepository {
     const outcome = this.remember(taskId, revision, view.value === 'written' ? 'written' : 'duplicate');
     if (hook.status === 'rejected') throw hook.reason;
     return outcome;
-  }
-
-  /**
-   * The view of the revision after an event-only one: created at this revision (no view was put
-   * for the one before, so the owner's counters count the task now), or, when the backstop put the
-   * earlier view meanwhile, moved from it as any view is.
-   */
-  private async putViewAfterEventOnly(projection: Projection): Promise<'written' | 'moved'> {
-    if ((await this.journal.putView({ ...projection, previous: undefined })) === 'written') return 'written';
-    return this.journal.putView(projection);
   }
 
   /**
