@@ -1403,13 +1403,8 @@ const main = async () => {
         costWithDuration: round(singleTurn.cost.usdPerMillionTasks / floorCost.usdPerMillionTasks),
         writeUnits: round(singleTurn.usage.dynamodbWriteUnits / floor.writeUnits),
         readUnits: round(singleTurn.usage.dynamodbReadUnits / floor.readUnits),
-        // The floor has no queue hop (decision 0096): then the measured requests, not a ratio.
+        // The floor has no queue hop (decision 0096): the measured requests, not a ratio.
         sqsRequestsPerTask: round(singleTurn.usage.sqsStandardRequests + singleTurn.usage.sqsFifoRequests),
-        ...(floor.sqsRequests > 0 && {
-          sqsRequests: round(
-            (singleTurn.usage.sqsStandardRequests + singleTurn.usage.sqsFifoRequests) / floor.sqsRequests,
-          ),
-        }),
       },
       getTask: { ...strip(getTask), latency: results.getTaskLatency },
       listTasks,

@@ -1,12 +1,12 @@
 /**
  * The floor's task, run (decision 0086): the requests the cost floor allows one single-turn task
- * (bench/lib/floor.ts — 6 DynamoDB writes, no read, no queue hop: decisions 0096, 0097) and nothing else, sent the way
- * the handlers send them (DocumentClient, SigV4, default middleware) on tables created from the
- * product's own declarations (their indexes, streams and TTL: infra/local/resources.ts), with
- * copies of a real completed task's items, plus one bare HTTP exchange of the task's request and
- * answer sizes (no handler behind it). `concurrency` such tasks in flight, CPU of this process
- * (its main thread apart) and of DynamoDB Local read from /proc, the idle rate of both before
- * the run subtracted.
+ * (bench/lib/floor.ts — 6 DynamoDB writes, no read, no queue hop: decisions 0096, 0097) and
+ * nothing else, sent the way the handlers send them (DocumentClient, SigV4, default middleware)
+ * on tables created from the product's own declarations (their indexes, streams and TTL:
+ * infra/local/resources.ts), with copies of a real completed task's items, plus one bare HTTP
+ * exchange of the task's request and answer sizes (no handler behind it). `concurrency` such
+ * tasks in flight, CPU of this process (its main thread apart) and of DynamoDB Local read from
+ * /proc, the idle rate of both before the run subtracted.
  *
  * The design's backstops read every record of both streams (docs/architecture.md: the state
  * stream feeds the projector, the journal stream the pusher), so the floor's task reads them too
@@ -15,9 +15,8 @@
  * and nothing invoked.
  *
  * What it leaves out, so that what it measures is a lower bound for any implementation of the
- * design on this machine: JSON-RPC and the handlers' work, sealing, the run's agent, the event
- * source's receive wait, what the projector and pusher do with a record, and the view counters'
- * transaction.
+ * design on this machine: JSON-RPC and the handlers' work, sealing, the run's agent, what the
+ * projector and pusher do with a record, and the view counters' transaction.
  *
  * The `fewest` shape (decision 0090) is the same task with the fewest requests any design could
  * send while keeping the invariants and the write-unit target: a lower bound for every design on
@@ -53,9 +52,10 @@ type Item = Record<string, unknown>;
  * What a floor's task sends (decisions 0090, 0096). `design`: the cost floor of this design
  * (bench/lib/floor.ts) — each revision's commit (the create, which claims the run the caller
  * runs, and the settle) and event, the one view (created with the settle, decision 0097) as
- * conditional puts, and the audit row; the answer is the settle's image, so nothing is read. `fewest`: the fewest requests a design keeping the
- * invariants and the write-unit target could send — each revision committed together with its
- * journal event in one two-item transaction (create, complete), no view, no audit row.
+ * conditional puts, and the audit row; the answer is the settle's image, so nothing is read.
+ * `fewest`: the fewest requests a design keeping the invariants and the write-unit target could
+ * send — each revision committed together with its journal event in one two-item transaction
+ * (create, complete), no view, no audit row.
  */
 export type FloorTaskShape = 'design' | 'fewest';
 

@@ -441,7 +441,7 @@ export const latencyFloorSection = (report: Report): string => {
       out.push(
         `The floor's task alone (bench/lib/floor-task.ts, decision 0086): the cost floor's ${fmt(floor.dynamodbRequests)} DynamoDB requests per task (conditional puts: the create that claims the run, the settle, each revision's event, the one view, the audit row; no read and no queue hop, decisions 0096, 0097), sent as the handlers send them on tables created from the product's declarations (their indexes, streams and TTL) with copies of a real task's items, plus one bare HTTP exchange of the task's request and answer, and the backstops' reads of both streams (decision 0088: ${fmt(floor.streamReads)} GetRecords per task returning its ${fmt(floor.streamRecords)} stream records, nothing converted or invoked) — no JSON-RPC, handler, sealing, agent or projector — at ${machine.clients} in flight on a DynamoDB Local of its own: ` +
           `${fmt(floor.cpuMsPerTask)} ms of CPU per task (main thread ${fmt(floor.mainThreadMsPerTask)} ms, DynamoDB Local ${fmt(floor.javaMsPerTask)} ms): at most ${fmt(floor.maxTasksPerSecond)} tasks/s, a mean latency at ${machine.clients} clients of at least ${fmt(floor.meanLatencyMs)} ms. ` +
-          `The rounds used ${fmt(machine.cpuSecondsPerTask * 1000)} ms, ${fmt((machine.cpuSecondsPerTask * 1000) / floor.cpuMsPerTask)}× the floor task's: ${fmt(machine.cpuSecondsPerTask * 1000 - floor.cpuMsPerTask)} ms per task are this stack's own — requests beyond the floor's (DynamoDB requests per task above: update expressions, the view counters' transaction, extra reads), the task's JSON-RPC and handlers, sealing, what the projector and the local Lambda runtime do with the stream records, the queue's event source.`,
+          `The rounds used ${fmt(machine.cpuSecondsPerTask * 1000)} ms, ${fmt((machine.cpuSecondsPerTask * 1000) / floor.cpuMsPerTask)}× the floor task's: ${fmt(machine.cpuSecondsPerTask * 1000 - floor.cpuMsPerTask)} ms per task are this stack's own — requests beyond the floor's (DynamoDB requests per task above: update expressions, the view counters' transaction, extra reads), the task's JSON-RPC and handlers, sealing, what the projector and the local Lambda runtime do with the stream records.`,
       );
     }
     const fewest = machine.fewestTask;
@@ -792,7 +792,7 @@ export const renderMarkdown = (report: Report): string => {
     );
   }
   out.push(
-    `Measured / floor: cost of the counted items (all but Lambda duration) ${fmt(report.ratioToFloor.cost)}×, with the measured Lambda duration on both sides ${fmt(report.ratioToFloor.costWithDuration)}×, write units ${fmt(report.ratioToFloor.writeUnits)}×, read units ${fmt(report.ratioToFloor.readUnits)}×, ${report.ratioToFloor.sqsRequests === undefined ? `SQS requests ${fmt(report.ratioToFloor.sqsRequestsPerTask)} per task (the floor has none)` : `SQS requests ${fmt(report.ratioToFloor.sqsRequests)}×`}.`,
+    `Measured / floor: cost of the counted items (all but Lambda duration) ${fmt(report.ratioToFloor.cost)}×, with the measured Lambda duration on both sides ${fmt(report.ratioToFloor.costWithDuration)}×, write units ${fmt(report.ratioToFloor.writeUnits)}×, read units ${fmt(report.ratioToFloor.readUnits)}×, SQS requests ${fmt(report.ratioToFloor.sqsRequestsPerTask)} per task (the floor has none).`,
   );
   out.push('');
   out.push('## Latency (local stack)');
