@@ -1,10 +1,11 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { fork, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { REPO_ROOT } from '../../infra/house-function.ts';
 
 /**
@@ -109,8 +110,48 @@ type Loose = any;
 // Resolved from this file's directory, i.e. in bench/anchor/node_modules.
 const load = (specifier: string): Promise<Loose> => import(specifier);
 
-/** Starts the SDK server on a free port; `installAnchor` must have succeeded. */
-export const startAnchor = async (): Promise<AnchorStart> => {
+/**
+ * Starts the SDK server on a free port in a process of its own; `installAnchor` must have
+ * succeeded. The benchmark's own process hosts this server's local stack, whose stream pollers,
+ * queue pollers and reaper keep its event loop busy even between this server's rounds; an SDK
+ * server in that process would share that loop and measure slower than a client outside sees it
+ * (see bench/README.md, "The anchor runs in its own process").
+ */
+export const startAnchor = (): Promise<AnchorStart> =>
+  new Promise((resolve) => {
+    const child = fork(fileURLToPath(import.meta.url), [], {
+      execArgv: ['--import', 'tsx'],
+      stdio: 'inherit',
+    });
+    let answered = false;
+    const exited = new Promise<void>((done) => child.once('exit', () => done()));
+    child.once('message', (message: AnchorStart) => {
+      answered = true;
+      if (!message.ok) {
+        resolve(message);
+        return;
+      }
+      resolve({
+        ok: true,
+        server: {
+          url: message.server.url,
+          stop: async () => {
+            if (child.connected) child.send('stop');
+            await exited;
+          },
+        },
+      });
+    });
+    child.once('error', (error) => {
+      if (!answered) resolve({ ok: false, reason: `anchor skipped: ${error.message}` });
+    });
+    child.once('exit', (code) => {
+      if (!answered) resolve({ ok: false, reason: `anchor skipped: its process exited with ${code}` });
+    });
+  });
+
+/** The SDK server in this process: what the anchor's own process runs. */
+const serveAnchor = async (): Promise<AnchorStart> => {
   if (!existsSync(installStamp)) {
     return { ok: false, reason: `anchor skipped: not installed (${anchorInstallLine})` };
   }
@@ -276,3 +317,27 @@ export const startAnchor = async (): Promise<AnchorStart> => {
     },
   };
 };
+
+// The anchor's process: serves until its parent says stop (or goes away), then closes the store.
+if (process.send && process.argv[1] === fileURLToPath(import.meta.url)) {
+  const send = process.send.bind(process);
+  serveAnchor().then(
+    (started) => {
+      if (!started.ok) {
+        send(started, undefined, {}, () => process.exit(0));
+        return;
+      }
+      const { url, stop } = started.server;
+      const quit = (): void => {
+        stop().finally(() => process.exit(0));
+      };
+      process.once('message', quit);
+      process.once('disconnect', quit);
+      send({ ok: true, server: { url } });
+    },
+    (error: unknown) =>
+      send({ ok: false, reason: `anchor skipped: ${(error as Error).message}` }, undefined, {}, () =>
+        process.exit(1),
+      ),
+  );
+}
