@@ -3,6 +3,7 @@ import { DynamoDbAuditTrail } from '../shared/adapters/dynamodb/dynamodb-audit-t
 import { DynamoDbRunLeases } from '../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { systemClock } from '../shared/adapters/system.ts';
 import { createToolRegistry } from '../shared/adapters/tools/static-tool-registry.ts';
+import type { WriteThrough } from '../shared/app/journal/write-through.ts';
 import type { ExecuteRunDeps } from '../shared/app/runs/execute-run.ts';
 import { TaskContentCodec } from '../shared/app/tasks/task-content.ts';
 import type { RuntimeEnv } from '../shared/config/runtime-env.ts';
@@ -13,7 +14,7 @@ import { webhookPolicyOf } from './compose.ts';
 
 /**
  * What running a run needs (`executeRun`): the executor's, and the rpc's when it runs a blocking
- * send's run itself (decision 0091). `tasks` is the function's write-through repository.
+ * send's run itself. `writeThrough` is the function's journal write (docs/architecture.md "The journal write").
  */
 export const createRunDeps = (
   env: RuntimeEnv,
@@ -21,6 +22,7 @@ export const createRunDeps = (
     readonly documents: DynamoDBDocumentClient;
     readonly sealer: Sealer;
     readonly tasks: TaskRepository;
+    readonly writeThrough: WriteThrough;
     readonly logger: Pick<Logger, 'info'>;
     readonly metrics: Metrics;
     /** The executor's holds every provider type; the rpc's no Bedrock (functions/providers.ts). */
@@ -28,6 +30,7 @@ export const createRunDeps = (
   },
 ): ExecuteRunDeps => ({
   tasks: wiring.tasks,
+  writeThrough: wiring.writeThrough,
   codec: new TaskContentCodec(wiring.sealer),
   clock: systemClock,
   config: env.config,

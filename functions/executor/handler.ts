@@ -8,7 +8,7 @@ import { processPartialBatch } from '../../shared/adapters/partial-batch.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
 import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
-import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
+import { WriteThrough } from '../../shared/app/journal/write-through.ts';
 import { failpoint } from '../../shared/app/operations/failpoints.ts';
 import { executeRun } from '../../shared/app/runs/execute-run.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
@@ -22,24 +22,22 @@ const logger = createLogger('a2a-executor');
 const metrics = createFunctionMetrics(env, 'executor');
 const documents = createDocumentClient();
 const sealer = createSealer(env, documents);
-// Commits project their revision into the journal themselves (decision 0043), and queue its
-// webhook deliveries without waiting for the journal stream's pusher (decision 0061).
-const tasks = new WriteThroughTaskRepository(
-  new DynamoDbTaskRepository(documents, env.stateTableName),
-  new DynamoDbJournalWriter(documents, env.journalTableName),
-  {
+const tasks = new DynamoDbTaskRepository(documents, env.stateTableName);
+// A run projects the revisions it commits into the journal itself, and queues their webhook
+// deliveries without waiting for the journal stream's pusher (docs/architecture.md "The journal write").
+const writeThrough = new WriteThrough(tasks, new DynamoDbJournalWriter(documents, env.journalTableName), {
+  logger,
+  ...directFanOutOf(env, {
+    pushConfigs: new DynamoDbPushConfigRepository(documents, env.stateTableName),
+    sqs: createSqsClient(),
     logger,
-    ...directFanOutOf(env, {
-      pushConfigs: new DynamoDbPushConfigRepository(documents, env.stateTableName),
-      sqs: createSqsClient(),
-      logger,
-    }),
-  },
-);
+  }),
+});
 const deps = createRunDeps(env, {
   documents,
   sealer,
   tasks,
+  writeThrough,
   logger,
   metrics,
   providerFor: createProviderFor(env),
@@ -48,8 +46,6 @@ const deps = createRunDeps(env, {
 /** One queue message = one run; a thrown record is reported as a partial failure and redelivered. */
 const runRecord = async (record: SQSRecord): Promise<void> => {
   const message = runMessageSchema.parse(JSON.parse(record.body));
-  // The sender's write-through projected this revision: the claim's need not read it (decision 0071).
-  if (message.journaled !== undefined) tasks.learnProjected(message.taskId, message.journaled);
   const result = await executeRun(deps, message);
   failpoint('executor.beforeDelete');
   logger.info('run handled', { taskId: message.taskId, runId: message.runId, result });

@@ -10,7 +10,7 @@ import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk
 import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
 import { inTaskTrace } from '../../shared/adapters/trace-context.ts';
-import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
+import { WriteThrough } from '../../shared/app/journal/write-through.ts';
 import { type ReapReport, reapExpiredRuns } from '../../shared/app/runs/reap-runs.ts';
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
@@ -23,21 +23,19 @@ const metrics = createFunctionMetrics(env, 'reaper');
 const client = createDocumentClient();
 const sqs = createSqsClient();
 const sealer = createSealer(env, client);
+const tasks = new DynamoDbTaskRepository(client, env.stateTableName);
 const deps = {
-  // Commits project their revision into the journal themselves (decision 0043), and queue its
-  // webhook deliveries without waiting for the journal stream's pusher (decision 0061).
-  tasks: new WriteThroughTaskRepository(
-    new DynamoDbTaskRepository(client, env.stateTableName),
-    new DynamoDbJournalWriter(client, env.journalTableName),
-    {
+  tasks,
+  // A reaped run's revision is projected into the journal by the reaper itself, and its webhook
+  // deliveries queued without the journal stream's pusher (docs/architecture.md "The journal write").
+  writeThrough: new WriteThrough(tasks, new DynamoDbJournalWriter(client, env.journalTableName), {
+    logger,
+    ...directFanOutOf(env, {
+      pushConfigs: new DynamoDbPushConfigRepository(client, env.stateTableName),
+      sqs,
       logger,
-      ...directFanOutOf(env, {
-        pushConfigs: new DynamoDbPushConfigRepository(client, env.stateTableName),
-        sqs,
-        logger,
-      }),
-    },
-  ),
+    }),
+  }),
   leases: new DynamoDbRunLeases(client, env.stateTableName),
   // A never-started run is queued again instead of failed, a bounded number of times (decision 0053).
   requeue: new SqsRunQueue(sqs, env.runQueueUrl),

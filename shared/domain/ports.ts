@@ -51,8 +51,8 @@ export interface RunMessage {
   readonly taskId: string;
   readonly runId: string;
   /**
-   * The task revision the sender's write-through projected in full (event, then view), when it
-   * did: the receiver's write-through need not read the journal to know it (decision 0071).
+   * The task revision the sender projected in full (event, then view), when it did: the claim's
+   * journal write then need not read the journal to know it (docs/architecture.md "The journal write").
    */
   readonly journaled?: number;
 }
@@ -81,8 +81,8 @@ export interface TaskRowWrite {
   readonly run?: RunRecord;
   readonly expect: RowExpectation;
   /**
-   * The task row as its writer read it (the "before" image): the old image the write-through
-   * projects against (decision 0043). Unset for a new task.
+   * The task row as its writer read it (the "before" image): the old image the journal write
+   * projects against. Unset for a new task.
    */
   readonly before?: StoredTask;
   /**
@@ -91,12 +91,6 @@ export interface TaskRowWrite {
    * when the row holds no run.
    */
   readonly archive?: RunRecord | 'none';
-  /**
-   * A new task whose run its writer runs at once (decision 0097): the write-through puts this
-   * first revision's event only and leaves its view to that writer's next revision of the task,
-   * which creates the view at that revision (or to the backstop, if that revision is late).
-   */
-  readonly viewWithNext?: boolean;
 }
 
 /** A write of an item of its own beside (or instead of) the task row. */

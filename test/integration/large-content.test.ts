@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbJournalWriter } from '../../shared/adapters/dynamodb/dynamodb-journal-writer.ts';
-import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
+import { WriteThrough } from '../../shared/app/journal/write-through.ts';
 import {
   armFailpoints,
   disarmFailpoints,
@@ -51,13 +51,14 @@ describe('large content in chunk items (0065)', () => {
   afterAll(() => env?.destroy());
   afterEach(() => disarmFailpoints());
 
-  const tasks = () =>
-    new WriteThroughTaskRepository(
+  const writeThrough = () =>
+    new WriteThrough(
       repositories.tasks,
       new DynamoDbJournalWriter(env.clients.doc, env.resources.tables.Journal.name),
     );
   const deps = (queued: RunMessage[]) => ({
-    tasks: tasks(),
+    tasks: repositories.tasks,
+    writeThrough: writeThrough(),
     journal: repositories.journal,
     codec: repositories.codec,
     config,
@@ -167,7 +168,7 @@ describe('large content in chunk items (0065)', () => {
     );
     expect(queued).toEqual([]);
     expect(created.handedOver?.task.revision).toBe(1);
-    expect(await executeClaimedRun(here, created.handedOver!)).toBe('completed');
+    expect((await executeClaimedRun(here, created.handedOver!)).result).toBe('completed');
     const task = await getTask(readDeps(), alice, created.taskId);
     expect(task.status.state).toBe('TASK_STATE_COMPLETED');
     expect(task.artifacts?.[0]?.parts[0]).toEqual({ text });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeSealer } from '../../shared/adapters/fake-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
-import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
+import { WriteThrough } from '../../shared/app/journal/write-through.ts';
 import { PushConfigCodec } from '../../shared/app/push/push-configs.ts';
 import { type ExecuteRunDeps, executeClaimedRun, executeRun } from '../../shared/app/runs/execute-run.ts';
 import { getTask } from '../../shared/app/tasks/read-task.ts';
@@ -59,14 +59,15 @@ const setup = (
   } = {},
 ) => {
   const core = createCore({ config: config(options.capSeconds), providers: options.providers });
-  const tasks = new WriteThroughTaskRepository(core.tasks, core.journal);
+  const tasks = core.tasks;
+  const writeThrough = new WriteThrough(core.tasks, core.journal);
   const reads = { views: 0, rows: 0 };
   const journal = Object.create(core.journal) as typeof core.journal;
   journal.getView = (taskId) => {
     reads.views++;
     return core.journal.getView(taskId);
   };
-  const counted = Object.create(tasks) as WriteThroughTaskRepository;
+  const counted = Object.create(tasks) as typeof tasks;
   counted.getRunWithTask = (taskId, runId) => {
     reads.rows++;
     return tasks.getRunWithTask(taskId, runId);
@@ -82,18 +83,16 @@ const setup = (
     if (faults-- > 0) return Promise.reject(new Error('DynamoDB fault'));
     return core.deps.codec.openHistory(taskId, sealed);
   };
-  const runDeps = { ...core.deps, tasks: counted, codec };
+  const runDeps = { ...core.deps, tasks: counted, writeThrough, codec };
   const runsHere: RunsHere = {
     canRun: () => true,
     run: async (image) => {
       await options.beforeRun?.(image, runDeps);
       return executeClaimedRun(runDeps, image);
     },
-    watch: (taskId) => tasks.watch(taskId),
-    unwatch: (taskId) => tasks.unwatch(taskId),
     keepAlive: (work) => void kept.push(work),
   };
-  const deps: SendMessageDeps = { ...core.deps, tasks: counted, journal, runsHere };
+  const deps: SendMessageDeps = { ...core.deps, tasks: counted, writeThrough, journal, runsHere };
   const send = (text: string, configuration?: { returnImmediately?: boolean }) =>
     sendMessage(deps, {
       caller: alice,

@@ -1,16 +1,25 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { projectRecord } from '../../shared/app/journal/project-record.ts';
-import { WriteThroughTaskRepository } from '../../shared/app/journal/write-through.ts';
+import {
+  type Committed,
+  commitAndProject,
+  type JournalPlace,
+  journaledRevisionOf,
+  placeAfter,
+  projectionStep,
+  WriteThrough,
+} from '../../shared/app/journal/write-through.ts';
 import { armFailpoints, disarmFailpoints } from '../../shared/app/operations/failpoints.ts';
-import type { RunMessage } from '../../shared/domain/ports.ts';
+import type { RunMessage, WritePlan } from '../../shared/domain/ports.ts';
 import type { Projection, StoredTask } from '../../shared/domain/projection.ts';
 import { advanceTask, type RunRecord } from '../../shared/domain/task.ts';
 import { InMemoryJournalRepository, InMemoryTaskRepository } from '../support/in-memory-repositories.ts';
 
 /**
- * Decision 0043: a commit projects its revision into the journal itself; the stream projector
- * (`projectRecord`) is the backstop. In-memory fakes with the adapters' semantics; the journal's
- * writes are recorded in order, so the tests assert on order, never on time.
+ * The journal write (docs/architecture.md "The journal write"): a writer commits a revision, then
+ * projects it into the journal itself; the stream projector (`projectRecord`) is the backstop.
+ * In-memory fakes with the adapters' semantics; the journal's writes are recorded in order, so the
+ * tests assert on order, never on time.
  */
 
 const now = new Date('2026-12-01T10:00:00.000Z');
@@ -72,15 +81,33 @@ class RecordingJournal extends InMemoryJournalRepository {
   }
 }
 
+/**
+ * One writer of a task's revisions, as a run is: each commit is projected from where its previous
+ * one left the journal (`placeAfter`), which the writer carries from one to the next.
+ */
+const writerOf = (
+  deps: { tasks: InMemoryTaskRepository; writeThrough: WriteThrough },
+  place?: JournalPlace,
+) => {
+  let known = place;
+  const commit = async (plan: WritePlan, how: { eventOnly?: boolean } = {}): Promise<Committed> => {
+    const committed = await commitAndProject(deps, plan, { after: known, ...how });
+    known = placeAfter(committed.projected, known);
+    return committed;
+  };
+  return { commit, place: () => known };
+};
+
 const setup = () => {
   const state = new InMemoryTaskRepository();
   const journal = new RecordingJournal();
   const warnings: Record<string, unknown>[] = [];
   const projected: number[] = [];
-  const tasks = new WriteThroughTaskRepository(state, journal, {
+  const writeThrough = new WriteThrough(state, journal, {
     logger: { warn: (_message, fields) => void warnings.push(fields) },
     afterProjected: async (projection) => void projected.push(projection.view.revision),
   });
+  const tasks = writerOf({ tasks: state, writeThrough });
   const r1 = created();
   const r2 = advanceTask(r1, 'TASK_STATE_WORKING', new Date(now.getTime() + 1));
   const r3 = advanceTask(r2, 'TASK_STATE_COMPLETED', new Date(now.getTime() + 2));
@@ -88,12 +115,12 @@ const setup = () => {
   const next = (before: StoredTask, after: StoredTask) => ({
     row: { taskId: 't1', task: after, expect: { revision: before.revision }, before },
   });
-  return { state, journal, tasks, warnings, projected, r1, r2, r3, create, next };
+  return { state, journal, writeThrough, tasks, warnings, projected, r1, r2, r3, create, next };
 };
 
 afterEach(() => disarmFailpoints());
 
-describe('write-through projection (decision 0043)', () => {
+describe('the journal write', () => {
   it('projects each committed revision right after its write: the event, then the view', async () => {
     const { tasks, journal, projected, r1, r2, r3, create, next } = setup();
     await tasks.commit(create);
@@ -111,9 +138,12 @@ describe('write-through projection (decision 0043)', () => {
     expect(projected).toEqual([1, 2, 3]);
   });
 
-  it('a new task whose run its writer runs at once has its first event only; the next revision creates the view (decision 0097)', async () => {
+  it('a new task whose run its writer runs at once has its first event only; the next revision creates the view', async () => {
     const { tasks, journal, projected, r1, r2, create, next } = setup();
-    await tasks.commit({ row: { ...create.row, viewWithNext: true } });
+    expect((await tasks.commit(create, { eventOnly: true })).projected).toEqual({
+      kind: 'event-only',
+      revision: 1,
+    });
     expect(journal.writes).toEqual(['event 1']);
     expect(await journal.getView('t1')).toBeUndefined();
     await tasks.commit(next(r1, r2));
@@ -131,9 +161,9 @@ describe('write-through projection (decision 0043)', () => {
     expect(journal.writes.slice(before)).toEqual([]);
   });
 
-  it('after an event-only revision, a view the backstop put meanwhile is moved on from, not lost (decision 0097)', async () => {
+  it('after an event-only revision, a view the backstop put meanwhile is moved on from, not lost', async () => {
     const { tasks, journal, r1, r2, r3, create, next } = setup();
-    await tasks.commit({ row: { ...create.row, viewWithNext: true } });
+    await tasks.commit(create, { eventOnly: true });
     // The run is slow: the backstop projects revision 1's view before the run's next revision.
     expect(await projectRecord(journal, undefined, r1)).toBe('written');
     await tasks.commit(next(r1, r2));
@@ -146,12 +176,13 @@ describe('write-through projection (decision 0043)', () => {
 
   it('a failed fan-out hook is logged and the next revision is still written through', async () => {
     const { state, journal, warnings, r1, r2, create, next } = setup();
-    const tasks = new WriteThroughTaskRepository(state, journal, {
+    const writeThrough = new WriteThrough(state, journal, {
       logger: { warn: (_message, fields) => void warnings.push(fields) },
       afterProjected: async (projection) => {
         if (projection.view.revision === 1) throw new Error('delivery queue down');
       },
     });
+    const tasks = writerOf({ tasks: state, writeThrough });
     await tasks.commit(create);
     await tasks.commit(next(r1, r2));
     // Revision 2 is written through without reading whether 1 is there: the writer knows it is.
@@ -172,9 +203,13 @@ describe('write-through projection (decision 0043)', () => {
 
   it('never writes revision N before N−1 is projected: a revision after an unprojected one is left to the backstop', async () => {
     const { state, tasks, journal, r1, r2, r3, create, next } = setup();
-    // Revision 1 committed without its write-through (another writer, cut off).
+    // Revision 1 committed without its write-through (another writer, cut off): this writer knows nothing of it.
     await state.commit(create);
-    await tasks.commit(next(r1, r2));
+    expect((await tasks.commit(next(r1, r2))).projected).toEqual({
+      kind: 'backstop',
+      revision: 2,
+      reason: 'gap',
+    });
     expect(journal.writes).toEqual([]);
     // The backstop, in stream order, projects 1 and 2; the write-through of 3 follows on.
     expect(await projectRecord(journal, undefined, r1)).toBe('written');
@@ -188,7 +223,11 @@ describe('write-through projection (decision 0043)', () => {
     const { tasks, journal, state, r1, r2, create, next } = setup();
     armFailpoints('writeThrough.afterCommit=#1');
     // The commit stands and the caller is answered; nothing reached the journal.
-    await expect(tasks.commit(create)).resolves.toBeDefined();
+    expect((await tasks.commit(create)).projected).toEqual({
+      kind: 'backstop',
+      revision: 1,
+      reason: 'failed',
+    });
     expect(state.tasks.get('t1')?.revision).toBe(1);
     expect(journal.writes).toEqual([]);
     expect(await projectRecord(journal, undefined, r1)).toBe('written');
@@ -257,16 +296,17 @@ describe('write-through projection (decision 0043)', () => {
     expect(await journal.listEvents('t1', 1)).toMatchObject([{ revision: 2, pushConfigured: true }]);
   });
 
-  it('a run message says which revision its sender projected; the claim that follows reads nothing (decision 0071)', async () => {
-    const { state, journal, tasks: rpc, r1, r2, create, next } = setup();
+  it('a run message says which revision its sender projected; the claim that follows reads nothing', async () => {
+    const { state, journal, writeThrough, tasks: rpc, r1, r2, create, next } = setup();
     const sent: RunMessage[] = [];
-    const queue = rpc.announcing({ enqueue: async (message) => void sent.push(message) });
     await rpc.commit(create);
-    await queue.enqueue({ taskId: 't1', runId: 'r1' });
+    sent.push({ taskId: 't1', runId: 'r1', ...journaledRevisionOf(rpc.place()) });
     expect(sent).toEqual([{ taskId: 't1', runId: 'r1', journaled: 1 }]);
     // The executor is another container: told, it projects the claim without a journal read.
-    const executor = new WriteThroughTaskRepository(state, journal);
-    executor.learnProjected('t1', sent[0]?.journaled ?? 0);
+    const executor = writerOf(
+      { tasks: state, writeThrough },
+      { revision: sent[0]?.journaled ?? 0, view: true },
+    );
     journal.writes.length = 0;
     await executor.commit(next(r1, r2));
     expect(journal.writes).toEqual(['event 2', 'view 2 written']);
@@ -274,20 +314,41 @@ describe('write-through projection (decision 0043)', () => {
   });
 
   it('a run message claims nothing its sender did not project, and an untold claim reads first', async () => {
-    const { state, journal, tasks: rpc, r1, r2, create, next } = setup();
+    const { state, journal, writeThrough, tasks: rpc, r1, r2, create, next } = setup();
     const sent: RunMessage[] = [];
     journal.failEvents = true;
     await rpc.commit(create);
-    await rpc
-      .announcing({ enqueue: async (message) => void sent.push(message) })
-      .enqueue({ taskId: 't1', runId: 'r1' });
+    sent.push({ taskId: 't1', runId: 'r1', ...journaledRevisionOf(rpc.place()) });
     expect(sent).toEqual([{ taskId: 't1', runId: 'r1' }]);
     journal.failEvents = false;
     // Revision 1 is the backstop's; the executor, told nothing, reads and leaves 2 to it too.
-    const executor = new WriteThroughTaskRepository(state, journal);
+    const executor = writerOf({ tasks: state, writeThrough });
     journal.writes.length = 0;
     await executor.commit(next(r1, r2));
     expect(journal.reads).toEqual([1]);
     expect(journal.writes).toEqual([]);
+  });
+
+  it('decides its requests from the revision and what its caller passes alone', () => {
+    const { r1, r2 } = setup();
+    const first = { view: { ...r1 }, event: { ...r1 } } as never;
+    const second = { view: { ...r2 }, event: { ...r2 }, previous: { revision: 1, expiresAt: 0 } } as never;
+    expect(projectionStep(first, undefined)).toBe('event-then-view');
+    expect(projectionStep(first, undefined, true)).toBe('event-only');
+    expect(projectionStep(second, undefined)).toBe('read-first');
+    expect(projectionStep(second, { revision: 1, view: true })).toBe('event-then-view');
+    expect(projectionStep(second, { revision: 1, view: false })).toBe('create-view');
+    expect(projectionStep(second, { revision: 0, view: true })).toBe('read-first');
+  });
+
+  it('a write that makes no revision projects nothing and keeps the place its writer knows', async () => {
+    const { tasks, journal, r1, create } = setup();
+    await tasks.commit(create);
+    const runOnly = {
+      row: { taskId: 't1', run: { ...run, status: 'RUNNING' as const }, expect: { runVersion: 1 } },
+    };
+    expect((await tasks.commit(runOnly)).projected).toEqual({ kind: 'no-revision' });
+    expect(tasks.place()).toEqual({ revision: r1.revision, view: true });
+    expect(journal.writes).toEqual(['event 1', 'view 1 written']);
   });
 });

@@ -1,5 +1,4 @@
-import { BoundedMap } from '../../domain/bounded-map.ts';
-import type { CommitResult, JournalWriter, RunQueue, TaskRepository, WritePlan } from '../../domain/ports.ts';
+import type { CommitResult, JournalWriter, TaskRepository, WritePlan } from '../../domain/ports.ts';
 import {
   type JournalView,
   type Projection,
@@ -9,27 +8,103 @@ import {
 import { failpoint } from '../operations/failpoints.ts';
 
 /**
- * Write-through projection (decision 0043): a writer projects the revision it committed into the
- * journal itself, right after its conditional write returned, from the committed image, through
- * the projector's own pure `projectRevision` — so a reader does not wait for the state stream's
- * poll. The stream projector stays the backstop (`projectRecord`).
+ * The journal write (docs/architecture.md "The journal write"): a writer commits a task revision,
+ * then projects that revision into the journal itself, from the committed image, through the
+ * projector's own pure `projectRevision`, so a reader does not wait for the state stream's poll.
+ * The stream projector stays the backstop (`projectRecord`).
  *
- * Gapless: every writer puts a revision's event before its view, so a view at N−1 proves events
- * 1…N−1 are there. The write-through writes revision N only when it knows N−1 is projected —
- * it projected N−1 itself, or the view reads N−1 — and otherwise leaves N to the backstop, which
- * projects in stream order. No channel sees N before N−1, nor anything uncommitted.
+ * Gapless (I-COMMITTED): every writer puts a revision's event before its view, so a view at N−1
+ * proves events 1…N−1 are there. The write-through writes revision N only when N−1 is in the
+ * journal — its caller says so (`JournalPlace`), or the journal reads so — and otherwise leaves N
+ * to the backstop, which projects in stream order. No channel sees N before N−1, nor anything
+ * uncommitted.
  *
- * A new task whose run its writer runs at once (`viewWithNext`, decision 0097) has only its first
- * event put: that writer's next revision is written as the backstop writes one (`putRevision`,
- * expecting no view), so it creates the view (a view at N proves events 1…N, and the event of N−1
- * is there), or moves on from the one the backstop put meanwhile.
+ * Which requests a projection makes is decided by `projectionStep`, a pure function of the
+ * committed revision, what the caller passes and what the caller knows of the revision before;
+ * nothing is remembered between calls.
  *
  * A failure here never fails the caller's request and never runs the model or a tool again:
  * it is logged (ids only) and left to the backstop.
  */
 
-/** 'event': the revision's event is in the journal, its view left to the next revision (decision 0097). */
-export type WriteThroughResult = 'written' | 'duplicate' | 'event' | 'gap' | 'failed';
+/**
+ * Where a task's newest revision is in the journal, as its writer knows it: its event is there,
+ * and its view too when `view` (a view at N proves events 1…N). Passed from one write of a task
+ * to the next by the code that makes both (a run, a create and its run message).
+ */
+export interface JournalPlace {
+  readonly revision: number;
+  readonly view: boolean;
+}
+
+/** A revision committed with its event and view in the journal: its view, and the task as committed. */
+export interface JournaledRevision {
+  readonly view: JournalView;
+  readonly task: StoredTask;
+}
+
+/** What the journal write did with a commit. */
+export type Projected =
+  /** The write made no new revision (a run-only write, a scrub in place): nothing to project. */
+  | { readonly kind: 'no-revision' }
+  /** The revision's event and view are in the journal (written here, or found written by another projector). */
+  | { readonly kind: 'journaled'; readonly revision: number; readonly journaled: JournaledRevision }
+  /** Its event only: its view comes with the writer's next revision of the task (`eventOnly`). */
+  | { readonly kind: 'event-only'; readonly revision: number }
+  /**
+   * Left to the backstop: the revision before it is not known to be projected (`gap`), the write
+   * failed (`failed`), the row moved on before its image could be read (`moved-on`), or this
+   * writer has no write-through (`off`).
+   */
+  | {
+      readonly kind: 'backstop';
+      readonly revision: number;
+      readonly reason: 'gap' | 'failed' | 'moved-on' | 'off';
+    };
+
+/**
+ * How a committed revision is projected, from what its caller passes:
+ * - `event-only`: a new task whose view its writer's next revision brings (`eventOnly`);
+ * - `event-then-view`: a new task, or one whose previous revision's view the caller knows is there;
+ * - `create-view`: the previous revision's event only is there (its caller put it): this revision
+ *   is written as the backstop writes one, expecting no view, so it creates the view or moves on
+ *   from the one the backstop put meanwhile;
+ * - `read-first`: the caller does not know where the previous revision is: one read of the
+ *   journal decides (`projected`).
+ */
+export type ProjectionStep = 'event-only' | 'event-then-view' | 'create-view' | 'read-first';
+
+export const projectionStep = (
+  projection: Projection,
+  after: JournalPlace | undefined,
+  eventOnly = false,
+): ProjectionStep => {
+  const previous = projection.previous;
+  if (previous === undefined) return eventOnly ? 'event-only' : 'event-then-view';
+  if (after?.revision !== previous.revision) return 'read-first';
+  return after.view ? 'event-then-view' : 'create-view';
+};
+
+/** Where the journal is after a projection, for the writer's next revision of the task. */
+export const placeAfter = (
+  projected: Projected,
+  before: JournalPlace | undefined,
+): JournalPlace | undefined => {
+  switch (projected.kind) {
+    case 'no-revision':
+      return before;
+    case 'journaled':
+      return { revision: projected.revision, view: true };
+    case 'event-only':
+      return { revision: projected.revision, view: false };
+    case 'backstop':
+      return undefined;
+  }
+};
+
+/** The revision a run message may say its sender projected in full (`RunMessage.journaled`). */
+export const journaledRevisionOf = (place: JournalPlace | undefined): { journaled?: number } =>
+  place?.view ? { journaled: place.revision } : {};
 
 export interface WriteThroughOptions {
   readonly logger?: { warn(message: string, fields: Record<string, unknown>): void };
@@ -41,65 +116,90 @@ export interface WriteThroughOptions {
   readonly afterProjected?: (projection: Projection, plan: WritePlan) => Promise<void>;
 }
 
-/** A revision committed and projected by this container: its view, and the task as committed. */
-export interface JournaledRevision {
-  readonly view: JournalView;
-  readonly task: StoredTask;
+/** What a use case needs to commit and project: the state table, and this function's journal write. */
+export interface CommitDeps {
+  readonly tasks: TaskRepository;
+  /** Absent: every revision is left to the backstop (tests whose stand-in projector is the backstop). */
+  readonly writeThrough?: WriteThrough;
 }
 
-/** Tasks whose last projected revision this container remembers (the claim → settle path). */
-const rememberedTasks = 1_000;
+/** What a commit committed, and what its journal write projected. */
+export interface Committed {
+  /** The task row as committed, when the commit returned it (`CommitResult.committed`). */
+  readonly task?: StoredTask;
+  readonly projected: Projected;
+}
 
 /**
- * A `TaskRepository` whose commits project their revision through: the one home of the
- * write-through, wired in by the composition roots of the functions that commit task revisions
- * (rpc, executor, reaper). Reads pass through.
+ * Commits a plan, then projects the revision it committed: the one way a use case writes a task
+ * row. `after` is where the caller knows the task's previous revision is in the journal;
+ * `eventOnly` puts a new task's first event only (its writer's next revision brings the view).
  */
-export class WriteThroughTaskRepository implements TaskRepository {
-  /** taskId → the revision this container projected last, fully (event and view). */
-  private readonly projectedRevisions = new BoundedMap<string, number>(rememberedTasks);
-  /** taskId → its first revision, whose event only this container put (`viewWithNext`). */
-  private readonly eventsOnly = new BoundedMap<string, number>(rememberedTasks);
-  /** Tasks a caller of this container watches (`watch`), with the newest revision projected here. */
-  private readonly watched = new Map<string, JournaledRevision | undefined>();
+export const commitAndProject = async (
+  deps: CommitDeps,
+  plan: WritePlan,
+  how: { readonly after?: JournalPlace | undefined; readonly eventOnly?: boolean } = {},
+): Promise<Committed> => {
+  const result = await deps.tasks.commit(plan);
+  const projected =
+    deps.writeThrough === undefined
+      ? offProjection(plan)
+      : await deps.writeThrough.project(plan, result, how.after, how.eventOnly);
+  return { ...(result.committed && { task: result.committed }), projected };
+};
 
+const offProjection = (plan: WritePlan): Projected => {
+  const task = plan.row?.task;
+  if (task === undefined || plan.row?.before?.revision === task.revision) return { kind: 'no-revision' };
+  return { kind: 'backstop', revision: task.revision, reason: 'off' };
+};
+
+/**
+ * The write-through of one function (rpc, executor, reaper): projects a committed revision into
+ * the journal. It holds no memory of earlier projections; its caller says what it knows.
+ */
+export class WriteThrough {
   constructor(
-    private readonly tasks: TaskRepository,
+    /** The state table, read only for a commit that returned no image (`committedImage`). */
+    private readonly tasks: Pick<TaskRepository, 'getTask'>,
     private readonly journal: JournalWriter,
     private readonly options: WriteThroughOptions = {},
   ) {}
 
-  async commit(plan: WritePlan): Promise<CommitResult> {
-    const result = await this.tasks.commit(plan);
-    await this.writeThrough(plan, result);
-    return result;
-  }
-
   /** Projects the plan's committed revision; never throws. */
-  async writeThrough(plan: WritePlan, result: CommitResult): Promise<WriteThroughResult | undefined> {
+  async project(
+    plan: WritePlan,
+    result: CommitResult,
+    after?: JournalPlace,
+    eventOnly = false,
+  ): Promise<Projected> {
     const row = plan.row;
-    if (row?.task === undefined) return undefined;
+    if (row?.task === undefined || row.before?.revision === row.task.revision) return { kind: 'no-revision' };
+    const revision = row.task.revision;
     try {
       failpoint('writeThrough.afterCommit');
       const committed = result.committed ?? (await this.committedImage(plan));
       const projection = committed && projectRevision(row.before, committed);
-      // A scrub in place, or a row that moved on before it could be read: the backstop has it.
-      if (projection === undefined) return undefined;
-      const outcome =
-        row.viewWithNext && projection.previous === undefined
-          ? await this.projectEvent(projection, plan)
-          : await this.project(projection, plan);
-      // 'written' or 'duplicate': this revision's event and view are in the journal.
-      if (committed && this.watched.has(row.taskId) && (outcome === 'written' || outcome === 'duplicate'))
-        this.watched.set(row.taskId, { view: projection.view, task: committed });
-      return outcome;
+      // A row that moved on before it could be read: the backstop has it.
+      if (committed === undefined || projection === undefined)
+        return { kind: 'backstop', revision, reason: 'moved-on' };
+      switch (projectionStep(projection, after, eventOnly)) {
+        case 'event-only':
+          return await this.putEventOnly(projection, plan);
+        case 'create-view':
+          return await this.createView(projection, plan, committed);
+        case 'read-first':
+          return await this.readFirst(projection, plan, committed);
+        case 'event-then-view':
+          return await this.putEventThenView(projection, plan, committed);
+      }
     } catch (error) {
       this.options.logger?.warn('write-through left to the projector', {
         taskId: row.taskId,
-        revision: row.task.revision,
+        revision,
         error: error instanceof Error ? error.name : 'unknown',
       });
-      return 'failed';
+      return { kind: 'backstop', revision, reason: 'failed' };
     }
   }
 
@@ -117,119 +217,85 @@ export class WriteThroughTaskRepository implements TaskRepository {
     return stored.pushConfigured ? { ...planned, pushConfigured: true } : planned;
   }
 
-  /** A new task's first event only (`viewWithNext`): its view comes with the next revision. */
-  private async projectEvent(projection: Projection, plan: WritePlan): Promise<'event'> {
-    const { taskId, revision } = projection.view;
+  /** A new task's first event only: its view comes with its writer's next revision. */
+  private async putEventOnly(projection: Projection, plan: WritePlan): Promise<Projected> {
     await this.journal.putEvent(projection.event);
     failpoint('writeThrough.afterEvent');
-    this.eventsOnly.set(taskId, revision);
-    await this.options.afterProjected?.(projection, plan);
-    return 'event';
+    await this.afterProjected(projection, plan);
+    return { kind: 'event-only', revision: projection.view.revision };
   }
 
-  /** The event, then the view, of the revision that directly follows the last one projected. */
-  private async project(
+  /**
+   * No view was put for N−1: this revision's view is created expecting none, or, when the
+   * backstop put one meanwhile or a write in flight took the condition, the view is read again and
+   * moved on from where it is — never taken as written unless it is at N or past it.
+   */
+  private async createView(projection: Projection, plan: WritePlan, task: StoredTask): Promise<Projected> {
+    await this.journal.putRevision({ ...projection, previous: undefined });
+    // The hook runs once the event is in (the deliverer reads events).
+    await this.afterProjected(projection, plan);
+    return journaled(projection, task);
+  }
+
+  /**
+   * Reads where N−1 is first. A possibly stale read is safe: what it shows is there (events stay,
+   * views move forward).
+   */
+  private async readFirst(projection: Projection, plan: WritePlan, task: StoredTask): Promise<Projected> {
+    const { taskId, revision } = projection.view;
+    const previous = projection.previous?.revision ?? 0;
+    const state = await this.journal.projected(taskId, previous);
+    const viewRevision = state.viewRevision ?? 0;
+    if (!state.event || viewRevision < previous) return { kind: 'backstop', revision, reason: 'gap' };
+    // Projected already (its event is written before its view), or past a gap: the backstop's.
+    if (viewRevision >= revision)
+      return (await this.journal.projected(taskId, revision)).event
+        ? journaled(projection, task)
+        : { kind: 'backstop', revision, reason: 'gap' };
+    return this.putEventThenView(projection, plan, task);
+  }
+
+  /** The event, then the view, of the revision that directly follows one whose view is there. */
+  private async putEventThenView(
     projection: Projection,
     plan: WritePlan,
-  ): Promise<Exclude<WriteThroughResult, 'failed'>> {
-    const { taskId, revision } = projection.view;
-    const previous = projection.previous;
-    if (previous !== undefined && this.eventsOnly.get(taskId) === previous.revision) {
-      this.eventsOnly.delete(taskId);
-      // No view was put for N−1: this revision's view is created expecting none, or, when the
-      // backstop put one meanwhile or a write in flight took the condition, the view is read again
-      // and moved on from where it is — never taken as written unless it is at N or past it.
-      const outcome = this.remember(
-        taskId,
-        revision,
-        await this.journal.putRevision({ ...projection, previous: undefined }),
-      );
-      // The hook runs once the event is in (the deliverer reads events).
-      await this.options.afterProjected?.(projection, plan);
-      return outcome;
-    }
-    if (previous !== undefined && this.projectedRevisions.get(taskId) !== previous.revision) {
-      // A possibly stale read is safe: what it shows is there (events stay, views move forward).
-      const journaled = await this.journal.projected(taskId, previous.revision);
-      const viewRevision = journaled.viewRevision ?? 0;
-      if (!journaled.event || viewRevision < previous.revision) return 'gap';
-      // Projected already (its event is written before its view), or past a gap: the backstop's.
-      if (viewRevision >= revision)
-        return (await this.journal.projected(taskId, revision)).event
-          ? this.remember(taskId, revision, 'duplicate')
-          : 'gap';
-    }
+    task: StoredTask,
+  ): Promise<Projected> {
     await this.journal.putEvent(projection.event);
     failpoint('writeThrough.afterEvent');
     // The hook needs the event only (the deliverer reads events, never the view): it runs beside
-    // the view put rather than after it (decision 0074).
-    const [view, hook] = await Promise.allSettled([
-      this.journal.putView(projection),
-      this.options.afterProjected?.(projection, plan),
+    // the view put rather than after it. A view 'moved' was written by another projector (after
+    // its event) first: this revision is in the journal all the same.
+    const [view] = await Promise.all([
+      this.journal.putView(projection).then(
+        (outcome) => ({ outcome }),
+        (error: unknown) => ({ error }),
+      ),
+      this.afterProjected(projection, plan),
     ]);
-    if (view.status === 'rejected') throw view.reason;
-    // Moved: another projector wrote this revision's view (after its event) first. Remembered
-    // even when the hook failed, so the next revision is still written through.
-    const outcome = this.remember(taskId, revision, view.value === 'written' ? 'written' : 'duplicate');
-    if (hook.status === 'rejected') throw hook.reason;
-    return outcome;
+    if ('error' in view) throw view.error;
+    return journaled(projection, task);
   }
 
   /**
-   * A run queue whose messages carry the revision this container projected in full for their
-   * task (decision 0071): the executor that claims the run then knows the claim's previous
-   * revision is projected without reading the journal. Nothing is claimed it does not remember.
+   * The fan-out hook of a revision whose event is in. Its failure is logged and does not undo the
+   * projection: the revision is in the journal, and the pusher (the backstop) queues its deliveries.
    */
-  announcing(queue: RunQueue): RunQueue {
-    return {
-      enqueue: (message) => {
-        const journaled = this.projectedRevisions.get(message.taskId);
-        return queue.enqueue(journaled === undefined ? message : { ...message, journaled });
-      },
-    };
-  }
-
-  /**
-   * Starts watching a task's commits in this container: `unwatch` then says which of its revisions
-   * this container committed last with its event and view in the journal (decision 0091).
-   */
-  watch(taskId: string): void {
-    this.watched.set(taskId, undefined);
-  }
-
-  /**
-   * Stops watching; the newest revision committed here since `watch` that is in the journal, with
-   * the task as committed. A revision left to the backstop is not one: its reader waits for it.
-   */
-  unwatch(taskId: string): JournaledRevision | undefined {
-    const newest = this.watched.get(taskId);
-    this.watched.delete(taskId);
-    return newest;
-  }
-
-  /** What a run message's sender projected in full (`announcing`): remembered as if projected here. */
-  learnProjected(taskId: string, revision: number): void {
-    if ((this.projectedRevisions.get(taskId) ?? 0) < revision) this.remember(taskId, revision, undefined);
-  }
-
-  private remember<T>(taskId: string, revision: number, outcome: T): T {
-    this.projectedRevisions.set(taskId, revision);
-    return outcome;
-  }
-
-  getTask(taskId: string) {
-    return this.tasks.getTask(taskId);
-  }
-
-  markPushConfigured(taskId: string) {
-    return this.tasks.markPushConfigured(taskId);
-  }
-
-  getRun(taskId: string, runId: string) {
-    return this.tasks.getRun(taskId, runId);
-  }
-
-  getRunWithTask(taskId: string, runId: string) {
-    return this.tasks.getRunWithTask(taskId, runId);
+  private async afterProjected(projection: Projection, plan: WritePlan): Promise<void> {
+    try {
+      await this.options.afterProjected?.(projection, plan);
+    } catch (error) {
+      this.options.logger?.warn('write-through fan-out left to the pusher', {
+        taskId: projection.view.taskId,
+        revision: projection.view.revision,
+        error: error instanceof Error ? error.name : 'unknown',
+      });
+    }
   }
 }
+
+const journaled = (projection: Projection, task: StoredTask): Projected => ({
+  kind: 'journaled',
+  revision: projection.view.revision,
+  journaled: { view: projection.view, task },
+});

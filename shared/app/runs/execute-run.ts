@@ -19,7 +19,7 @@ import type {
   Clock,
   RunLeases,
   RunMessage,
-  TaskRepository,
+  WritePlan,
 } from '../../domain/ports.ts';
 import { answerOutcome, ceilingsForAttempt, retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
@@ -39,6 +39,14 @@ import {
   settleRun,
 } from '../../domain/task.ts';
 import type { ToolRegistry } from '../../domain/tools.ts';
+import {
+  type CommitDeps,
+  commitAndProject,
+  type JournaledRevision,
+  type JournalPlace,
+  type Projected,
+  placeAfter,
+} from '../journal/write-through.ts';
 import { failpoint } from '../operations/failpoints.ts';
 import { endTaskWith } from '../tasks/end-task.ts';
 import type { TaskContentCodec } from '../tasks/task-content.ts';
@@ -47,8 +55,7 @@ import { claimLeaseUntil, keepLease, leaseUntilFrom } from './run-lease.ts';
 import { enabledToolsOf } from './run-tools.ts';
 import { resumptionOf, suspendRun } from './suspend-run.ts';
 
-export interface ExecuteRunDeps {
-  readonly tasks: TaskRepository;
+export interface ExecuteRunDeps extends CommitDeps {
   readonly codec: TaskContentCodec;
   readonly clock: Clock;
   readonly config: Config;
@@ -84,6 +91,45 @@ export type ExecuteRunResult =
   | 'duplicate'
   | 'missing';
 
+/** How a run ended, and the newest revision it committed with its event and view in the journal. */
+export interface RunEnd {
+  readonly result: ExecuteRunResult;
+  /** Absent when the run committed none, or left its last one to the backstop. */
+  readonly journaled?: JournaledRevision;
+}
+
+/**
+ * What one run knows of its task's journal, threaded from its caller through its commits: where
+ * the task's newest revision is (so the next one is projected without a read), and the newest
+ * revision it journaled (the blocking send's answer). One per run, never shared between runs.
+ */
+interface RunJournal {
+  place: JournalPlace | undefined;
+  newest: JournaledRevision | undefined;
+}
+
+/** The run's dependencies with its own journal knowledge. */
+type RunDeps = ExecuteRunDeps & { readonly runJournal: RunJournal };
+
+const withRunJournal = (deps: ExecuteRunDeps, place: JournalPlace | undefined): RunDeps => ({
+  ...deps,
+  runJournal: { place, newest: undefined },
+});
+
+/**
+ * Commits one of this run's task revisions and projects it from where the run knows the journal
+ * is (docs/architecture.md "The journal write"); what it projected moves that knowledge on.
+ */
+const commitRevision = async (deps: RunDeps, plan: WritePlan): Promise<void> => {
+  const { projected } = await commitAndProject(deps, plan, { after: deps.runJournal.place });
+  noteProjected(deps.runJournal, projected);
+};
+
+const noteProjected = (runJournal: RunJournal, projected: Projected): void => {
+  runJournal.place = placeAfter(projected, runJournal.place);
+  if (projected.kind === 'journaled') runJournal.newest = projected.journaled;
+};
+
 /** Fixed agent texts for failures; they name no content. */
 const texts = {
   notRetainable: "The result could not be kept under the installation's privacy policy.",
@@ -97,17 +143,20 @@ const texts = {
  * in one atomic commit with the task's sealed result (I-RESULT). Any failure to store the result
  * ends the run and the task FAILED.
  */
-export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Promise<ExecuteRunResult> =>
-  executeRunFrom(deps, await deps.tasks.getRunWithTask(message.taskId, message.runId));
+export const executeRun = async (deps: ExecuteRunDeps, message: RunMessage): Promise<ExecuteRunResult> => {
+  // The sender projected this revision in full (`RunMessage.journaled`): the claim need not read it.
+  const place = message.journaled === undefined ? undefined : { revision: message.journaled, view: true };
+  const image = await deps.tasks.getRunWithTask(message.taskId, message.runId);
+  return executeRunFrom(withRunJournal(deps, place), image);
+};
 
 /**
- * `executeRun` from an image of the run and its task the caller holds: read just now, or the one
- * its own commit returned (the rpc running a blocking send's run, decision 0091). The claim is
- * conditioned on that image's revision and run version, so an image that is no longer current
- * loses it and the reread decides, as for a duplicate message.
+ * `executeRun` from an image of the run and its task read just now. The claim is conditioned on
+ * that image's revision and run version, so an image that is no longer current loses it and the
+ * reread decides, as for a duplicate message.
  */
-export const executeRunFrom = async (
-  deps: ExecuteRunDeps,
+const executeRunFrom = async (
+  deps: RunDeps,
   { run, task }: { readonly run: RunRecord | undefined; readonly task: StoredTask | undefined },
 ): Promise<ExecuteRunResult> => {
   if (run === undefined) return 'missing';
@@ -129,14 +178,19 @@ export const executeRunFrom = async (
  * the rpc): that conditional create was the claim (I-ONCE), so nothing is read or written before
  * the run's work, and the image is the one the create's commit returned.
  */
-export const executeClaimedRun = (
+export const executeClaimedRun = async (
   deps: ExecuteRunDeps,
-  claimed: { readonly run: RunRecord; readonly task: StoredTask },
-): Promise<ExecuteRunResult> => runClaimed(deps, claimed, claimed.run);
+  claimed: { readonly run: RunRecord; readonly task: StoredTask; readonly journaled?: JournalPlace },
+): Promise<RunEnd> => {
+  const runDeps = withRunJournal(deps, claimed.journaled);
+  const result = await runClaimed(runDeps, claimed, claimed.run);
+  const journaled = runDeps.runJournal.newest;
+  return { result, ...(journaled && { journaled }) };
+};
 
 /** A claimed run's work, from its lease to its settle; `read` is the run as it was before its claim. */
 const runClaimed = async (
-  deps: ExecuteRunDeps,
+  deps: RunDeps,
   claimed: { readonly run: RunRecord; readonly task: StoredTask },
   read: RunRecord,
 ): Promise<ExecuteRunResult> => {
@@ -176,7 +230,7 @@ const runClaimed = async (
  * failure path; the task keeps its WORKING revision. Best effort: if it fails too, the run's
  * lease expires and the reaper fails it (RUN_LEASE_EXPIRED), as before.
  */
-const giveBack = async (deps: ExecuteRunDeps, claimed: RunRecord): Promise<void> => {
+const giveBack = async (deps: RunDeps, claimed: RunRecord): Promise<void> => {
   try {
     const { run, task } = await deps.tasks.getRunWithTask(claimed.taskId, claimed.runId);
     // Only a run still this executor's: RUNNING at the version it wrote last (the reaper may have
@@ -207,7 +261,7 @@ const giveBack = async (deps: ExecuteRunDeps, claimed: RunRecord): Promise<void>
  * keeps its revision, so no channel sees a second WORKING revision.
  */
 const claim = async (
-  deps: ExecuteRunDeps,
+  deps: RunDeps,
   run: RunRecord,
   task: StoredTask,
 ): Promise<{ run: RunRecord; task: StoredTask } | { ended: ExecuteRunResult }> => {
@@ -227,11 +281,8 @@ const claim = async (
         ...(run.sealedSuspension !== undefined && { sealedStatusMessage: undefined }),
       });
   try {
-    await deps.tasks.commit(
-      alreadyWorking
-        ? runAloneWrite(task, run, claimedRun)
-        : { row: taskAndRunWrite(task, workingTask, run, claimedRun) },
-    );
+    if (alreadyWorking) await deps.tasks.commit(runAloneWrite(task, run, claimedRun));
+    else await commitRevision(deps, { row: taskAndRunWrite(task, workingTask, run, claimedRun) });
     return { run: claimedRun, task: workingTask };
   } catch (error) {
     if (!(error instanceof VersionConflictError)) throw error;
@@ -251,7 +302,7 @@ interface Progress {
 }
 
 const work = async (
-  deps: ExecuteRunDeps,
+  deps: RunDeps,
   startRun: RunRecord,
   task: StoredTask,
   runtime: {
@@ -358,7 +409,7 @@ const work = async (
  * marker could be written — and ends FAILED RESULT_NOT_RETAINABLE, as its settle would have.
  */
 const start = async (
-  deps: ExecuteRunDeps,
+  deps: RunDeps,
   run: RunRecord,
   task: StoredTask,
   message: Message | undefined,
@@ -376,13 +427,14 @@ const start = async (
 
 /** Suspends the run for an approval; a cancel that won the race ends it instead. */
 const suspend = async (
-  deps: ExecuteRunDeps,
+  deps: RunDeps,
   run: RunRecord,
   task: StoredTask,
   input: Omit<Parameters<typeof suspendRun>[1], 'run' | 'task'>,
 ): Promise<ExecuteRunResult> => {
   try {
-    await suspendRun(deps, { ...input, run, task });
+    const { committed } = await suspendRun(deps, { ...input, run, task, journaled: deps.runJournal.place });
+    noteProjected(deps.runJournal, committed.projected);
     return 'awaiting-approval';
   } catch (error) {
     if (error instanceof SealingFailedError)
@@ -424,7 +476,7 @@ const attemptOf = (
  * FAILED with RESULT_NOT_RETAINABLE (I-TIGHTEN); one to redacted scrubs the stored history.
  */
 const tightenForAttempt = async (
-  deps: ExecuteRunDeps,
+  deps: RunDeps,
   run: RunRecord,
   task: StoredTask,
   providerId: string,
@@ -464,7 +516,7 @@ const tightenForAttempt = async (
     await recordTightening(deps, tightenedRun, tightening);
     return { kind: 'ready', run: tightenedRun, task };
   }
-  // Scrubbing rewrites the row in place; the revision stays, so nothing new is projected.
+  // Scrubbing rewrites the row in place; the revision stays, so there is nothing to project.
   const sealed = await deps.codec.seal(task.taskId, { history: redactHistory(history) });
   const scrubbedTask: StoredTask = { ...task, sealedHistory: sealed.sealedHistory };
   await deps.tasks.commit({ row: taskAndRunWrite(task, scrubbedTask, run, tightenedRun) });
@@ -521,7 +573,7 @@ const maxSettleAttempts = 3;
  * lock: a concurrent tightening makes the version check fail, and the settle retries with it.
  */
 const settle = async (
-  deps: ExecuteRunDeps,
+  deps: RunDeps,
   run: RunRecord,
   task: StoredTask,
   outcome: AgentOutcome,
@@ -570,7 +622,7 @@ const redactContent = (content: FinalContent): FinalContent => ({
 });
 
 const commitFinal = async (
-  deps: ExecuteRunDeps,
+  deps: RunDeps,
   run: RunRecord,
   task: StoredTask,
   history: readonly HistoryEntry[],
@@ -592,13 +644,13 @@ const commitFinal = async (
   });
   const settledRun = settleRun(run, content.runStatus, now, finalTask.expiresAt);
   failpoint('executor.beforeSettle');
-  await deps.tasks.commit({ row: taskAndRunWrite(task, finalTask, run, settledRun) });
+  await commitRevision(deps, { row: taskAndRunWrite(task, finalTask, run, settledRun) });
   // No audit row for the settle (decision 0040): the run record holds its status and end.
   failpoint('executor.insideSettle');
 };
 
 /** Retention runs from the end of the run (I-PURGE). */
-const retentionFrom = (deps: ExecuteRunDeps, now: Date): number =>
+const retentionFrom = (deps: Pick<ExecuteRunDeps, 'config'>, now: Date): number =>
   retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
 
 /**
@@ -606,7 +658,7 @@ const retentionFrom = (deps: ExecuteRunDeps, now: Date): number =>
  * `status` is the one the run must still have to be this executor's (QUEUED at the claim).
  */
 const reread = async (
-  deps: ExecuteRunDeps,
+  deps: RunDeps,
   run: RunRecord,
   task: StoredTask,
   status: RunStatus = 'RUNNING',
@@ -624,7 +676,7 @@ const reread = async (
 };
 
 const fail = async (
-  deps: ExecuteRunDeps,
+  deps: RunDeps,
   run: RunRecord,
   task: StoredTask,
   text: string,
@@ -636,7 +688,7 @@ const fail = async (
 
 /** I-TIGHTEN: nothing of the content is stored; the task says FAILED with the reason. */
 const failNotRetainable = async (
-  deps: ExecuteRunDeps,
+  deps: RunDeps,
   run: RunRecord,
   task: StoredTask,
   expectedVersion: number,
@@ -650,7 +702,7 @@ const failNotRetainable = async (
  * history are dropped when the answer ceiling no longer allows keeping them.
  */
 const settleWithoutContent = async (
-  deps: ExecuteRunDeps,
+  deps: RunDeps,
   run: RunRecord,
   task: StoredTask,
   text: string,
@@ -677,7 +729,7 @@ const settleWithoutContent = async (
   const read: RunRecord = { ...run, version: expectedVersion };
   const failedRun = settleRun(read, 'FAILED', now, failedTask.expiresAt);
   try {
-    await deps.tasks.commit({ row: taskAndRunWrite(task, failedTask, read, failedRun) });
+    await commitRevision(deps, { row: taskAndRunWrite(task, failedTask, read, failedRun) });
   } catch (error) {
     if (!(error instanceof VersionConflictError)) throw error;
     // A cancel won the race: the task is already terminal; the run only needs settling.
@@ -688,7 +740,7 @@ const settleWithoutContent = async (
 
 /** Settles a run that no longer owns its task (canceled, or the task moved on): the run alone. */
 const settleRunOnly = async (
-  deps: ExecuteRunDeps,
+  deps: RunDeps,
   task: StoredTask | undefined,
   run: RunRecord,
   status: 'CANCELED' | 'FAILED',

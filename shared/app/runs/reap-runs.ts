@@ -3,18 +3,18 @@ import { isTerminal } from '../../domain/a2a.ts';
 import type { RunStarts } from '../../domain/audit.ts';
 import { VersionConflictError } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
-import type { Clock, RunLeases, RunQueue, RunRef, TaskRepository, WritePlan } from '../../domain/ports.ts';
+import type { Clock, RunLeases, RunQueue, RunRef, WritePlan } from '../../domain/ports.ts';
 import { answerOutcome, retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import { runAloneWrite, taskAndRunWrite } from '../../domain/row-writes.ts';
 import { giveBackRun, type RunRecord, reviseRun, settleRun } from '../../domain/task.ts';
+import { type CommitDeps, commitAndProject } from '../journal/write-through.ts';
 import { defaultRunStartDeadlineMs } from '../tasks/create-task.ts';
 import { endTaskWith } from '../tasks/end-task.ts';
 import type { TaskContentCodec } from '../tasks/task-content.ts';
 import { takeStartSlot } from './record-audit.ts';
 
-export interface ReapRunsDeps {
-  readonly tasks: TaskRepository;
+export interface ReapRunsDeps extends CommitDeps {
   /**
    * Where a run that was never started is queued again (decision 0053); absent: such a run fails
    * RUN_NOT_STARTED at its start deadline, as before.
@@ -136,7 +136,8 @@ const handleExpired = async (
       }
     : runAloneWrite(task, run, settledRun, fence);
   try {
-    await deps.tasks.commit(plan);
+    // The reaper knows nothing of the journal: the revision it makes is projected after one read.
+    await commitAndProject(deps, plan);
   } catch (error) {
     if (error instanceof VersionConflictError) return 'skipped';
     throw error;

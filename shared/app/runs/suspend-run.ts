@@ -8,11 +8,17 @@ import {
   type SuspendedRun,
 } from '../../domain/approvals.ts';
 import type { AgentSession, PendingToolTurn } from '../../domain/model.ts';
-import type { Clock, TaskRepository } from '../../domain/ports.ts';
+import type { Clock } from '../../domain/ports.ts';
 import { retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import { taskAndRunWrite } from '../../domain/row-writes.ts';
 import { advanceTask, appendHistory, type HistoryEntry, moveRun, type RunRecord } from '../../domain/task.ts';
+import {
+  type CommitDeps,
+  type Committed,
+  commitAndProject,
+  type JournalPlace,
+} from '../journal/write-through.ts';
 import type { TaskContentCodec } from '../tasks/task-content.ts';
 import { type RecordAuditDeps, recordAuditStep } from './record-audit.ts';
 
@@ -24,8 +30,7 @@ import { type RecordAuditDeps, recordAuditStep } from './record-audit.ts';
  * on the version and revision the executor holds (I-LOCK).
  */
 
-export interface SuspendDeps extends RecordAuditDeps {
-  readonly tasks: TaskRepository;
+export interface SuspendDeps extends RecordAuditDeps, CommitDeps {
   readonly codec: TaskContentCodec;
   readonly clock: Clock;
   readonly config: Config;
@@ -49,10 +54,18 @@ export interface SuspendInput {
   readonly pending: PendingToolTurn;
   readonly providerIndex: number;
   readonly historyRevision: number;
+  /** Where the run knows the task's revision before this one is in the journal. */
+  readonly journaled?: JournalPlace;
 }
 
-/** Commits the suspension. Rejects with VersionConflictError when a cancel (or anything) moved run or task. */
-export const suspendRun = async (deps: SuspendDeps, input: SuspendInput): Promise<ApprovalRecord> => {
+/**
+ * Commits the suspension and projects its revision: the approval waiting, and what the journal
+ * write did. Rejects with VersionConflictError when a cancel (or anything) moved run or task.
+ */
+export const suspendRun = async (
+  deps: SuspendDeps,
+  input: SuspendInput,
+): Promise<{ readonly approval: ApprovalRecord; readonly committed: Committed }> => {
   const { run, task } = input;
   const now = deps.clock.now();
   const state: SuspendedRun = {
@@ -101,16 +114,20 @@ export const suspendRun = async (deps: SuspendDeps, input: SuspendInput): Promis
     sealedHistory: sealed.sealedHistory,
     expiresAt,
   });
-  await deps.tasks.commit({
-    row: taskAndRunWrite(task, waitingTask, run, waitingRun),
-    items: [{ entity: 'approval', item: approval, expect: 'absent' }],
-  });
+  const committed = await commitAndProject(
+    deps,
+    {
+      row: taskAndRunWrite(task, waitingTask, run, waitingRun),
+      items: [{ entity: 'approval', item: approval, expect: 'absent' }],
+    },
+    { after: input.journaled },
+  );
   await recordAuditStep(deps, waitingRun, {
     kind: 'suspend',
     reason: 'AWAITING_APPROVAL',
     toolNames: approval.toolNames,
   });
-  return approval;
+  return { approval, committed };
 };
 
 export type Resumption =

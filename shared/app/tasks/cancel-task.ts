@@ -20,6 +20,7 @@ import {
   reviseRun,
   settleRun,
 } from '../../domain/task.ts';
+import { type CommitDeps, commitAndProject } from '../journal/write-through.ts';
 import { endTaskWith } from './end-task.ts';
 import {
   projectedWait,
@@ -30,7 +31,7 @@ import {
   waitForView,
 } from './read-task.ts';
 
-export interface CancelTaskDeps extends ReadTaskDeps {
+export interface CancelTaskDeps extends ReadTaskDeps, CommitDeps {
   readonly config: Config;
 }
 
@@ -102,8 +103,9 @@ const commitCancel = async (
     expect: { revision: task.revision },
     before: task,
   };
+  // A cancel knows nothing of the journal: its revision is projected after one read.
   if (run === undefined || isSettled(run.status)) {
-    await deps.tasks.commit({ row });
+    await commitAndProject(deps, { row });
     return canceledTask;
   }
   // Nothing executes a QUEUED or AWAITING_APPROVAL run right now: it ends here. A RUNNING run
@@ -114,7 +116,7 @@ const commitCancel = async (
     ? // A run waiting for an approval never resumes: its sealed transcript goes (decision 0013).
       settleRun(flagged, 'CANCELED', now, canceledTask.expiresAt, { sealedSuspension: undefined })
     : reviseRun(flagged, { expiresAt: Math.max(run.expiresAt, canceledTask.expiresAt) });
-  await deps.tasks.commit({ row: taskAndRunWrite(task, canceledTask, run, canceledRun) });
+  await commitAndProject(deps, { row: taskAndRunWrite(task, canceledTask, run, canceledRun) });
   return canceledTask;
 };
 

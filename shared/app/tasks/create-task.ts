@@ -15,14 +15,7 @@ import {
 } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
 import type { Metrics } from '../../domain/metrics.ts';
-import type {
-  Clock,
-  IdGenerator,
-  PushConfigRepository,
-  RunQueue,
-  TaskRepository,
-  TaskRowWrite,
-} from '../../domain/ports.ts';
+import type { Clock, IdGenerator, PushConfigRepository, RunQueue, TaskRowWrite } from '../../domain/ports.ts';
 import { resolveProfilePrivacy, retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import { taskAndRunWrite } from '../../domain/row-writes.ts';
@@ -37,6 +30,13 @@ import {
   settleRun,
 } from '../../domain/task.ts';
 import type { WebhookPolicy } from '../../domain/webhook-address.ts';
+import {
+  type CommitDeps,
+  commitAndProject,
+  type JournalPlace,
+  journaledRevisionOf,
+  placeAfter,
+} from '../journal/write-through.ts';
 import { failpoint } from '../operations/failpoints.ts';
 import { runProfileOf } from '../profiles/served-profiles.ts';
 import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from '../push/push-configs.ts';
@@ -46,8 +46,7 @@ import { checkHistoryLimit, checkMessageLimits, checkPushConfigLimit, limitsOf }
 import { runIdOf, taskIdOf } from './message-identity.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
-export interface CreateTaskDeps {
-  readonly tasks: TaskRepository;
+export interface CreateTaskDeps extends CommitDeps {
   readonly queue: RunQueue;
   readonly codec: TaskContentCodec;
   readonly clock: Clock;
@@ -101,7 +100,15 @@ export interface CreatedTask {
    * it, for the caller to run at once (`handOver`, decisions 0091 and 0096); absent when the run
    * was queued, or when it is no longer the one this call committed.
    */
-  readonly handedOver?: { readonly run: RunRecord; readonly task: StoredTask };
+  readonly handedOver?: HandedOver;
+}
+
+/** A run handed to its caller to run at once, with where its create left the journal. */
+export interface HandedOver {
+  readonly run: RunRecord;
+  readonly task: StoredTask;
+  /** The first revision's place in the journal (its event only, when its journal write did it). */
+  readonly journaled?: JournalPlace;
 }
 
 export interface CreateTaskOptions {
@@ -207,14 +214,15 @@ export const createTask = async (
   failpoint('create.afterCommit');
   if (claimHere) return handOver(deps, plan);
   try {
-    await deps.queue.enqueue({ taskId: plan.task.taskId, runId });
+    // The message says which revision this call projected in full: the claim need not read it.
+    await deps.queue.enqueue({ taskId: plan.task.taskId, runId, ...journaledRevisionOf(plan.journaled) });
   } catch (error) {
     deps.logger?.warn('Run could not be queued; settling it FAILED', {
       taskId: plan.task.taskId,
       runId,
       error: error instanceof Error ? error.name : 'unknown',
     });
-    return settleUnqueued(deps, plan.task, plan.run);
+    return settleUnqueued(deps, plan);
   }
   return { taskId: plan.task.taskId, revision: plan.task.revision };
 };
@@ -234,7 +242,15 @@ const handOver = async (deps: CreateTaskDeps, plan: Plan): Promise<CreatedTask> 
   const current =
     image.task !== undefined && image.run?.status === 'RUNNING' && image.run.version === plan.run.version;
   return current
-    ? { taskId, revision, handedOver: { run: image.run, task: image.task } }
+    ? {
+        taskId,
+        revision,
+        handedOver: {
+          run: image.run,
+          task: image.task,
+          ...(plan.journaled && { journaled: plan.journaled }),
+        },
+      }
     : { taskId, revision };
 };
 
@@ -309,9 +325,16 @@ const commitPlanned = async (
     // One commit: the task row holds its current run (decision 0038), so without an inline push
     // config this is one single-item write; with one, one transaction (a push config must not
     // attach itself to a task whose follow-up lost its race). Nothing is queued before it.
+    // A new task whose run this call hands over has its first event only projected: the run's
+    // next revision brings the view (docs/architecture.md "The journal write").
     try {
-      const { committed } = await deps.tasks.commit({ row: plan.row, items: pushWrites });
-      return committed === undefined ? plan : { ...plan, committed };
+      const { task: committed, projected } = await commitAndProject(
+        deps,
+        { row: plan.row, items: pushWrites },
+        { eventOnly: plan.eventOnly },
+      );
+      const journaled = placeAfter(projected, undefined);
+      return { ...plan, ...(committed && { committed }), ...(journaled && { journaled }) };
     } catch (error) {
       if (!(error instanceof VersionConflictError)) throw error;
       // A new task's derived id is taken: by an earlier send of this message, or of another one
@@ -326,8 +349,12 @@ interface Plan {
   readonly task: StoredTask;
   readonly run: RunRecord;
   readonly row: TaskRowWrite;
+  /** A new task whose run this call runs at once: its first revision's event only is projected. */
+  readonly eventOnly?: boolean;
   /** The row as its commit returned it (`CommitResult.committed`). */
   readonly committed?: StoredTask;
+  /** Where its journal write left the revision this call committed. */
+  readonly journaled?: JournalPlace;
 }
 
 /** The message was accepted before (I-RETRY): the task it created or continued, as read now. */
@@ -383,18 +410,12 @@ const planNewTask = async (
     ...(traceparent !== undefined && { traceparent }),
   };
   const taskRun: RunRecord = { ...run, taskId };
-  // Its run runs here at once (decision 0096): its view waits for the run's next revision (decision 0097).
-  const viewWithNext = run.status === 'RUNNING';
   return {
     task,
     run: taskRun,
-    row: {
-      taskId,
-      task,
-      run: taskRun,
-      expect: { revision: 'absent' },
-      ...(viewWithNext && { viewWithNext }),
-    },
+    row: { taskId, task, run: taskRun, expect: { revision: 'absent' } },
+    // Its run runs here at once: its view waits for the run's next revision.
+    eventOnly: run.status === 'RUNNING',
   };
 };
 
@@ -467,11 +488,7 @@ const planFollowUp = async (
   };
 };
 
-const settleUnqueued = async (
-  deps: CreateTaskDeps,
-  task: StoredTask,
-  run: RunRecord,
-): Promise<CreatedTask> => {
+const settleUnqueued = async (deps: CreateTaskDeps, { task, run, journaled }: Plan): Promise<CreatedTask> => {
   const now = deps.clock.now();
   const failed = await endTaskWith(
     deps.codec,
@@ -485,9 +502,11 @@ const settleUnqueued = async (
     now,
   );
   try {
-    await deps.tasks.commit({
-      row: taskAndRunWrite(task, failed, run, settleRun(run, 'FAILED', now, run.expiresAt)),
-    });
+    await commitAndProject(
+      deps,
+      { row: taskAndRunWrite(task, failed, run, settleRun(run, 'FAILED', now, run.expiresAt)) },
+      { after: journaled },
+    );
   } catch (error) {
     // A cancel moved the task meanwhile: it answers for itself (its run is settled with it).
     if (!(error instanceof VersionConflictError)) throw error;

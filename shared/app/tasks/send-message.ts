@@ -2,14 +2,14 @@ import type { Config } from '../../config/config.ts';
 import type { Message, Task } from '../../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
 import type { Logger } from '../../domain/logger.ts';
-import { type JournalView, type StoredTask, viewAtEvent } from '../../domain/projection.ts';
-import type { RunRecord } from '../../domain/task.ts';
+import { type JournalView, viewAtEvent } from '../../domain/projection.ts';
 import type { JournaledRevision } from '../journal/write-through.ts';
 import {
   type CreatedTask,
   type CreateTaskDeps,
   type CreateTaskInput,
   createTask,
+  type HandedOver,
   senderOf,
 } from './create-task.ts';
 import {
@@ -28,12 +28,11 @@ import {
 export interface RunsHere {
   /** Whether this function holds the adapters of these providers (a profile's chain). */
   canRun(providerIds: readonly string[]): boolean;
-  /** Runs a run its create claimed, from the image that commit returned (`executeClaimedRun`). */
-  run(image: { readonly run: RunRecord; readonly task: StoredTask }): Promise<unknown>;
-  /** Watches the task's commits in this container (the write-through repository's `watch`). */
-  watch(taskId: string): void;
-  /** The newest revision committed here since `watch` whose event and view are in the journal. */
-  unwatch(taskId: string): JournaledRevision | undefined;
+  /**
+   * Runs a run its create claimed, from the image that commit returned (`executeClaimedRun`), to
+   * its end: the newest revision it committed with its event and view in the journal, if any.
+   */
+  run(image: HandedOver): Promise<{ readonly journaled?: JournaledRevision }>;
   /** Keeps the invocation alive after its answer while `work` runs (a run past the blocking cap). */
   keepAlive(work: Promise<unknown>): void;
 }
@@ -117,7 +116,6 @@ const runHere = async (
 ): Promise<Task | undefined> => {
   const { taskId } = created;
   const { runId } = created.handedOver.run;
-  runsHere.watch(taskId);
   const running = runsHere.run(created.handedOver).catch(async (error: unknown) => {
     deps.logger?.warn('run failed in the rpc; queued for the executor', {
       taskId,
@@ -126,17 +124,22 @@ const runHere = async (
     });
     // Unqueued, the run's lease runs out and the reaper queues it (decision 0053).
     await deps.queue.enqueue({ taskId, runId }).catch(() => undefined);
+    return { journaled: undefined };
   });
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const finished = await Promise.race([
-    running.then(() => true),
-    new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), capMs);
+  const ended = await Promise.race([
+    running,
+    new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), capMs);
     }),
   ]);
   clearTimeout(timer);
-  if (!finished) runsHere.keepAlive(running);
-  const newest = runsHere.unwatch(taskId);
+  if (ended === undefined) {
+    runsHere.keepAlive(running);
+    return undefined;
+  }
+  // The run's own end says which revision it left in the journal: the answer is that revision.
+  const newest = ended.journaled;
   if (newest === undefined || newest.view.revision < created.revision || !settledForCaller(newest.view.state))
     return undefined;
   return toTask(deps, newest.view, options, newest.task);
