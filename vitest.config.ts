@@ -1,8 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Four projects, one runner. Integration and e2e share a global setup that starts the local
- * emulators (DynamoDB Local, the SQS emulator, the KMS endpoint) once and stops them at the end.
+ * Five projects, one runner. Integration, e2e and conformance share a global setup that starts the
+ * local emulators (DynamoDB Local, the SQS emulator, the KMS endpoint) once and stops them at the
+ * end, and a setup file that keeps the embedded stack's log below A2A_TEST_LOG (default WARN) for
+ * a failing test instead of printing it (test/support/stack-log.ts).
  */
 export default defineConfig({
   test: {
@@ -21,6 +23,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/support/emulators-setup.ts'],
+          setupFiles: ['test/support/stack-log.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -30,6 +33,7 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           globalSetup: ['test/support/emulators-setup.ts'],
+          setupFiles: ['test/support/stack-log.ts'],
           testTimeout: 120_000,
           hookTimeout: 180_000,
           fileParallelism: false,
@@ -40,6 +44,7 @@ export default defineConfig({
           name: 'conformance',
           include: ['test/conformance/**/*.test.ts'],
           globalSetup: ['test/support/emulators-setup.ts'],
+          setupFiles: ['test/support/stack-log.ts'],
           testTimeout: 120_000,
           hookTimeout: 180_000,
           fileParallelism: false,
