@@ -1,11 +1,29 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Four projects, one runner. Integration and e2e share a global setup that starts the local
- * emulators (DynamoDB Local, the SQS emulator, the KMS endpoint) once and stops them at the end.
+ * Five projects, one runner, one pool. Integration, e2e and conformance share a global setup that
+ * starts the local emulators (DynamoDB Local, the SQS emulator, the KMS endpoint) once for the run
+ * and stops them at the end, and a setup file that keeps the embedded stack's log below
+ * A2A_TEST_LOG (default WARN) for a failing test instead of printing it (test/support/stack-log.ts).
+ *
+ * Files run two at a time at least (Vitest's default is one fewer than the cores: one on a 2-core
+ * machine). A stack file waits on its emulators and its own timers much of the time, so a second
+ * file uses the core the first leaves idle. Every file has its own stack, resource prefix and
+ * ports, so any two can run side by side. Files are queued by project name — conformance, e2e,
+ * infra, integration, unit — so the stack's long files start first and the short CPU-bound ones
+ * fill in at the end; within a project the slowest file goes first once Vitest has its timings.
  */
+const maxWorkers = Math.max(2, availableParallelism() - 1);
+
+const stackProject = {
+  globalSetup: ['test/support/emulators-setup.ts'],
+  setupFiles: ['test/support/stack-log.ts'],
+};
+
 export default defineConfig({
   test: {
+    maxWorkers,
     projects: [
       { test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       {
@@ -20,7 +38,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
-          globalSetup: ['test/support/emulators-setup.ts'],
+          ...stackProject,
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -29,20 +47,18 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
-          globalSetup: ['test/support/emulators-setup.ts'],
+          ...stackProject,
           testTimeout: 120_000,
           hookTimeout: 180_000,
-          fileParallelism: false,
         },
       },
       {
         test: {
           name: 'conformance',
           include: ['test/conformance/**/*.test.ts'],
-          globalSetup: ['test/support/emulators-setup.ts'],
+          ...stackProject,
           testTimeout: 120_000,
           hookTimeout: 180_000,
-          fileParallelism: false,
         },
       },
     ],

@@ -14,7 +14,8 @@ import { type WebhookPolicy, webhookPolicyFor } from '../shared/domain/webhook-a
 
 /**
  * The function's one sealer: task content, push configs and audit entries share its data-key
- * cache. It opens content kept in chunk items of the state table as well (decision 0065).
+ * cache. It opens content kept in chunk items of the state table as well (docs/data-model.md, "Large
+ * content").
  */
 export const createSealer = (env: RuntimeEnv, documents: DynamoDBDocumentClient): Sealer =>
   new ChunkedContentSealer(

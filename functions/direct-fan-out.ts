@@ -8,7 +8,7 @@ import type { PushConfigRepository } from '../shared/domain/ports.ts';
 
 /**
  * The write-through option of a writer that queues the webhook deliveries of each revision it
- * projected itself, without the journal stream's pusher (decisions 0045, 0061): rpc, executor and
+ * projected itself, without the journal stream's pusher: rpc, executor and
  * reaper. The pusher stays the backstop; the deliverer keeps each webhook's order. Its own module,
  * not compose.ts: only these three bundles carry the SQS delivery queue.
  */

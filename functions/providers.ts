@@ -14,15 +14,15 @@ export type BedrockProviderFactory = (
 
 /**
  * The provider of each configured id. Bedrock and OpenAI-compatible models run under the tool
- * loop (decision 0011); their SDK client makes one attempt, since the fallback is the retry.
+ * loop; their SDK client makes one attempt, since the fallback is the retry.
  * An OpenAI key comes, in a deployment, from the secret `apiKeySecret` names, through the
- * Parameters and Secrets Lambda Extension (decision 0026); in local mode, and without a secret,
+ * Parameters and Secrets Lambda Extension (docs/deployment.md); in local mode, and without a secret,
  * from the variable `apiKeyEnv` names, whose absence fails the cold start with its name.
  */
 export const createProviderFor = (
   env: RuntimeEnv,
   processEnv: NodeJS.ProcessEnv = process.env,
-  /** Absent (the rpc, decision 0091): Bedrock providers have no adapter in this build. */
+  /** Absent in the rpc, which runs blocking sends' runs: Bedrock providers have no adapter in its build. */
   bedrock?: BedrockProviderFactory,
 ): ((providerId: string) => AgentProvider) => {
   const providers = new Map<string, AgentProvider>();

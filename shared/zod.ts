@@ -2,7 +2,7 @@ import { en } from 'zod/locales';
 import { config } from 'zod/mini';
 
 /**
- * The schema library of every layer: zod/mini (decision 0063). Its functions (`z.optional(s)`,
+ * The schema library of every layer: zod/mini. Its functions (`z.optional(s)`,
  * `s.check(z.minLength(1))`, `z.pipe(s, z.transform(f))`) are bundled one by one, where zod's
  * classic API is one object graph: one classic import anywhere bundles all of it (~100 KB in
  * each function; test/infra/house-bundles.test.ts fails when a function bundles classic).

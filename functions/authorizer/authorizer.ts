@@ -4,7 +4,7 @@ import { type AuthConfig, hasAuthScheme } from '../../shared/config/auth.ts';
 import type { Logger } from '../../shared/domain/logger.ts';
 
 /**
- * The API Gateway REQUEST authorizer (decision 0007): request headers → `authenticate` → an
+ * The API Gateway REQUEST authorizer (docs/security.md): request headers → `authenticate` → an
  * Allow policy whose context carries `{ tenant, principal }` to the rpc function
  * (`requestContext.authorizer`), or the error `Unauthorized`, which API Gateway answers with
  * 401 without calling the rpc function. Any other failure (the JWKS unreachable) is thrown as

@@ -34,10 +34,10 @@ const projectStreamRecord =
   };
 
 /**
- * A task's records in stream order, stopping at its first failure (decision 0014): a later revision
+ * A task's records in stream order, stopping at its first failure (I-ORDER): a later revision
  * projected before an earlier one that failed would reach the journal stream first, and the
  * webhooks fed from it would get the task's revisions out of order. One backstop read for the
- * whole batch, after the write-through's grace (decision 0076).
+ * whole batch, after the write-through's grace (docs/how-a-task-flows.md §3).
  */
 export const handler = dynamoDbStreamFunction({ logger, metrics }, async (event) => {
   const images = batchImagesOf(event.Records);

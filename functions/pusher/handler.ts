@@ -20,7 +20,7 @@ const deps = {
 
 /**
  * A task's inserted journal events of one batch → one delivery message per (event, push config),
- * in revision order, from one read of the task's configs (decisions 0009, 0028).
+ * in revision order, from one read of the task's configs (docs/architecture.md, "Push notifications").
  */
 const fanOutTask = async (records: readonly DynamoDBRecord[]): Promise<void> => {
   const events = records.map(parseEventRecord);

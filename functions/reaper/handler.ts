@@ -37,24 +37,25 @@ const deps = {
     }),
   }),
   leases: new DynamoDbRunLeases(client, env.stateTableName),
-  // A never-started run is queued again instead of failed, a bounded number of times (decision 0053).
+  // A never-started run is queued again instead of failed, a bounded number of times.
   requeue: new SqsRunQueue(sqs, env.runQueueUrl),
   ...(env.runStartDeadlineMs ? { runStartDeadlineMs: env.runStartDeadlineMs } : {}),
-  // A claimed run whose claims wrote no start marker is queued again too (decision 0072); its
+  // A claimed run whose claims wrote no start marker is queued again too (I-ONCE); its
   // rows carry ids and a reason only, so this sealer never seals audit content.
   starts: new DynamoDbAuditTrail(client, env.auditTableName, sealer),
   codec: new TaskContentCodec(sealer),
   clock: systemClock,
   config: env.config,
   logger,
-  // Each expired run in its task's trace: the task id and its creator's traceparent (decision 0059).
+  // Each expired run in its task's trace: the task id and its creator's traceparent (docs/operations.md,
+  // "Follow one task through the logs").
   inTaskTrace,
 };
 
 /**
  * Every minute (EventBridge schedule): runs whose lease expired are settled FAILED, never run
  * again — unless they provably never called their provider (never claimed, or no start marker):
- * those are queued again, a bounded number of times (decisions 0053, 0072).
+ * those are queued again, a bounded number of times (docs/reliability.md, "Faults, behaviour, proof").
  */
 export const handler = scheduledFunction({ logger, metrics }, async (): Promise<ReapReport> => {
   const report = await reapExpiredRuns(deps);

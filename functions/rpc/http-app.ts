@@ -46,7 +46,10 @@ export type HttpResponse =
 export interface HttpAppDeps {
   readonly config: Config;
   readonly dispatcher: Dispatcher;
-  /** The profiles served, saved ones included (decision 0024); absent = `config.profiles` only. */
+  /**
+   * The profiles served, saved ones included (docs/operations.md, "Saved profiles"); absent =
+   * `config.profiles` only.
+   */
   readonly profiles?: ProfileCatalog;
 }
 
@@ -59,7 +62,7 @@ const json = (status: number, value: unknown, headers: Record<string, string> = 
 /**
  * The extensions a request activates, echoed in the header spelling it used (docs/protocol.md §9
  * "Extensions": the response SHOULD list them): of those it names, the ones this server declares
- * on its cards — the push-deliveries extension (decision 0025). Unknown ones are ignored.
+ * on its cards — the push-deliveries extension (docs/protocol.md §7). Unknown ones are ignored.
  */
 const activatedExtensions = (headers: HttpRequest['headers']): Record<string, string> => {
   const name = headers['a2a-extensions'] !== undefined ? 'A2A-Extensions' : 'X-A2A-Extensions';
@@ -70,8 +73,8 @@ const activatedExtensions = (headers: HttpRequest['headers']): Record<string, st
 };
 
 /**
- * Bodies above the cap are refused before they are parsed (decision 0006): a JSON-RPC -32600
- * with HTTP 200 like every other JSON-RPC answer (decision 0004), id null since nothing was read.
+ * Bodies above the cap are refused before they are parsed: a JSON-RPC -32600 with HTTP 200 like
+ * every other JSON-RPC answer (docs/protocol.md §2), id null since nothing was read.
  */
 const refuseLargeBody = (body: string, maxBytes: number, errorDomain: string): HttpResponse | undefined => {
   // UTF-16 length bounds the UTF-8 size from below: most bodies skip the byte count entirely.
@@ -107,7 +110,7 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     return { status: 200, headers: { 'Content-Type': 'application/json', ...headers }, body };
   };
 
-  // Decision 0007: when callers must authenticate, a JSON-RPC request that arrives without an
+  // When callers must authenticate (I-OWNER), a JSON-RPC request that arrives without an
   // identity (a route deployed without the authorizer) is refused, never served as `local`.
   const secured = hasAuthScheme(deps.config.auth);
 

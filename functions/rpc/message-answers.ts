@@ -2,7 +2,7 @@ import { answersWithMessage } from '../../shared/adapters/providers/scripted-pro
 import type { MessageAnswerForecast } from '../../shared/app/tasks/stream-task.ts';
 
 /**
- * Which sends an agent may answer with a direct Message (decision 0067): those a provider of the
+ * Which sends an agent may answer with a direct Message (docs/protocol.md §4): those a provider of the
  * profile's chain answers so — of the providers here only the scripted `tck` behaviour, for its
  * `tck-message-response` scenario. A model provider always answers with a task.
  */

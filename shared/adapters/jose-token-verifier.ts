@@ -3,7 +3,7 @@ import type { JwtConfig } from '../config/auth.ts';
 import type { TokenRejection, TokenVerification, TokenVerifier } from '../domain/ports.ts';
 
 /**
- * JWT bearer tokens verified with jose against the issuer's JWKS (decision 0007): signature by
+ * JWT bearer tokens verified with jose against the issuer's JWKS (docs/security.md): signature by
  * a key of the set (picked by `kid`/`alg`), an allowed asymmetric algorithm (never `none`), the
  * exact issuer, one of the audiences, and a lifetime (`exp` required, `nbf` honoured) with a
  * small clock tolerance. The key set is fetched lazily, cached, and refetched on an unknown

@@ -27,7 +27,7 @@ import type { SealContext, Sealer } from '../domain/ports.ts';
  *   offset 34+K+E   …    ciphertext (as long as the plaintext)
  *
  * IV and tag lengths are fixed by the version, so they carry no length prefix. The DynamoDB adapter
- * stores a header that several blobs of one item share once per item (decision 0039,
+ * stores a header that several blobs of one item share once per item (docs/data-model.md, "Sealing";
  * dynamodb/sealed-headers.ts) and re-assembles each blob byte for byte: `open` always sees whole blobs. The GCM AAD is the
  * header (bytes 0 … 6+K+E) followed by the canonical JSON of `{field, taskId}`: the context
  * binding makes a blob moved to another task or field fail, and authenticating the header means

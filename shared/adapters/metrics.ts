@@ -6,10 +6,10 @@ import type { ProjectResult, StoredTask } from '../domain/projection.ts';
 
 /**
  * Application metrics as CloudWatch embedded metric format (EMF) lines on stdout, through
- * Powertools Metrics (decision 0020). One instance per function, flushed once per invocation by
- * the `logMetrics` middleware of its preset (middy-presets.ts); CloudWatch Logs turns each line
- * into metric data. The dimensions are the function's `service` (`a2a-<function>`) and the
- * `installation`: never an id or content.
+ * Powertools Metrics (docs/operations.md, "Application metrics"). One instance per function, flushed once per
+ * invocation by the `logMetrics` middleware of its preset (middy-presets.ts); CloudWatch Logs turns each line
+ * into metric data. The dimensions are the function's `service` (`a2a-<function>`) and the `installation`:
+ * never an id or content.
  */
 
 export const METRICS_NAMESPACE = 'a2a-serverless';

@@ -27,7 +27,7 @@ import {
 } from './trace-context.ts';
 
 /**
- * One middy preset per trigger type (decision 0058). Every preset puts the Lambda context into
+ * One middy preset per trigger type. Every preset puts the Lambda context into
  * each log line of the invocation (Powertools `injectLambdaContext`) and, where the function has
  * metrics, flushes them once when the invocation returns or throws (Powertools `logMetrics`).
  * A handler module wires its use case and picks its preset; nothing else wraps a handler.
@@ -90,13 +90,13 @@ export const inStreamTrace = (handle: (record: DynamoDBRecord) => Promise<void>)
 export const inStreamGroupTrace = (handle: (records: readonly DynamoDBRecord[]) => Promise<void>) =>
   traced((records: readonly DynamoDBRecord[]) => (records[0] ? traceOfStreamRecord(records[0]) : {}), handle);
 
-/** Work a streaming invocation keeps running after its answer, per invocation (decision 0091). */
+/** Work a streaming invocation keeps running after its answer, per invocation. */
 const keptWork = new AsyncLocalStorage<Set<Promise<unknown>>>();
 const keptByInvocation = new WeakMap<Context, Set<Promise<unknown>>>();
 
 /**
  * Keeps the current streaming invocation alive after its answer until `work` settles: the rpc's
- * run of a blocking send that outlasts the blocking cap (decision 0091). Lambda ends a streaming
+ * run of a blocking send that outlasts the blocking cap. Lambda ends a streaming
  * invocation when its handler returns, not when its response stream ends, so the answer reaches
  * the client while the run goes on. Outside a streaming invocation (tests) the work just runs.
  */
@@ -126,7 +126,7 @@ const requestTrace = (event: APIGatewayProxyEvent): TraceContext => {
  * A text body as one UTF-8 buffer. middy (6.4 and 7.9 alike) writes a string body of 16,384 or
  * more UTF-16 code units in slices of 16,384 units, and each slice is encoded on its own: a
  * character outside the BMP (an emoji, 𝔘) whose surrogate pair straddles a slice boundary
- * reached the client as two U+FFFD — a changed answer (decision 0084). Bytes are never split.
+ * reached the client as two U+FFFD — a changed answer. Bytes are never split.
  */
 const asBytes = (response: StreamingResponse): StreamingResponse =>
   typeof response.body === 'string'

@@ -1,5 +1,5 @@
 /**
- * Lambda's ReportBatchItemFailures for an unordered batch (decision 0022): every record is handled
+ * Lambda's ReportBatchItemFailures for an unordered batch: every record is handled
  * in parallel; the ones that throw are reported by their identifier and redelivered. When every
  * record of a non-empty batch fails the whole invocation throws instead, so the event source
  * applies its retry policy to the batch (Powertools' `processPartialResponse` semantics, which

@@ -8,9 +8,9 @@ import type { DeadLetter, DeadLetterQueue, StreamBatchRange } from '../domain/op
 import * as z from '../zod.ts';
 
 /**
- * A stream consumer's on-failure destination on SQS, read by the replay (decision 0068). Each
- * message is the record Lambda writes when it gives up on a DynamoDB stream batch: the batch's
- * coordinates under `DDBStreamBatchInfo`, never its records.
+ * A stream consumer's on-failure destination on SQS, read by the replay (docs/operations.md, "Replaying the
+ * projector's and the pusher's DLQs"). Each message is the record Lambda writes when it gives up on a
+ * DynamoDB stream batch: the batch's coordinates under `DDBStreamBatchInfo`, never its records.
  */
 
 const sequenceNumber = z.string().check(z.regex(/^\d{1,64}$/));

@@ -6,7 +6,7 @@ import { traceMessageAttributes } from './trace-context.ts';
 
 /**
  * The run queue message: ids only (the run row is the state), and the revision the sender knows
- * projected (decision 0071). Parsed at the executor's edge.
+ * projected. Parsed at the executor's edge.
  */
 export const runMessageSchema = z.object({
   taskId: z.string().check(z.minLength(1)),

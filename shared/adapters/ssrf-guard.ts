@@ -32,7 +32,7 @@ import {
  *    request.
  * 5. Connections are kept alive per vetted target — scheme, URL host, port AND the vetted address
  *    — so a pooled socket is only reused for a request whose own vetting chose that same address
- *    (decision 0028: a fresh TCP/TLS connection per POST was most of a webhook hop). A request
+ *    (a fresh TCP/TLS connection per POST was most of a webhook hop). A request
  *    that fails on a reused socket before any response (the server closed it meanwhile) is sent
  *    once more on a fresh connection.
  */

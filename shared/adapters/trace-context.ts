@@ -71,7 +71,7 @@ export const traceOfStreamRecord = (record: Pick<DynamoDBRecord, 'dynamodb'>): T
 };
 
 /**
- * Runs `work` in a task's trace (decision 0059): its id as the correlation id and the
+ * Runs `work` in a task's trace: its id as the correlation id and the
  * traceparent of the request that created it (stored on the task row), checked like every
  * traceparent read back. For work that starts from a task rather than a message (the reaper).
  */

@@ -1,7 +1,7 @@
 import * as z from '../zod.ts';
 
 /**
- * The `auth` section of the configuration (docs/security.md; docs/configuration.md; docs/decisions/0007). Three ways
+ * The `auth` section of the configuration (docs/security.md; docs/configuration.md). Three ways
  * to prove who calls, each mapping to one identity (tenant, principal):
  * - `tokens`: static bearer tokens, local mode only (left out of a deployment);
  * - `apiKeys`: SHA-256 hex digest of a key → identity (the key itself is never configured);

@@ -14,7 +14,7 @@ const integer = (min: number, max: number) => z.number().check(z.int(), z.gte(mi
 /** A number above 0, at most `max`. */
 const positiveUpTo = (max: number) => z.number().check(z.positive(), z.lte(max));
 
-/** Per model call; a timeout falls back to the next provider (decision 0011). */
+/** Per model call; a timeout falls back to the next provider (docs/configuration.md, `providers`). */
 const providerTimeoutMs = z._default(z.number().check(z.int(), z.positive(), z.lte(600_000)), 25_000);
 
 const scriptedProvider = z.object({
@@ -38,7 +38,7 @@ const openAiProvider = z.object({
   /** Name of the environment variable that holds the API key (never the key itself); local mode. */
   apiKeyEnv: z.optional(z.string()),
   /**
-   * Deployments: the Secrets Manager secret holding the API key (decision 0026), read by the
+   * Deployments: the Secrets Manager secret holding the API key (docs/deployment.md), read by the
    * executor through the Parameters and Secrets Lambda Extension. `secretId` is a name or the
    * complete ARN; `jsonKey` picks a field of a JSON secret; `kmsKeyArn` names its CMK, if any.
    * Their formats are checked at synth (infra/service-stack.ts), which keeps this schema, part
@@ -96,7 +96,7 @@ export const profileConfigSchema = z.object({
   blockingCapSeconds: z._default(positiveUpTo(840), 25),
   /**
    * What GetExtendedAgentCard returns to an authenticated caller on top of the public card: another
-   * description and extra skills. Declared on the card only when auth is configured (decision 0007).
+   * description and extra skills. Declared on the card only when auth is configured (docs/protocol.md §9).
    */
   extendedCard: z.optional(
     z.object({
@@ -118,9 +118,9 @@ const capacityRange = z
 const tableCapacity = z.object({ read: z.optional(capacityRange), write: z.optional(capacityRange) });
 
 /**
- * DynamoDB capacity of the three tables and their indexes (decision 0048): on demand (the
- * default), or provisioned with auto scaling that tracks a target utilisation between `min` and
- * `max` units. `read`/`write` apply to every table and index unless `tables.<id>` overrides them.
+ * DynamoDB capacity of the three tables and their indexes (docs/configuration.md, `deployment`): on demand
+ * (the default), or provisioned with auto scaling that tracks a target utilisation between `min` and `max`
+ * units. `read`/`write` apply to every table and index unless `tables.<id>` overrides them.
  */
 export const dynamodbCapacitySchema = z.object({
   billing: z._default(z.enum(['onDemand', 'provisioned']), 'onDemand'),
@@ -148,7 +148,7 @@ export const defaultDynamodbCapacity: DynamodbCapacityConfig = {
 };
 
 /**
- * Read by the CDK app only (`cdk deploy -c config=…`, decision 0020), never by a function: it is
+ * Read by the CDK app only (`cdk deploy -c config=…`, docs/deployment.md), never by a function: it is
  * left out of the configuration the functions get.
  */
 export const deploymentConfigSchema = z.object({
@@ -170,7 +170,7 @@ export const deploymentConfigSchema = z.object({
   /** Upper bound of concurrent executor invocations: protects model quotas. */
   executorMaxConcurrency: z._default(integer(2, 1000), 10),
   /**
-   * The rpc function runs a blocking SendMessage's run itself (decision 0091): no queue hop, no
+   * The rpc function runs a blocking SendMessage's run itself (docs/how-a-task-flows.md §1): no queue hop, no
    * journal polls, and the rpc holds the executor's grants (models, provider secrets, audit
    * table). false: every run goes through the run queue to the executor.
    */
@@ -181,7 +181,7 @@ export const deploymentConfigSchema = z.object({
   dynamodb: z._default(dynamodbCapacitySchema, defaultDynamodbCapacity),
   /**
    * How long API Gateway reuses an authorizer's answer for the same `Authorization` header
-   * (JWT installations only; decision 0055): a token stays accepted up to this long after it
+   * (JWT installations only; docs/security.md): a token stays accepted up to this long after it
    * expires or is revoked. 0 authorizes every request afresh. Keep it below the issuer's
    * shortest token lifetime.
    */
@@ -227,12 +227,12 @@ export const configSchema = z.object({
   webhooks: z._default(
     z.object({
       allowLoopback: z.optional(z.boolean()),
-      /** First retry delay of a failed webhook delivery; doubles per attempt up to 300 s (decision 0009). */
+      /** First retry delay of a failed webhook delivery; doubles per attempt up to 300 s. */
       retryBaseSeconds: z._default(integer(1, 60), 2),
     }),
     { retryBaseSeconds: 2 },
   ),
-  /** SSE streams (docs/decisions/0008): heartbeat comments, and a clean close before the 15-min limit. */
+  /** SSE streams (docs/protocol.md §5): heartbeat comments, and a clean close before the 15-min limit. */
   streaming: z._default(
     z.object({
       heartbeatSeconds: z._default(positiveUpTo(30), 15),
@@ -241,7 +241,7 @@ export const configSchema = z.object({
     { heartbeatSeconds: 15, maxStreamSeconds: 840 },
   ),
   /**
-   * What one request may ask for (docs/configuration.md `limits`, decision 0052): above a limit it
+   * What one request may ask for (docs/configuration.md, `limits`): above a limit it
    * is refused with an ErrorInfo reason naming the limit, before anything is stored.
    */
   limits: z._default(
@@ -253,7 +253,7 @@ export const configSchema = z.object({
       /**
        * A task's whole history (every message of every turn, JSON) may grow to this many bytes:
        * the write that settles a turn carries the whole sealed history with the result in one
-       * 4 MB transaction (decision 0065).
+       * 4 MB transaction (docs/data-model.md, "Large content").
        */
       historyBytes: z._default(integer(65_536, 3 * 1024 * 1024), 2.5 * 1024 * 1024),
     }),
@@ -267,7 +267,7 @@ export const configSchema = z.object({
   ),
   /** ErrorInfo domain for this installation's own reasons (docs/protocol.md §17). */
   errorDomain: z._default(nonEmptyString, 'a2a-serverless.local'),
-  /** Request bodies above this many bytes are refused with -32600 (decision 0006). */
+  /** Request bodies above this many bytes are refused with -32600 (docs/protocol.md §2). */
   maxRequestBytes: z._default(integer(1024, 6 * 1024 * 1024), 1024 * 1024),
   deployment: z._default(deploymentConfigSchema, {
     logRetentionDays: 30,

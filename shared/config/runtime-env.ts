@@ -9,7 +9,10 @@ export interface RuntimeEnv {
   readonly journalTableName: string;
   readonly auditTableName: string;
   readonly runQueueUrl: string;
-  /** The FIFO webhook delivery queue; required by the pusher only (decision 0009). */
+  /**
+   * The FIFO webhook delivery queue; required by the pusher only (docs/architecture.md, "Push
+   * notifications").
+   */
   readonly deliveryQueueUrl?: string;
   readonly kmsKeyId: string;
   /** Names the installation in the KMS encryption context. */
@@ -19,10 +22,13 @@ export interface RuntimeEnv {
   /** Run leases and start deadlines (ms), shortened by the local stack's fault tests; unset in AWS. */
   readonly runLeaseMs?: number;
   readonly runStartDeadlineMs?: number;
-  /** How long the rpc function serves the saved profiles it read (decision 0024); default 30 s. */
+  /**
+   * How long the rpc function serves the saved profiles it read (docs/operations.md, "Saved profiles");
+   * default 30 s.
+   */
   readonly profileCacheMs?: number;
   /**
-   * The rpc runs a blocking send's run itself (decision 0091): set where the function holds the
+   * The rpc runs a blocking send's run itself: set where the function holds the
    * executor's grants (`deployment.blockingRunsInRpc`, the default, and the local stack).
    */
   readonly runsBlockingSends: boolean;

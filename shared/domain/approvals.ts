@@ -1,7 +1,7 @@
 import type { PendingToolTurn, TranscriptEntry } from './model.ts';
 
 /**
- * Approvals (I-APPROVAL, docs/decisions/0013). A tool with `requiresApproval` suspends its run:
+ * Approvals (I-APPROVAL, docs/operations.md, "Approvals"). A tool with `requiresApproval` suspends its run:
  * the transcript so far and the pending calls are sealed on the run row, the run waits in
  * AWAITING_APPROVAL, and an approval record (metadata only) waits for an operator. The decision
  * is bound to the exact pending calls by a digest; the resumed run continues from the sealed

@@ -11,20 +11,22 @@ import { redactArtifacts, redactJson, redactMessage, redactText } from './redact
  * | ---------- | -------------------------------------------------------------------------- |
  * | `none`     | nothing: no entry at all                                                   |
  * | `metadata` | kind, provider, outcome, duration, token counts, tool names, lengths       |
- * | `redacted` | the metadata, plus the step's content redacted (docs/decisions/0005)              |
+ * | `redacted` | the metadata, plus the step's content redacted (shared/domain/redaction.ts)    |
  * | `full`     | the metadata, plus the step's content as it was                            |
  *
  * Audit rows never reach the journal or a remote caller; the admin command shows metadata only.
  */
 
 /**
- * No `settle` kind (decision 0040): how a run ended is its run record's (status, `endedAt`,
+ * No `settle` kind: how a run ended is its run record's (status, `endedAt`,
  * attempts) and its task's (`metadata.reason`), kept as long as these rows (I-PURGE).
  */
 export const auditStepKinds = [
-  /** The run's start marker (decision 0072): written right before its first provider call. */
+  /**
+   * The run's start marker (docs/data-model.md, "Audit table"): written right before its first provider call.
+   */
   'claim',
-  /** The reaper took a claim back that never reached its provider call, and queued the run again (0072). */
+  /** The reaper took a claim back that never reached its provider call, and queued the run again. */
   'requeue',
   'attempt',
   'tighten',
@@ -39,7 +41,7 @@ export type AuditStepKind = (typeof auditStepKinds)[number];
 export interface AuditContent {
   readonly message?: Message;
   readonly artifacts?: readonly Artifact[];
-  /** A tool call's arguments and result (decision 0013): here and to the model, never the journal. */
+  /** A tool call's arguments and result: here and to the model, never the journal (I-LEAVE). */
   readonly toolCall?: AuditToolCall;
 }
 
@@ -177,9 +179,9 @@ export const auditEntryAt = (
 export type AuditRowSummary = Omit<AuditEntry, 'content'> & { readonly hasContent: boolean };
 
 /**
- * A claim's start slot (decision 0072): one per run and run version. The executor writes its
- * `claim` row there right before the first provider call, with the version of its last write;
- * the reaper computes the same slot from the run row alone. Whoever writes a slot first has it.
+ * A claim's start slot (docs/data-model.md, "Audit table"): one per run and run version. The executor writes
+ * its `claim` row there right before the first provider call, with the version of its last write; the reaper
+ * computes the same slot from the run row alone. Whoever writes a slot first has it.
  */
 export interface StartSlot {
   readonly taskId: string;
@@ -199,7 +201,7 @@ export interface AuditTrail {
   record(entry: AuditEntry): Promise<void>;
   /**
    * Writes the `claim` entry into the start slot of `version`, only if the slot is free
-   * (decision 0072). A slot that already holds this claim's own marker (an earlier try of the
+   * (I-ONCE). A slot that already holds this claim's own marker (an earlier try of the
    * same write) is `recorded`; one the reaper took is `taken`. Any other failure rejects.
    */
   recordStart(entry: AuditEntry, version: number): Promise<StartOutcome>;
@@ -214,7 +216,7 @@ export interface AuditTrail {
 }
 
 /**
- * Port: the start slots as the reaper sees them (decision 0072), in the audit table. A RUNNING run
+ * Port: the start slots as the reaper sees them, in the audit table. A RUNNING run
  * whose lease expired and whose claims wrote no start marker provably never called its provider.
  */
 export interface RunStarts {

@@ -142,7 +142,7 @@ export class TaskBusyError extends DomainError {
 }
 
 /**
- * I-RETRY (docs/decisions/0051): the messageId was already used by this caller at this agent for
+ * I-RETRY: the messageId was already used by this caller at this agent for
  * a message with other content (or for a task whose retention has passed). A retry must resend the
  * same message; a new message needs a new messageId.
  */

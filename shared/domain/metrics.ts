@@ -3,8 +3,8 @@ import { isTerminal } from './a2a.ts';
 import type { TaskRecord } from './task.ts';
 
 /**
- * The application metrics operators count and alarm on (decision 0020). A metric is a name, a
- * unit and the function that emits it; it never carries an id, a text or any other content
+ * The application metrics operators count and alarm on (docs/operations.md, "Application metrics"). A metric
+ * is a name, a unit and the function that emits it; it never carries an id, a text or any other content
  * (docs/security.md), so the port takes a name from this list and a number, nothing else.
  */
 export const metricCatalog = {

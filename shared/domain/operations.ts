@@ -48,7 +48,10 @@ export interface StoredProfile {
   readonly updatedAt: string;
 }
 
-/** What the functions read of the saved profiles (decision 0024): all of them, in one query. */
+/**
+ * What the functions read of the saved profiles (docs/operations.md, "Saved profiles"): all of them, in one
+ * query.
+ */
 export interface SavedProfiles {
   /** Every saved profile, by id. */
   list(): Promise<StoredProfile[]>;
@@ -64,7 +67,8 @@ export interface ProfileStore extends SavedProfiles {
 
 /**
  * Where a stream consumer's failed batch lies in its stream (the projector's or the pusher's
- * on-failure record, decision 0068): the records themselves are not in it, only their range.
+ * on-failure record, docs/operations.md, "Replaying the projector's and the pusher's DLQs"): the records
+ * themselves are not in it, only their range.
  */
 export interface StreamBatchRange {
   readonly streamArn: string;

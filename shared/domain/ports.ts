@@ -68,8 +68,8 @@ export interface RowExpectation {
 }
 
 /**
- * The one write of a task row (decision 0042). The row holds the task and its current run
- * (decision 0038), so a use case states here what the database writes: the task as it leaves it
+ * The one write of a task row. The row holds the task and its current run (docs/data-model.md,
+ * "State table"), so a use case states here what the database writes: the task as it leaves it
  * (a new revision, or an in-place scrub), the current run as it leaves it, both conditioned on
  * what it read. Built as a pure value by the transition builders of `task.ts`.
  */
@@ -103,7 +103,7 @@ export type ItemWrite =
     }
   | {
       /**
-       * An approval record (decision 0013). A decision is conditioned on the record still being
+       * An approval record (I-APPROVAL). A decision is conditioned on the record still being
        * PENDING for the same digest, so two decisions never both win.
        */
       readonly entity: 'approval';
@@ -113,7 +113,8 @@ export type ItemWrite =
   | {
       /**
        * A push config, committed with its task's row write, which sets the row's push mark
-       * (decision 0041); a config id given again replaces the earlier one (as a2a-js does).
+       * (docs/data-model.md, "State table"); a config id given again replaces the earlier one (as a2a-js
+       * does).
        */
       readonly entity: 'push';
       readonly item: StoredPushConfig;
@@ -151,7 +152,7 @@ export interface TaskRepository {
    */
   markPushConfigured(taskId: string): Promise<StoredTask | undefined>;
   getRun(taskId: string, runId: string): Promise<RunRecord | undefined>;
-  /** The run and its task, strongly consistent, read together (one request, decision 0036). */
+  /** The run and its task, strongly consistent, read together (one Query of the task's partition). */
   getRunWithTask(
     taskId: string,
     runId: string,
@@ -222,7 +223,7 @@ export interface JournalRepository extends JournalWriter {
   listEvents(taskId: string, afterRevision: number): Promise<JournalEvent[]>;
   /** One owner's views, newest status timestamp first, from the owner index (never a scan). */
   listViews(query: ViewQuery): Promise<ViewPage>;
-  /** How many of the owner's views match (expired ones excluded; see decision 0006 for the bound). */
+  /** How many of the owner's views match (expired ones excluded; docs/protocol.md §6 gives the bound). */
   countViews(filter: ViewFilter): Promise<number>;
 }
 
@@ -304,8 +305,8 @@ export interface RunRef {
 }
 
 /**
- * Run leases (docs/decisions/0011). Renewing moves only the lease, never the run version, so the
- * completing transaction's expected version stays valid (I-LOCK).
+ * Run leases (docs/architecture.md, "Send a message"). Renewing moves only the lease, never the run version,
+ * so the completing transaction's expected version stays valid (I-LOCK).
  */
 export interface RunLeases {
   /**
@@ -343,7 +344,7 @@ export interface PushDeliveryPage {
 }
 
 /**
- * The caller-readable record of webhook deliveries (decision 0025): one item per (task, config,
+ * The caller-readable record of webhook deliveries (docs/protocol.md §7): one item per (task, config,
  * revision) in the task's partition, one attempt appended per delivery attempt.
  */
 export interface PushDeliveryLog {
@@ -352,7 +353,7 @@ export interface PushDeliveryLog {
   /**
    * The highest revision whose delivery to the config is settled (delivered, refused or given
    * up), read strongly consistent: the watermark that keeps a webhook's revisions in order and
-   * delivers none twice after SQS's deduplication window (decision 0045). Undefined: none yet.
+   * delivers none twice after SQS's deduplication window (I-ORDER). Undefined: none yet.
    */
   settledThrough(taskId: string, configId: string): Promise<number | undefined>;
   /** One page in (configId, revision) order, after `after` when given; expired records included. */
@@ -384,7 +385,7 @@ export interface WebhookSender {
   post(request: WebhookRequest): Promise<WebhookResult>;
 }
 
-/** Why a bearer token was not accepted; content-free, for logs (docs/decisions/0007). */
+/** Why a bearer token was not accepted; content-free, for logs (docs/security.md). */
 export type TokenRejection = 'malformed' | 'algorithm' | 'signature' | 'unknown-key' | 'expired' | 'claims';
 
 export type TokenVerification =
@@ -407,7 +408,7 @@ export interface StreamSlot {
 }
 
 /**
- * The caller's open streams, counted across every rpc instance (decision 0052): a stream holds a
+ * The caller's open streams, counted across every rpc instance (`limits.streamsPerCaller`): a stream holds a
  * slot of the caller's `max`, leased for `leaseMs` (its longest life), released when it ends.
  */
 export interface StreamSlots {

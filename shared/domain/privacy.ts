@@ -1,6 +1,6 @@
 import { epochSeconds } from './task.ts';
 /**
- * Privacy levels and the two ceilings of a run (docs/decisions/0005, docs/invariants.md I-CEILING, I-REFUSE,
+ * Privacy levels and the two ceilings of a run (docs/invariants.md I-CEILING, I-REFUSE,
  * I-TIGHTEN). Pure functions over raw setting values: the configuration keeps levels as plain
  * strings, and this module is the one place that reads them.
  *
@@ -114,7 +114,7 @@ const toGlobalAnswerLevel = (globalLevel: PrivacyLevel): PrivacyLevel =>
   globalLevel === 'metadata' ? 'full' : globalLevel;
 
 /**
- * docs/decisions/0005: audit = min(global, provider, task); answer = min(globalAnswer, provider, task),
+ * audit = min(global, provider, task); answer = min(globalAnswer, provider, task),
  * where globalAnswer is `full` when the global level is `metadata`.
  */
 export const resolveCeilings = (sources: PrivacySources): Ceilings => {

@@ -14,8 +14,8 @@ export interface StoredTask extends TaskRecord {
   readonly sealedArtifacts?: SealedBlob;
   readonly sealedHistory?: SealedBlob;
   /**
-   * The row's push mark (decision 0041): set once a push config was stored for the task and never
-   * cleared. Task writes neither set nor remove it; the projector copies it into the events.
+   * The row's push mark (docs/data-model.md, "State table"): set once a push config was stored for the task
+   * and never cleared. Task writes neither set nor remove it; the projector copies it into the events.
    */
   readonly pushConfigured?: true;
   /**

@@ -18,16 +18,16 @@ export interface StoredPushConfig {
   readonly createdAt: string;
   /**
    * The protocol version the config was created through; it picks the webhook body (docs/protocol.md §7):
-   * v1.0 StreamResponses, or the v0.3 Task as of the revision (decision 0026). Absent means 1.0.
+   * v1.0 StreamResponses, or the v0.3 Task as of the revision (docs/protocol.md §1). Absent means 1.0.
    */
   readonly protocolVersion?: ProtocolVersion;
   /** The task's expiry (epoch seconds): the config goes with the task (I-PURGE). */
   readonly expiresAt: number;
   /**
    * The task's last revision committed before the config existed: the config gets the revisions
-   * after it, never older ones a lagging pusher still carries (decision 0031). A config sent
-   * inline with a message gets the revision that message created. Absent (configs stored before
-   * 0031): every revision.
+   * after it, never older ones a lagging pusher still carries. A config sent inline with a
+   * message gets the revision that message created. Absent (configs stored before this field
+   * existed): every revision.
    */
   readonly afterRevision?: number;
 }
@@ -65,7 +65,7 @@ export const deliveryBackoffSeconds = (attempt: number, baseSeconds: number, cap
   Math.min(capSeconds, Math.round(baseSeconds * 2 ** Math.max(0, attempt - 1)));
 
 /**
- * What one delivery attempt came to (decision 0025): the revision's POSTs all answered 2xx, one
+ * What one delivery attempt came to: the revision's POSTs all answered 2xx, one
  * answered another HTTP status, one failed below HTTP (connection, timeout, DNS, a redirect not
  * followed), the SSRF guard refused the target, or the attempt failed inside the deliverer.
  */
@@ -90,7 +90,7 @@ export type DeliveryState = (typeof deliveryStates)[number];
 export const isSettledDelivery = (state: DeliveryState): boolean => state !== 'RETRYING';
 
 /**
- * The revisions a delivery message of `revision` owes its config, oldest first (decision 0045):
+ * The revisions a delivery message of `revision` owes its config, oldest first (I-ORDER):
  * every revision the config wants after the last one settled for it, up to `revision`. So a
  * message that overtook an older revision's (fanned out directly by its writer while the older
  * one still waits for the stream backstop) delivers that one first, and a message at or below
@@ -109,7 +109,7 @@ export const owedRevisions = (
 export interface PushDeliveryAttempt {
   /**
    * 1-based: the queue's receive count of the delivery message; 1 for a revision an earlier
-   * revision's message delivered ahead of its own (decision 0093).
+   * revision's message delivered ahead of its own.
    */
   readonly attempt: number;
   /** When the attempt ended, ISO-8601 UTC. */

@@ -1,7 +1,8 @@
 import type { Artifact, JsonObject, JsonValue, Message, Part } from './a2a.ts';
 
 /**
- * Redaction for the `redacted` answer level (docs/decisions/0005): deterministic, idempotent, fail closed.
+ * Redaction for the `redacted` answer level (docs/configuration.md, `privacy`): deterministic, idempotent,
+ * fail closed.
  *
  * Every pattern is written so that it cannot backtrack catastrophically: quantifiers before a
  * required literal are bounded, or the pattern may only start where a run of its characters
@@ -12,7 +13,8 @@ import type { Artifact, JsonObject, JsonValue, Message, Part } from './a2a.ts';
  * text no longer changes, so `redactText(redactText(x)) === redactText(x)` holds by construction.
  * A text that does not settle within a few passes is fully masked.
  *
- * The choices and their false-positive trade-offs are in docs/decisions/0005.
+ * The patterns below run in the order given; validators (the Luhn and IBAN checksums, dates, IPv4
+ * addresses) leave look-alikes unmasked, trading a few false negatives for fewer false positives.
  */
 
 export type RedactionKind = 'SECRET' | 'EMAIL' | 'PHONE' | 'IBAN' | 'CARD';

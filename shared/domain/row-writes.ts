@@ -4,8 +4,8 @@ import type { StoredPushConfig } from './push.ts';
 import type { RunRecord } from './task.ts';
 
 /**
- * The plans use cases commit (decision 0042): they say what the database writes. A task and its
- * current run share the task row (decision 0038), so a change of both is one row write on the
+ * The plans use cases commit: they say what the database writes. A task and its current run
+ * share the task row (docs/data-model.md, "State table"), so a change of both is one row write on the
  * revision and the run version read; a run that is not its task's current one has its own row.
  */
 
@@ -39,9 +39,9 @@ export const runAloneWrite = (
     : { items: [{ entity: 'run', item: run, expect: { ...expect, version: read.version } }] };
 
 /**
- * The row a transaction wrote, when its push mark is certain (decision 0093): a transaction
+ * The row a transaction wrote, when its push mark is certain: a transaction
  * returns nothing, but its condition proves the row holds the task it wrote, except the push mark,
- * which no task write sets (decision 0041). The mark is known when this write set it (a push config
+ * which no task write sets. The mark is known when this write set it (a push config
  * with it) or the row it read had it (never cleared), and absent from a row this write created;
  * otherwise a mark set meanwhile could be missing, and there is no image.
  */
@@ -56,7 +56,7 @@ export const transactedImage = (
 };
 
 /**
- * The push configs of a plan that created its task's row (decision 0095): no other config can want
+ * The push configs of a plan that created its task's row: no other config can want
  * that first revision (one stored later is after it, `configWantsRevision`), so they are all its
  * fan-out needs. `undefined` for a plan that did not create the row: its configs must be read.
  */

@@ -22,7 +22,7 @@ export const rootAgent = 'default';
 
 /**
  * Who asks: an owner at the endpoint of one agent (`/agents/<profileId>`, the root serves
- * `rootAgent`). Each published profile is its own agent (docs/decisions/0049).
+ * `rootAgent`). Each published profile is its own agent (I-OWNER).
  */
 export interface AgentCaller extends Owner {
   readonly profileId: string;
@@ -103,14 +103,14 @@ export interface RunRecord {
   readonly leaseUntil?: number;
   /**
    * A QUEUED run's start deadline (ms): a run not claimed by then is taken as never queued. Its
-   * `leaseUntil` is the lease the claim will take over (decision 0027); the reaper moves it to
+   * `leaseUntil` is the lease the claim will take over (written once); the reaper moves it to
    * this deadline when the queue holds the run longer.
    */
   readonly startBy?: number;
   /**
    * Times the reaper queued this run again because it was provably never started (never claimed,
    * or given back by its executor before the provider call: no provider was called): bounded,
-   * after which it fails RUN_NOT_STARTED (decisions 0053, 0069).
+   * after which it fails RUN_NOT_STARTED (docs/reliability.md, "Faults, behaviour, proof").
    */
   readonly requeues?: number;
   readonly cancelRequested: boolean;
@@ -122,9 +122,9 @@ export interface RunRecord {
   /** The approval the run waits for, or its decision once made (metadata only). */
   readonly approval?: RunApproval;
   /**
-   * A saved profile's settings, taken when the run's message was accepted (decision 0024): the
-   * executor runs with these, whatever the profile has become since. Absent for a profile of the
-   * deployment configuration, which the executor reads itself.
+   * A saved profile's settings, taken when the run's message was accepted (docs/operations.md, "Saved
+   * profiles"): the executor runs with these, whatever the profile has become since. Absent for a profile of
+   * the deployment configuration, which the executor reads itself.
    */
   readonly profile?: RunProfile;
 }
@@ -141,7 +141,7 @@ const runTransitions: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
   // AWAITING_APPROVAL only when a queued run's approval decision is undone (decide-approval.ts).
   QUEUED: ['RUNNING', 'AWAITING_APPROVAL', 'FAILED', 'CANCELED'],
   RUNNING: ['AWAITING_APPROVAL', 'COMPLETED', 'FAILED', 'CANCELED'],
-  // QUEUED: an operator decided; the run is queued again to continue (decision 0013).
+  // QUEUED: an operator decided; the run is queued again to continue (docs/operations.md, "Approvals").
   AWAITING_APPROVAL: ['QUEUED', 'RUNNING', 'FAILED', 'CANCELED'],
   COMPLETED: [],
   FAILED: [],
@@ -209,7 +209,7 @@ export class IllegalTransitionError extends Error {
 export const epochSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);
 
 /**
- * The task's next revision in `state` at `now` (decision 0042): the only way a task's state
+ * The task's next revision in `state` at `now`: the only way a task's state
  * changes. Checks the task table (terminal states never move); `changes` are the other fields
  * the revision sets (sealed content, metadata, expiry).
  */
@@ -239,8 +239,8 @@ export const moveRun = (
 /**
  * The one way back from RUNNING, outside the state machine above, for a run that provably called
  * no provider (I-ONCE is about provider calls): the executor that claimed it gives it back because
- * it failed before the call (it knows that in memory, decision 0069), or the reaper takes it back
- * because no claim wrote its start marker and the reaper took the slot (decision 0072). Its lease
+ * it failed before the call (it knows that in memory), or the reaper takes it back because no
+ * claim wrote its start marker and the reaper took the slot (docs/data-model.md, "Audit table"). Its lease
  * and start deadline are `leaseUntil`, so the reaper queues it again if no delivery claims it first.
  */
 export const giveBackRun = (run: RunRecord, leaseUntil: number): RunRecord => {

@@ -13,6 +13,7 @@ import {
 } from '../support/fault-drive.ts';
 import { queueDepths } from '../support/fault-stack.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
+import { expectStackWarnings } from '../support/stack-log.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
@@ -31,6 +32,9 @@ const concurrency = Number(process.env.A2A_CONSISTENCY_CLIENTS ?? 8);
 // The write-through's failpoints (decision 0043) leave some revisions to the projector, cut some between event and view.
 const failpoints =
   'projector.midBatch=0.1,pusher.midBatch=0.05,deliverer.post=0.1,writeThrough.afterCommit=0.1,writeThrough.afterEvent=0.1,seed=5';
+
+// The failpoints make the stack warn on purpose: those lines are kept for a failure.
+expectStackWarnings();
 
 let stack: LocalStack;
 let receiver: WebhookReceiver;

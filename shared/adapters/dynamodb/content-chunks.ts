@@ -4,8 +4,8 @@ import { type StoredTask, sameBytes } from '../../domain/projection.ts';
 import { keys } from './entities.ts';
 
 /**
- * Sealed content too large for its item, kept in chunk items of the task's partition (decision
- * 0065, docs/data-model.md "Large content"). A DynamoDB item holds at most 400 KB; a task row
+ * Sealed content too large for its item, kept in chunk items of the task's partition
+ * (docs/data-model.md, "Large content"). A DynamoDB item holds at most 400 KB; a task row
  * holds its sealed status message, artifacts and history, and a journal view or event the first
  * two. When they do not fit, a blob is stored as chunk items and the item holds a reference:
  *
@@ -157,12 +157,12 @@ export interface ChunkedTaskWrite {
 }
 
 /**
- * A task write's chunk writes (decision 0065): the chunks of each blob it stores as a reference
- * for the first time; for a reference it keeps, the chunks' `expiresAt` moved with the task's
- * (so TTL never takes chunks a live task refers to); and the deletion of the history chunks it
- * replaces (history is never in the journal, so nothing else refers to them: a scrubbed history
- * leaves nothing behind). `before` is the row as its writer read it. Nothing to write for a task
- * whose content fits its row, as before. Pure.
+ * A task write's chunk writes (docs/data-model.md, "Large content"): the chunks of each blob it stores as a
+ * reference for the first time; for a reference it keeps, the chunks' `expiresAt` moved with the task's (so
+ * TTL never takes chunks a live task refers to); and the deletion of the history chunks it replaces (history
+ * is never in the journal, so nothing else refers to them: a scrubbed history leaves nothing behind).
+ * `before` is the row as its writer read it. Nothing to write for a task whose content fits its row, as
+ * before. Pure.
  */
 export const chunkTaskWrite = (
   task: StoredTask,

@@ -5,10 +5,10 @@ import { approvalItemSchema, fromApprovalItem, keys } from './entities.ts';
 export const pendingApprovalIndexName = 'byPendingApproval';
 
 /**
- * Approval records in the state table (decision 0013), in their task's partition. An approval id
- * names its task (`<taskId>.<revision>`), so a decision reads its record with one consistent get;
- * the pending list is one query on the sparse byPendingApproval index. Writes go through the
- * task repository's transactions (with the run they decide).
+ * Approval records in the state table (docs/operations.md, "Approvals"), in their task's partition. An
+ * approval id names its task (`<taskId>.<revision>`), so a decision reads its record with one consistent get;
+ * the pending list is one query on the sparse byPendingApproval index. Writes go through the task
+ * repository's transactions (with the run they decide).
  */
 export class DynamoDbApprovals implements ApprovalRepository {
   constructor(

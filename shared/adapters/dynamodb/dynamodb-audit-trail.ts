@@ -31,9 +31,9 @@ import { queryAll } from './query-all.ts';
  *
  * Entity: `pk = TASK#<taskId>`, `sk = AUDIT#<runId>#<at>#<seq>` (ordered by time within a run;
  * `seq` is a per-process counter that keeps two steps of the same millisecond apart — a run is
- * worked by one claimed executor at a time). A claim's start marker (decision 0072) has a key
- * the reaper can compute from the run row, `AUDIT#<runId>#0#<version>`, and carries its `seq` as
- * an attribute; `listForTask` puts every row in time order.
+ * worked by one claimed executor at a time). A claim's start marker (docs/data-model.md, "Audit table") has a
+ * key the reaper can compute from the run row, `AUDIT#<runId>#0#<version>`, and carries its `seq` as an
+ * attribute; `listForTask` puts every row in time order.
  */
 
 export const auditKeys = {
@@ -95,7 +95,7 @@ const inTimeOrder = (a: AuditItem, b: AuditItem): number =>
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const seqOf = (item: AuditItem): number => item.seq ?? Number(item.sk.slice(item.sk.lastIndexOf('#') + 1));
 
-/** A start slot is written only while free (decision 0072). */
+/** A start slot is written only while free (docs/data-model.md, "Audit table"). */
 const slotFree = 'attribute_not_exists(sk)';
 
 export class DynamoDbAuditTrail implements AuditTrail, RunStarts {

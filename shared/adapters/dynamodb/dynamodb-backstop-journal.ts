@@ -4,13 +4,13 @@ import { DynamoDbJournalWriter } from './dynamodb-journal-writer.ts';
 import { keys } from './entities.ts';
 
 /**
- * The stream projector's journal (decision 0076): the writer's writes and reads, and the one
+ * The stream projector's journal: the writer's writes and reads, and the one
  * read per stream batch. Apart from the writer so that the functions that only write through
  * (rpc, executor, reaper) neither bundle nor need `dynamodb:BatchGetItem`.
  */
 export class DynamoDbBackstopJournal extends DynamoDbJournalWriter implements BackstopJournal {
   /**
-   * The backstop's read per stream batch (decision 0076): one eventually consistent BatchGetItem
+   * The backstop's read per stream batch: one eventually consistent BatchGetItem
    * (per 100 keys) of every asked revision's event and every task's view, projected to their
    * keys and revision — one request for the whole batch instead of one per task. Each found item
    * is billed like a GetItem of it.

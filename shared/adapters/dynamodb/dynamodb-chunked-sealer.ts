@@ -5,11 +5,10 @@ import { chunkSortKeys, isChunkReference, matchesReference, readReference } from
 import { keys } from './entities.ts';
 
 /**
- * A sealer that opens chunked content too (decision 0065): a blob an item holds as a reference
- * is read from its chunks in the task's partition of the state table (strongly consistent
- * GetItems, the keys are the reference's),
- * checked against the reference's length and hash, and opened as the whole blob it was sealed
- * as. Every reader of task content opens through it, so content read from the task row, a
+ * A sealer that opens chunked content too (docs/data-model.md, "Large content"): a blob an item holds as a
+ * reference is read from its chunks in the task's partition of the state table (strongly consistent GetItems,
+ * the keys are the reference's), checked against the reference's length and hash, and opened as the whole
+ * blob it was sealed as. Every reader of task content opens through it, so content read from the task row, a
  * journal view or event is one path. Seals pass through.
  */
 export class ChunkedContentSealer implements Sealer {

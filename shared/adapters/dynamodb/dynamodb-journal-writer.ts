@@ -17,7 +17,7 @@ type ExpectedView = { readonly revision: number; readonly expiresAt: number } | 
 /** Attempts at the view write before the projector's own retry takes over. */
 const maxPutAttempts = 3;
 
-/** The UTC day and hour a view expires in: its counter bucket (decision 0006). */
+/** The UTC day and hour a view expires in: its counter bucket (docs/protocol.md §6). */
 export const expiryBucket = (expiresAt: number): { day: string; hour: number } => {
   const iso = new Date(expiresAt * 1000).toISOString();
   return { day: iso.slice(0, 10), hour: Number(iso.slice(11, 13)) };
@@ -64,7 +64,7 @@ export const counterMoves = (
 };
 
 /**
- * The journal's writes (decisions 0019, 0043): events and views with the owner's counters, and
+ * The journal's writes: events and views with the owner's counters, and
  * the one read that decides whether a revision is projected. Every writer puts a revision's event
  * before its view.
  */
@@ -107,7 +107,7 @@ export class DynamoDbJournalWriter implements JournalWriter {
   }
 
   /**
-   * The event first, then the view (decision 0019). The event put is idempotent (only if absent),
+   * The event first, then the view. The event put is idempotent (only if absent),
    * so it needs no transaction; a view at a revision always has its event. The view is written
    * conditioned on being where the old image says it was: a plain conditional put when the
    * owner's counters stay in their bucket (the usual case after the first revision), else one

@@ -3,7 +3,10 @@ import type { ProfileStore, StoredProfile } from '../../domain/operations.ts';
 import { DynamoDbSavedProfiles, fromProfileItem } from './dynamodb-saved-profiles.ts';
 import { keys, type ProfileItem, profileItemSchema } from './entities.ts';
 
-/** Saved profiles in the state table's `PROFILES` partition (decisions 0016, 0024): the admin command's side. */
+/**
+ * Saved profiles in the state table's `PROFILES` partition (docs/operations.md, "Saved profiles"): the admin
+ * command's side.
+ */
 export class DynamoDbProfileStore extends DynamoDbSavedProfiles implements ProfileStore {
   async put(profile: StoredProfile): Promise<void> {
     const item: ProfileItem = {

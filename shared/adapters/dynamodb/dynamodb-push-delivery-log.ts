@@ -12,12 +12,12 @@ import { isConditionalCheckFailed } from './condition-failures.ts';
 import { keys, withoutUndefined } from './entities.ts';
 
 /**
- * Delivery records (decision 0025) in the state table, in their task's partition — so the purge
+ * Delivery records (docs/protocol.md §7) in the state table, in their task's partition — so the purge
  * of a task takes them along (I-PURGE) and the projector's stream filter (`sk = TASK`) passes
  * none of them: `TASK#<taskId>` / `DELIVERY#<configId>#<revision, 10 digits>`.
  *
  * Declared here rather than in entities.ts: every function bundle that imports `keys` would
- * carry this schema's construction, and the executor's bundle has no room for it (decision 0018).
+ * carry this schema's construction, and the executor's bundle has no room for it.
  */
 
 const prefix = 'DELIVERY#';
@@ -127,7 +127,7 @@ export class DynamoDbPushDeliveryLog implements PushDeliveryLog {
   /**
    * Newest revision first, a few records a page, until a settled one: usually the first record
    * read (the one before the message's revision), so one strongly consistent read unit (records
-   * stay under 1 KB; decision 0045). Only `revision` and `state` are needed.
+   * stay under 1 KB). Only `revision` and `state` are needed.
    */
   async settledThrough(taskId: string, configId: string): Promise<number | undefined> {
     let exclusiveStartKey: Record<string, unknown> | undefined;

@@ -6,8 +6,8 @@ import { queryAll } from './query-all.ts';
 
 /**
  * The runs of a task, by one query on its partition (admin inspection; no content on runs): the
- * earlier runs' `RUN#` rows and the current run inside the task row (decision 0038), which sort
- * together from `RUN#` to `TASK`.
+ * earlier runs' `RUN#` rows and the current run inside the task row (docs/data-model.md, "State table"),
+ * which sort together from `RUN#` to `TASK`.
  */
 export class DynamoDbRunCatalog implements RunCatalog {
   constructor(

@@ -6,7 +6,7 @@ import { keys, leaseShards } from './entities.ts';
 export const leaseIndexName = 'byLease';
 
 /**
- * Run leases in the state table (decisions 0011, 0038). A running run is its task's current run,
+ * Run leases in the state table (docs/data-model.md, "State table"). A running run is its task's current run,
  * so its lease is the task row's `leaseUntil`/`leaseShard`. `renew` updates only those, conditioned
  * on the row's run still being this one, RUNNING and not asked to cancel — never the version, so
  * the executor's completing write keeps its expected version (I-LOCK). `listExpired` reads the

@@ -10,7 +10,7 @@ export const fromProfileItem = (item: ProfileItem): StoredProfile => ({
 });
 
 /**
- * The saved profiles as the rpc function reads them (decision 0024): the state table's
+ * The saved profiles as the rpc function reads them (docs/operations.md, "Saved profiles"): the state table's
  * `PROFILES` partition in one query. Read only; writing them is the admin command's
  * (`DynamoDbProfileStore`), which no public function bundles (test/infra/admin-surface.test.ts).
  */

@@ -5,11 +5,11 @@ import type { Owner } from '../../domain/task.ts';
 
 /**
  * A caller's open streams as up to `max` slot items of the state table
- * (`STREAMS#<tenant>#<principal>` / `SLOT#<n>`, decision 0052). Opening a stream takes the first
- * free or lapsed slot with one conditional put, starting at a random slot so concurrent opens
- * rarely meet; a full caller costs `max` failed puts. Closing deletes the slot if it is still
- * this stream's. The items are not task rows: the stream triggers' filter (`sk = TASK`) skips
- * them, and TTL removes a lapsed one.
+ * (`STREAMS#<tenant>#<principal>` / `SLOT#<n>`, docs/configuration.md, `limits`). Opening a stream takes the
+ * first free or lapsed slot with one conditional put, starting at a random slot so concurrent opens rarely
+ * meet; a full caller costs `max` failed puts. Closing deletes the slot if it is still this stream's. The
+ * items are not task rows: the stream triggers' filter (`sk = TASK`) skips them, and TTL removes a lapsed
+ * one.
  */
 export class DynamoDbStreamSlots implements StreamSlots {
   constructor(

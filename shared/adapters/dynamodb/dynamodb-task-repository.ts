@@ -39,11 +39,11 @@ import {
 } from './write-plan.ts';
 
 /**
- * Tasks and runs in the state table. A task's current run lives in the task's row (decision
- * 0038), so the writes that move both are one conditional UpdateItem; an earlier run has its own
- * `RUN#` row. A use case's plan names the row write and the items of their own (decision 0042);
- * a plan that touches several items is one transaction (decision 0027: a single item is atomic
- * at half a transaction's units).
+ * Tasks and runs in the state table. A task's current run lives in the task's row (docs/data-model.md,
+ * "State table"), so the writes that move both are one conditional UpdateItem; an earlier run has its own
+ * `RUN#` row. A use case's plan names the row write and the items of their own;
+ * a plan that touches several items is one transaction (a single item is atomic at half a
+ * transaction's units).
  */
 export class DynamoDbTaskRepository implements TaskRepository {
   constructor(
@@ -99,7 +99,8 @@ export class DynamoDbTaskRepository implements TaskRepository {
 
   /**
    * The plan with its task's content as the row stores it, and the chunk writes that go with it
-   * (decision 0065): none for a task whose content fits its row, so its write is as before.
+   * (docs/data-model.md, "Large content"): none for a task whose content fits its row, so its write is as
+   * before.
    */
   private withChunks(plan: WritePlan): { plan: WritePlan; chunks: ChunkedTaskWrite['writes'] } {
     const row = plan.row;
@@ -169,7 +170,7 @@ export class DynamoDbTaskRepository implements TaskRepository {
 
   /**
    * The run and its task in one strongly consistent read of the task row when the run is the
-   * task's current one (decision 0038); an earlier run is read from its own row.
+   * task's current one (docs/data-model.md, "State table"); an earlier run is read from its own row.
    */
   async getRunWithTask(
     taskId: string,

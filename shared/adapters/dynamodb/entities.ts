@@ -34,7 +34,10 @@ const shardOf = (id: string, shards: number): number => {
 export const keys = {
   task: (taskId: string) => ({ pk: taskPk(taskId), sk: 'TASK' as const }),
   run: (taskId: string, runId: string) => ({ pk: taskPk(taskId), sk: `RUN#${runId}` }),
-  /** A chunk of content too large for its item (decision 0065); `sk` from `chunkSortKeys`. */
+  /**
+   * A chunk of content too large for its item (docs/data-model.md, "Large content"); `sk` from
+   * `chunkSortKeys`.
+   */
   chunk: (taskId: string, sk: string) => ({ pk: taskPk(taskId), sk }),
   view: (taskId: string) => ({ pk: taskPk(taskId), sk: 'VIEW' as const }),
   event: (taskId: string, revision: number) => ({
@@ -43,11 +46,11 @@ export const keys = {
   }),
   eventPrefix: 'EVT#',
   /**
-   * Partition of the sparse lease index (decision 0011): only RUNNING runs carry it. A few
+   * Partition of the sparse lease index: only RUNNING runs carry it. A few
    * shards spread the index's writes; the reaper queries each.
    */
   leaseShard: (runId: string) => `LEASE#${shardOf(runId, leaseShards)}`,
-  /** Approval records live in their task's partition, so the purge takes them with it (decision 0013). */
+  /** Approval records live in their task's partition, so the purge takes them with it (I-PURGE). */
   approval: (taskId: string, approvalId: string) => ({ pk: taskPk(taskId), sk: `APPROVAL#${approvalId}` }),
   approvalPrefix: 'APPROVAL#',
   /** Partition of the sparse pending-approvals index: only PENDING records carry it. */
@@ -59,7 +62,7 @@ export const keys = {
   profile: (profileId: string) => ({ pk: 'PROFILES' as const, sk: `PROFILE#${profileId}` }),
   profilePrefix: 'PROFILE#',
   /**
-   * The ListTasks index partition of one owner at one agent (decision 0049). The root agent keeps
+   * The ListTasks index partition of one owner at one agent (I-OWNER). The root agent keeps
    * the key it had before agents were told apart, so its views (and those written before) stay
    * where they are; identity parts and profile ids never contain `#`, so keys cannot collide.
    */
@@ -73,7 +76,7 @@ export const keys = {
  * prefix (`sealedHistory` is `history`) and a task's `owner` is two attributes, `tenant` and
  * `principal`. A field table maps each field to its attribute's schema (the owner to the
  * schemas of its two); items hold the attributes in the table's order, which numbers the
- * headers their sealed blobs share (decision 0039).
+ * headers their sealed blobs share (docs/data-model.md, "Sealing").
  */
 type AttributeName<F> = F extends `sealed${infer Name}` ? Uncapitalize<Name> : F;
 
@@ -146,7 +149,7 @@ const blob = z.pipe(
 
 /**
  * An item with sealed blobs: its attributes, and the headers its blobs share, stored once
- * (decision 0039). Parsing re-assembles the blobs byte for byte (`unpackSealedHeaders`).
+ * (docs/data-model.md, "Sealing"). Parsing re-assembles the blobs byte for byte (`unpackSealedHeaders`).
  */
 const sealedItem = <S extends z.core.$ZodLooseShape>(shape: S) =>
   z.object({ ...shape, sealHeaders: z.optional(z.array(blob)) }).check(z.overwrite(unpackSealedHeaders));
@@ -159,7 +162,7 @@ const jsonObject = z.record(z.string(), z.json());
 
 const ceiling = z.enum(['none', 'metadata', 'redacted', 'full']);
 
-/** The push mark attribute of the task row and of its journal events (decision 0041). */
+/** The push mark attribute of the task row and of its journal events (docs/data-model.md, "State table"). */
 export const pushMark = 'pushConfigured' satisfies keyof StoredTask;
 
 type TaskField = Exclude<keyof StoredTask, typeof pushMark>;
@@ -190,8 +193,9 @@ const taskFields = {
 type RunField = Exclude<keyof RunRecord, 'taskId' | 'leaseUntil'>;
 
 /**
- * A run's own fields: the current run inside its task row (decision 0038), whose `leaseUntil`
- * is its lease; an earlier run in its own `RUN#` row. The row holding it carries the task id and lease.
+ * A run's own fields: the current run inside its task row (docs/data-model.md, "State table"), whose
+ * `leaseUntil` is its lease; an earlier run in its own `RUN#` row. The row holding it carries the task id and
+ * lease.
  */
 const runFields = {
   runId: z.string(),
@@ -226,7 +230,7 @@ const runFields = {
       reason: z.optional(z.string()),
     }),
   ),
-  /** A saved profile's settings as the run was accepted with them (decision 0024). */
+  /** A saved profile's settings as the run was accepted with them (docs/operations.md, "Saved profiles"). */
   profile: z.optional(
     z.object({
       providers: z.array(z.string()),
@@ -278,8 +282,8 @@ export type EmbeddedRun = z.infer<typeof embeddedRunSchema>;
 const leaseShape = { leaseUntil: z.optional(z.number()), leaseShard: z.optional(z.string()) };
 
 /**
- * A run that is no longer its task's current run (a follow-up replaced it), or one written before
- * decision 0038: its own row in the task's partition.
+ * A run that is not its task's current run (a follow-up replaced it), or one stored before task
+ * rows held their run: its own row in the task's partition.
  */
 export const runItemSchema = z.object({
   ...embeddedRunShape,
@@ -354,11 +358,11 @@ export const profileItemSchema = z.object({
 export type ProfileItem = z.infer<typeof profileItemSchema>;
 
 /**
- * Per-owner view counters (decision 0006), per agent: one item per owner, agent and expiry day (UTC), with the
- * day's total `n` and one attribute per expiry hour (`h00`…`h23`). The projector moves a view's
- * count in the transaction that writes the view; ListTasks sums the days still to come. Counter
- * items share the owner's index key string as partition, but carry no `ownerSort`, so the
- * byOwner index never sees them; they expire a day after the day they count.
+ * Per-owner view counters (docs/protocol.md §6), per agent: one item per owner, agent and expiry day (UTC),
+ * with the day's total `n` and one attribute per expiry hour (`h00`…`h23`). The projector moves a view's
+ * count in the transaction that writes the view; ListTasks sums the days still to come. Counter items share
+ * the owner's index key string as partition, but carry no `ownerSort`, so the byOwner index never sees them;
+ * they expire a day after the day they count.
  */
 export const counterKeys = {
   prefix: 'COUNT#',

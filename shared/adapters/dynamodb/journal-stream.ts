@@ -22,8 +22,8 @@ export const parseEventRecord = (
 
 /**
  * The pusher's event-source filter: journal event items as they are inserted (never views, updates
- * or TTL removals) that carry the push mark (decision 0041: the events of a task no config was
- * ever stored for are wanted by none, so they do not invoke the pusher at all, decision 0079).
+ * or TTL removals) that carry the push mark: the events of a task no config was ever stored for
+ * are wanted by none, so they do not invoke the pusher at all.
  */
 export const isJournalEventInsert = (record: DynamoDBRecord): boolean =>
   record.eventName === 'INSERT' &&
@@ -32,18 +32,18 @@ export const isJournalEventInsert = (record: DynamoDBRecord): boolean =>
 
 /**
  * How the pusher reads the journal stream, declared once for the CDK app and the local stack
- * (decision 0079). The pusher is the webhook path's backstop: the writer fans out what it projected
- * itself (decision 0045). Gathering up to a second of records lets one invocation take a task's
- * revisions together — one read of its configs and one send for them, not one each per revision.
+ * (docs/architecture.md, "Push notifications"). The pusher is the webhook path's backstop: the
+ * writer fans out what it projected itself. Gathering up to a second of records lets one invocation take a
+ * task's revisions together — one read of its configs and one send for them, not one each per revision.
  */
 export const pusherStreamBatching = { batchSize: 100, maximumBatchingWindowMs: 1_000 } as const;
 
 /**
  * How the projector reads the state stream, declared once for the CDK app and the local stack
- * (decision 0092). The projector is the journal's backstop: every writer projects its own commits
- * (decision 0043). Gathering up to a second of records means fewer reads and invocations, one
- * journal read per batch for more revisions (decision 0076), and records whose write-through has
- * long landed — a slow write-through under load is no longer written a second time.
+ * (docs/how-a-task-flows.md §3). The projector is the journal's backstop: every writer projects
+ * its own commits (I-COMMITTED). Gathering up to a second of records means fewer reads and
+ * invocations, one journal read per batch for more revisions, and records whose write-through has
+ * long landed, so a slow write-through under load is not written a second time.
  */
 export const projectorStreamBatching = { batchSize: 100, maximumBatchingWindowMs: 1_000 } as const;
 

@@ -1,19 +1,19 @@
 /**
- * One copy per item of the header its sealed blobs share (decision 0039). A KmsSealer blob
+ * One copy per item of the header its sealed blobs share (docs/data-model.md, "Sealing"). A KmsSealer blob
  * (format in kms-sealer.ts) starts with a header of 6 + K + E bytes: version, flags, key id and
  * encrypted data key. Blobs sealed under one cached data key carry the same header, and an item
  * holds two or three of them, so the header is stored once per item instead of once per blob:
  *
  *   sealHeaders   list of binary: each header that two or more of the item's blobs share
  *   <blob attr>   binary: 0x00, u8 index into sealHeaders, then the blob after its header
- *                 (IV, tag, ciphertext); or the whole blob, as before, when its header is shared
+ *                 (IV, tag, ciphertext); or the whole blob, unpacked, when its header is shared
  *                 with no other blob of the item or is not recognised
  *
  * Unpacking concatenates header and rest, so every blob comes back byte for byte and opens as it
  * was sealed (the GCM AAD covers the header). A blob's first byte is its version (1) in the sealer
  * format, so 0x00 cannot start a whole blob; an item that would still be ambiguous (a blob of
  * another format starting with 0x00) is stored unpacked. Items without `sealHeaders` (written
- * before decision 0039, or with nothing shared) read unchanged. Pure: no I/O, no crypto.
+ * before items shared their headers, or with nothing shared) read unchanged. Pure: no I/O, no crypto.
  */
 
 export const HEADERS_ATTRIBUTE = 'sealHeaders';
@@ -50,7 +50,7 @@ const isReference = (value: Uint8Array): boolean =>
 /**
  * The item with each header that two or more of its top-level binary attributes share stored
  * once in `sealHeaders`, those attributes replaced by references; the item itself when nothing
- * is shared (so an item of one blob is stored exactly as before).
+ * is shared (so an item of one blob is stored as the sealer returned it).
  */
 export const packSealedHeaders = <T extends Item>(item: T): T & { sealHeaders?: Uint8Array[] } => {
   const blobs = Object.entries(item).flatMap(([name, value]) =>

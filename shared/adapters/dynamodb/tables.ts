@@ -41,7 +41,7 @@ export const stateTable: TableDefinition = {
   globalSecondaryIndexes: [
     {
       // Sparse: only RUNNING runs carry leaseShard/leaseUntil, so the reaper reads expired leases
-      // with a few queries, never a scan (decision 0011).
+      // with a few queries, never a scan.
       indexName: 'byLease',
       partitionKey: { name: 'leaseShard', type: 'S' },
       sortKey: { name: 'leaseUntil', type: 'N' },
@@ -49,7 +49,7 @@ export const stateTable: TableDefinition = {
     },
     {
       // Sparse: only PENDING approval records carry pendingKey, so `approvals list` is one query.
-      // One partition is enough: every item in it waits for a human (decision 0013).
+      // One partition is enough: every item in it waits for a human (docs/operations.md, "Approvals").
       indexName: 'byPendingApproval',
       partitionKey: { name: 'pendingKey', type: 'S' },
       sortKey: { name: 'requestedAt', type: 'S' },
@@ -108,8 +108,9 @@ export const queueDefinitions: readonly QueueDefinition[] = [
     visibilityTimeoutSeconds: 6 * 60,
     deadLetter: { queueId: 'RunDlq', maxReceiveCount: 3 },
   },
-  // Webhook delivery (decision 0009): FIFO, grouped by (task, config), so deliveries to one
-  // webhook keep their order and a failing or slow webhook holds back only its own group.
+  // Webhook delivery (docs/architecture.md, "Push notifications"): FIFO, grouped by (task, config),
+  // so deliveries to one webhook keep their order and a failing or slow webhook holds back only its
+  // own group.
   { id: 'DeliveryDlq', fifo: true, visibilityTimeoutSeconds: 30 },
   /** The pusher's on-failure destination: stream batches it could not fan out. */
   { id: 'PusherDlq', fifo: false, visibilityTimeoutSeconds: 30 },

@@ -24,7 +24,7 @@ type Condition = Pick<
 
 /**
  * A task-row write as the adapter sends it: the plan's row write, and whether it sets the row's
- * push mark (decision 0041) — when the plan stores a push config of this task (inline on
+ * push mark (docs/data-model.md, "State table") — when the plan stores a push config of this task (inline on
  * SendMessage), or alone (no task, no run: `markPushConfigured`) on an existing row.
  */
 export interface RowUpdate extends Partial<Omit<TaskRowWrite, 'taskId'>> {

@@ -1,7 +1,7 @@
 import { ProviderFailedError, ProviderUnavailableError } from '../../domain/errors.ts';
 
 /**
- * One classification for every model adapter (docs/decisions/0011): what the next provider in
+ * One classification for every model adapter: what the next provider in
  * the chain might answer — connection errors, timeouts, HTTP 408/429/5xx, Bedrock throttling
  * and outages — is ProviderUnavailableError (fallback); any other refusal (4xx, validation,
  * an answer we cannot read) is ProviderFailedError (no fallback).

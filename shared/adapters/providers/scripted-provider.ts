@@ -49,7 +49,7 @@ const messageResponsePrefix = 'tck-message-response';
 
 /**
  * Whether this behaviour answers the message with a direct Message — known before it runs, as an
- * SDK executor knows it before it publishes its first event (decision 0067).
+ * SDK executor knows it before it publishes its first event.
  */
 export const answersWithMessage = (
   behavior: ScriptedBehavior,
@@ -133,7 +133,7 @@ const playTck = (request: AgentRequest, last: Message): AgentOutcome => {
  * The TCK's streaming scenarios (docs/protocol.md §13.3, `scenarios/streaming.feature`) as durable runs: the
  * stream shows committed revisions only, so "WORKING → artifact → COMPLETED" is the claim revision
  * (WORKING) and then the completing one (the artifact + COMPLETED, one transaction, I-RESULT).
- * The chunked scenario is one artifact whose two parts are the two chunks (docs/decisions/0008).
+ * The chunked scenario is one artifact whose two parts are the two chunks (docs/protocol.md §5).
  */
 const playTckStream = (
   request: AgentRequest,

@@ -16,7 +16,7 @@ export interface ExtensionApiKeyOptions {
 export const API_KEY_TTL_MS = 300_000;
 
 /**
- * An API key kept in Secrets Manager (decision 0026), read through the AWS Parameters and Secrets
+ * An API key kept in Secrets Manager (docs/deployment.md), read through the AWS Parameters and Secrets
  * Lambda Extension: one GET on its localhost port (`/secretsmanager/get?secretId=…` with the
  * `X-Aws-Parameters-Secrets-Token` header), so no Secrets Manager SDK is bundled. Read at first
  * use, then reused for API_KEY_TTL_MS (concurrent callers share one read). Any failure — the extension

@@ -1,5 +1,5 @@
 /**
- * Failpoints (docs/decisions/0014, docs/reliability.md): named places where the local stack or a
+ * Failpoints (docs/reliability.md): named places where the local stack or a
  * test can make the code fail on purpose, to prove the invariants hold when things break.
  * Nothing arms them in Lambda, and deployed bundles define `A2A_FAILPOINTS` as `false`
  * (infra/house-function.ts), so esbuild drops every body below and a call is an empty function.

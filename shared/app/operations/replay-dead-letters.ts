@@ -1,12 +1,12 @@
 import type { DeadLetter, DeadLetterQueue, StreamRangeReader } from '../../domain/operations.ts';
 
 /**
- * The operator's re-drive of a stream consumer's dead-letter queue (decision 0068,
- * docs/operations.md): the projector's and the pusher's on-failure records name a range of their
- * stream, not its records, so each message's range is read back from the stream (24 hours) and
- * given to the same use case the consumer runs, in stream order. A message is deleted only after
- * its whole range was handled; what cannot be replayed yet (the consumer still fails, the records
- * are gone, the message is not an on-failure record) is made visible again and kept.
+ * The operator's re-drive of a stream consumer's dead-letter queue (docs/operations.md,
+ * "Replaying the projector's and the pusher's DLQs"): the projector's and the pusher's on-failure records
+ * name a range of their stream, not its records, so each message's range is read back from the stream (24
+ * hours) and given to the same use case the consumer runs, in stream order. A message is deleted only after
+ * its whole range was handled; what cannot be replayed yet (the consumer still fails, the records are gone,
+ * the message is not an on-failure record) is made visible again and kept.
  *
  * Idempotent: the consumers are (the projector per revision, the fan-out by the delivery queue's
  * deduplication and the deliverer's delivery records), so a range replayed twice changes nothing

@@ -23,7 +23,7 @@ export interface AgentExtension {
 }
 
 /**
- * This server's push-deliveries extension (decision 0025): the method ListTaskPushDeliveries.
+ * This server's push-deliveries extension (docs/protocol.md §7): the method ListTaskPushDeliveries.
  * Declared wherever push notifications are; a breaking change gets a new URI.
  */
 export const pushDeliveriesExtension: AgentExtension = {
@@ -66,9 +66,9 @@ export const toV03SecurityScheme = (scheme: SecurityScheme): V03SecurityScheme =
 /**
  * The v0.3 card fields, served alongside the v1.0 ones (docs/protocol.md §9 "Serving v0.3 and v1.0 clients
  * from one card", a2a-js `toCompatAgentCard(…, {embedV1Interfaces: true})`): a 0.3 client finds
- * the same JSON-RPC endpoint in `url`, which answers v0.3 method names in v0.3 (decision 0015).
+ * the same JSON-RPC endpoint in `url`, which answers v0.3 method names in v0.3 (docs/protocol.md §1).
  * v1.0 clients ignore them; `supportedInterfaces` stays v1.0 only, so the v1.0 TCK sees one
- * interface. Each `securitySchemes` entry carries both shapes side by side (decision 0026): the
+ * interface. Each `securitySchemes` entry carries both shapes side by side (docs/protocol.md §9): the
  * v1.0 wrapper key (`httpAuthSecurityScheme`…) and v0.3's `type`/`scheme`/`in`/`name`; neither
  * version's readers look at the other's keys, and the v0.3 JSON schema allows extra properties.
  */
@@ -124,7 +124,7 @@ const skillsOf = (profileId: string, profile: ProfileConfig): AgentCard['skills'
     : [{ id: profileId, name: profile.name, description: profile.description, tags: [profileId] }];
 
 /**
- * The schemes a client may use (docs/protocol.md §9, decision 0007), as alternatives: a bearer token (a
+ * The schemes a client may use (docs/protocol.md §9, docs/security.md), as alternatives: a bearer token (a
  * JWT from the configured issuer, or a static token in local mode) or an API key in X-API-Key.
  * An installation without any scheme declares none.
  */

@@ -6,9 +6,9 @@ import type { RunProfile } from '../../domain/task.ts';
 import { type ProfileVerdict, validateProfiles } from './validate-profiles.ts';
 
 /**
- * The profiles the rpc function serves (decision 0024): the deployment configuration's, with the
- * profiles saved by `a2a-admin profiles put` overlaid — a saved profile adds an id or replaces
- * the deployment's profile of the same id. Each saved entry is checked again against the
+ * The profiles the rpc function serves (docs/operations.md, "Saved profiles"): the deployment
+ * configuration's, with the profiles saved by `a2a-admin profiles put` overlaid — a saved profile adds an id
+ * or replaces the deployment's profile of the same id. Each saved entry is checked again against the
  * configuration of this deployment whenever it is read, as `profiles put` checked it.
  */
 

@@ -27,7 +27,7 @@ import type { TaskContentCodec } from '../tasks/task-content.ts';
 import type { PushConfigCodec } from './push-configs.ts';
 
 /**
- * Webhook delivery (docs/decisions/0009, A2A §7): every journal event goes to every push config
+ * Webhook delivery (docs/protocol.md §7, I-ORDER): every journal event goes to every push config
  * of its task, at least once, in revision order per (task, config). The fan-out
  * (`fan-out-events.ts`) turns an event into one queue message per config; the deliverer turns
  * one message into POSTs.
@@ -40,9 +40,9 @@ export interface DeliverDeps {
   readonly pushCodec: PushConfigCodec;
   readonly sender: WebhookSender;
   readonly clock: Clock;
-  /** Where attempts are recorded for the caller (decision 0025); best effort, never in the way. */
+  /** Where attempts are recorded for the caller; best effort, never in the way. */
   readonly deliveryLog?: PushDeliveryLog;
-  /** What this container recorded settled (decision 0094); only with a delivery log. */
+  /** What this container recorded settled; only with a delivery log. */
   readonly settledHere?: SettledHere;
   readonly logger?: Pick<Logger, 'warn'>;
 }
@@ -51,7 +51,7 @@ export interface DeliverDeps {
 const settledHereEntries = 10_000;
 
 /**
- * The newest revision this container recorded settled per (task, config) (decision 0094): a lower
+ * The newest revision this container recorded settled per (task, config): a lower
  * bound of what the delivery log's watermark reads (`settledThrough`), since a record stays and
  * the watermark only rises. A message at or below it owes nothing, known without its three reads —
  * the messages of revisions an earlier message delivered ahead (`runAhead`), which reach the same
@@ -78,9 +78,9 @@ export type DeliveryOutcome =
   | {
       readonly kind: 'delivered';
       readonly posts: number;
-      /** Older revisions this message delivered first, having overtaken theirs (decision 0045). */
+      /** Older revisions this message delivered first, having overtaken theirs. */
       readonly earlier?: readonly number[];
-      /** Newer revisions the journal held, delivered after its own (decision 0093). */
+      /** Newer revisions the journal held, delivered after its own. */
       readonly ahead?: readonly number[];
     }
   /** The config was deleted or expired: nothing to deliver to. */
@@ -121,7 +121,7 @@ export class RevisionNotProjectedError extends WebhookDeliveryFailedError {
  * An older revision a message delivered first (it is settled: delivered, refused or given up)
  * could not be recorded. The message stops before its next revision and is retried: the record is
  * the watermark that keeps every later message from posting this revision again after a newer one
- * (decision 0062). The retry posts the revision again, a duplicate, never out of order.
+ * (I-ORDER). The retry posts the revision again, a duplicate, never out of order.
  */
 export class DeliveryNotRecordedError extends WebhookDeliveryFailedError {
   override readonly name = 'DeliveryNotRecordedError';
@@ -136,7 +136,7 @@ export const a2aJsonMediaType = 'application/a2a+json';
  * The bodies of one revision's webhook POSTs in the config's protocol version (docs/protocol.md §7): one
  * v1.0 StreamResponse each (artifact updates, then the status update); for a config created
  * through v0.3, one v0.3 Task as of the revision (`kind: "task"`, lowercase state), what v0.3
- * servers POST (a2a-js 0.3 `DefaultPushNotificationSender`, decision 0026), as `application/json`.
+ * servers POST (a2a-js 0.3 `DefaultPushNotificationSender`), as `application/json`.
  */
 const openWebhookBodies = async (
   codec: TaskContentCodec,
@@ -187,7 +187,7 @@ const postRevision = async (
  * and error name only). Best effort, like the audit trail, for the message's own revision: the
  * watermark then stays below it, and a later message delivers it again first (a duplicate, never
  * a reordering). `ordersNext`: the message goes on to a newer revision after this one, so a
- * settled outcome must be durable first — otherwise `DeliveryNotRecordedError` (decision 0062).
+ * settled outcome must be durable first — otherwise `DeliveryNotRecordedError`.
  * Resolves whether the attempt is recorded.
  */
 const recordAttempt = async (
@@ -251,15 +251,15 @@ const attemptRevision = async (
  * recorded for the caller; a config or event that is gone records nothing.
  *
  * With a delivery log, the message delivers every revision its config is still owed up to its
- * own, oldest first (`owedRevisions`, decision 0045): a revision fanned out directly by its writer
+ * own, oldest first (`owedRevisions`): a revision fanned out directly by its writer
  * can reach the queue before an older one that waits for the stream backstop, and the webhook must
  * still get the older one first; a message for a revision already settled (a late duplicate)
  * posts nothing. At the queue's last attempt an older revision that fails is given up and the
  * next one is tried, as its own message would have been. A newer revision is posted only once the
- * older one's settled record is written (decision 0062): once any revision is posted, the log says
+ * older one's settled record is written: once any revision is posted, the log says
  * every older one is settled, so no later message — a retry, a late backstop copy — posts one.
  * Once its own revision is delivered and recorded, the message goes on to the newer revisions
- * the journal already holds (`runAhead`, decision 0093), so a task's last revision does not wait
+ * the journal already holds (`runAhead`), so a task's last revision does not wait
  * one queue receive per revision before it.
  */
 export const deliverPush = async (
@@ -267,10 +267,10 @@ export const deliverPush = async (
   delivery: PushDelivery,
   context?: AttemptContext,
 ): Promise<DeliveryOutcome> => {
-  // Settled here already: the message of a revision delivered ahead of it (decision 0094).
+  // Settled here already: the message of a revision delivered ahead of it.
   if (deps.deliveryLog !== undefined && deps.settledHere?.covers(delivery)) return { kind: 'not-owed' };
   const now = epochSeconds(deps.clock.now());
-  // The three reads at once (decision 0074): the config, the watermark, and the events from the
+  // The three reads at once: the config, the watermark, and the events from the
   // message's own revision — what a v1.0 config owes in the common case. None depends on when the
   // others are read: a config is deleted, never changed; the watermark only rises, and no other
   // message of the group runs meanwhile; events of a revision already queued only stay.
@@ -345,10 +345,10 @@ const runAheadBudgetMs = 10_000;
 
 /**
  * The newer revisions the journal already holds, delivered right after the message's own, in
- * order (decision 0093): their own messages wait behind this one in the (task, config) group,
+ * order: their own messages wait behind this one in the (task, config) group,
  * each a receive later; delivered and recorded here, each finds its revision settled and posts
  * nothing. Only a revision delivered and recorded moves it on — the log is the watermark that
- * keeps a later message from posting an older revision after a newer one (decision 0062). The
+ * keeps a later message from posting an older revision after a newer one (I-ORDER). The
  * first that is not ends it, unrecorded: its own message makes that revision's first counted
  * attempt, as it would have without this.
  */
@@ -376,7 +376,7 @@ const runAhead = async (
     if (event === undefined || event.expiresAt <= epochSeconds(deps.clock.now())) break;
     const result = await postRevision(deps, config, known, event).catch(() => undefined);
     if (result?.kind !== 'delivered') break;
-    // Its record and the read of what follows it at once (decision 0094): only the next POST
+    // Its record and the read of what follows it at once: only the next POST
     // must wait for the record. A read that finds nothing is made again after the record.
     const posted = event;
     const following =

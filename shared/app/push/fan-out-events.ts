@@ -6,8 +6,8 @@ import { epochSeconds } from '../../domain/task.ts';
 import { failpoint } from '../operations/failpoints.ts';
 
 /**
- * The fan-out of committed journal events to their task's push configs (decisions 0009, 0041,
- * 0045): one delivery message per (event, config) on the delivery queue, where the deliverer
+ * The fan-out of committed journal events to their task's push configs (docs/architecture.md,
+ * "Push notifications"): one delivery message per (event, config) on the delivery queue, where the deliverer
  * picks them up. Two callers: the pusher, fed by the journal table's stream (the backstop), and
  * the writer of a revision, right after its write-through projected it (`fanOutProjected`).
  */
@@ -23,18 +23,18 @@ export interface EventRef {
   readonly taskId: string;
   readonly revision: number;
   readonly expiresAt: number;
-  /** The task row's push mark at this revision (decision 0041). */
+  /** The task row's push mark at this revision (docs/data-model.md, "State table"). */
   readonly pushConfigured?: true;
 }
 
-/** How long a writer reuses the push configs it read for a task's earlier revision (decision 0081). */
+/** How long a writer reuses the push configs it read for a task's earlier revision. */
 export const recentConfigsMaxAgeMs = 10_000;
 /** Tasks whose configs a container keeps at most. */
 const recentConfigsTasks = 1_000;
 
 /**
  * The push configs a writer's direct fan-out read last, per task, for the revision that directly
- * follows the one it fanned out, within `recentConfigsMaxAgeMs` of the read (decision 0081) — the
+ * follows the one it fanned out, within `recentConfigsMaxAgeMs` of the read — the
  * executor's COMPLETED after its WORKING: one read of the configs per run, not one per revision.
  * Any other revision (another writer's in between) reads them again. A config stored since the
  * read is left to the backstop (the journal stream's pusher, which always reads them); one deleted
@@ -89,8 +89,8 @@ const readConfigs = async (deps: FanOutDeps, taskId: string): Promise<StoredPush
  * any of them is seen), the deliveries queued in revision order. Returns how many. Events without
  * the push mark are wanted by no config: for them the configs are not read. With `recent` (a
  * writer's own fan-out of one event), the configs it read for the revision before, within their
- * age, are used instead; with `known` (the configs the plan that created the task wrote, decision
- * 0095), those, and they are remembered as if read.
+ * age, are used instead; with `known` (the configs the plan that created the task wrote), those,
+ * and they are remembered as if read.
  */
 export const fanOutEvents = async (
   deps: FanOutDeps,
@@ -130,7 +130,7 @@ export type DirectFanOutResult = 'queued' | 'nothing-to-queue' | 'failed';
 /**
  * The writer's own fan-out of a revision it has just projected into the journal (write-through):
  * the webhook's delivery is queued without waiting for the journal stream and the pusher
- * (decision 0045). Call it only after the revision's event is in the journal, with that event.
+ * (I-COMMITTED). Call it only after the revision's event is in the journal, with that event.
  * Never throws: a failure is logged and left to the backstop (the journal stream's pusher queues
  * the same delivery under the same deduplication id), and it never reruns the model or a tool.
  * Order per webhook does not depend on it: a delivery that overtakes an older revision still
@@ -161,7 +161,7 @@ export const fanOutProjected = async (
  * The write-through's hook for each revision whose event it put (`afterProjected`, beside the
  * view put): the direct fan-out of that revision's event, with the configs this hook read for the
  * task's earlier revisions (`RecentPushConfigs`, one per hook: per container), or, for the revision
- * that created the task, the configs its plan wrote (`configsOfCreatedRow`, decision 0095): an
+ * that created the task, the configs its plan wrote (`configsOfCreatedRow`): an
  * inline push config's SUBMITTED is queued without reading it back. Resolves whatever the fan-out
  * came to.
  */

@@ -61,7 +61,7 @@ export class PushConfigCodec {
 
 export interface PushConfigDeps {
   readonly tasks: TaskRepository;
-  /** Its `limits.pushConfigsPerTask` (decision 0052). */
+  /** Its `limits.pushConfigsPerTask` (docs/configuration.md, `limits`). */
   readonly config?: Pick<Config, 'limits'>;
   readonly pushConfigs: PushConfigRepository;
   readonly pushCodec: PushConfigCodec;
@@ -209,12 +209,12 @@ export const createPushConfig = async (
     'id',
     epochSeconds(deps.clock.now()),
   );
-  // The push mark first, then the revision the config is stored with (decision 0041): every
-  // revision after it is committed on a row that carries the mark, so the pusher reads configs for
+  // The push mark first, then the revision the config is stored with (docs/data-model.md, "State
+  // table"): every revision after it is committed on a row that carries the mark, so the pusher reads configs for
   // it. A row read with the mark already carries it; a crash before the put leaves a mark alone.
   const task = read.pushConfigured ? read : await deps.tasks.markPushConfigured(taskId);
   if (task === undefined) throw new TaskNotFoundError(taskId);
-  // That revision was committed before the config exists: it gets the later ones (decision 0031).
+  // That revision was committed before the config exists: it gets the later ones.
   const config = await buildPushConfig(deps, task, input, task.revision);
   await deps.pushConfigs.put(config);
   return toTaskPushNotificationConfig(deps.pushCodec, config);

@@ -10,7 +10,7 @@ import { type AgentCaller, isExpired } from '../../domain/task.ts';
 import { configIdPattern, ownedTask } from './push-configs.ts';
 
 /**
- * The push-deliveries extension (decision 0025): a task's owner reads what became of its webhook
+ * The push-deliveries extension (docs/protocol.md §7): a task's owner reads what became of its webhook
  * deliveries — per (config, revision) the state and every attempt (time, outcome, HTTP status or
  * error class, next attempt). Metadata only: no body, URL, credentials or token is recorded.
  *

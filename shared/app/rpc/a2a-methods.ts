@@ -52,7 +52,10 @@ const pushDeps = (deps: SendMessageDeps) => {
 
 export type A2aMethodsDeps = SendMessageDeps &
   Pick<StreamMethodDeps, 'streamSlots' | 'mayAnswerWithMessage'> & {
-    /** The profiles served, saved ones included (decision 0024); absent = `config.profiles` only. */
+    /**
+     * The profiles served, saved ones included (docs/operations.md, "Saved profiles"); absent =
+     * `config.profiles` only.
+     */
     readonly profileCatalog?: ProfileCatalog;
   };
 
@@ -90,7 +93,7 @@ export const createA2aMethods = (deps: A2aMethodsDeps): A2aMethodTable => ({
         profileId: ctx.profileId,
         message: params.message,
         // The inline push config (and the rest of the configuration) applies to a streaming
-        // send exactly as to SendMessage (decision 0009).
+        // send exactly as to SendMessage (docs/protocol.md §7).
         configuration: params.configuration,
         protocolVersion: ctx.a2aVersion,
         historyLength: params.configuration?.historyLength,
@@ -140,7 +143,7 @@ export const createA2aMethods = (deps: A2aMethodsDeps): A2aMethodTable => ({
     // Result `null` (docs/protocol.md §17): the dispatcher serializes `undefined` as null.
     (params, ctx) => deletePushConfig(pushDeps(deps), callerOf(ctx), params.taskId, params.id),
   ),
-  // docs/protocol.md §9: requires authentication (decision 0007). Not declared on this profile's card,
+  // docs/protocol.md §9: requires authentication (docs/security.md). Not declared on this profile's card,
   // which includes every unauthenticated installation → -32004; declared → the extended card.
   GetExtendedAgentCard: defineMethod(a2aParamsSchemas.GetExtendedAgentCard, async (_params, ctx) => {
     const { config } = await withServedProfiles(deps);
@@ -166,7 +169,7 @@ export const createA2aMethods = (deps: A2aMethodsDeps): A2aMethodTable => ({
 });
 
 /**
- * Methods of this server's own extensions (decision 0025), declared on every card under
+ * Methods of this server's own extensions (docs/protocol.md §7), declared on every card under
  * `capabilities.extensions`. They answer whether or not the client lists the extension in
  * `A2A-Extensions` (calling the method is the opt-in), with the core methods' authentication and
  * owner checks.

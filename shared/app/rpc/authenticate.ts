@@ -4,7 +4,7 @@ import type { TokenRejection, TokenVerifier } from '../../domain/ports.ts';
 import type { Owner } from '../../domain/task.ts';
 
 /**
- * Who calls (docs/security.md, decision 0007). One function decides it for the Lambda authorizer and
+ * Who calls (docs/security.md). One function decides it for the Lambda authorizer and
  * for the local harness alike: a request's headers in, an identity (tenant, principal) out, or
  * "unauthenticated". Credentials:
  * - `Authorization: Bearer <token>`: a static token (local mode) or a JWT (verified by the port);

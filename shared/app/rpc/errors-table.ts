@@ -97,7 +97,7 @@ export const jsonRpcErrorTable: Readonly<Record<WireErrorCode, WireErrorRow>> = 
     detail: { kind: 'errorInfo', reason: 'TASK_BUSY', domain: 'installation' },
   },
   INVALID_PARAMS: { code: -32602, message: 'Invalid parameters', detail: { kind: 'badRequest' } },
-  // I-RETRY (docs/decisions/0051): a messageId sent again with other content.
+  // I-RETRY: a messageId sent again with other content.
   MESSAGE_ID_REUSED: {
     code: -32602,
     message: 'Invalid parameters: the messageId was already used for another message',

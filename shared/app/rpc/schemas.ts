@@ -419,7 +419,7 @@ export const a2aParamsSchemas = {
 export type A2aMethodName = keyof typeof a2aParamsSchemas;
 
 /**
- * The push-deliveries extension's method (decision 0025): the caller's record of webhook
+ * The push-deliveries extension's method (docs/protocol.md §7): the caller's record of webhook
  * deliveries of one task, optionally of one config, paged like ListTaskPushNotificationConfigs.
  */
 export interface ListTaskPushDeliveriesParams {

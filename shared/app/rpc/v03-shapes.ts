@@ -294,7 +294,7 @@ export const fromV03PushNotificationConfig = (config: unknown): unknown => {
 
 /**
  * MessageSendParams → SendMessageRequest. `blocking` (v0.3) is the inverse of
- * `returnImmediately`; absent, the call blocks, as both v0.3 SDKs did (decision 0015).
+ * `returnImmediately`; absent, the call blocks, as both v0.3 SDKs did (docs/protocol.md §1).
  */
 export const fromV03SendParams = (params: unknown): unknown => {
   if (!isObject(params)) return params;

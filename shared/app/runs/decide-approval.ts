@@ -33,12 +33,12 @@ export interface DecideApprovalInput {
 export const maxReasonLength = 500;
 
 /**
- * An operator approves or denies a suspended run's pending calls (I-APPROVAL, decision 0013).
- * One transaction records the decision on the approval record — only if it is still PENDING for
- * the same digest — and puts the run back in QUEUED with its verdict (conditioned on the run
- * version, I-LOCK); then the run is queued. Two decisions never both win; a decision never applies
- * to calls it was not made for. A run that cannot be queued gets its wait back (the decision is
- * undone), so the operator can decide again.
+ * An operator approves or denies a suspended run's pending calls (I-APPROVAL, docs/operations.md,
+ * "Approvals"). One transaction records the decision on the approval record — only if it is still PENDING for
+ * the same digest — and puts the run back in QUEUED with its verdict (conditioned on the run version,
+ * I-LOCK); then the run is queued. Two decisions never both win; a decision never applies to calls it was not
+ * made for. A run that cannot be queued gets its wait back (the decision is undone), so the operator can
+ * decide again.
  */
 export const decideApproval = async (
   deps: DecideApprovalDeps,

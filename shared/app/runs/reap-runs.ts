@@ -16,15 +16,16 @@ import { takeStartSlot } from './record-audit.ts';
 
 export interface ReapRunsDeps extends CommitDeps {
   /**
-   * Where a run that was never started is queued again (decision 0053); absent: such a run fails
-   * RUN_NOT_STARTED at its start deadline, as before.
+   * Where a run that was never started is queued again; absent: such a run fails
+   * RUN_NOT_STARTED at its start deadline.
    */
   readonly requeue?: RunQueue;
   /** The start deadline a re-queued run gets (the rpc's `runStartDeadlineMs`). */
   readonly runStartDeadlineMs?: number;
   /**
-   * The start slots of the audit table (decision 0072): a RUNNING run whose claims wrote no start
-   * marker is queued again instead of failed RUN_LEASE_EXPIRED. Absent: such a run fails, as before.
+   * The start slots of the audit table (docs/data-model.md, "Audit table"): a RUNNING run whose
+   * claims wrote no start marker is queued again instead of failed RUN_LEASE_EXPIRED. Absent: such
+   * a run fails RUN_LEASE_EXPIRED.
    * Only for a deployment whose executor writes start markers (it has the audit trail).
    */
   readonly starts?: RunStarts;
@@ -56,22 +57,21 @@ export interface ReapReport {
   readonly found: number;
   /** Runs settled FAILED (with their task when it was theirs). */
   readonly reaped: number;
-  /** Provably never called their provider (decisions 0053, 0072): queued again instead of failed. */
+  /** Provably never called their provider (I-ONCE): queued again instead of failed. */
   readonly requeued: number;
   /** Renewed, settled or claimed by someone else in between: left alone. */
   readonly skipped: number;
 }
 
 /**
- * The reaper (decision 0011): settles RUNNING runs whose lease expired — their executor crashed
- * or timed out — FAILED, with their task FAILED and a fixed status message, in one transaction
- * fenced on the run version and on the lease still being over. It never executes a run again
- * (I-ONCE): a redelivered message finds the run settled, and no tool is ever retried. A QUEUED
- * run carries the lease its claim will keep and a start deadline (decisions 0014, 0027): once its
- * lease is over it waits until the deadline, past it its message is taken as lost and the run is
- * settled the same way, so a crash between commit and enqueue ends FAILED too. A run that provably
- * never called its provider — never claimed (decision 0053), or claimed without any claim writing
- * its start marker (decision 0072) — is queued again instead, a bounded number of times.
+ * The reaper (docs/architecture.md, "Send a message"): settles RUNNING runs whose lease expired — their
+ * executor crashed or timed out — FAILED, with their task FAILED and a fixed status message, in one
+ * transaction fenced on the run version and on the lease still being over. It never executes a run again
+ * (I-ONCE): a redelivered message finds the run settled, and no tool is ever retried. A QUEUED run carries
+ * the lease its claim will keep and a start deadline (docs/reliability.md): once its lease is over it waits
+ * until the deadline, past it its message is taken as lost and the run is settled the same way, so a crash
+ * between commit and enqueue ends FAILED too. A run that provably never called its provider — never claimed,
+ * or claimed without any claim writing its start marker — is queued again instead, a bounded number of times.
  */
 export const reapExpiredRuns = async (deps: ReapRunsDeps, limit = 100): Promise<ReapReport> => {
   const now = deps.clock.now();
@@ -89,7 +89,7 @@ const reapRun = async (
   ref: RunRef,
   now: Date,
 ): Promise<'reaped' | 'requeued' | 'skipped'> => {
-  // The index is eventually consistent: the run row decides (read with its task: one request, 0036).
+  // The index is eventually consistent: the run row decides (read with its task: one request).
   const { run, task } = await deps.tasks.getRunWithTask(ref.taskId, ref.runId);
   const handle = () => handleExpired(deps, run, task, now);
   if (deps.inTaskTrace === undefined) return handle();
@@ -109,16 +109,16 @@ const handleExpired = async (
   if (run.leaseUntil === undefined || run.leaseUntil >= now.getTime()) return 'skipped';
   if (run.status === 'QUEUED' && run.startBy !== undefined && run.startBy > now.getTime()) {
     // Held in the queue longer than the lease it was created with, but not past its start
-    // deadline: wait until then (decision 0027). Fenced like a settle; never moves the version.
+    // deadline: wait until then. Fenced like a settle; never moves the version.
     await deferStart(deps, task, run, run.startBy, now);
     return 'skipped';
   }
   const ownsTask = task !== undefined && task.currentRunId === run.runId && !isTerminal(task.state);
   if (ownsTask && !run.cancelRequested && deps.requeue !== undefined) {
     // Provably never called its provider: QUEUED, so never claimed or given back before the call
-    // (decisions 0053, 0069; I-ONCE: the claim is the only way to a call) — its message was
+    // (I-ONCE: the claim is the only way to a call) — its message was
     // lost (a crash between commit and enqueue), is late, or waits for redelivery; or RUNNING,
-    // but no claim of it wrote its start marker (decision 0072: a crash between the claim and the
+    // but no claim of it wrote its start marker (a crash between the claim and the
     // call). Queue it again, a bounded number of times; a late original and the new message
     // race for the one claim.
     const requeues = run.requeues ?? 0;
@@ -153,8 +153,8 @@ const handleExpired = async (
 
 /**
  * The run that provably never called its provider with a new start deadline, then its message
- * again; false if it moved meanwhile. A QUEUED run keeps its version (decision 0053); a claimed
- * one goes back to QUEUED with a new one (decision 0072).
+ * again; false if it moved meanwhile. A QUEUED run keeps its version; a claimed one goes back to
+ * QUEUED with a new one.
  */
 const requeue = async (
   deps: ReapRunsDeps,
@@ -177,7 +177,7 @@ const requeue = async (
 };
 
 /**
- * A claimed run provably never called its provider (decision 0072) when no claim of it wrote a
+ * A claimed run provably never called its provider when no claim of it wrote a
  * start marker. Its attempts and approval are read first: a run that suspended for an approval,
  * or resumed from one, called its provider before (its claim consumed the sealed state it
  * continues from); and at audit `none` no marker can be written, so nothing is proven.
@@ -191,7 +191,7 @@ const neverStarted = async (deps: ReapRunsDeps, run: RunRecord): Promise<boolean
   !(await deps.starts.anyStarted(run.taskId, run.runId));
 
 /**
- * The claimed run that never called its provider taken back (decision 0072): first the start
+ * The claimed run that never called its provider taken back: first the start
  * slot of its version is taken, so a late executor's marker fails and it calls nothing; then the
  * run goes back to QUEUED with a new version (the next claim has a new slot), fenced like every
  * reaper write. A run that moved meanwhile (renewed by a live executor, canceled, settled) frees

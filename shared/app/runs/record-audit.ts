@@ -23,7 +23,7 @@ export interface RecordAuditDeps {
 export type AuditStepInput = Omit<AuditStep, 'taskId' | 'runId' | 'at'>;
 
 /**
- * Records one step of a run at the run's current audit ceiling (docs/decisions/0010).
+ * Records one step of a run at the run's current audit ceiling (docs/data-model.md, "Audit table").
  *
  * Best effort, by decision: the audit trail is the operator's record, the result is the task's
  * promise, so an audit write that fails never fails the run. It is logged (ids and error name
@@ -87,13 +87,13 @@ const entryOf = (
 };
 
 /**
- * The run's start marker (decision 0072): its `claim` row (the message it answers, at the audit
+ * The run's start marker: its `claim` row (the message it answers, at the audit
  * ceiling), written right before its first provider call into the start slot of the run version
  * its executor wrote last — so the reaper, reading the run row, finds it or takes the slot first.
  * Not best effort: a marker that cannot be written is a fault before the call (the run is given
- * back, decision 0069). Content that cannot be sealed falls back to the metadata-only row, as
+ * back). Content that cannot be sealed falls back to the metadata-only row, as
  * every audit row does. At audit `none` there is no row: such a run never calls its provider (its
- * answer is not retainable either, decision 0072), and the reaper never queues it again.
+ * answer is not retainable either, I-REFUSE), and the reaper never queues it again.
  */
 export const recordStart = async (
   deps: RecordAuditDeps,
@@ -118,7 +118,7 @@ export const recordStart = async (
 };
 
 /**
- * The reaper's side of a start slot (decision 0072): takes the slot of the run's version with a
+ * The reaper's side of a start slot: takes the slot of the run's version with a
  * `requeue` row (ids and reason only), so that a late executor's marker can no longer be written
  * there. False when a claim's marker is there, or no slot can be proven: no port, or audit `none`.
  */
@@ -138,7 +138,7 @@ const errorName = (error: unknown): string => (error instanceof Error ? error.na
  * Records a tightening, after cutting what the run already wrote to the audit trail down to the
  * new audit ceiling: the ceiling bounds everything stored of the run, not only what comes after.
  * A scrub that fails is logged and does not fail the run (the rows stay sealed and expire with
- * the run; decision 0010 names this gap).
+ * the run; the executor logs `audit scrub failed`, docs/operations.md).
  */
 export const recordTightening = async (
   deps: RecordAuditDeps,
@@ -162,7 +162,7 @@ export const recordTightening = async (
 };
 
 /**
- * A model turn or a tool call of the tool loop (the `onStep` seam, decisions 0011 and 0013):
+ * A model turn or a tool call of the tool loop (the `onStep` seam):
  * tool arguments and results go to the audit trail at the run's audit ceiling — content only at
  * `redacted` (redacted) and `full` — and nowhere else.
  */

@@ -3,7 +3,7 @@ import type { Clock, RunLeases } from '../../domain/ports.ts';
 import type { RunRecord } from '../../domain/task.ts';
 
 /**
- * Run leases (docs/decisions/0011). A claimed run holds a lease; the executor renews it while it
+ * Run leases. A claimed run holds a lease; the executor renews it while it
  * works, and the reaper settles a RUNNING run whose lease ended (a crashed executor) FAILED.
  * Renewal writes only `leaseUntil`, conditioned on the run still being RUNNING; it never moves
  * the run version, so the completing transaction's expected version stays valid (I-LOCK).
@@ -31,7 +31,7 @@ export class RunLeaseLostError extends Error {
   }
 }
 
-/** Why a run's work was aborted: a cancel was requested while it worked (decision 0013). */
+/** Why a run's work was aborted: a cancel was requested while it worked (docs/operations.md, "Approvals"). */
 export class RunCanceledError extends Error {
   override readonly name = 'RunCanceledError';
   constructor() {
@@ -52,7 +52,7 @@ const renewEvery = (deps: Pick<LeaseDeps, 'leaseMs' | 'leaseRenewMs'>): number =
   deps.leaseRenewMs ?? Math.floor((deps.leaseMs ?? defaultLeaseMs) / 3);
 
 /**
- * The lease a claim takes (decision 0027). A queued run already carries a lease from its
+ * The lease a claim takes. A queued run already carries a lease from its
  * creation; when the claim comes soon enough that at most half a renewal interval of it has
  * passed, the claim keeps it, so the lease index entry written at creation is not moved (a key
  * change costs a delete and a put). Else a fresh lease from now.

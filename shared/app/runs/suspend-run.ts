@@ -23,7 +23,7 @@ import type { TaskContentCodec } from '../tasks/task-content.ts';
 import { type RecordAuditDeps, recordAuditStep } from './record-audit.ts';
 
 /**
- * Suspending a run for an approval and resuming it (I-APPROVAL, docs/decisions/0013). The
+ * Suspending a run for an approval and resuming it (I-APPROVAL, docs/operations.md, "Approvals"). The
  * transcript so far and the pending calls are sealed on the run row (bound to task and run);
  * the run waits in AWAITING_APPROVAL without a lease, the task stays WORKING with a fixed status
  * message, and a metadata-only approval record waits for an operator — all in one transaction

@@ -113,7 +113,7 @@ const commitCancel = async (
   const idle = run.status === 'QUEUED' || run.status === 'AWAITING_APPROVAL';
   const flagged: RunRecord = { ...run, cancelRequested: true };
   const canceledRun = idle
-    ? // A run waiting for an approval never resumes: its sealed transcript goes (decision 0013).
+    ? // A run waiting for an approval never resumes: its sealed transcript goes (I-APPROVAL).
       settleRun(flagged, 'CANCELED', now, canceledTask.expiresAt, { sealedSuspension: undefined })
     : reviseRun(flagged, { expiresAt: Math.max(run.expiresAt, canceledTask.expiresAt) });
   await commitAndProject(deps, { row: taskAndRunWrite(task, canceledTask, run, canceledRun) });

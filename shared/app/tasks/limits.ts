@@ -5,7 +5,7 @@ import type { PushConfigRepository, StreamSlots } from '../../domain/ports.ts';
 import type { HistoryEntry, Owner } from '../../domain/task.ts';
 
 /**
- * The documented limits of one request (docs/configuration.md `limits`, decision 0052), checked
+ * The documented limits of one request (docs/configuration.md `limits`), checked
  * before anything is stored; above one, a LimitExceededError whose wire reason names it.
  */
 

@@ -12,7 +12,7 @@ export interface ListTasksInput {
   /** 1..100 (the schema enforces it); echoed in the answer. */
   readonly pageSize: number;
   readonly pageToken?: string;
-  /** undefined = no history (this method's default, decision 0006); 0 = none; N = the last N. */
+  /** undefined = no history (this method's default, docs/protocol.md §6); 0 = none; N = the last N. */
   readonly historyLength?: number;
   /** `YYYY-MM-DDTHH:mm:ss.sssZ`, inclusive. */
   readonly statusTimestampAfter?: string;

@@ -3,7 +3,7 @@ import type { Message } from '../../domain/a2a.ts';
 import type { AgentCaller } from '../../domain/task.ts';
 
 /**
- * I-RETRY without an extra write (docs/decisions/0051): the ids a message creates are derived from
+ * I-RETRY without an extra write: the ids a message creates are derived from
  * who sent it where and what it says, so a retried message finds what its first send created.
  *
  * - A new task's id is derived from (tenant, principal, agent, messageId): a retry's create hits

@@ -12,7 +12,7 @@ export interface ReadTaskDeps {
   readonly clock: Clock;
   /** Sleeps between journal polls; injected so tests and benchmarks can observe it. */
   readonly sleep?: (ms: number) => Promise<void>;
-  /** What recent waits took, per instance: defers a wait's first poll (decision 0077). */
+  /** What recent waits took, per instance: defers a wait's first poll. */
   readonly waitHistory?: WaitHistory;
 }
 
@@ -86,7 +86,7 @@ const readHistory = async (
     return await openHistoryAsOf(deps, view, row);
   } catch (error) {
     // A history kept in chunks that a newer revision replaced between the row's read and the
-    // chunks' (decision 0065): the row read again holds the newer one.
+    // chunks' (docs/data-model.md, "Large content"): the row read again holds the newer one.
     if (!(error instanceof SealingFailedError) || knownRow !== undefined) throw error;
     const fresh = await deps.tasks.getTask(view.taskId);
     return fresh === undefined ? [] : openHistoryAsOf(deps, view, fresh);
@@ -120,7 +120,7 @@ export interface WaitOptions {
 export const projectedWait = 'projected';
 
 /**
- * How the journal is polled while a caller waits on its own write (decision 0077). A projection
+ * How the journal is polled while a caller waits on its own write. A projection
  * lands right after its commit (write-through), so what a wait waits for is the run. The first
  * poll is due when about a tenth of the recent waits of the same kind had found their view;
  * after it, each poll waits `pollShare` of the wait's age so far (at least `minPollMs`, at most
@@ -144,7 +144,7 @@ export const journalWaitTiming = {
   foundAtFirstPollShare: 0.75,
 } as const;
 
-/** The step after a poll that found nothing, `elapsedMs` into the wait (decision 0077). */
+/** The step after a poll that found nothing, `elapsedMs` into the wait. */
 export const pollStepMs = (elapsedMs: number): number =>
   Math.min(
     journalWaitTiming.maxPollMs,

@@ -13,7 +13,7 @@ import { getVisibleView, projectedWait, type ReadTaskDeps, toTask, waitForView }
 import { blockingCapMs, settledForCaller, settledWait, toSendMessageResponse } from './send-message.ts';
 
 /**
- * SSE streams of a task, read from the journal only (I-COMMITTED, docs/decisions/0008): the Task
+ * SSE streams of a task, read from the journal only (I-COMMITTED, docs/protocol.md §5): the Task
  * snapshot first, then for every later committed revision, in revision order, one artifactUpdate
  * per artifact when that revision changed the artifacts and then its statusUpdate (I-ORDER).
  * Every subscriber reads the same journal, so concurrent streams see the same sequence.
@@ -30,7 +30,7 @@ export interface StreamTiming {
    * While active, the delay after a poll that found nothing is this share of the time since the
    * last change (at least `firstPollMs`, at most `activeMaxPollMs`) instead of doubling: a
    * revision is picked up at most this share of its wait late, and a long wait costs few reads
-   * (decision 0046). Absent: the delay doubles.
+   * (`bench/poll-schedule.ts` measures it). Absent: the delay doubles.
    */
   readonly activeShare?: number;
   /** An SSE comment is sent when nothing else was sent for this long (≤ 30 s, docs/protocol.md §17). */
@@ -43,7 +43,7 @@ export interface StreamTiming {
   readonly gapWaitMs: number;
   /**
    * Failed journal reads in a row that end the stream with an error; fewer cost a poll (the
-   * delay still doubles), not the stream (decision 0037).
+   * delay still doubles), not the stream.
    */
   readonly maxReadFailures: number;
 }
@@ -83,7 +83,7 @@ export interface StreamTaskInput {
   readonly closeAt: StreamEnd;
   readonly historyLength?: number;
   /**
-   * A send to an agent that may answer with a Message (decision 0067): the first event waits for
+   * A send to an agent that may answer with a Message (docs/protocol.md §4): the first event waits for
    * the run to settle, at most this long. A run that answered with a Message streams that Message
    * alone; any other run streams its task from the created revision, as if nothing had waited.
    */
@@ -92,7 +92,7 @@ export interface StreamTaskInput {
 
 /**
  * Whether the agent a profile serves may answer this message with a direct Message instead of a
- * task (decision 0067). A composition root knows its providers; without one, no agent does.
+ * task. A composition root knows its providers; without one, no agent does.
  */
 export type MessageAnswerForecast = (config: Config, profileId: string, message: Message) => boolean;
 
@@ -341,8 +341,8 @@ const openAt = async (
 };
 
 /**
- * A re-attach after a revision the journal holds neither as a view nor as an event (decision
- * 0032): the client saw it in a stream that opened from the committed row while the projection was
+ * A re-attach after a revision the journal holds neither as a view nor as an event: the client
+ * saw it in a stream that opened from the committed row while the projection was
  * late. Like SendStreamingMessage's own write (I-RYW), the view is waited for (bounded), and if it
  * is still behind, the snapshot comes from the committed row — never a revision older than the one
  * the client saw (I-ORDER). Undefined when the view is not behind, or no committed revision is that
@@ -410,7 +410,7 @@ export const streamTimingOf = (deps: StreamMethodDeps): Partial<StreamTiming> =>
  * SendStreamingMessage: the task is created exactly as SendMessage creates it (refusal, content
  * types, follow-ups — all plain JSON-RPC errors, before any event), then streamed from the created
  * revision until a terminal or interrupted state. When the agent may answer with a Message, the
- * first event waits for the run, as long as a blocking send would (decision 0067).
+ * first event waits for the run, as long as a blocking send would.
  */
 export const sendStreamingMessage = async (
   deps: StreamMethodDeps,

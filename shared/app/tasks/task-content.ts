@@ -44,7 +44,10 @@ export class TaskContentCodec {
     return { sealedStatusMessage, sealedArtifacts, sealedHistory };
   }
 
-  /** A suspended run's state (decision 0013), bound to its task and run: it opens nowhere else. */
+  /**
+   * A suspended run's state (docs/operations.md, "Approvals"), bound to its task and run: it opens nowhere
+   * else.
+   */
   async sealSuspension(taskId: string, runId: string, state: SuspendedRun): Promise<SealedBlob> {
     return (await this.sealField(taskId, suspensionField(runId), state)) as SealedBlob;
   }
