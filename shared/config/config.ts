@@ -19,7 +19,11 @@ const providerTimeoutMs = z._default(z.number().check(z.int(), z.positive(), z.l
 
 const scriptedProvider = z.object({
   type: z.literal('scripted'),
-  behavior: z._default(z.enum(['echo', 'tck', 'fail', 'slow']), 'echo'),
+  behavior: z._default(z.enum(['echo', 'tck', 'fail', 'slow', 'stream']), 'echo'),
+  /** `stream`: the pause before each word of the echo, in ms. */
+  paceMs: z._default(integer(0, 10_000), 50),
+  /** `stream`: breaks off as an unavailable provider after this many words (fallback tests). */
+  failAfterWords: z.optional(integer(0, 1_000_000)),
   privacyLevel: z.optional(privacyLevelInput),
 });
 
