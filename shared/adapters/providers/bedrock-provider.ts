@@ -89,9 +89,11 @@ export class BedrockProvider implements ChatModel {
     if (callerSignal?.aborted) return classifyThrown(this.providerId, error, callerSignal);
     if (error instanceof ProviderUnavailableError || error instanceof ProviderFailedError) return error;
     const name = error instanceof Error ? error.name : '';
+    if (unavailableErrorNames.has(name)) {
+      return new ProviderUnavailableError(this.providerId, httpStatusOf(error) ?? 503, { cause: error });
+    }
     // An exception event of a stream carries no HTTP status: its fault says whose it is.
     const status = httpStatusOf(error) ?? (faultOf(error) === 'client' ? 400 : undefined);
-    if (unavailableErrorNames.has(name)) return classifyStatus(this.providerId, status ?? 503, error);
     // No status: the request never got an answer (connection refused or reset, our timeout).
     if (status === undefined) return classifyThrown(this.providerId, error);
     return classifyStatus(this.providerId, status, error);
