@@ -108,7 +108,8 @@ export class OpenAiProvider implements ChatModel {
 /**
  * The `data` fields of a server-sent event stream (the WHATWG format: events end at a blank
  * line, a field's value after `data:` and one optional space, several `data` lines joined by a
- * line feed; comments and other fields are skipped).
+ * line feed; comments and other fields are skipped). An event the body ends in, before its
+ * blank line, is dropped, as the format says: it may be cut short.
  */
 export async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
   const decoder = new TextDecoder();
@@ -128,9 +129,6 @@ export async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator
     buffered = lines.pop() ?? '';
     for (const line of lines) yield* lineOf(line);
   }
-  buffered += decoder.decode();
-  if (buffered !== '') yield* lineOf(buffered);
-  yield* lineOf('');
 }
 
 type ChatMessage =
