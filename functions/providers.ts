@@ -27,8 +27,16 @@ export const createProviderFor = (
 ): ((providerId: string) => AgentProvider) => {
   const providers = new Map<string, AgentProvider>();
   for (const [providerId, provider] of Object.entries(env.config.providers)) {
-    if (provider.type === 'scripted')
-      providers.set(providerId, new ScriptedProvider(providerId, provider.behavior));
+    if (provider.type === 'scripted') {
+      const { behavior, paceMs, failAfterWords } = provider;
+      providers.set(
+        providerId,
+        new ScriptedProvider(providerId, behavior, {
+          paceMs,
+          ...(failAfterWords !== undefined ? { failAfterWords } : {}),
+        }),
+      );
+    }
     if (provider.type === 'bedrock' && bedrock) providers.set(providerId, bedrock(providerId, provider));
     if (provider.type === 'openai') {
       const secret = env.localMode ? undefined : provider.apiKeySecret;

@@ -19,7 +19,11 @@ const providerTimeoutMs = z._default(z.number().check(z.int(), z.positive(), z.l
 
 const scriptedProvider = z.object({
   type: z.literal('scripted'),
-  behavior: z._default(z.enum(['echo', 'tck', 'fail', 'slow']), 'echo'),
+  behavior: z._default(z.enum(['echo', 'tck', 'fail', 'slow', 'stream']), 'echo'),
+  /** `stream`: the pause before each word of the echo, in ms. */
+  paceMs: z._default(integer(0, 10_000), 50),
+  /** `stream`: breaks off as an unavailable provider after this many words (fallback tests). */
+  failAfterWords: z.optional(integer(0, 1_000_000)),
   privacyLevel: z.optional(privacyLevelInput),
 });
 
@@ -92,6 +96,25 @@ export const profileConfigSchema = z.object({
   skills: z._default(z.array(skillSchema), []),
   inputModes: mediaTypes,
   outputModes: mediaTypes,
+  /**
+   * Progressive output (docs/configuration.md, profile `output`): with `progressive`, the run streams its model calls, and
+   * the text so far is to be committed as artifact chunks at most once per `cadence.ms`, sooner
+   * once `cadence.bytes` of new text wait. Each chunk is a revision (about 8 write units for the
+   * first KB of answer, 3 more per further KB so far): the defaults keep a 4 KB answer near 240.
+   */
+  output: z._default(
+    z.object({
+      progressive: z._default(z.boolean(), false),
+      cadence: z._default(
+        z.object({
+          ms: z._default(integer(100, 60_000), 1_000),
+          bytes: z._default(integer(256, 65_536), 4_096),
+        }),
+        { ms: 1_000, bytes: 4_096 },
+      ),
+    }),
+    { progressive: false, cadence: { ms: 1_000, bytes: 4_096 } },
+  ),
   /** How long a blocking SendMessage waits before returning the current task. */
   blockingCapSeconds: z._default(positiveUpTo(840), 25),
   /**

@@ -48,13 +48,44 @@ export interface ModelTurn {
 }
 
 /**
+ * What a streamed model turn yields: its text as the model writes it, then the whole turn (tool
+ * calls assembled from their deltas, usage, stop reason), always last.
+ */
+export type ModelStreamEvent =
+  | { readonly kind: 'text'; readonly text: string }
+  | { readonly kind: 'turn'; readonly turn: ModelTurn };
+
+/**
  * An LLM endpoint. Throws ProviderUnavailableError for failures worth the next provider
- * (connection, timeout, HTTP 5xx, 429, throttling); any other error is a plain failure.
+ * (connection, timeout, HTTP 5xx, 429, throttling, a stream cut before its end); any other error
+ * is a plain failure.
+ *
+ * One turn is asked in one of two ways, by one rule: `stream` when the run reports its answer as
+ * it grows (a profile with progressive output), `complete` otherwise. Both end in the same
+ * `ModelTurn` for the same answer; a streamed turn's text is its text deltas joined, and its
+ * errors, mid-stream ones included, are classified as `complete`'s.
  */
 export interface ChatModel {
   readonly providerId: string;
   complete(request: ModelRequest): Promise<ModelTurn>;
+  stream(request: ModelRequest): AsyncIterable<ModelStreamEvent>;
 }
+
+/**
+ * Consumes a streamed turn: hands each text delta to `onText` and returns the final turn. A
+ * stream that ends without its turn is the provider's failure (`ended`), never a silent answer.
+ */
+export const consumeTurn = async (
+  events: AsyncIterable<ModelStreamEvent>,
+  onText: (text: string) => void,
+  ended: () => Error,
+): Promise<ModelTurn> => {
+  for await (const event of events) {
+    if (event.kind === 'turn') return event.turn;
+    if (event.text !== '') onText(event.text);
+  }
+  throw ended();
+};
 
 /** How a part reaches a model: text as it is, data as JSON text, files described, not sent. */
 export const partAsText = (part: Part): string => {

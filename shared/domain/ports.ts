@@ -277,7 +277,23 @@ export interface AgentRequest {
    * included). What it receives must never reach the journal or a log (I-LEAVE).
    */
   readonly onStep?: (step: AgentStep) => Promise<void> | void;
+  /**
+   * Progressive output (docs/configuration.md, profile `output`): given, the provider streams its model calls and reports
+   * the answer as it grows; absent, it calls its models without streaming. `run` resolves with
+   * the same result either way. Called synchronously, in order, between model events: a
+   * consumer that writes buffers and never holds the stream up.
+   */
+  readonly onAnswer?: (progress: AnswerProgress) => void;
 }
+
+/**
+ * The answer so far, as a provider reports it (`AgentRequest.onAnswer`). The text reported since
+ * the last `reset` (or since the start) is the answer's text so far; when `run` completes with
+ * an answer artifact, that artifact's text is this text, whole. A `reset` voids what came
+ * before it: a model turn that wrote text and then asked for tools (its text was a preamble, not
+ * the answer), so the next turn's text starts the answer again.
+ */
+export type AnswerProgress = { readonly kind: 'text'; readonly text: string } | { readonly kind: 'reset' };
 
 /** What a run ends with, before the answer ceiling decides what may be stored. */
 export type AgentOutcome =
@@ -294,7 +310,11 @@ export interface AgentResult {
   readonly outputTokens?: number;
 }
 
-/** An LLM endpoint (or the scripted stand-in). Throws ProviderUnavailableError for fallback-worthy failures. */
+/**
+ * An LLM endpoint (or the scripted stand-in). Throws ProviderUnavailableError for
+ * fallback-worthy failures, also when a streamed answer breaks off after `onAnswer` saw part
+ * of it.
+ */
 export interface AgentProvider {
   run(request: AgentRequest): Promise<AgentResult>;
 }

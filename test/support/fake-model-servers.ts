@@ -1,10 +1,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import {
+  constants,
   createServer as createH2cServer,
   type Http2ServerRequest,
   type Http2ServerResponse,
 } from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import { EventStreamCodec } from '@smithy/core/event-streams';
 
 /**
  * Local HTTP servers that speak the OpenAI chat-completions and the Bedrock Converse wire
@@ -19,6 +21,13 @@ export interface ScriptedReply {
   readonly headers?: Readonly<Record<string, string>>;
   /** Answer only when this promise settles (a slow or hung model); the socket may close first. */
   readonly hold?: Promise<void>;
+  /**
+   * A streamed answer instead of `body`: each piece written as it is, in order, a promise
+   * waited for before the next piece (a model that is still writing). The response ends after
+   * the last piece, or, with `cut`, its connection (HTTP/1.1) or stream (HTTP/2) is reset there.
+   */
+  readonly stream?: ReadonlyArray<string | Uint8Array | Promise<void>>;
+  readonly cut?: boolean;
 }
 
 export interface ReceivedRequest {
@@ -82,7 +91,19 @@ export const startFakeModelServer = async (
       if (reply.hold) await reply.hold;
       if (gone || response.destroyed) return;
       response.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
-
+      if (reply.stream !== undefined) {
+        for (const piece of reply.stream) {
+          if (piece instanceof Promise) await piece;
+          // Each piece flushed before the next step, so a cut after it comes after its bytes.
+          else if (!gone)
+            await new Promise<void>((resolve) => (response as ServerResponse).write(piece, () => resolve()));
+        }
+        if (reply.cut) {
+          if ('stream' in response) response.stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+          else response.socket?.destroy();
+        } else response.end();
+        return;
+      }
       response.end(reply.body === undefined ? '' : JSON.stringify(reply.body));
     })().catch(() => {
       if (!response.headersSent) response.writeHead(500).end();
@@ -159,6 +180,47 @@ export const openAiError = (status: number, message = 'error'): ScriptedReply =>
   body: { error: { message, type: status === 429 ? 'rate_limit_exceeded' : 'invalid_request_error' } },
 });
 
+/** Server-sent events, one per payload, then `data: [DONE]`, as OpenAI ends a stream. */
+export const sseEvents = (payloads: readonly unknown[], done = true): string[] => [
+  ...payloads.map((payload) => `data: ${JSON.stringify(payload)}\n\n`),
+  ...(done ? ['data: [DONE]\n\n'] : []),
+];
+
+/** A chat-completion chunk of choice 0. */
+export const openAiChunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
+  id: 'chatcmpl-s',
+  object: 'chat.completion.chunk',
+  choices: [{ index: 0, delta, finish_reason: finishReason }],
+});
+
+/** The usage chunk `stream_options.include_usage` adds at the end (no choices). */
+export const openAiUsageChunk = (usage = { prompt_tokens: 11, completion_tokens: 5 }) => ({
+  id: 'chatcmpl-s',
+  object: 'chat.completion.chunk',
+  choices: [],
+  usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+});
+
+/** A streamed text answer: the role, one chunk per piece, the finish reason, the usage. */
+export const openAiStreamText = (
+  pieces: readonly string[],
+  usage?: { prompt_tokens: number; completion_tokens: number },
+): string[] =>
+  sseEvents([
+    openAiChunk({ role: 'assistant', content: '' }),
+    ...pieces.map((content) => openAiChunk({ content })),
+    openAiChunk({}, 'stop'),
+    openAiUsageChunk(usage),
+  ]);
+
+const sseHeaders = { 'content-type': 'text/event-stream' };
+
+/** A streamed reply of OpenAI server-sent events (pieces as `ScriptedReply.stream`). */
+export const openAiStream = (
+  pieces: ReadonlyArray<string | Promise<void>>,
+  options: { readonly cut?: boolean } = {},
+): ScriptedReply => ({ headers: sseHeaders, stream: pieces, ...options });
+
 type OpenAiMessage = { role: string; content?: string | null; tool_call_id?: string };
 
 /** A model that asks the calculator for 6 × 7 once, then answers with the tool's result. */
@@ -220,3 +282,59 @@ export const bedrockCalculatorScript: Script = (request) => {
   }
   return bedrockToolUse('tooluse_calc_1', 'calculator', { operation: 'multiply', a: 6, b: 7 });
 };
+
+// ---- Bedrock ConverseStream (POST /model/{modelId}/converse-stream, application/vnd.amazon.eventstream)
+
+const eventStreamCodec = new EventStreamCodec(
+  (bytes: Uint8Array) => new TextDecoder().decode(bytes),
+  (text: string) => new TextEncoder().encode(text),
+);
+
+const stringHeader = (value: string) => ({ type: 'string' as const, value });
+
+/** One ConverseStream event in the binary event-stream encoding the SDK decodes. */
+export const bedrockEvent = (type: string, body: unknown): Uint8Array =>
+  eventStreamCodec.encode({
+    headers: {
+      ':message-type': stringHeader('event'),
+      ':event-type': stringHeader(type),
+      ':content-type': stringHeader('application/json'),
+    },
+    body: new TextEncoder().encode(JSON.stringify(body)),
+  });
+
+/** An exception event mid-stream, e.g. `throttlingException` (the SDK throws it as ThrottlingException). */
+export const bedrockExceptionEvent = (type: string, message = 'error'): Uint8Array =>
+  eventStreamCodec.encode({
+    headers: {
+      ':message-type': stringHeader('exception'),
+      ':exception-type': stringHeader(type),
+      ':content-type': stringHeader('application/json'),
+    },
+    body: new TextEncoder().encode(JSON.stringify({ message })),
+  });
+
+/** The events of a streamed text answer: one delta per piece of one text block, stop, usage. */
+export const bedrockStreamTextEvents = (
+  pieces: readonly string[],
+  usage = { inputTokens: 13, outputTokens: 6 },
+) => [
+  bedrockEvent('messageStart', { role: 'assistant' }),
+  ...pieces.map((text) => bedrockEvent('contentBlockDelta', { contentBlockIndex: 0, delta: { text } })),
+  bedrockEvent('contentBlockStop', { contentBlockIndex: 0 }),
+  bedrockEvent('messageStop', { stopReason: 'end_turn' }),
+  bedrockEvent('metadata', {
+    usage: { ...usage, totalTokens: usage.inputTokens + usage.outputTokens },
+    metrics: { latencyMs: 5 },
+  }),
+];
+
+/** A streamed reply of ConverseStream events (pieces as `ScriptedReply.stream`). */
+export const bedrockStream = (
+  pieces: ReadonlyArray<Uint8Array | Promise<void>>,
+  options: { readonly cut?: boolean } = {},
+): ScriptedReply => ({
+  headers: { 'content-type': 'application/vnd.amazon.eventstream' },
+  stream: pieces,
+  ...options,
+});

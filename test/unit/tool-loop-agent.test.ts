@@ -14,27 +14,45 @@ import {
 import {
   type ChatModel,
   type ModelRequest,
+  type ModelStreamEvent,
   type ModelTurn,
   newAgentSession,
   transcriptOf,
 } from '../../shared/domain/model.ts';
-import type { AgentRequest } from '../../shared/domain/ports.ts';
+import type { AgentRequest, AnswerProgress } from '../../shared/domain/ports.ts';
 import type { Tool } from '../../shared/domain/tools.ts';
 import { createCore } from '../support/core-fixture.ts';
 
-/** A model that plays a fixed list of turns (or errors) and keeps what it was sent. */
+/**
+ * A model that plays a fixed list of turns (or errors) and keeps what it was sent. Streamed, a
+ * turn's text comes word by word before the turn; an error comes after the first word.
+ */
 class FakeModel implements ChatModel {
   readonly seen: ModelRequest[] = [];
+  readonly calls: Array<'complete' | 'stream'> = [];
   constructor(
     readonly providerId: string,
     private readonly turns: Array<ModelTurn | Error>,
   ) {}
   async complete(request: ModelRequest): Promise<ModelTurn> {
+    this.calls.push('complete');
     this.seen.push({ ...request, transcript: [...request.transcript] });
     const next = this.turns.shift();
     if (next === undefined) throw new Error('no more turns');
     if (next instanceof Error) throw next;
     return next;
+  }
+  async *stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+    this.calls.push('stream');
+    this.seen.push({ ...request, transcript: [...request.transcript] });
+    const next = this.turns.shift();
+    if (next === undefined) throw new Error('no more turns');
+    if (next instanceof Error) {
+      yield { kind: 'text', text: 'Partial ' };
+      throw next;
+    }
+    for (const word of next.text.split(/(?<=\s)(?=\S)/)) yield { kind: 'text', text: word };
+    yield { kind: 'turn', turn: next };
   }
 }
 
@@ -270,6 +288,95 @@ describe('ToolLoopAgent', () => {
     const model = new FakeModel('m', [{ text: '', toolCalls: [], stopReason: 'refused' }]);
     const { outcome } = await new ToolLoopAgent(model).run(request());
     expect(outcome.kind).toBe('rejected');
+  });
+
+  describe('progressive output (onAnswer)', () => {
+    const answerOf = (progress: AnswerProgress[]): string => {
+      let text = '';
+      for (const event of progress) text = event.kind === 'reset' ? '' : text + event.text;
+      return text;
+    };
+
+    it('streams the turn only when asked, reporting the text in order; the result is the same', async () => {
+      const whole = new FakeModel('m', [answer('Six times seven is 42.')]);
+      const streamed = new FakeModel('m', [answer('Six times seven is 42.')]);
+      const progress: AnswerProgress[] = [];
+      const plain = await new ToolLoopAgent(whole).run(request());
+      const live = await new ToolLoopAgent(streamed).run(request({ onAnswer: (p) => void progress.push(p) }));
+      expect(whole.calls).toEqual(['complete']);
+      expect(streamed.calls).toEqual(['stream']);
+      expect(live).toEqual(plain);
+      expect(progress).toEqual([
+        { kind: 'text', text: 'Six ' },
+        { kind: 'text', text: 'times ' },
+        { kind: 'text', text: 'seven ' },
+        { kind: 'text', text: 'is ' },
+        { kind: 'text', text: '42.' },
+      ]);
+    });
+
+    it('resets after a turn whose text was a preamble to tool calls: the answer is the last turn', async () => {
+      const model = new FakeModel('m', [
+        { ...callTool('calculator', { operation: 'multiply', a: 6, b: 7 }), text: 'Let me compute.' },
+        answer('It is 42.'),
+      ]);
+      const progress: AnswerProgress[] = [];
+      const result = await new ToolLoopAgent(model).run(
+        request({
+          tools: [{ tool: calculatorTool, requiresApproval: false }],
+          onAnswer: (p) => void progress.push(p),
+        }),
+      );
+      expect(progress.map((p) => (p.kind === 'text' ? p.text : '<reset>'))).toEqual([
+        'Let ',
+        'me ',
+        'compute.',
+        '<reset>',
+        'It ',
+        'is ',
+        '42.',
+      ]);
+      expect(result.outcome).toMatchObject({
+        kind: 'completed',
+        artifacts: [{ parts: [{ text: 'It is 42.' }] }],
+      });
+      expect(answerOf(progress)).toBe('It is 42.');
+    });
+
+    it('a turn of tool calls without text reports nothing, not even a reset', async () => {
+      const model = new FakeModel('m', [
+        callTool('calculator', { operation: 'add', a: 1, b: 1 }),
+        answer('2'),
+      ]);
+      const progress: AnswerProgress[] = [];
+      await new ToolLoopAgent(model).run(
+        request({
+          tools: [{ tool: calculatorTool, requiresApproval: false }],
+          onAnswer: (p) => void progress.push(p),
+        }),
+      );
+      expect(progress).toEqual([{ kind: 'text', text: '2' }]);
+    });
+
+    it('a stream that breaks off after some text rejects with the provider error (fallback still applies)', async () => {
+      const model = new FakeModel('m', [new ProviderUnavailableError('m', 503)]);
+      const progress: AnswerProgress[] = [];
+      const run = new ToolLoopAgent(model).run(request({ onAnswer: (p) => void progress.push(p) }));
+      await expect(run).rejects.toBeInstanceOf(ProviderUnavailableError);
+      expect(progress).toEqual([{ kind: 'text', text: 'Partial ' }]);
+    });
+
+    it('a stream that ends without its turn is an unavailable provider, never an empty answer', async () => {
+      const cut: ChatModel = {
+        providerId: 'cut',
+        complete: () => Promise.reject(new Error('unused')),
+        async *stream() {
+          yield { kind: 'text', text: 'Half' };
+        },
+      };
+      const run = new ToolLoopAgent(cut).run(request({ onAnswer: () => {} }));
+      await expect(run).rejects.toBeInstanceOf(ProviderUnavailableError);
+    });
   });
 });
 

@@ -3,13 +3,14 @@ import { ProviderFailedError, ProviderUnavailableError } from '../../domain/erro
 import type {
   ChatModel,
   ModelRequest,
+  ModelStreamEvent,
   ModelTurn,
   StopReason,
   ToolCall,
   TranscriptEntry,
 } from '../../domain/model.ts';
 import * as z from '../../zod.ts';
-import { classifyStatus, classifyThrown, withTimeout } from './provider-errors.ts';
+import { classifyStatus, classifyThrown, toolArgumentsOf, withTimeout } from './provider-errors.ts';
 
 export interface OpenAiProviderOptions {
   readonly providerId: string;
@@ -38,34 +39,95 @@ export class OpenAiProvider implements ChatModel {
   }
 
   async complete(request: ModelRequest): Promise<ModelTurn> {
-    const { apiKey } = this.options;
-    const key = typeof apiKey === 'function' ? await apiKey() : apiKey;
-    const signal = withTimeout(this.timeoutMs, request.signal);
     let payload: unknown;
     try {
-      const response = await fetch(this.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json',
-          ...(key ? { authorization: `Bearer ${key}` } : {}),
-        },
-        body: JSON.stringify(toChatRequest(this.options.model, request)),
-        signal,
-      });
-      if (!response.ok) {
-        await response.body?.cancel().catch(() => {});
-        throw classifyStatus(this.providerId, response.status);
-      }
+      const response = await this.post(request, false);
       payload = await response.json();
     } catch (error) {
-      if (error instanceof ProviderUnavailableError || error instanceof ProviderFailedError) throw error;
-      if (error instanceof SyntaxError) throw new ProviderFailedError(this.providerId, 200, { cause: error });
-      throw classifyThrown(this.providerId, error, request.signal);
+      throw this.classify(error, request.signal);
     }
     const parsed = chatResponseSchema.safeParse(payload);
     if (!parsed.success) throw new ProviderFailedError(this.providerId, 200, { cause: parsed.error });
     return fromChatResponse(parsed.data);
+  }
+
+  /**
+   * `stream: true`: the answer as server-sent events of chat-completion chunks, usage in the
+   * last one (`stream_options.include_usage`). A body that ends before the model's finish
+   * reason was sent is a cut stream: the provider is unavailable, as when it never answered.
+   */
+  async *stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
+    const assembler = new ChatStreamAssembler(this.providerId);
+    try {
+      const response = await this.post(request, true);
+      if (response.body === null) throw new ProviderUnavailableError(this.providerId, response.status);
+      for await (const data of sseData(response.body)) {
+        if (data === '[DONE]') break;
+        yield* assembler.add(JSON.parse(data) as unknown);
+      }
+    } catch (error) {
+      throw this.classify(error, request.signal);
+    }
+    yield { kind: 'turn', turn: assembler.turn() };
+  }
+
+  /** Posts the request; a status other than 2xx is classified here, its body discarded. */
+  private async post(request: ModelRequest, stream: boolean): Promise<Response> {
+    const { apiKey } = this.options;
+    const key = typeof apiKey === 'function' ? await apiKey() : apiKey;
+    const response = await fetch(this.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: stream ? 'text/event-stream' : 'application/json',
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+      },
+      body: JSON.stringify({
+        ...toChatRequest(this.options.model, request),
+        ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+      }),
+      signal: withTimeout(this.timeoutMs, request.signal),
+    });
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => {});
+      throw classifyStatus(this.providerId, response.status);
+    }
+    return response;
+  }
+
+  private classify(error: unknown, callerSignal?: AbortSignal): Error {
+    if (error instanceof ProviderUnavailableError || error instanceof ProviderFailedError) {
+      // A stream the caller stopped while its chunk was being read: the caller's reason wins.
+      return callerSignal?.aborted ? classifyThrown(this.providerId, error, callerSignal) : error;
+    }
+    if (error instanceof SyntaxError) return new ProviderFailedError(this.providerId, 200, { cause: error });
+    return classifyThrown(this.providerId, error, callerSignal);
+  }
+}
+
+/**
+ * The `data` fields of a server-sent event stream (the WHATWG format: events end at a blank
+ * line, a field's value after `data:` and one optional space, several `data` lines joined by a
+ * line feed; comments and other fields are skipped). An event the body ends in, before its
+ * blank line, is dropped, as the format says: it may be cut short.
+ */
+export async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffered = '';
+  let data: string[] = [];
+  const lineOf = function* (line: string): Generator<string> {
+    if (line === '') {
+      if (data.length > 0) yield data.join('\n');
+      data = [];
+      return;
+    }
+    if (line.startsWith('data:')) data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+  };
+  for await (const bytes of body) {
+    buffered += decoder.decode(bytes, { stream: true });
+    const lines = buffered.split(/\r\n|\r|\n/);
+    buffered = lines.pop() ?? '';
+    for (const line of lines) yield* lineOf(line);
   }
 }
 
@@ -153,17 +215,103 @@ const chatResponseSchema = z.object({
   ),
 });
 
-const parseArguments = (raw: string | JsonObject | null | undefined): JsonObject => {
-  if (raw === null || raw === undefined || raw === '') return {};
-  if (typeof raw !== 'string') return raw;
-  try {
-    const value: unknown = JSON.parse(raw);
-    // A malformed argument string reaches the tool as {}; its schema check tells the model.
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JsonObject) : {};
-  } catch {
-    return {};
+const chatChunkSchema = z.object({
+  choices: z.nullish(
+    z.array(
+      z.object({
+        index: z.nullish(z.number()),
+        delta: z.nullish(
+          z.object({
+            content: z.nullish(z.string()),
+            tool_calls: z.nullish(
+              z.array(
+                z.object({
+                  index: z.nullish(z.number()),
+                  id: z.nullish(z.string()),
+                  function: z.nullish(
+                    z.object({ name: z.nullish(z.string()), arguments: z.nullish(z.string()) }),
+                  ),
+                }),
+              ),
+            ),
+          }),
+        ),
+        finish_reason: z.nullish(z.string()),
+      }),
+    ),
+  ),
+  usage: chatResponseSchema.shape.usage,
+  error: z.nullish(z.unknown()),
+});
+
+interface PartialToolCall {
+  id?: string;
+  name: string;
+  arguments: string;
+}
+
+/**
+ * Builds one turn from chat-completion chunks: content deltas are yielded as they come; tool
+ * calls are keyed by their `index` (a call's id and name arrive in its first delta, its JSON
+ * arguments in pieces over the following ones) and parsed once the turn ends.
+ */
+export class ChatStreamAssembler {
+  private text = '';
+  private readonly calls = new Map<number, PartialToolCall>();
+  private finishReason: string | undefined;
+  private usage: { inputTokens?: number; outputTokens?: number } = {};
+
+  constructor(private readonly providerId: string) {}
+
+  *add(payload: unknown): Generator<ModelStreamEvent> {
+    const parsed = chatChunkSchema.safeParse(payload);
+    if (!parsed.success) throw new ProviderFailedError(this.providerId, 200, { cause: parsed.error });
+    const chunk = parsed.data;
+    // An error sent in the stream after its 200: the server broke the answer off.
+    if (chunk.error != null) throw new ProviderUnavailableError(this.providerId, undefined);
+    if (chunk.usage != null) {
+      this.usage = {
+        ...(chunk.usage.prompt_tokens != null ? { inputTokens: chunk.usage.prompt_tokens } : {}),
+        ...(chunk.usage.completion_tokens != null ? { outputTokens: chunk.usage.completion_tokens } : {}),
+      };
+    }
+    // One choice is asked for (no `n`): choice 0 is the answer.
+    const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0);
+    if (choice === undefined) return;
+    for (const delta of choice.delta?.tool_calls ?? []) {
+      const index = delta.index ?? 0;
+      const call = this.calls.get(index) ?? { name: '', arguments: '' };
+      if (delta.id) call.id = delta.id;
+      call.name += delta.function?.name ?? '';
+      call.arguments += delta.function?.arguments ?? '';
+      this.calls.set(index, call);
+    }
+    if (choice.finish_reason != null) this.finishReason = choice.finish_reason;
+    const text = choice.delta?.content ?? '';
+    if (text !== '') {
+      this.text += text;
+      yield { kind: 'text', text };
+    }
   }
-};
+
+  /** The turn, once the stream ended; a stream without its finish reason was cut. */
+  turn(): ModelTurn {
+    if (this.finishReason === undefined) throw new ProviderUnavailableError(this.providerId, undefined);
+    const toolCalls: ToolCall[] = [...this.calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, call]) => ({
+        id: call.id ?? `call_${index}`,
+        name: call.name,
+        arguments: toolArgumentsOf(call.arguments),
+      }));
+    return {
+      text: this.text,
+      toolCalls,
+      stopReason: toolCalls.length > 0 ? 'tool_use' : (stopReasons[this.finishReason] ?? 'end'),
+      ...this.usage,
+    };
+  }
+}
 
 const stopReasons: Readonly<Record<string, StopReason>> = {
   tool_calls: 'tool_use',
@@ -178,7 +326,7 @@ const fromChatResponse = (response: z.infer<typeof chatResponseSchema>): ModelTu
   const toolCalls: ToolCall[] = (choice.message.tool_calls ?? []).map((call, index) => ({
     id: call.id ?? `call_${index}`,
     name: call.function.name,
-    arguments: parseArguments(call.function.arguments),
+    arguments: toolArgumentsOf(call.function.arguments),
   }));
   return {
     text: choice.message.content ?? '',

@@ -1,3 +1,4 @@
+import type { JsonObject } from '../../domain/a2a.ts';
 import { ProviderFailedError, ProviderUnavailableError } from '../../domain/errors.ts';
 
 /**
@@ -14,6 +15,8 @@ export const unavailableErrorNames: ReadonlySet<string> = new Set([
   'ModelNotReadyException',
   'InternalServerException',
   'ModelTimeoutException',
+  // A ConverseStream broken off by the model mid-answer ("retry your request").
+  'ModelStreamErrorException',
 ]);
 
 export const isUnavailableStatus = (status: number): boolean =>
@@ -42,3 +45,20 @@ export const withTimeout = (timeoutMs: number, callerSignal?: AbortSignal): Abor
 
 const asError = (reason: unknown): Error =>
   reason instanceof Error ? reason : new DOMException('The run was stopped', 'AbortError');
+
+/**
+ * A tool call's arguments as a model sent them: JSON text (OpenAI, a streamed Bedrock
+ * `toolUse` input), or the object itself (some OpenAI-compatible servers). Empty is no
+ * arguments; malformed text or a value that is not an object reaches the tool as {}, and its
+ * schema check tells the model.
+ */
+export const toolArgumentsOf = (raw: string | JsonObject | null | undefined): JsonObject => {
+  if (raw === null || raw === undefined || raw === '') return {};
+  if (typeof raw !== 'string') return raw;
+  try {
+    const value: unknown = JSON.parse(raw);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JsonObject) : {};
+  } catch {
+    return {};
+  }
+};

@@ -3,7 +3,7 @@ import { textOf } from '../../domain/a2a.ts';
 import { ProviderUnavailableError } from '../../domain/errors.ts';
 import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
 
-export type ScriptedBehavior = 'echo' | 'tck' | 'fail' | 'slow';
+export type ScriptedBehavior = 'echo' | 'tck' | 'fail' | 'slow' | 'stream';
 
 /** How long the TCK's `test-resubscribe-message-id` run works: 2× the TCK's 2 s streaming timeout. */
 export const resubscribeScenarioDelayMs = 4_000;
@@ -12,6 +12,35 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 /** How long `slow` thinks before it echoes: long enough to outlast a short blocking cap in tests. */
 export const slowDelayMs = 2_000;
+
+/** The `stream` behaviour's pace: a pause before each word (about 20 words a second). */
+export const defaultStreamPaceMs = 50;
+
+/** Waits `ms`, or rejects with the signal's reason once it aborts. */
+export type ScriptedSleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+const abortableSleep: ScriptedSleep = (ms, signal) =>
+  new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', stop);
+      resolve();
+    }, ms);
+    const stop = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', stop, { once: true });
+  });
+
+export interface ScriptedOptions {
+  /** `stream`: the pause before each word. @default defaultStreamPaceMs */
+  readonly paceMs?: number;
+  /** `stream`: breaks off, unavailable, after this many words (a model cut off mid-answer). */
+  readonly failAfterWords?: number;
+  /** `stream`: how a pause is waited; tests hand in a timer they advance themselves. */
+  readonly sleep?: ScriptedSleep;
+}
 
 /**
  * The deterministic, offline provider (docs/configuration.md): the default locally and in tests.
@@ -23,6 +52,7 @@ export class ScriptedProvider implements AgentProvider {
   constructor(
     private readonly providerId: string,
     private readonly behavior: ScriptedBehavior,
+    private readonly options: ScriptedOptions = {},
   ) {}
 
   async run(request: AgentRequest): Promise<AgentResult> {
@@ -40,7 +70,25 @@ export class ScriptedProvider implements AgentProvider {
       case 'tck':
         if (last.messageId.startsWith('test-resubscribe-message-id')) await sleep(resubscribeScenarioDelayMs);
         return { outcome: playTck(request, last), inputTokens: 0, outputTokens: 0 };
+      case 'stream':
+        return this.streamEcho(request, last);
     }
+  }
+
+  /**
+   * `stream`: the echo written word by word at the configured pace, as a streaming model writes
+   * its answer — reported through `onAnswer` when the run asks for progressive output, paced
+   * the same without it. The words joined are the echoed text, whitespace included.
+   */
+  private async streamEcho(request: AgentRequest, last: Message): Promise<AgentResult> {
+    const { paceMs = defaultStreamPaceMs, failAfterWords, sleep: pause = abortableSleep } = this.options;
+    const words = textOf(last.parts).split(/(?<=\s)(?=\S)/);
+    for (const [index, word] of words.entries()) {
+      if (index === failAfterWords) throw new ProviderUnavailableError(this.providerId, undefined);
+      await pause(paceMs, request.signal);
+      request.onAnswer?.({ kind: 'text', text: word });
+    }
+    return { outcome: echo(request, last), inputTokens: 0, outputTokens: words.length };
   }
 }
 

@@ -1,10 +1,12 @@
 import type { Artifact } from '../../domain/a2a.ts';
 import { deniedCallText } from '../../domain/approvals.ts';
-import { AgentStoppedError, ApprovalRequiredError } from '../../domain/errors.ts';
+import { AgentStoppedError, ApprovalRequiredError, ProviderUnavailableError } from '../../domain/errors.ts';
 import {
   type AgentSession,
   type ChatModel,
+  consumeTurn,
   type DecidedToolTurn,
+  type ModelRequest,
   type ModelTurn,
   newAgentSession,
   type ToolCall,
@@ -43,7 +45,7 @@ export class ToolLoopAgent implements AgentProvider {
     for (;;) {
       request.signal?.throwIfAborted();
       const started = performance.now();
-      const turn = await this.model.complete({
+      const turn = await this.turn(request, {
         system: request.instructions,
         transcript: [...history, ...session.steps],
         tools: specs,
@@ -88,6 +90,27 @@ export class ToolLoopAgent implements AgentProvider {
       );
       session.rounds += 1;
     }
+  }
+
+  /**
+   * One model turn: streamed when the run reports its answer as it grows (`onAnswer`), asked
+   * whole otherwise (the rule of `ChatModel`). A streamed turn that wrote text and then asks for
+   * tools is reset: its text was a preamble, and the answer starts again with the next turn.
+   */
+  private async turn(request: AgentRequest, modelRequest: ModelRequest): Promise<ModelTurn> {
+    const { onAnswer } = request;
+    if (onAnswer === undefined) return this.model.complete(modelRequest);
+    let wrote = false;
+    const turn = await consumeTurn(
+      this.model.stream(modelRequest),
+      (text) => {
+        wrote = true;
+        onAnswer({ kind: 'text', text });
+      },
+      () => new ProviderUnavailableError(this.model.providerId, undefined),
+    );
+    if (wrote && turn.toolCalls.length > 0) onAnswer({ kind: 'reset' });
+    return turn;
   }
 
   /** Approved: every call of the turn runs. Denied: gated calls get the denial, the others run. */
