@@ -213,29 +213,23 @@ export const epochSeconds = (date: Date): number => Math.floor(date.getTime() / 
  * its create claimed (no channel shows a SUBMITTED revision no one waits in). Its sealed first
  * message is its history.
  */
-export const newTask = (fields: {
-  readonly taskId: string;
-  readonly contextId: string;
+export const newTask = ({
+  run,
+  now,
+  owner,
+  ...fields
+}: Pick<StoredTask, 'taskId' | 'contextId' | 'profileId' | 'expiresAt' | 'sealedHistory' | 'traceparent'> & {
   readonly owner: Owner;
-  readonly profileId: string;
   readonly run: Pick<RunRecord, 'runId' | 'status'>;
   readonly now: Date;
-  readonly expiresAt: number;
-  readonly sealedHistory?: SealedBlob;
-  readonly traceparent?: string;
 }): StoredTask => ({
-  taskId: fields.taskId,
-  contextId: fields.contextId,
-  owner: { tenant: fields.owner.tenant, principal: fields.owner.principal },
-  profileId: fields.profileId,
-  state: fields.run.status === 'RUNNING' ? 'TASK_STATE_WORKING' : 'TASK_STATE_SUBMITTED',
+  ...fields,
+  owner: { tenant: owner.tenant, principal: owner.principal },
+  state: run.status === 'RUNNING' ? 'TASK_STATE_WORKING' : 'TASK_STATE_SUBMITTED',
   revision: 1,
-  currentRunId: fields.run.runId,
-  statusTimestamp: fields.now.toISOString(),
-  createdAt: fields.now.toISOString(),
-  expiresAt: fields.expiresAt,
-  sealedHistory: fields.sealedHistory,
-  ...(fields.traceparent !== undefined && { traceparent: fields.traceparent }),
+  currentRunId: run.runId,
+  statusTimestamp: now.toISOString(),
+  createdAt: now.toISOString(),
 });
 
 /**
@@ -243,32 +237,22 @@ export const newTask = (fields: {
  * create is its claim (I-ONCE). `leaseUntil` is the lease its claim keeps; a QUEUED run has a
  * start deadline `startBy`.
  */
-export const newRun = (fields: {
-  readonly runId: string;
-  readonly taskId: string;
-  readonly profileId: string;
+export const newRun = ({
+  ceilings,
+  now,
+  ...fields
+}: Pick<RunRecord, 'runId' | 'taskId' | 'profileId' | 'expiresAt' | 'leaseUntil' | 'startBy' | 'profile'> & {
   readonly status: 'QUEUED' | 'RUNNING';
   readonly ceilings: { readonly answer: CeilingLevel; readonly audit: CeilingLevel };
   readonly now: Date;
-  readonly expiresAt: number;
-  readonly leaseUntil: number;
-  readonly startBy?: number;
-  readonly profile?: RunProfile;
 }): RunRecord => ({
-  runId: fields.runId,
-  taskId: fields.taskId,
-  profileId: fields.profileId,
-  status: fields.status,
+  ...fields,
   version: 1,
-  answerCeiling: fields.ceilings.answer,
-  auditCeiling: fields.ceilings.audit,
+  answerCeiling: ceilings.answer,
+  auditCeiling: ceilings.audit,
   attempts: [],
   cancelRequested: false,
-  createdAt: fields.now.toISOString(),
-  expiresAt: fields.expiresAt,
-  leaseUntil: fields.leaseUntil,
-  ...(fields.startBy !== undefined && { startBy: fields.startBy }),
-  ...(fields.profile !== undefined && { profile: fields.profile }),
+  createdAt: now.toISOString(),
 });
 
 /**

@@ -136,7 +136,7 @@ const handleExpired = async (
       await endTask(deps, {
         task,
         end: failedEnd(run, expiresAt),
-        run: { settle: 'FAILED', run, expiresAt },
+        run: { read: run, next: () => settleRun(run, 'FAILED', now, expiresAt) },
         expect: fence,
         now,
       });

@@ -92,7 +92,7 @@ export const runAttempts = async (
     const provider = deps.providerFor(providerId);
     runtime.progress.providerCalled = true;
     try {
-      const result = await callProvider(deps, provider, { run, task, profile, history }, runtime);
+      const result = await callProvider(deps, provider, run, task, profile, history, runtime);
       const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), result);
       // The attempt's own fields (provider, outcome, duration, tokens); auditEntryAt keeps only those it lists.
       await recordAuditStep(deps, run, {
@@ -143,17 +143,10 @@ export const runAttempts = async (
 const callProvider = (
   deps: RunDeps,
   provider: AgentProvider,
-  {
-    run,
-    task,
-    profile,
-    history,
-  }: {
-    readonly run: RunRecord;
-    readonly task: StoredTask;
-    readonly profile: RunProfile;
-    readonly history: readonly HistoryEntry[];
-  },
+  run: RunRecord,
+  task: StoredTask,
+  profile: RunProfile,
+  history: readonly HistoryEntry[],
   runtime: AttemptsRuntime,
 ): Promise<AgentResult> =>
   provider.run({

@@ -54,6 +54,8 @@ const failRun = async (
   expectedVersion: number,
 ): Promise<void> => {
   const now = deps.clock.now();
+  // The run as it was read: a tightening not yet committed rides on this write (`expectedVersion`).
+  const read: RunRecord = { ...run, version: expectedVersion };
   try {
     const { projected } = await endTask(deps, {
       task,
@@ -66,8 +68,7 @@ const failRun = async (
         // Retention runs from the end of the run, failed ones included (I-PURGE).
         expiresAt: retentionFrom(deps, now),
       },
-      // The run as it was read: a tightening not yet committed rides on this write (`expectedVersion`).
-      run: { settle: 'FAILED', run: { ...run, version: expectedVersion } },
+      run: { read, next: (ended) => settleRun(read, 'FAILED', now, ended.expiresAt) },
       after: deps.runJournal.place,
       now,
     });

@@ -1,34 +1,12 @@
 import type { Config } from '../../config/config.ts';
-import type { Message, Part, ProtocolVersion, SendMessageConfiguration } from '../../domain/a2a.ts';
-import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
-import {
-  ContentTypeNotSupportedError,
-  InvalidParamsError,
-  MessageIdReusedError,
-  PushNotificationNotSupportedError,
-  ResultNotRetainableError,
-  TaskAlreadyWorkingError,
-  TaskBusyError,
-  TaskNotFoundError,
-  UnsupportedOperationError,
-  VersionConflictError,
-} from '../../domain/errors.ts';
+import type { Message, ProtocolVersion, SendMessageConfiguration } from '../../domain/a2a.ts';
+import { TaskBusyError, VersionConflictError } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
 import type { Metrics } from '../../domain/metrics.ts';
-import type { Clock, IdGenerator, PushConfigRepository, RunQueue, TaskRowWrite } from '../../domain/ports.ts';
-import { resolveProfilePrivacy, retentionExpiry } from '../../domain/privacy.ts';
+import type { Clock, IdGenerator, PushConfigRepository, RunQueue } from '../../domain/ports.ts';
+import { retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
-import {
-  type AgentCaller,
-  advanceTask,
-  appendHistory,
-  isExpired,
-  isOwnTask,
-  newRun,
-  newTask,
-  type Owner,
-  type RunRecord,
-} from '../../domain/task.ts';
+import { newRun, type Owner, type RunRecord, settleRun } from '../../domain/task.ts';
 import type { WebhookPolicy } from '../../domain/webhook-address.ts';
 import {
   type CommitDeps,
@@ -39,11 +17,14 @@ import {
 } from '../journal/write-through.ts';
 import { failpoint } from '../operations/failpoints.ts';
 import { runProfileOf } from '../profiles/served-profiles.ts';
-import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from '../push/push-configs.ts';
+import { buildPushConfig, type PushConfigCodec } from '../push/push-configs.ts';
 import { defaultLeaseMs } from '../runs/run-lease.ts';
+import { type Plan, planFollowUp, planNewTask } from './create-planning.ts';
+import { checkSend } from './create-validation.ts';
 import { endTask } from './end-task.ts';
-import { checkHistoryLimit, checkMessageLimits, checkPushConfigLimit, limitsOf } from './limits.ts';
-import { runIdOf, taskIdOf } from './message-identity.ts';
+import { checkPushConfigLimit, limitsOf } from './limits.ts';
+import { runIdOf, senderOf, taskIdOf } from './message-identity.ts';
+import { answerRetry, type Earlier, earlierCreate } from './retry-detection.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 export interface CreateTaskDeps extends CommitDeps {
@@ -84,12 +65,7 @@ export interface CreateTaskInput {
   readonly protocolVersion?: ProtocolVersion;
 }
 
-/** The sender at the agent it sent to: the scope in which it reads the task it created (I-OWNER). */
-export const senderOf = (input: CreateTaskInput): AgentCaller => ({
-  tenant: input.caller.tenant,
-  principal: input.caller.principal,
-  profileId: input.profileId,
-});
+export { senderOf } from './message-identity.ts';
 
 /** The committed revision a caller may wait for, and the task it belongs to. */
 export interface CreatedTask {
@@ -122,22 +98,6 @@ export interface CreateTaskOptions {
   readonly handOver?: boolean;
 }
 
-/** The media type a part declares, or the one its kind implies. */
-const mediaTypeOf = (part: Part): string => {
-  if (part.mediaType) return part.mediaType;
-  if ('text' in part) return 'text/plain';
-  if ('data' in part) return 'application/json';
-  return 'application/octet-stream';
-};
-
-const accepts = (modes: readonly string[], mediaType: string): boolean =>
-  modes.some((mode) => {
-    if (mode === '*/*' || mode === mediaType) return true;
-    if (mode.endsWith('/*')) return mediaType.startsWith(mode.slice(0, -1));
-    // Cards written with short modes ("text") accept that whole family.
-    return !mode.includes('/') && mediaType.startsWith(`${mode}/`);
-  });
-
 /**
  * SendMessage's write side: refuse what cannot be kept (I-REFUSE) before anything is written,
  * then create the task, its first run and its sealed history in one atomic commit, and queue the
@@ -151,28 +111,7 @@ export const createTask = async (
   input: CreateTaskInput,
   options: CreateTaskOptions = {},
 ): Promise<CreatedTask> => {
-  const profile = deps.config.profiles[input.profileId];
-  if (profile === undefined) throw new TaskNotFoundError(input.profileId);
-  const privacy = resolveProfilePrivacy(deps.config, input.profileId);
-  if (privacy.refusal) {
-    deps.metrics?.add('Refusals');
-    throw new ResultNotRetainableError(input.profileId, privacy.refusal.setting);
-  }
-
-  const inlinePush = input.configuration?.taskPushNotificationConfig;
-  if (inlinePush !== undefined) {
-    if (deps.pushCodec === undefined || deps.webhookPolicy === undefined) {
-      throw new PushNotificationNotSupportedError();
-    }
-    validatePushConfigInput(inlinePush, deps.webhookPolicy, 'configuration.taskPushNotificationConfig.');
-  }
-
-  checkMessageLimits(input.message, limitsOf(deps.config));
-  for (const part of input.message.parts) {
-    const mediaType = mediaTypeOf(part);
-    if (!accepts(profile.inputModes, mediaType)) throw new ContentTypeNotSupportedError(mediaType);
-  }
-
+  const { profile, ceilings, inlinePush } = checkSend(deps, input);
   const now = deps.clock.now();
   const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
   // Derived ids (decision 0051): a retry derives the same task and run, another content another run.
@@ -189,7 +128,7 @@ export const createTask = async (
     // Claimed by its create: the conditional create is the one write that claims it (I-ONCE), and
     // the caller runs it at once, so it is never QUEUED and has no start deadline.
     status: claimHere ? 'RUNNING' : 'QUEUED',
-    ceilings: privacy.ceilings,
+    ceilings,
     now,
     expiresAt,
     // The lease its claim will keep: its lease index entry is written once here and removed when
@@ -248,23 +187,6 @@ const handOver = async (deps: CreateTaskDeps, plan: Plan): Promise<CreatedTask> 
       }
     : { taskId, revision };
 };
-
-/**
- * A retry answers from the task as it is now (I-RYW: at its current revision or later). Its run
- * still QUEUED may be one whose first send crashed between its commit and its enqueue: it is
- * queued again — a duplicate wake-up is harmless, the claim is one conditional write (I-ONCE).
- * A run its create claimed (decision 0096) is RUNNING: its first send may still be running it,
- * so only its lease tells, and the reaper queues it again once that is over (decision 0072).
- */
-const answerRetry = async (deps: CreateTaskDeps, task: StoredTask, runId: string): Promise<CreatedTask> => {
-  const run = await deps.tasks.getRun(task.taskId, runId);
-  if (run?.status === 'QUEUED') await deps.queue.enqueue({ taskId: task.taskId, runId });
-  return { taskId: task.taskId, revision: task.revision };
-};
-
-/** Whether the run this message derives exists in the task: then the message was accepted before. */
-const sentBefore = async (deps: CreateTaskDeps, task: StoredTask, runId: string): Promise<boolean> =>
-  task.currentRunId === runId || (await deps.tasks.getRun(task.taskId, runId)) !== undefined;
 
 /** Of racing follow-ups exactly one wins the conditional write; a loser re-reads and answers for the task as it is. */
 const maxFollowUpAttempts = 3;
@@ -340,146 +262,9 @@ const commitPlanned = async (
   }
 };
 
-interface Plan {
-  readonly task: StoredTask;
-  readonly run: RunRecord;
-  readonly row: TaskRowWrite;
-  /** A new task whose run this call runs at once: its first revision's event only is projected. */
-  readonly eventOnly?: boolean;
-  /** The row as its commit returned it (`CommitResult.committed`). */
-  readonly committed?: StoredTask;
-  /** Where its journal write left the revision this call committed. */
-  readonly journaled?: JournalPlace;
-}
-
-/** The message was accepted before (I-RETRY): the task it created or continued, as read now. */
-interface Earlier {
-  readonly earlier: StoredTask;
-}
-
-const earlierCreate = async (
-  deps: CreateTaskDeps,
-  input: CreateTaskInput,
-  planned: StoredTask,
-  runId: string,
-  conflict: VersionConflictError,
-): Promise<Earlier> => {
-  const current = await deps.tasks.getTask(planned.taskId);
-  // The id is derived from the sender and the messageId: a row of someone else's cannot hold it.
-  if (current === undefined || !isOwnTask(current, senderOf(input))) throw conflict;
-  if (!isExpired(current.expiresAt, deps.clock.now()) && (await sentBefore(deps, current, runId))) {
-    return { earlier: current };
-  }
-  // Other content, or a task of this messageId whose retention has passed (I-PURGE).
-  throw new MessageIdReusedError(input.message.messageId);
-};
-
-const planNewTask = async (
-  deps: CreateTaskDeps,
-  input: CreateTaskInput,
-  run: RunRecord,
-  now: Date,
-  expiresAt: number,
-): Promise<Plan> => {
-  const { taskId } = run;
-  const contextId = input.message.contextId ?? deps.ids.newId();
-  const message: Message = { ...input.message, taskId, contextId };
-  const history = appendHistory([], 1, [message]);
-  checkHistoryLimit(history, limitsOf(deps.config));
-  const sealed = await deps.codec.seal(taskId, { history });
-  const traceparent = deps.callerTraceparent?.();
-  const task = newTask({
-    taskId,
-    contextId,
-    owner: input.caller,
-    profileId: input.profileId,
-    run,
-    now,
-    expiresAt,
-    sealedHistory: sealed.sealedHistory,
-    ...(traceparent !== undefined && { traceparent }),
-  });
-  const taskRun: RunRecord = { ...run, taskId };
-  return {
-    task,
-    run: taskRun,
-    row: { taskId, task, run: taskRun, expect: { revision: 'absent' } },
-    // Its run runs here at once: its view waits for the run's next revision.
-    eventOnly: run.status === 'RUNNING',
-  };
-};
-
-/**
- * A follow-up message continues an interrupted task as a new run (multi-turn, docs/protocol.md §10). The task moves on
- * to WORKING at once: SUBMITTED is only a new task's first state, and no channel ever shows a task
- * going back to it (decision 0050). The run's claim then leaves the task as it is.
- */
-const planFollowUp = async (
-  deps: CreateTaskDeps,
-  input: CreateTaskInput,
-  run: RunRecord,
-  now: Date,
-  expiresAt: number,
-): Promise<Plan | Earlier> => {
-  const { taskId } = run;
-  const current = await deps.tasks.getTask(taskId);
-  if (current === undefined || !isOwnTask(current, senderOf(input)) || isExpired(current.expiresAt, now)) {
-    throw new TaskNotFoundError(taskId);
-  }
-  if (input.message.contextId !== undefined && input.message.contextId !== current.contextId) {
-    throw new InvalidParamsError([
-      { field: 'message.contextId', description: 'contextId does not match the task identified by taskId' },
-    ]);
-  }
-  // A retry of this follow-up (I-RETRY): the run it derives is there already (decision 0051). Only
-  // looked up when the task would refuse a new message, so a first follow-up costs no extra read.
-  if (current.currentRunId === run.runId) return { earlier: current };
-  if (!isInterrupted(current.state)) {
-    if (await sentBefore(deps, current, run.runId)) return { earlier: current };
-    if (isTerminal(current.state)) {
-      throw new UnsupportedOperationError('Task is in a terminal state and cannot accept messages', {
-        taskId,
-        state: current.state,
-      });
-    }
-    throw new TaskAlreadyWorkingError(taskId, current.state);
-  }
-  const message: Message = { ...input.message, taskId, contextId: current.contextId };
-  const history = await deps.codec.openHistory(taskId, current.sealedHistory);
-  if (history.some((entry) => entry.message.messageId === input.message.messageId)) {
-    // This messageId is in the task already: a retry whose turn has come back to input, or another message.
-    if (await sentBefore(deps, current, run.runId)) return { earlier: current };
-    throw new MessageIdReusedError(input.message.messageId, taskId);
-  }
-  const revision = current.revision + 1;
-  const extended = appendHistory(history, revision, [message]);
-  checkHistoryLimit(extended, limitsOf(deps.config));
-  const sealed = await deps.codec.seal(taskId, { history: extended });
-  const task = advanceTask(current, 'TASK_STATE_WORKING', now, {
-    currentRunId: run.runId,
-    sealedStatusMessage: undefined,
-    sealedHistory: sealed.sealedHistory,
-    expiresAt: Math.max(current.expiresAt, expiresAt),
-  });
-  // The new run replaces the row's run, which moves to its own row.
-  const replaced = (await deps.tasks.getRunWithTask(taskId, current.currentRunId)).run;
-  const taskRun: RunRecord = { ...run, taskId };
-  return {
-    task,
-    run: taskRun,
-    row: {
-      taskId,
-      task,
-      run: taskRun,
-      expect: { revision: current.revision },
-      before: current,
-      archive: replaced ?? 'none',
-    },
-  };
-};
-
 /** A run that could not be queued ends its task FAILED at once (enqueue fails closed). */
 const failUnqueued = async (deps: CreateTaskDeps, { task, run, journaled }: Plan): Promise<CreatedTask> => {
+  const now = deps.clock.now();
   try {
     const { task: failed } = await endTask(deps, {
       task,
@@ -489,9 +274,9 @@ const failUnqueued = async (deps: CreateTaskDeps, { task, run, journaled }: Plan
         text: 'The task could not be started; please try again.',
         reason: 'ENQUEUE_FAILED',
       },
-      run: { settle: 'FAILED', run, expiresAt: run.expiresAt },
+      run: { read: run, next: () => settleRun(run, 'FAILED', now, run.expiresAt) },
       after: journaled,
-      now: deps.clock.now(),
+      now,
     });
     return { taskId: failed.taskId, revision: failed.revision };
   } catch (error) {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Message } from '../../domain/a2a.ts';
-import type { AgentCaller } from '../../domain/task.ts';
+import type { AgentCaller, Owner } from '../../domain/task.ts';
 
 /**
  * I-RETRY without an extra write: the ids a message creates are derived from
@@ -41,3 +41,10 @@ export const taskIdOf = (sender: AgentCaller, message: Message): string =>
 /** The id of the run a message starts in a task: the same for a retry, another for other content. */
 export const runIdOf = (taskId: string, message: Message): string =>
   uuidOf(['run', taskId, canonical(message)]);
+
+/** The sender at the agent it sent to: the scope in which it reads the task it created (I-OWNER). */
+export const senderOf = (input: { readonly caller: Owner; readonly profileId: string }): AgentCaller => ({
+  tenant: input.caller.tenant,
+  principal: input.caller.principal,
+  profileId: input.profileId,
+});
