@@ -44,6 +44,7 @@ import type { Construct } from 'constructs';
 import { byOwnerIndex } from '../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { pushMark } from '../shared/adapters/dynamodb/entities.ts';
 import { projectorStreamBatching, pusherStreamBatching } from '../shared/adapters/dynamodb/journal-stream.ts';
+import { keys, taskRowSort } from '../shared/adapters/dynamodb/keys.ts';
 import {
   auditTable as auditTableDefinition,
   journalTable as journalTableDefinition,
@@ -318,7 +319,9 @@ export class ServiceStack extends Stack {
         // One batch at a time per shard keeps each task's revisions in order.
         parallelizationFactor: 1,
         onFailure: new SqsDlq(stateful.projectorDlq),
-        filters: [FilterCriteria.filter({ dynamodb: { Keys: { sk: { S: FilterRule.isEqual('TASK') } } } })],
+        filters: [
+          FilterCriteria.filter({ dynamodb: { Keys: { sk: { S: FilterRule.isEqual(taskRowSort) } } } }),
+        ],
       }),
     );
     grantTableData(this.projector, stateful.journalTable, journalTableDefinition, 'write');
@@ -382,7 +385,7 @@ export class ServiceStack extends Stack {
             eventName: FilterRule.isEqual('INSERT'),
             // Only events with the push mark: a task without configs never invokes the pusher.
             dynamodb: {
-              Keys: { sk: { S: FilterRule.beginsWith('EVT#') } },
+              Keys: { sk: { S: FilterRule.beginsWith(keys.eventPrefix) } },
               NewImage: { [pushMark]: { BOOL: FilterRule.isEqual(true) } },
             },
           }),

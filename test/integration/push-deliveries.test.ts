@@ -9,11 +9,9 @@ import { injectSdkFaults } from '../../infra/local/sdk-faults.ts';
 import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
 import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
-import {
-  DynamoDbPushDeliveryLog,
-  deliveryKeys,
-} from '../../shared/adapters/dynamodb/dynamodb-push-delivery-log.ts';
+import { DynamoDbPushDeliveryLog } from '../../shared/adapters/dynamodb/dynamodb-push-delivery-log.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
+import { deliveryKeys } from '../../shared/adapters/dynamodb/keys.ts';
 import { deliveryQueueMaxReceiveCount } from '../../shared/adapters/dynamodb/tables.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';

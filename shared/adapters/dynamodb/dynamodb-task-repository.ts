@@ -23,13 +23,13 @@ import {
 import {
   fromRunItem,
   fromTaskItem,
-  keys,
   runItemSchema,
   runOfTaskItem,
   type TaskItem,
   taskItemSchema,
   toRunItem,
 } from './entities.ts';
+import { keys } from './keys.ts';
 import {
   type RowUpdate,
   rowUpdateOf,

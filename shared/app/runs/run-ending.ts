@@ -18,18 +18,6 @@ import {
  * alone settled because a cancel or another run took its task (`reread`, `settleRunAlone`).
  */
 
-/** Ends run and task FAILED with a fixed text and a public reason. */
-export const fail = async (
-  deps: RunDeps,
-  run: RunRecord,
-  task: StoredTask,
-  text: string,
-  reason: string,
-): Promise<ExecuteRunResult> => {
-  await failRun(deps, run, task, text, reason, run.version);
-  return 'failed';
-};
-
 /** I-TIGHTEN: nothing of the content is stored; the task says FAILED with the reason. */
 export const failNotRetainable = async (
   deps: RunDeps,
@@ -37,22 +25,24 @@ export const failNotRetainable = async (
   task: StoredTask,
   expectedVersion: number,
 ): Promise<ExecuteRunResult> => {
-  await failRun(deps, run, task, failureTexts.notRetainable, 'RESULT_NOT_RETAINABLE', expectedVersion);
+  await fail(deps, run, task, failureTexts.notRetainable, 'RESULT_NOT_RETAINABLE', expectedVersion);
   return 'not-retainable';
 };
 
 /**
  * Ends run and task FAILED with a fixed status message and a public reason (`endTask`). Prior
  * artifacts and history are dropped when the answer ceiling no longer allows keeping them.
+ * `expectedVersion` is the run version read, when a change of the run not yet committed (a
+ * tightening) rides on this write.
  */
-const failRun = async (
+export const fail = async (
   deps: RunDeps,
   run: RunRecord,
   task: StoredTask,
   text: string,
   reason: string,
-  expectedVersion: number,
-): Promise<void> => {
+  expectedVersion = run.version,
+): Promise<'failed'> => {
   const now = deps.clock.now();
   // The run as it was read: a tightening not yet committed rides on this write (`expectedVersion`).
   const read: RunRecord = { ...run, version: expectedVersion };
@@ -79,6 +69,7 @@ const failRun = async (
     const fresh = await deps.tasks.getRunWithTask(run.taskId, run.runId);
     if (fresh.run?.status === 'RUNNING') await settleRunAlone(deps, fresh.task, fresh.run, 'CANCELED');
   }
+  return 'failed';
 };
 
 /**
