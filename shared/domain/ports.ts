@@ -7,9 +7,21 @@ import type { AgentCaller, Owner, RunRecord } from './task.ts';
 import type { EnabledTool } from './tools.ts';
 
 /**
- * Ports: what the use cases need from the outside world, in domain nouns.
- * Adapters (shared/adapters) implement them with a technology; tests use fakes.
+ * Ports: what the use cases need from the outside world, in domain nouns, one section per
+ * subdomain. Adapters (shared/adapters) implement them with a technology; tests use fakes. A
+ * port whose subdomain has a module of its own is declared there and listed in its section here,
+ * so this file names every port.
  */
+
+// ── Infrastructure: time, ids, sealing, logs, metrics
+
+export interface Clock {
+  now(): Date;
+}
+
+export interface IdGenerator {
+  newId(): string;
+}
 
 /** Which stored field a sealed blob belongs to. Bound into the AEAD so a moved blob fails to open. */
 export interface SealContext {
@@ -23,39 +35,10 @@ export interface Sealer {
   open(blob: Uint8Array, context: SealContext): Promise<Uint8Array>;
 }
 
-export interface Clock {
-  now(): Date;
-}
+export type { Logger } from './logger.ts';
+export type { Metrics } from './metrics.ts';
 
-export type { AuditRowSummary, AuditTrail } from './audit.ts';
-export type {
-  DeadLetter,
-  DeadLetterQueue,
-  ExpiredItemStore,
-  ItemKey,
-  RunCatalog,
-  StreamBatchRange,
-  StreamRangeReader,
-} from './operations.ts';
-
-export interface IdGenerator {
-  newId(): string;
-}
-
-/** Wakes an executor for a run. The run row is the state; the message carries only ids. */
-export interface RunQueue {
-  enqueue(message: RunMessage): Promise<void>;
-}
-
-export interface RunMessage {
-  readonly taskId: string;
-  readonly runId: string;
-  /**
-   * The task revision the sender projected in full (event, then view), when it did: the claim's
-   * journal write then need not read the journal to know it (docs/architecture.md "The journal write").
-   */
-  readonly journaled?: number;
-}
+// ── Tasks and runs: the state table, the run queue, leases (docs/data-model.md "State table")
 
 /** What a task-row write expects of the row its writer read (I-RESULT, I-LOCK). */
 export interface RowExpectation {
@@ -159,9 +142,52 @@ export interface TaskRepository {
   ): Promise<{ readonly run: RunRecord | undefined; readonly task: StoredTask | undefined }>;
 }
 
+/** Wakes an executor for a run. The run row is the state; the message carries only ids. */
+export interface RunQueue {
+  enqueue(message: RunMessage): Promise<void>;
+}
+
+export interface RunMessage {
+  readonly taskId: string;
+  readonly runId: string;
+  /**
+   * The task revision the sender projected in full (event, then view), when it did: the claim's
+   * journal write then need not read the journal to know it (docs/architecture.md "The journal write").
+   */
+  readonly journaled?: number;
+}
+
+export interface RunRef {
+  readonly taskId: string;
+  readonly runId: string;
+}
+
+/**
+ * Run leases (docs/architecture.md, "Send a message"). Renewing moves only the lease, never the run version,
+ * so the completing transaction's expected version stays valid (I-LOCK).
+ */
+export interface RunLeases {
+  /**
+   * Extends a RUNNING run's lease; 'lost' when the run is no longer RUNNING (settled or reaped),
+   * 'canceled' when it is RUNNING with a cancel request (its executor should stop now).
+   */
+  renew(run: RunRef, leaseUntil: number): Promise<'renewed' | 'lost' | 'canceled'>;
+  /**
+   * A cheap read between renewals: has the run been canceled or settled? Lets a
+   * run in a long model or tool call stop within seconds of a CancelTask, not at the next renewal.
+   */
+  watch(run: RunRef): Promise<'running' | 'lost' | 'canceled'>;
+  /** RUNNING runs whose lease ended before `now` (epoch ms), from the lease index — never a scan. */
+  listExpired(now: number, limit: number): Promise<RunRef[]>;
+}
+
+export type { ApprovalRepository } from './approvals.ts';
+
+// ── The journal: what remote parties read (docs/architecture.md "The journal write")
+
 /**
  * The journal's writes (I-COMMITTED): from committed state only, after the commit — by the
- * writer's write-through and by the projector, its backstop (decision 0043). Every writer puts a
+ * writer's write-through and by the projector, its backstop. Every writer puts a
  * revision's event before its view, so a view at revision N means events 1…N are there.
  */
 export interface JournalWriter {
@@ -187,7 +213,7 @@ export interface JournalWriter {
 /** The stream projector's journal: a writer that can also read a whole stream batch's places at once. */
 export interface BackstopJournal extends JournalWriter {
   /**
-   * For many tasks at once (the backstop's read per stream batch, decision 0076): which of the
+   * For many tasks at once (the backstop's read per stream batch): which of the
    * given revisions' events are there, and where each task's view is. Possibly stale like
    * `projected`. A task none of whose items is there has a ledger with no events and no view.
    */
@@ -257,6 +283,8 @@ export interface ViewPage {
   readonly more: boolean;
 }
 
+// ── Agents: providers, models, tools (docs/architecture.md "A run")
+
 /** What a provider is asked: the profile's instructions and the conversation so far. */
 export interface AgentRequest {
   readonly runId: string;
@@ -319,29 +347,14 @@ export interface AgentProvider {
   run(request: AgentRequest): Promise<AgentResult>;
 }
 
-export interface RunRef {
-  readonly taskId: string;
-  readonly runId: string;
-}
+export type { ChatModel } from './model.ts';
+export type { ToolRegistry } from './tools.ts';
 
-/**
- * Run leases (docs/architecture.md, "Send a message"). Renewing moves only the lease, never the run version,
- * so the completing transaction's expected version stays valid (I-LOCK).
- */
-export interface RunLeases {
-  /**
-   * Extends a RUNNING run's lease; 'lost' when the run is no longer RUNNING (settled or reaped),
-   * 'canceled' when it is RUNNING with a cancel request (its executor should stop now).
-   */
-  renew(run: RunRef, leaseUntil: number): Promise<'renewed' | 'lost' | 'canceled'>;
-  /**
-   * A cheap read between renewals: has the run been canceled or settled? Lets a
-   * run in a long model or tool call stop within seconds of a CancelTask, not at the next renewal.
-   */
-  watch(run: RunRef): Promise<'running' | 'lost' | 'canceled'>;
-  /** RUNNING runs whose lease ended before `now` (epoch ms), from the lease index — never a scan. */
-  listExpired(now: number, limit: number): Promise<RunRef[]>;
-}
+// ── Audit: the run steps at the audit ceiling (docs/data-model.md "Audit table")
+
+export type { AuditRowSummary, AuditTrail, RunStarts } from './audit.ts';
+
+// ── Push notifications (docs/protocol.md §7)
 
 /** Push configs in the state table, in their task's partition (docs/protocol.md §7). */
 export interface PushConfigRepository {
@@ -405,6 +418,8 @@ export interface WebhookSender {
   post(request: WebhookRequest): Promise<WebhookResult>;
 }
 
+// ── Access: bearer tokens and stream slots (docs/security.md)
+
 /** Why a bearer token was not accepted; content-free, for logs (docs/security.md). */
 export type TokenRejection = 'malformed' | 'algorithm' | 'signature' | 'unknown-key' | 'expired' | 'claims';
 
@@ -441,3 +456,17 @@ export interface StreamSlots {
   /** Idempotent; a slot that another stream took over after its lease is left alone. */
   release(owner: Owner, slot: StreamSlot): Promise<void>;
 }
+
+// ── Operations: the admin command's stores and queues (docs/operations.md)
+
+export type {
+  DeadLetter,
+  DeadLetterQueue,
+  ExpiredItemStore,
+  ItemKey,
+  ProfileStore,
+  RunCatalog,
+  SavedProfiles,
+  StreamBatchRange,
+  StreamRangeReader,
+} from './operations.ts';
