@@ -74,7 +74,7 @@ export const planNewTask = async (
 /**
  * A follow-up message continues an interrupted task as a new run (multi-turn, docs/protocol.md §10). The task moves on
  * to WORKING at once: SUBMITTED is only a new task's first state, and no channel ever shows a task
- * going back to it (decision 0050). The run's claim then leaves the task as it is.
+ * going back to it. The run's claim then leaves the task as it is.
  */
 export const planFollowUp = async (
   deps: CreateTaskDeps,
@@ -93,7 +93,7 @@ export const planFollowUp = async (
       { field: 'message.contextId', description: 'contextId does not match the task identified by taskId' },
     ]);
   }
-  // A retry of this follow-up (I-RETRY): the run it derives is there already (decision 0051). Only
+  // A retry of this follow-up (I-RETRY): the run it derives is there already. Only
   // looked up when the task would refuse a new message, so a first follow-up costs no extra read.
   if (current.currentRunId === run.runId) return { earlier: current };
   if (!isInterrupted(current.state)) {

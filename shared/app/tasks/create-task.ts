@@ -34,7 +34,7 @@ export interface CreateTaskDeps extends CommitDeps {
   readonly ids: IdGenerator;
   readonly config: Config;
   readonly logger?: Pick<Logger, 'warn'>;
-  /** Counts refusals (decision 0020). */
+  /** Counts refusals (docs/operations.md, metrics). */
   readonly metrics?: Metrics;
   /** Push support (docs/protocol.md §7): an inline config is stored in the transaction that creates the task. */
   readonly pushCodec?: PushConfigCodec;
@@ -42,9 +42,9 @@ export interface CreateTaskDeps extends CommitDeps {
   readonly webhookPolicy?: WebhookPolicy;
   /** How long a queued run may wait for an executor before the reaper settles it FAILED. */
   readonly runStartDeadlineMs?: number;
-  /** Ids of `config.profiles` that are saved profiles: their runs carry their settings (decision 0024). */
+  /** Ids of `config.profiles` that are saved profiles: their runs carry their settings. */
   readonly savedProfiles?: ReadonlySet<string>;
-  /** The executor's run lease (decision 0011): a queued run carries it for its claim to keep. */
+  /** The executor's run lease: a queued run carries it for its claim to keep. */
   readonly runLeaseMs?: number;
   /**
    * The W3C traceparent the caller sent with this request, if a valid one (the rpc's trace): a
@@ -53,7 +53,7 @@ export interface CreateTaskDeps extends CommitDeps {
   readonly callerTraceparent?: () => string | undefined;
 }
 
-/** A run not claimed within this is taken as never queued (decision 0014); far above any queue wait. */
+/** A run not claimed within this is taken as never queued; far above any queue wait. */
 export const defaultRunStartDeadlineMs = 30 * 60_000;
 
 export interface CreateTaskInput {
@@ -73,7 +73,7 @@ export interface CreatedTask {
   readonly revision: number;
   /**
    * The run this call committed RUNNING and did not queue, with the task as its commit returned
-   * it, for the caller to run at once (`handOver`, decisions 0091 and 0096); absent when the run
+   * it, for the caller to run at once (`handOver`, docs/how-a-task-flows.md §1); absent when the run
    * was queued, or when it is no longer the one this call committed.
    */
   readonly handedOver?: HandedOver;
@@ -89,11 +89,11 @@ export interface HandedOver {
 
 export interface CreateTaskOptions {
   /**
-   * The caller runs the run itself (a blocking send in the rpc, decision 0091): the run is
-   * committed RUNNING, claimed by the create's own conditional write (decision 0096), with a new
+   * The caller runs the run itself (a blocking send in the rpc): the run is
+   * committed RUNNING, claimed by the create's own conditional write (I-ONCE), with a new
    * task WORKING at its first revision, and handed over with the row as its commit returned it
    * (`CommitResult.committed`), or as read back when the commit returned no image. A retry, or a
-   * send with an inline push config (decision 0093), is queued as without the option.
+   * send with an inline push config, is queued as without the option.
    */
   readonly handOver?: boolean;
 }
@@ -103,8 +103,8 @@ export interface CreateTaskOptions {
  * then create the task, its first run and its sealed history in one atomic commit, and queue the
  * run. A run that cannot be queued is settled FAILED at once (enqueue fails closed).
  * A retry of a message already accepted (same caller, agent, messageId and content) creates and
- * runs nothing: it answers with the task the first send created or continued (I-RETRY, decision
- * 0051); the same messageId with other content is refused (MESSAGE_ID_REUSED).
+ * runs nothing: it answers with the task the first send created or continued (I-RETRY); the
+ * same messageId with other content is refused (MESSAGE_ID_REUSED).
  */
 export const createTask = async (
   deps: CreateTaskDeps,
@@ -114,11 +114,11 @@ export const createTask = async (
   const { profile, ceilings, inlinePush } = checkSend(deps, input);
   const now = deps.clock.now();
   const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
-  // Derived ids (decision 0051): a retry derives the same task and run, another content another run.
+  // Derived ids (I-RETRY): a retry derives the same task and run, another content another run.
   const taskId = input.message.taskId ?? taskIdOf(senderOf(input), input.message);
   const runId = runIdOf(taskId, input.message);
   const startDeadlineMs = deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs;
-  // A send with an inline push config is queued (decision 0093): its run's revisions, committed in
+  // A send with an inline push config is queued: its run's revisions, committed in
   // a burst here, would each wait for the one before to be delivered to the webhook.
   const claimHere = options.handOver === true && inlinePush === undefined;
   const run = newRun({
@@ -162,7 +162,7 @@ export const createTask = async (
 };
 
 /**
- * The run this call committed RUNNING, for its caller to run (decision 0096). Its commit returns
+ * The run this call committed RUNNING, for its caller to run. Its commit returns
  * the row when it can (`CommitResult.committed`); when it could not (a transaction whose push mark
  * is uncertain, or an update retried by the SDK that found itself applied) the row is read back,
  * and the run is handed over only while it is still the version this call committed.
@@ -239,7 +239,7 @@ const commitPlanned = async (
             },
           ]
         : [];
-    // One commit: the task row holds its current run (decision 0038), so without an inline push
+    // One commit: the task row holds its current run (docs/data-model.md), so without an inline push
     // config this is one single-item write; with one, one transaction (a push config must not
     // attach itself to a task whose follow-up lost its race). Nothing is queued before it.
     // A new task whose run this call hands over has its first event only projected: the run's

@@ -19,8 +19,8 @@ export interface Earlier {
  * A retry answers from the task as it is now (I-RYW: at its current revision or later). Its run
  * still QUEUED may be one whose first send crashed between its commit and its enqueue: it is
  * queued again — a duplicate wake-up is harmless, the claim is one conditional write (I-ONCE).
- * A run its create claimed (decision 0096) is RUNNING: its first send may still be running it,
- * so only its lease tells, and the reaper queues it again once that is over (decision 0072).
+ * A run its create claimed is RUNNING: its first send may still be running it,
+ * so only its lease tells, and the reaper queues it again once that is over (no start marker).
  */
 export const answerRetry = async (
   deps: CreateTaskDeps,

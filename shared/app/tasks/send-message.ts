@@ -22,7 +22,7 @@ import {
 } from './read-task.ts';
 
 /**
- * A blocking send's run, run by the function that created it (decision 0091): no queue hop and
+ * A blocking send's run, run by the function that created it (docs/how-a-task-flows.md §1): no queue hop and
  * no journal polls. Absent, every run is queued for the executor.
  */
 export interface RunsHere {
@@ -60,7 +60,7 @@ export const settledWait = (profileId: string): string => `settled:${profileId}`
  * SendMessage: blocking by default (returns at a terminal or interrupted state, or at the
  * profile's cap, after which GetTask continues); `returnImmediately` returns the
  * first committed revision. Either way the answer is a revision the journal holds: read from it, or
- * the one a run here (`runsHere`, decision 0091) committed and projected into it itself.
+ * the one a run here (`runsHere`) committed and projected into it itself.
  */
 export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput): Promise<Task> => {
   const blocking = input.configuration?.returnImmediately !== true;
@@ -100,7 +100,7 @@ export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput
 };
 
 /**
- * Runs a handed-over run here (decision 0091) and answers from the revision it settled with, as
+ * Runs a handed-over run here and answers from the revision it settled with, as
  * this container committed and projected it: that view is in the journal (I-RYW), and its history
  * comes from the row its commit returned (I-HISTORY). A run still working at the cap goes on after
  * the answer. A run that failed here (a DynamoDB, KMS or sealing fault) is queued, as the
@@ -122,7 +122,7 @@ const runHere = async (
       runId,
       error: error instanceof Error ? error.name : 'unknown',
     });
-    // Unqueued, the run's lease runs out and the reaper queues it (decision 0053).
+    // Unqueued, the run's lease runs out and the reaper queues it.
     await deps.queue.enqueue({ taskId, runId }).catch(() => undefined);
     return { journaled: undefined };
   });
@@ -160,7 +160,7 @@ const viewAtRevision = async (
 /** The SendMessage result: exactly one of a Task or a Message (docs/protocol.md §2.1). */
 export type SendMessageResponse = { readonly task: Task } | { readonly message: Message };
 
-/** Task metadata key the executor sets when the agent answered with a Message (decision 0006). */
+/** Task metadata key the executor sets when the agent answered with a Message (docs/protocol.md). */
 export const responseKindKey = 'responseKind';
 
 /**
