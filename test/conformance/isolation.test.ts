@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { observeInvocations } from '../../infra/local/lambda-pollers.ts';
+import { observeInvocations } from '../../infra/local/lambda-invocation.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import {
   type ConformanceStack,

@@ -3,9 +3,10 @@ import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-s
 import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeliverRecords } from '../../functions/deliverer/deliver-records.ts';
-import { createSqsPoller, type LocalLog, type SqsPoller } from '../../infra/local/lambda-pollers.ts';
+import type { LocalLog } from '../../infra/local/lambda-invocation.ts';
 import { createLocalClients, type LocalClients } from '../../infra/local/local-stack.ts';
 import { injectSdkFaults } from '../../infra/local/sdk-faults.ts';
+import { createSqsPoller, type SqsPoller } from '../../infra/local/sqs-poller.ts';
 import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
 import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
