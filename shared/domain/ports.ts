@@ -384,11 +384,11 @@ export interface PushDeliveryLog {
   /** Appends the attempt; 'duplicate' when an attempt with the same id was appended already. */
   append(entry: DeliveryAttemptEntry): Promise<'recorded' | 'duplicate'>;
   /**
-   * The highest revision whose delivery to the config is settled (delivered, refused or given
+   * The highest revision whose delivery to the config is final (delivered, refused or given
    * up), read strongly consistent: the watermark that keeps a webhook's revisions in order and
    * delivers none twice after SQS's deduplication window (I-ORDER). Undefined: none yet.
    */
-  settledThrough(taskId: string, configId: string): Promise<number | undefined>;
+  finalThrough(taskId: string, configId: string): Promise<number | undefined>;
   /** One page in (configId, revision) order, after `after` when given; expired records included. */
   list(
     taskId: string,

@@ -290,7 +290,7 @@ describe('the deliverer records each attempt', () => {
       deliveryLog: {
         append: missing.append.bind(missing),
         list: missing.list.bind(missing),
-        settledThrough: deps.deliveryLog.settledThrough.bind(deps.deliveryLog),
+        finalThrough: deps.deliveryLog.finalThrough.bind(deps.deliveryLog),
       },
     };
     const outcome = await deliverPush(

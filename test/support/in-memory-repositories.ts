@@ -17,7 +17,7 @@ import type {
 import type { JournalEvent, JournalView, Projection, StoredTask } from '../../shared/domain/projection.ts';
 import {
   type DeliveryAttemptEntry,
-  isSettledDelivery,
+  isFinalDelivery,
   type PushDeliveryRecord,
   type StoredPushConfig,
 } from '../../shared/domain/push.ts';
@@ -247,10 +247,10 @@ export class InMemoryPushDeliveryLog implements PushDeliveryLog {
     return 'recorded';
   }
 
-  async settledThrough(taskId: string, configId: string): Promise<number | undefined> {
+  async finalThrough(taskId: string, configId: string): Promise<number | undefined> {
     const settled = [...this.records.values()]
       .filter((record) => record.taskId === taskId && record.configId === configId)
-      .filter((record) => isSettledDelivery(record.state))
+      .filter((record) => isFinalDelivery(record.state))
       .map((record) => record.revision);
     return settled.length > 0 ? Math.max(...settled) : undefined;
   }

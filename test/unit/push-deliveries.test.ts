@@ -161,7 +161,7 @@ describe('deliverPush records each attempt', () => {
       deliveryLog: {
         append: async () => Promise.reject(new Error('throttled')),
         list: f.deliveryLog.list,
-        settledThrough: f.deliveryLog.settledThrough.bind(f.deliveryLog),
+        finalThrough: f.deliveryLog.finalThrough.bind(f.deliveryLog),
       },
     };
     const delivery = { taskId: f.taskId, configId: 'hook-1', revision: 1 };

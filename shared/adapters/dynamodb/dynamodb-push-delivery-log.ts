@@ -4,7 +4,7 @@ import {
   attemptOutcomes,
   type DeliveryAttemptEntry,
   deliveryStates,
-  isSettledDelivery,
+  isFinalDelivery,
   type PushDeliveryRecord,
 } from '../../domain/push.ts';
 import * as z from '../../zod.ts';
@@ -47,7 +47,7 @@ export const deliveryItemSchema = z.object({
 });
 export type DeliveryItem = z.infer<typeof deliveryItemSchema>;
 
-const settledItemSchema = z.object({ revision: positiveInteger, state: deliveryState });
+const finalItemSchema = z.object({ revision: positiveInteger, state: deliveryState });
 
 export const fromDeliveryItem = (item: DeliveryItem): PushDeliveryRecord => ({
   taskId: item.taskId,
@@ -112,11 +112,11 @@ export class DynamoDbPushDeliveryLog implements PushDeliveryLog {
   }
 
   /**
-   * Newest revision first, a few records a page, until a settled one: usually the first record
+   * Newest revision first, a few records a page, until a final one: usually the first record
    * read (the one before the message's revision), so one strongly consistent read unit (records
    * stay under 1 KB). Only `revision` and `state` are needed.
    */
-  async settledThrough(taskId: string, configId: string): Promise<number | undefined> {
+  async finalThrough(taskId: string, configId: string): Promise<number | undefined> {
     let exclusiveStartKey: Record<string, unknown> | undefined;
     do {
       const result = await this.client.send(
@@ -135,10 +135,10 @@ export class DynamoDbPushDeliveryLog implements PushDeliveryLog {
           ExclusiveStartKey: exclusiveStartKey,
         }),
       );
-      const settled = (result.Items ?? [])
-        .map((item) => settledItemSchema.parse(item))
-        .find((item) => isSettledDelivery(item.state));
-      if (settled !== undefined) return settled.revision;
+      const final = (result.Items ?? [])
+        .map((item) => finalItemSchema.parse(item))
+        .find((item) => isFinalDelivery(item.state));
+      if (final !== undefined) return final.revision;
       exclusiveStartKey = result.LastEvaluatedKey;
     } while (exclusiveStartKey !== undefined);
     return undefined;
