@@ -86,7 +86,7 @@ export class InMemoryTaskRepository implements TaskRepository {
             : current?.decision === write.expect.decision && current.digest === write.expect.digest;
         if (!ok) throw new VersionConflictError('approval no longer pending');
       } else if (row?.task === undefined || row.taskId !== write.item.taskId) {
-        throw new Error('A push config is committed with its task');
+        throw new Error('A push config is committed with its task (decision 0041)');
       }
     }
     // As the adapter: a task write keeps the row's push mark and never sets it; a push config

@@ -41,7 +41,7 @@ export const rowUpdateOf = (plan: WritePlan): RowUpdate | undefined => {
   const pushes = (plan.items ?? []).filter((write) => write.entity === 'push');
   const row = plan.row;
   if (pushes.some((write) => row?.task === undefined || write.item.taskId !== row.taskId))
-    throw new Error('A push config is committed with its task');
+    throw new Error('A push config is committed with its task (decision 0041)');
   if (row === undefined) return undefined;
   return pushes.length > 0 ? { ...row, marksPush: true } : row;
 };
