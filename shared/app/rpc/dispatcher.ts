@@ -79,7 +79,12 @@ export interface RequestContext {
   readonly baseUrl: string;
   /** The SSE `Last-Event-ID` header of a re-attaching client, if any (docs/protocol.md §17). */
   readonly lastEventId?: string;
+  /** The protocol binding the request came over: `JSONRPC` or `HTTP+JSON`. */
+  readonly binding: ProtocolBinding;
 }
+
+/** The transport bindings served (docs/protocol.md §2, §14). */
+export type ProtocolBinding = 'JSONRPC' | 'HTTP+JSON';
 
 /** An event for the SSE stream, with the id that lets a client re-attach after it (docs/protocol.md §17). */
 export interface IdentifiedStreamResponse {
@@ -168,6 +173,8 @@ export interface RequestInfo {
   readonly requestId?: string;
   readonly profileId?: string;
   readonly baseUrl?: string;
+  /** The binding the request came over (JSON-RPC unless told). */
+  readonly binding?: ProtocolBinding;
 }
 
 export interface Dispatcher {
@@ -419,6 +426,7 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
       profileId: request.profileId ?? 'default',
       baseUrl: request.baseUrl ?? '',
       lastEventId: headerValue(headers, 'last-event-id'),
+      binding: request.binding ?? 'JSONRPC',
     };
     const result = await spec.run(params, ctx);
     if (isStreamResult(result)) return openStream(id, result, attributes);

@@ -23,6 +23,7 @@ import {
   type AgentCaller,
   advanceTask,
   appendHistory,
+  type HistoryEntry,
   isExpired,
   isOwnTask,
   type Owner,
@@ -43,7 +44,7 @@ import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from '
 import { defaultLeaseMs } from '../runs/run-lease.ts';
 import { endTaskWith } from './end-task.ts';
 import { checkHistoryLimit, checkMessageLimits, checkPushConfigLimit, limitsOf } from './limits.ts';
-import { runIdOf, taskIdOf } from './message-identity.ts';
+import { actedOn, maxSendLevels, runIdOf, type SendIdentity, taskIdOf } from './message-identity.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
 export interface CreateTaskDeps extends CommitDeps {
@@ -82,7 +83,21 @@ export interface CreateTaskInput {
   readonly configuration?: SendMessageConfiguration;
   /** The version the request came in; an inline push config keeps it (its webhook body). */
   readonly protocolVersion?: ProtocolVersion;
+  /** The protocol binding the request came over (`JSONRPC` when absent): part of a retry's identity. */
+  readonly binding?: string;
+  /** SendStreamingMessage (not SendMessage): part of a retry's identity. */
+  readonly streaming?: boolean;
 }
+
+/** What a retry of this send repeats (I-RETRY): who sent what where, and how. */
+const sendIdentityOf = (input: CreateTaskInput): SendIdentity => ({
+  sender: senderOf(input),
+  message: input.message,
+  configuration: input.configuration,
+  binding: input.binding,
+  protocolVersion: input.protocolVersion,
+  streaming: input.streaming,
+});
 
 /** The sender at the agent it sent to: the scope in which it reads the task it created (I-OWNER). */
 export const senderOf = (input: CreateTaskInput): AgentCaller => ({
@@ -142,9 +157,9 @@ const accepts = (modes: readonly string[], mediaType: string): boolean =>
  * SendMessage's write side: refuse what cannot be kept (I-REFUSE) before anything is written,
  * then create the task, its first run and its sealed history in one atomic commit, and queue the
  * run. A run that cannot be queued is settled FAILED at once (enqueue fails closed).
- * A retry of a message already accepted (same caller, agent, messageId and content) creates and
- * runs nothing: it answers with the task the first send created or continued (I-RETRY, decision
- * 0051); the same messageId with other content is refused (MESSAGE_ID_REUSED).
+ * A retry of a message already accepted (the same send: caller, agent, binding, message and
+ * configuration) creates and runs nothing: it answers with the task the first send created or
+ * continued, until the caller acted on that task (I-RETRY, docs/protocol.md §4 "Retries").
  */
 export const createTask = async (
   deps: CreateTaskDeps,
@@ -175,8 +190,8 @@ export const createTask = async (
 
   const now = deps.clock.now();
   const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
-  // Derived ids (decision 0051): a retry derives the same task and run, another content another run.
-  const taskId = input.message.taskId ?? taskIdOf(senderOf(input), input.message);
+  // Derived ids (I-RETRY): a retry derives the same task and run, another send another task.
+  const taskId = input.message.taskId ?? taskIdOf(sendIdentityOf(input));
   const runId = runIdOf(taskId, input.message);
   const startDeadlineMs = deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs;
   // A send with an inline push config is queued (decision 0093): its run's revisions, committed in
@@ -210,16 +225,20 @@ export const createTask = async (
   };
 
   const plan = await commitPlanned(deps, input, run, now, expiresAt, inlinePush);
-  if ('earlier' in plan) return answerRetry(deps, plan.earlier, runId);
+  if ('earlier' in plan) return answerRetry(deps, plan.earlier, plan.runId);
   failpoint('create.afterCommit');
   if (claimHere) return handOver(deps, plan);
   try {
     // The message says which revision this call projected in full: the claim need not read it.
-    await deps.queue.enqueue({ taskId: plan.task.taskId, runId, ...journaledRevisionOf(plan.journaled) });
+    await deps.queue.enqueue({
+      taskId: plan.task.taskId,
+      runId: plan.run.runId,
+      ...journaledRevisionOf(plan.journaled),
+    });
   } catch (error) {
     deps.logger?.warn('Run could not be queued; settling it FAILED', {
       taskId: plan.task.taskId,
-      runId,
+      runId: plan.run.runId,
       error: error instanceof Error ? error.name : 'unknown',
     });
     return settleUnqueued(deps, plan);
@@ -278,17 +297,19 @@ const maxFollowUpAttempts = 3;
  * Plans the task write and commits it with the run (and an inline push config). A follow-up that
  * loses its conditional write re-reads the task: another follow-up continued it (TaskAlreadyWorking),
  * or it ended or went (the refusals of `planFollowUp`); when the task still waits for input, it
- * tries again, a bounded number of times.
+ * tries again, a bounded number of times. A new task whose id is taken by a task its send created
+ * and the caller acted on since tries the send's next level (I-RETRY).
  */
 const commitPlanned = async (
   deps: CreateTaskDeps,
   input: CreateTaskInput,
-  run: RunRecord,
+  firstRun: RunRecord,
   now: Date,
   expiresAt: number,
   inlinePush: SendMessageConfiguration['taskPushNotificationConfig'],
 ): Promise<Plan | Earlier> => {
-  for (let attempt = 1; ; attempt++) {
+  let run = firstRun;
+  for (let attempt = 1, level = 0; ; attempt++) {
     const plan = input.message.taskId
       ? await planFollowUp(deps, input, run, now, expiresAt)
       : await planNewTask(deps, input, run, now, expiresAt);
@@ -337,9 +358,16 @@ const commitPlanned = async (
       return { ...plan, ...(committed && { committed }), ...(journaled && { journaled }) };
     } catch (error) {
       if (!(error instanceof VersionConflictError)) throw error;
-      // A new task's derived id is taken: by an earlier send of this message, or of another one
-      // with the same messageId (I-RETRY). Concurrent duplicates all end here but one.
-      if (input.message.taskId === undefined) return earlierCreate(deps, input, plan.task, run.runId, error);
+      // A new task's derived id is taken by an earlier send of this message (I-RETRY): a retry
+      // answers from it, unless the caller acted on it since. Concurrent duplicates all end here but one.
+      if (input.message.taskId === undefined) {
+        const earlier = await earlierCreate(deps, input, plan.task, run.runId, error);
+        if (earlier !== undefined) return earlier;
+        level += 1;
+        if (level >= maxSendLevels) throw new MessageIdReusedError(input.message.messageId);
+        run = runAtLevel(input, run, level);
+        continue;
+      }
       if (attempt >= maxFollowUpAttempts) throw new TaskBusyError(input.message.taskId);
     }
   }
@@ -357,26 +385,36 @@ interface Plan {
   readonly journaled?: JournalPlace;
 }
 
-/** The message was accepted before (I-RETRY): the task it created or continued, as read now. */
+/** The message was accepted before (I-RETRY): the task it created or continued, as read now, and its run. */
 interface Earlier {
   readonly earlier: StoredTask;
+  readonly runId: string;
 }
 
+/**
+ * The task a new task's derived id names, when this send is a retry of the one that created it:
+ * the caller has not acted on it since and its retention has not passed. Undefined: the send is a
+ * new message, for the next level (I-RETRY).
+ */
 const earlierCreate = async (
   deps: CreateTaskDeps,
   input: CreateTaskInput,
   planned: StoredTask,
   runId: string,
   conflict: VersionConflictError,
-): Promise<Earlier> => {
+): Promise<Earlier | undefined> => {
   const current = await deps.tasks.getTask(planned.taskId);
-  // The id is derived from the sender and the messageId: a row of someone else's cannot hold it.
+  // The id is derived from the sender and the whole send: a row of someone else's cannot hold it.
   if (current === undefined || !isOwnTask(current, senderOf(input))) throw conflict;
-  if (!isExpired(current.expiresAt, deps.clock.now()) && (await sentBefore(deps, current, runId))) {
-    return { earlier: current };
-  }
-  // Other content, or a task of this messageId whose retention has passed (I-PURGE).
-  throw new MessageIdReusedError(input.message.messageId);
+  // A task whose retention has passed is gone for its caller (I-PURGE): the send is new.
+  if (isExpired(current.expiresAt, deps.clock.now()) || actedOn(current, runId)) return undefined;
+  return { earlier: current, runId };
+};
+
+/** The run of a send at the next level of its identity: another task id, the run derived in it. */
+const runAtLevel = (input: CreateTaskInput, run: RunRecord, level: number): RunRecord => {
+  const taskId = taskIdOf(sendIdentityOf(input), level);
+  return { ...run, taskId, runId: runIdOf(taskId, input.message) };
 };
 
 const planNewTask = async (
@@ -441,11 +479,11 @@ const planFollowUp = async (
       { field: 'message.contextId', description: 'contextId does not match the task identified by taskId' },
     ]);
   }
-  // A retry of this follow-up (I-RETRY): the run it derives is there already (decision 0051). Only
-  // looked up when the task would refuse a new message, so a first follow-up costs no extra read.
-  if (current.currentRunId === run.runId) return { earlier: current };
+  // A retry of this follow-up (I-RETRY): the run it derives is there already. Only looked up
+  // when the task would refuse a new message, so a first follow-up costs no extra read.
+  if (current.currentRunId === run.runId) return { earlier: current, runId: run.runId };
   if (!isInterrupted(current.state)) {
-    if (await sentBefore(deps, current, run.runId)) return { earlier: current };
+    if (await sentBefore(deps, current, run.runId)) return { earlier: current, runId: run.runId };
     if (isTerminal(current.state)) {
       throw new UnsupportedOperationError('Task is in a terminal state and cannot accept messages', {
         taskId,
@@ -456,13 +494,17 @@ const planFollowUp = async (
   }
   const message: Message = { ...input.message, taskId, contextId: current.contextId };
   const history = await deps.codec.openHistory(taskId, current.sealedHistory);
-  if (history.some((entry) => entry.message.messageId === input.message.messageId)) {
-    // This messageId is in the task already: a retry whose turn has come back to input, or another message.
-    if (await sentBefore(deps, current, run.runId)) return { earlier: current };
-    throw new MessageIdReusedError(input.message.messageId, taskId);
+  // This messageId is in the task already: a retry whose turn has come back to input, or another
+  // message under a reused messageId, which is a new message (I-RETRY).
+  if (
+    history.some((entry) => entry.message.messageId === input.message.messageId) &&
+    (await sentBefore(deps, current, run.runId))
+  ) {
+    return { earlier: current, runId: run.runId };
   }
   const revision = current.revision + 1;
-  const extended = appendHistory(history, revision, [message]);
+  // Appended as it is: a reused messageId already in the history is another message (above).
+  const extended: HistoryEntry[] = [...history, { revision, message }];
   checkHistoryLimit(extended, limitsOf(deps.config));
   const sealed = await deps.codec.seal(taskId, { history: extended });
   const task = advanceTask(current, 'TASK_STATE_WORKING', now, {
