@@ -47,6 +47,8 @@ export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
  */
 export type SseEvent =
   | { readonly eventId?: string; readonly message: JsonRpcResponse }
+  /** An event of another binding (HTTP+JSON): its data as it is, and an event type if any. */
+  | { readonly eventId?: string; readonly event?: string; readonly data: JsonValue }
   | { readonly comment: string };
 
 /**
@@ -259,7 +261,7 @@ const taskIdIn = (value: unknown, depth = 0): string | undefined => {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const headerValue = (map: HeaderMap | undefined, name: string): string | undefined => {
+export const headerValue = (map: HeaderMap | undefined, name: string): string | undefined => {
   if (map === undefined) return undefined;
   for (const [key, value] of Object.entries(map)) {
     if (key.toLowerCase() !== name || value === undefined) continue;
@@ -279,7 +281,7 @@ export const parseExtensionsHeader = (value: string | undefined): string[] => [
 ];
 
 /** JSON-RPC bodies are JSON; a declared other media type is refused, a missing one tolerated. */
-const isJsonMediaType = (contentType: string | undefined): boolean => {
+export const isJsonMediaType = (contentType: string | undefined): boolean => {
   if (contentType === undefined) return true;
   const mediaType = (contentType.split(';')[0] ?? '').trim().toLowerCase();
   return (
