@@ -261,6 +261,9 @@ export class ServiceStack extends Stack {
     publicCard(this.api.root);
     const agent = this.api.root.addResource('agents').addResource('{profileId}');
     dataMethod(agent.addMethod('ANY', integration, methodOptions));
+    // The profile's HTTP+JSON routes below its base URL (docs/protocol.md §14), with the
+    // authorizer and the same streaming integration; the root's `{proxy+}` serves `default`'s.
+    dataMethod(agent.addResource('{proxy+}').addMethod('ANY', integration, methodOptions));
     publicCard(agent);
     if (deployment.viewer) this.addViewer();
     // docs/protocol.md §8: authentication errors are a 401 with a challenge.

@@ -62,7 +62,7 @@ const runsHereOf = (env: RuntimeEnv, adapters: RpcAdapters): RunsHere => {
     providerFor: createProviderFor(env),
   });
   return {
-    // Bedrock's client stays out of this bundle (≤ 512,000 bytes): its profiles' runs are queued.
+    // Bedrock's client stays out of this bundle (≤ 512 KiB, infra/bundling.ts): its profiles' runs are queued.
     canRun: (providerIds) => providerIds.every((id) => env.config.providers[id]?.type !== 'bedrock'),
     run: (image) => executeClaimedRun(runDeps, image),
     keepAlive: keepAliveAfterAnswer,

@@ -150,7 +150,7 @@ export class MessageIdReusedError extends DomainError {
   override readonly name = 'MessageIdReusedError';
   readonly code = 'MESSAGE_ID_REUSED';
   constructor(messageId: string, taskId?: string) {
-    super('This messageId was already used for another message', {
+    super('This messageId has started as many tasks as it may; send the message with a new messageId', {
       messageId,
       ...(taskId !== undefined && { taskId }),
     });

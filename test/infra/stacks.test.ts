@@ -393,12 +393,12 @@ describe('ServiceStack', () => {
     });
     service.hasResourceProperties('AWS::ApiGateway::Resource', { PathPart: '{proxy+}' });
     const methods = service.findResources('AWS::ApiGateway::Method') as Record<string, Resource>;
-    // ANY on /, /{proxy+} and /agents/{profileId}; GET and HEAD on both agent-card.json resources.
+    // ANY on /, /{proxy+}, /agents/{profileId} and its {proxy+} (HTTP+JSON); GET and HEAD on both agent-card.json resources.
     expect(
       Object.values(methods)
         .map((method) => method.Properties.HttpMethod)
         .sort(),
-    ).toEqual(['ANY', 'ANY', 'ANY', 'GET', 'GET', 'HEAD', 'HEAD']);
+    ).toEqual(['ANY', 'ANY', 'ANY', 'ANY', 'GET', 'GET', 'HEAD', 'HEAD']);
     for (const method of Object.values(methods)) {
       const integration = method.Properties.Integration as Record<string, unknown>;
       expect(integration).toMatchObject({
@@ -458,6 +458,7 @@ describe('ServiceStack', () => {
     expect(routes).toEqual([
       { route: 'ANY /', auth: 'CUSTOM' },
       { route: 'ANY /agents/{profileId}', auth: 'CUSTOM' },
+      { route: 'ANY /agents/{profileId}/{proxy+}', auth: 'CUSTOM' },
       { route: 'ANY /{proxy+}', auth: 'CUSTOM' },
       { route: 'GET /.well-known/agent-card.json', auth: 'NONE' },
       { route: 'GET /agents/{profileId}/.well-known/agent-card.json', auth: 'NONE' },

@@ -360,6 +360,7 @@ describe('activating the extension', () => {
     dispatcher: {
       dispatch: async () =>
         ({ kind: 'json', status: 200, body: { jsonrpc: '2.0', id: 1, result: {} } }) as const,
+      invoke: async () => ({ kind: 'value', value: {} }) as const,
     },
   });
   const post = (headers: Record<string, string>) =>

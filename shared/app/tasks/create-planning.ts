@@ -2,7 +2,6 @@ import type { Message } from '../../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
 import {
   InvalidParamsError,
-  MessageIdReusedError,
   TaskAlreadyWorkingError,
   TaskNotFoundError,
   UnsupportedOperationError,
@@ -12,6 +11,7 @@ import type { StoredTask } from '../../domain/projection.ts';
 import {
   advanceTask,
   appendHistory,
+  type HistoryEntry,
   isExpired,
   isOwnTask,
   newTask,
@@ -95,9 +95,9 @@ export const planFollowUp = async (
   }
   // A retry of this follow-up (I-RETRY): the run it derives is there already. Only
   // looked up when the task would refuse a new message, so a first follow-up costs no extra read.
-  if (current.currentRunId === run.runId) return { earlier: current };
+  if (current.currentRunId === run.runId) return { earlier: current, runId: run.runId };
   if (!isInterrupted(current.state)) {
-    if (await sentBefore(deps, current, run.runId)) return { earlier: current };
+    if (await sentBefore(deps, current, run.runId)) return { earlier: current, runId: run.runId };
     if (isTerminal(current.state)) {
       throw new UnsupportedOperationError('Task is in a terminal state and cannot accept messages', {
         taskId,
@@ -108,13 +108,17 @@ export const planFollowUp = async (
   }
   const message: Message = { ...input.message, taskId, contextId: current.contextId };
   const history = await deps.codec.openHistory(taskId, current.sealedHistory);
-  if (history.some((entry) => entry.message.messageId === input.message.messageId)) {
-    // This messageId is in the task already: a retry whose turn has come back to input, or another message.
-    if (await sentBefore(deps, current, run.runId)) return { earlier: current };
-    throw new MessageIdReusedError(input.message.messageId, taskId);
+  // This messageId is in the task already: a retry whose turn has come back to input, or another
+  // message under a reused messageId, which is a new message (I-RETRY).
+  if (
+    history.some((entry) => entry.message.messageId === input.message.messageId) &&
+    (await sentBefore(deps, current, run.runId))
+  ) {
+    return { earlier: current, runId: run.runId };
   }
   const revision = current.revision + 1;
-  const extended = appendHistory(history, revision, [message]);
+  // Appended as it is: a reused messageId already in the history is another message (above).
+  const extended: HistoryEntry[] = [...history, { revision, message }];
   checkHistoryLimit(extended, limitsOf(deps.config));
   const sealed = await deps.codec.seal(taskId, { history: extended });
   const task = advanceTask(current, 'TASK_STATE_WORKING', now, {

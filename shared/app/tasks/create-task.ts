@@ -1,6 +1,6 @@
 import type { Config } from '../../config/config.ts';
 import type { Message, ProtocolVersion, SendMessageConfiguration } from '../../domain/a2a.ts';
-import { TaskBusyError, VersionConflictError } from '../../domain/errors.ts';
+import { MessageIdReusedError, TaskBusyError, VersionConflictError } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
 import type { Metrics } from '../../domain/metrics.ts';
 import type { Clock, IdGenerator, PushConfigRepository, RunQueue } from '../../domain/ports.ts';
@@ -23,7 +23,7 @@ import { type Plan, planFollowUp, planNewTask } from './create-planning.ts';
 import { checkSend } from './create-validation.ts';
 import { endTask } from './end-task.ts';
 import { checkPushConfigLimit, limitsOf } from './limits.ts';
-import { runIdOf, senderOf, taskIdOf } from './message-identity.ts';
+import { maxSendLevels, runIdOf, type SendIdentity, senderOf, taskIdOf } from './message-identity.ts';
 import { answerRetry, type Earlier, earlierCreate } from './retry-detection.ts';
 import type { TaskContentCodec } from './task-content.ts';
 
@@ -63,7 +63,21 @@ export interface CreateTaskInput {
   readonly configuration?: SendMessageConfiguration;
   /** The version the request came in; an inline push config keeps it (its webhook body). */
   readonly protocolVersion?: ProtocolVersion;
+  /** The protocol binding the request came over (`JSONRPC` when absent): part of a retry's identity. */
+  readonly binding?: string;
+  /** SendStreamingMessage (not SendMessage): part of a retry's identity. */
+  readonly streaming?: boolean;
 }
+
+/** What a retry of this send repeats (I-RETRY): who sent what where, and how. */
+const sendIdentityOf = (input: CreateTaskInput): SendIdentity => ({
+  sender: senderOf(input),
+  message: input.message,
+  configuration: input.configuration,
+  binding: input.binding,
+  protocolVersion: input.protocolVersion,
+  streaming: input.streaming,
+});
 
 export { senderOf } from './message-identity.ts';
 
@@ -102,9 +116,9 @@ export interface CreateTaskOptions {
  * SendMessage's write side: refuse what cannot be kept (I-REFUSE) before anything is written,
  * then create the task, its first run and its sealed history in one atomic commit, and queue the
  * run. A run that cannot be queued is settled FAILED at once (enqueue fails closed).
- * A retry of a message already accepted (same caller, agent, messageId and content) creates and
- * runs nothing: it answers with the task the first send created or continued (I-RETRY); the
- * same messageId with other content is refused (MESSAGE_ID_REUSED).
+ * A retry of a message already accepted (the same send: caller, agent, binding, message and
+ * configuration) creates and runs nothing: it answers with the task the first send created or
+ * continued, until the caller acted on that task (I-RETRY, docs/protocol.md §4 "Retries").
  */
 export const createTask = async (
   deps: CreateTaskDeps,
@@ -114,8 +128,8 @@ export const createTask = async (
   const { profile, ceilings, inlinePush } = checkSend(deps, input);
   const now = deps.clock.now();
   const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
-  // Derived ids (I-RETRY): a retry derives the same task and run, another content another run.
-  const taskId = input.message.taskId ?? taskIdOf(senderOf(input), input.message);
+  // Derived ids (I-RETRY): a retry derives the same task and run, another send another task.
+  const taskId = input.message.taskId ?? taskIdOf(sendIdentityOf(input));
   const runId = runIdOf(taskId, input.message);
   const startDeadlineMs = deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs;
   // A send with an inline push config is queued: its run's revisions, committed in
@@ -144,16 +158,20 @@ export const createTask = async (
   });
 
   const plan = await commitPlanned(deps, input, run, now, expiresAt, inlinePush);
-  if ('earlier' in plan) return answerRetry(deps, plan.earlier, runId);
+  if ('earlier' in plan) return answerRetry(deps, plan.earlier, plan.runId);
   failpoint('create.afterCommit');
   if (claimHere) return handOver(deps, plan);
   try {
     // The message says which revision this call projected in full: the claim need not read it.
-    await deps.queue.enqueue({ taskId: plan.task.taskId, runId, ...journaledRevisionOf(plan.journaled) });
+    await deps.queue.enqueue({
+      taskId: plan.task.taskId,
+      runId: plan.run.runId,
+      ...journaledRevisionOf(plan.journaled),
+    });
   } catch (error) {
     deps.logger?.warn('Run could not be queued; settling it FAILED', {
       taskId: plan.task.taskId,
-      runId,
+      runId: plan.run.runId,
       error: error instanceof Error ? error.name : 'unknown',
     });
     return failUnqueued(deps, plan);
@@ -195,17 +213,19 @@ const maxFollowUpAttempts = 3;
  * Plans the task write and commits it with the run (and an inline push config). A follow-up that
  * loses its conditional write re-reads the task: another follow-up continued it (TaskAlreadyWorking),
  * or it ended or went (the refusals of `planFollowUp`); when the task still waits for input, it
- * tries again, a bounded number of times.
+ * tries again, a bounded number of times. A new task whose id is taken by a task its send created
+ * and the caller acted on since tries the send's next level (I-RETRY).
  */
 const commitPlanned = async (
   deps: CreateTaskDeps,
   input: CreateTaskInput,
-  run: RunRecord,
+  firstRun: RunRecord,
   now: Date,
   expiresAt: number,
   inlinePush: SendMessageConfiguration['taskPushNotificationConfig'],
 ): Promise<Plan | Earlier> => {
-  for (let attempt = 1; ; attempt++) {
+  let run = firstRun;
+  for (let attempt = 1, level = 0; ; attempt++) {
     const plan = input.message.taskId
       ? await planFollowUp(deps, input, run, now, expiresAt)
       : await planNewTask(deps, input, run, now, expiresAt);
@@ -254,12 +274,25 @@ const commitPlanned = async (
       return { ...plan, ...(committed && { committed }), ...(journaled && { journaled }) };
     } catch (error) {
       if (!(error instanceof VersionConflictError)) throw error;
-      // A new task's derived id is taken: by an earlier send of this message, or of another one
-      // with the same messageId (I-RETRY). Concurrent duplicates all end here but one.
-      if (input.message.taskId === undefined) return earlierCreate(deps, input, plan.task, run.runId, error);
+      // A new task's derived id is taken by an earlier send of this message (I-RETRY): a retry
+      // answers from it, unless the caller acted on it since. Concurrent duplicates all end here but one.
+      if (input.message.taskId === undefined) {
+        const earlier = await earlierCreate(deps, input, plan.task, run.runId, error);
+        if (earlier !== undefined) return earlier;
+        level += 1;
+        if (level >= maxSendLevels) throw new MessageIdReusedError(input.message.messageId);
+        run = runAtLevel(input, run, level);
+        continue;
+      }
       if (attempt >= maxFollowUpAttempts) throw new TaskBusyError(input.message.taskId);
     }
   }
+};
+
+/** The run of a send at the next level of its identity: another task id, the run derived in it. */
+const runAtLevel = (input: CreateTaskInput, run: RunRecord, level: number): RunRecord => {
+  const taskId = taskIdOf(sendIdentityOf(input), level);
+  return { ...run, taskId, runId: runIdOf(taskId, input.message) };
 };
 
 /** A run that could not be queued ends its task FAILED at once (enqueue fails closed). */

@@ -1,8 +1,8 @@
-import { MessageIdReusedError, type VersionConflictError } from '../../domain/errors.ts';
+import type { VersionConflictError } from '../../domain/errors.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import { isExpired, isOwnTask } from '../../domain/task.ts';
 import type { CreatedTask, CreateTaskDeps, CreateTaskInput } from './create-task.ts';
-import { senderOf } from './message-identity.ts';
+import { actedOn, senderOf } from './message-identity.ts';
 
 /**
  * Retry detection (I-RETRY, docs/invariants.md): a message accepted before derives the same task
@@ -10,9 +10,10 @@ import { senderOf } from './message-identity.ts';
  * and creates and runs nothing.
  */
 
-/** The message was accepted before (I-RETRY): the task it created or continued, as read now. */
+/** The message was accepted before (I-RETRY): the task it created or continued, as read now, and its run. */
 export interface Earlier {
   readonly earlier: StoredTask;
+  readonly runId: string;
 }
 
 /**
@@ -37,8 +38,9 @@ export const sentBefore = async (deps: CreateTaskDeps, task: StoredTask, runId: 
   task.currentRunId === runId || (await deps.tasks.getRun(task.taskId, runId)) !== undefined;
 
 /**
- * A new task's derived id is taken (its create lost the "only if absent" condition): by an earlier
- * send of this message, which is then answered, or of another one with the same messageId, refused.
+ * The task a new task's derived id names, when this send is a retry of the one that created it:
+ * the caller has not acted on it since and its retention has not passed. Undefined: the send is a
+ * new message, for the next level (I-RETRY).
  */
 export const earlierCreate = async (
   deps: CreateTaskDeps,
@@ -46,13 +48,11 @@ export const earlierCreate = async (
   planned: StoredTask,
   runId: string,
   conflict: VersionConflictError,
-): Promise<Earlier> => {
+): Promise<Earlier | undefined> => {
   const current = await deps.tasks.getTask(planned.taskId);
-  // The id is derived from the sender and the messageId: a row of someone else's cannot hold it.
+  // The id is derived from the sender and the whole send: a row of someone else's cannot hold it.
   if (current === undefined || !isOwnTask(current, senderOf(input))) throw conflict;
-  if (!isExpired(current.expiresAt, deps.clock.now()) && (await sentBefore(deps, current, runId))) {
-    return { earlier: current };
-  }
-  // Other content, or a task of this messageId whose retention has passed (I-PURGE).
-  throw new MessageIdReusedError(input.message.messageId);
+  // A task whose retention has passed is gone for its caller (I-PURGE): the send is new.
+  if (isExpired(current.expiresAt, deps.clock.now()) || actedOn(current, runId)) return undefined;
+  return { earlier: current, runId };
 };
