@@ -40,17 +40,13 @@ import {
 } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { byOwnerIndex } from '../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
+import { leaseIndexName } from '../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { pushMark } from '../shared/adapters/dynamodb/entities.ts';
 import { projectorStreamBatching, pusherStreamBatching } from '../shared/adapters/dynamodb/journal-stream.ts';
-import {
-  auditTable as auditTableDefinition,
-  journalTable as journalTableDefinition,
-  queueDefinitions,
-  stateTable as stateTableDefinition,
-  type TableDefinition,
-} from '../shared/adapters/dynamodb/tables.ts';
+import { queueDefinitions } from '../shared/adapters/dynamodb/tables.ts';
 import { KMS_PURPOSE } from '../shared/adapters/kms-sealer.ts';
 import { type AuthSettings, deployedAuth } from '../shared/config/auth.ts';
 import type { Config } from '../shared/config/config.ts';
@@ -182,10 +178,11 @@ export class ServiceStack extends Stack {
     });
     // What its adapters send, not grantReadWriteData: no scan, no batch, no stream.
     grantTableActions(this.rpc, stateful.stateTable, RPC_STATE_TABLE_ACTIONS);
-    grantTableActions(this.rpc, stateful.journalTable, RPC_JOURNAL_TABLE_ACTIONS, [byOwnerIndex]);
-    stateful.runQueue.grantSendMessages(this.rpc);
+    grantTableActions(this.rpc, stateful.journalTable, RPC_JOURNAL_TABLE_ACTIONS);
+    grantIndexQuery(this.rpc, stateful.journalTable, byOwnerIndex);
+    grantSendMessage(this.rpc, stateful.runQueue);
     // The writer's direct fan-out of the revisions it projects (decision 0045).
-    stateful.deliveryQueue.grantSendMessages(this.rpc);
+    grantSendMessage(this.rpc, stateful.deliveryQueue);
     if (deployment.blockingRunsInRpc) {
       // It runs a blocking send's run itself (decision 0091): what the executor's run needs but
       // Bedrock, whose client is not in its bundle (those profiles' runs are queued).
@@ -286,14 +283,14 @@ export class ServiceStack extends Stack {
         maxConcurrency: props.executorMaxConcurrency ?? deployment.executorMaxConcurrency,
       }),
     );
-    grantTableData(this.executor, stateful.stateTable, stateTableDefinition, 'readWrite');
+    grantTableActions(this.executor, stateful.stateTable, WRITER_STATE_TABLE_ACTIONS);
     // The write-through of its commits (decision 0043): events, views and the owner counters.
     grantTableActions(this.executor, stateful.journalTable, JOURNAL_WRITE_THROUGH_ACTIONS);
     // Query/Update/Delete too: a tightening scrubs the run's audit rows (decision 0010).
-    grantTableData(this.executor, stateful.auditTable, auditTableDefinition, 'readWrite');
+    grantTableActions(this.executor, stateful.auditTable, RUN_AUDIT_TABLE_ACTIONS);
     grantSealing(this.executor);
     // The writer's direct fan-out of the revisions it projects (decision 0061).
-    stateful.deliveryQueue.grantSendMessages(this.executor);
+    grantSendMessage(this.executor, stateful.deliveryQueue);
     this.grantBedrockModels(this.executor, props.config);
     this.grantProviderSecrets(this.executor, providerSecrets);
 
@@ -321,9 +318,9 @@ export class ServiceStack extends Stack {
         filters: [FilterCriteria.filter({ dynamodb: { Keys: { sk: { S: FilterRule.isEqual('TASK') } } } })],
       }),
     );
-    grantTableData(this.projector, stateful.journalTable, journalTableDefinition, 'write');
-    // The backstop reads before it writes (decisions 0043, 0076): the batch's events and views.
-    grantTableActions(this.projector, stateful.journalTable, PROJECTOR_BACKSTOP_READS);
+    // The backstop reads before it writes (decisions 0043, 0076): the batch's events and views;
+    // never a delete (purging is the admin command's) and no index.
+    grantTableActions(this.projector, stateful.journalTable, PROJECTOR_JOURNAL_TABLE_ACTIONS);
 
     // reaper: every minute, RUNNING runs whose lease expired (a crashed executor) are settled
     // FAILED from the sparse lease index, never run again (decision 0011).
@@ -334,14 +331,16 @@ export class ServiceStack extends Stack {
       logRetention,
       environment: { ...environmentFor('reaper'), DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl },
     });
-    grantTableData(this.reaper, stateful.stateTable, stateTableDefinition, 'readWrite');
+    grantTableActions(this.reaper, stateful.stateTable, WRITER_STATE_TABLE_ACTIONS);
+    // The expired leases, from the sparse lease index: a query, nothing else there.
+    grantIndexQuery(this.reaper, stateful.stateTable, leaseIndexName);
     // A run never started (never claimed) is queued again, a bounded number of times (decision 0053).
-    stateful.runQueue.grantSendMessages(this.reaper);
+    grantSendMessage(this.reaper, stateful.runQueue);
     grantTableActions(this.reaper, stateful.journalTable, JOURNAL_WRITE_THROUGH_ACTIONS);
     // A claimed run's start slots (decision 0072): read them, take a free one, free it again.
     grantTableActions(this.reaper, stateful.auditTable, REAPER_START_SLOT_ACTIONS);
     // The writer's direct fan-out of the FAILED revisions it projects (decision 0061).
-    stateful.deliveryQueue.grantSendMessages(this.reaper);
+    grantSendMessage(this.reaper, stateful.deliveryQueue);
     // It seals the fixed status message only: a data key, never a decrypt.
     grantContentKey(this.reaper, 'kms:GenerateDataKey');
     new Rule(this, 'ReaperSchedule', {
@@ -389,8 +388,9 @@ export class ServiceStack extends Stack {
         ],
       }),
     );
-    grantTableData(this.pusher, stateful.stateTable, stateTableDefinition, 'read');
-    stateful.deliveryQueue.grantSendMessages(this.pusher);
+    // A task's push configs: one query of its partition, never a scan of the table.
+    grantTableActions(this.pusher, stateful.stateTable, ['dynamodb:Query']);
+    grantSendMessage(this.pusher, stateful.deliveryQueue);
 
     // deliverer: one message = one revision to one webhook, through the SSRF guard. Batch size 1:
     // a slow webhook then holds up nothing but its own group.
@@ -404,10 +404,9 @@ export class ServiceStack extends Stack {
     this.deliverer.addEventSource(
       new SqsEventSource(stateful.deliveryQueue, { batchSize: 1, reportBatchItemFailures: true }),
     );
-    grantTableData(this.deliverer, stateful.stateTable, stateTableDefinition, 'read');
-    // Appends each attempt to its delivery record (decision 0025): an update, never a put or delete.
-    grantTableActions(this.deliverer, stateful.stateTable, ['dynamodb:UpdateItem']);
-    grantTableData(this.deliverer, stateful.journalTable, journalTableDefinition, 'read');
+    grantTableActions(this.deliverer, stateful.stateTable, DELIVERER_STATE_TABLE_ACTIONS);
+    // The events of the task its message names: a query of that task's partition, no scan.
+    grantTableActions(this.deliverer, stateful.journalTable, ['dynamodb:Query']);
     // Opens the event's content and the config's credentials: decrypt only, never seal.
     grantContentKey(this.deliverer, 'kms:Decrypt');
 
@@ -676,10 +675,41 @@ export const RPC_STATE_TABLE_ACTIONS = [
 ] as const;
 
 /**
- * What the projector's backstop reads of the journal: `projectedAll` (BatchGetItem, decision 0076),
- * and `projected` and the view's reread (GetItem).
+ * What the writers of task revisions that run a run or settle one (executor, reaper) do in the
+ * state table: tasks, runs and leases by key (GetItem, UpdateItem, transactions of Put/Update),
+ * a task's push configs (Query), content chunks (PutItem, and DeleteItem of the chunks a rewritten
+ * history no longer uses, docs/data-model.md "Large content"). No scan, no batch, no index.
  */
-export const PROJECTOR_BACKSTOP_READS = ['dynamodb:BatchGetItem', 'dynamodb:GetItem'] as const;
+export const WRITER_STATE_TABLE_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:Query',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:DeleteItem',
+] as const;
+
+/**
+ * The projector in the journal: the backstop's reads (`projectedAll` by BatchGetItem, decision
+ * 0076; `projected` and the view's reread by GetItem) and its writes (events and views by PutItem,
+ * the owner counters by UpdateItem in the view's transaction). Never a delete.
+ */
+export const PROJECTOR_JOURNAL_TABLE_ACTIONS = [
+  'dynamodb:BatchGetItem',
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+] as const;
+
+/**
+ * The deliverer in the state table: the push config and content chunks by key (GetItem), a task's
+ * configs and delivery records (Query), each attempt appended to its delivery record (UpdateItem,
+ * decision 0025). Never a put, a delete or a scan.
+ */
+export const DELIVERER_STATE_TABLE_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:Query',
+  'dynamodb:UpdateItem',
+] as const;
 
 /**
  * What a writer's write-through needs of the journal (decision 0043): it reads whether a revision
@@ -716,59 +746,25 @@ export const REAPER_START_SLOT_ACTIONS = [
   'dynamodb:DeleteItem',
 ] as const;
 
-/** Exactly `actions` on a table and the named indexes (never `index/*`). */
-const grantTableActions = (
-  grantee: IGrantable,
-  table: ITableV2,
-  actions: readonly string[],
-  indexes: readonly string[] = [],
-): Grant =>
+/** Exactly `actions` on a table, none on its indexes. */
+const grantTableActions = (grantee: IGrantable, table: ITableV2, actions: readonly string[]): Grant =>
+  Grant.addToPrincipal({ grantee, actions: [...actions], resourceArns: [table.tableArn] });
+
+/** A query of one named index (never `index/*`): an index is read by Query only. */
+const grantIndexQuery = (grantee: IGrantable, table: ITableV2, indexName: string): Grant =>
   Grant.addToPrincipal({
     grantee,
-    actions: [...actions],
-    resourceArns: [table.tableArn, ...indexes.map((index) => `${table.tableArn}/index/${index}`)],
+    actions: ['dynamodb:Query'],
+    resourceArns: [`${table.tableArn}/index/${indexName}`],
   });
 
-/** The actions of CDK's `grantReadData` / `grantWriteData` on a table (aws-dynamodb perms). */
-const TABLE_DATA_ACTIONS = {
-  read: [
-    'dynamodb:BatchGetItem',
-    'dynamodb:Query',
-    'dynamodb:GetItem',
-    'dynamodb:Scan',
-    'dynamodb:ConditionCheckItem',
-    'dynamodb:DescribeTable',
-  ],
-  write: [
-    'dynamodb:BatchWriteItem',
-    'dynamodb:PutItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:DeleteItem',
-    'dynamodb:DescribeTable',
-  ],
-} as const;
-
 /**
- * CDK's `grant*Data` on a table, on its declared indexes by name instead of `index/*`: the same
- * rights today, and an index added later is granted where its declaration says it exists.
+ * SendMessage only, where CDK's `grantSendMessages` adds GetQueueAttributes and GetQueueUrl: the
+ * functions send to a queue URL from their environment and never read a queue's attributes.
+ * The queues are encrypted with SQS-managed keys, so no KMS permission goes with it.
  */
-const grantTableData = (
-  grantee: IGrantable,
-  table: ITableV2,
-  definition: TableDefinition,
-  access: 'read' | 'write' | 'readWrite',
-): Grant =>
-  grantTableActions(
-    grantee,
-    table,
-    [
-      ...new Set([
-        ...(access === 'write' ? [] : TABLE_DATA_ACTIONS.read),
-        ...(access === 'read' ? [] : TABLE_DATA_ACTIONS.write),
-      ]),
-    ],
-    definition.globalSecondaryIndexes.map((index) => index.indexName),
-  );
+const grantSendMessage = (grantee: IGrantable, queue: IQueue): Grant =>
+  Grant.addToPrincipal({ grantee, actions: ['sqs:SendMessage'], resourceArns: [queue.queueArn] });
 
 export type ContentKeyAction = 'kms:Decrypt' | 'kms:GenerateDataKey';
 
