@@ -664,21 +664,13 @@ export const authorizerCaching = (
     ? { identitySources: [], ttlSeconds: 0 }
     : { identitySources: [IdentitySource.header('Authorization')], ttlSeconds };
 
-/** The rpc function's state-table actions: tasks, runs, push configs, delivery records, saved profiles, stream slots. */
-export const RPC_STATE_TABLE_ACTIONS = [
-  'dynamodb:GetItem',
-  'dynamodb:Query',
-  'dynamodb:PutItem',
-  'dynamodb:UpdateItem',
-  // DeletePushNotificationConfig, and a closed stream's slot (limits.streamsPerCaller).
-  'dynamodb:DeleteItem',
-] as const;
-
 /**
- * What the writers of task revisions that run a run or settle one (executor, reaper) do in the
- * state table: tasks, runs and leases by key (GetItem, UpdateItem, transactions of Put/Update),
- * a task's push configs (Query), content chunks (PutItem, and DeleteItem of the chunks a rewritten
- * history no longer uses, docs/data-model.md "Large content"). No scan, no batch, no index.
+ * What the writers of task revisions (rpc, executor, reaper) do in the state table: tasks, runs
+ * and leases by key (GetItem, UpdateItem, transactions of Put/Update), a task's push configs and
+ * saved profiles (Query), content chunks (PutItem, and DeleteItem of the chunks a rewritten history
+ * no longer uses, docs/data-model.md "Large content"); the rpc's push configs and stream slots
+ * (PutItem, DeleteItem: DeletePushNotificationConfig, a closed stream's slot). No scan, no batch,
+ * no index.
  */
 export const WRITER_STATE_TABLE_ACTIONS = [
   'dynamodb:GetItem',
@@ -687,6 +679,9 @@ export const WRITER_STATE_TABLE_ACTIONS = [
   'dynamodb:UpdateItem',
   'dynamodb:DeleteItem',
 ] as const;
+
+/** The rpc function's state-table actions: a writer's. */
+export const RPC_STATE_TABLE_ACTIONS = WRITER_STATE_TABLE_ACTIONS;
 
 /**
  * The projector in the journal: the backstop's reads (`projectedAll` by BatchGetItem, decision
