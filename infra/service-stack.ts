@@ -30,7 +30,7 @@ import {
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
+import { Grant, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import {
   FilterCriteria,
   FilterRule,
@@ -41,7 +41,7 @@ import {
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
-import type { Construct } from 'constructs';
+import type { Construct, IConstruct } from 'constructs';
 import { byOwnerIndex } from '../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { leaseIndexName } from '../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { pushMark } from '../shared/adapters/dynamodb/entities.ts';
@@ -537,30 +537,17 @@ export class ServiceStack extends Stack {
   }
 
   /**
-   * GetSecretValue on exactly the referenced provider key secrets: a name is
-   * matched with Secrets Manager's 6-character suffix (`<name>-??????`), an ARN as given; and
-   * kms:Decrypt on a named customer-managed key, only through Secrets Manager in this region.
+   * GetSecretValue on exactly the referenced provider key secrets (docs/deployment.md, "Provider
+   * keys"): Secrets Manager appends six random characters to a secret's name in its ARN, so a name
+   * is matched as `<name>-??????`; a partial ARN (without them) as `<arn>-??????`; a complete ARN as
+   * given — and, since `…:secret:name-abcdef` may be either, an ARN that ends like a suffix is
+   * granted both ways. And kms:Decrypt on a named customer-managed key, only through Secrets
+   * Manager in this region.
    */
   private grantProviderSecrets(fn: HouseFunction, secrets: readonly ProviderSecret[]): void {
     if (secrets.length === 0) return;
-    Grant.addToPrincipal({
-      grantee: fn,
-      actions: ['secretsmanager:GetSecretValue'],
-      resourceArns: [
-        ...new Set(
-          secrets.map(({ secretId }) =>
-            secretId.startsWith('arn:')
-              ? secretId
-              : this.formatArn({
-                  service: 'secretsmanager',
-                  resource: 'secret',
-                  resourceName: `${secretId}-??????`,
-                  arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-                }),
-          ),
-        ),
-      ],
-    });
+    const resourceArns = [...new Set(secrets.flatMap(({ secretId }) => this.secretArnsOf(secretId)))];
+    Grant.addToPrincipal({ grantee: fn, actions: ['secretsmanager:GetSecretValue'], resourceArns });
     const keys = [...new Set(secrets.flatMap(({ kmsKeyArn }) => (kmsKeyArn ? [kmsKeyArn] : [])))];
     if (keys.length === 0) return;
     Grant.addToPrincipal({
@@ -571,48 +558,142 @@ export class ServiceStack extends Stack {
     });
   }
 
-  /** Converse needs InvokeModel (and the stream variant) on exactly the configured models. */
+  /** The ARNs a GetSecretValue of `secretId` (a name, a partial or a complete ARN) may name. */
+  private secretArnsOf(secretId: string): string[] {
+    if (!secretId.startsWith('arn:')) {
+      return [
+        this.formatArn({
+          service: 'secretsmanager',
+          resource: 'secret',
+          resourceName: `${secretId}${SECRET_SUFFIX_PATTERN}`,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      ];
+    }
+    const partial = `${secretId}${SECRET_SUFFIX_PATTERN}`;
+    return SECRET_SUFFIX.test(secretId) ? [secretId, partial] : [partial];
+  }
+
+  /**
+   * Converse needs InvokeModel, ConverseStream InvokeModelWithResponseStream, on what the call
+   * names and on the foundation models it reaches (docs/deployment.md, "Bedrock"):
+   * - a model id: that foundation model in the provider's region;
+   * - a cross-region inference profile (`us.…`, `eu.…`, `global.…`, by id or ARN): the profile, and
+   *   the model in any region, only through that profile (`bedrock:InferenceProfileArn`);
+   * - an application inference profile ARN: the profile, and any foundation model, only through
+   *   that profile — which models it copies is the profile's, not this configuration's.
+   */
   private grantBedrockModels(fn: HouseFunction, config: Config): void {
-    const resourceArns = new Set<string>();
+    const actions = ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'];
+    const direct = new Set<string>();
+    const viaProfile = new Map<string, string>();
+    const foundationModel = (modelId: string, region: string) =>
+      this.formatArn({
+        service: 'bedrock',
+        region,
+        account: '',
+        resource: 'foundation-model',
+        resourceName: modelId,
+      });
     for (const provider of Object.values(config.providers)) {
       if (provider.type !== 'bedrock') continue;
       const region = provider.region ?? this.region;
-      const foundationModel = (modelId: string, inRegion: string) =>
-        this.formatArn({
-          service: 'bedrock',
-          region: inRegion,
-          account: '',
-          resource: 'foundation-model',
-          resourceName: modelId,
-        });
-      if (provider.model.startsWith('arn:')) {
-        resourceArns.add(provider.model);
+      const target = bedrockTargetOf(provider.model);
+      if (target.kind === 'model') {
+        direct.add(target.arn ?? foundationModel(target.modelId, region));
         continue;
       }
-      const profile = INFERENCE_PROFILE_PREFIX.exec(provider.model);
-      if (profile?.[2]) {
-        // A cross-region profile routes to the model in any region of its geography.
-        resourceArns.add(
-          this.formatArn({
-            service: 'bedrock',
-            region,
-            resource: 'inference-profile',
-            resourceName: provider.model,
-          }),
-        );
-        resourceArns.add(foundationModel(profile[2], '*'));
-      } else {
-        resourceArns.add(foundationModel(provider.model, region));
-      }
+      const profileArn =
+        target.arn ??
+        this.formatArn({
+          service: 'bedrock',
+          region,
+          resource: 'inference-profile',
+          resourceName: target.profileId,
+        });
+      direct.add(profileArn);
+      // A system-defined profile routes to its model in the regions of its geography.
+      viaProfile.set(profileArn, foundationModel(target.kind === 'cross-region' ? target.modelId : '*', '*'));
     }
-    if (resourceArns.size === 0) return;
-    Grant.addToPrincipal({
-      grantee: fn,
-      actions: ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'],
-      resourceArns: [...resourceArns],
-    });
+    if (direct.size > 0) Grant.addToPrincipal({ grantee: fn, actions, resourceArns: [...direct] });
+    for (const [profileArn, models] of viaProfile) {
+      fn.addToRolePolicy(
+        new PolicyStatement({
+          actions,
+          resources: [models],
+          conditions: { StringEquals: { 'bedrock:InferenceProfileArn': profileArn } },
+        }),
+      );
+    }
+    acknowledgeWildcards(
+      fn,
+      [...new Set(viaProfile.values())],
+      'An inference profile routes a call to its foundation model in any region of its geography (an application profile: to the models it copies); the statement holds only through that profile (condition bedrock:InferenceProfileArn).',
+    );
   }
 }
+
+/** What a Bedrock provider's `model` names: a foundation model, or an inference profile. */
+type BedrockTarget =
+  | { readonly kind: 'model'; readonly modelId: string; readonly arn?: string }
+  | {
+      readonly kind: 'cross-region';
+      readonly profileId: string;
+      readonly modelId: string;
+      readonly arn?: string;
+    }
+  | { readonly kind: 'application'; readonly profileId: string; readonly arn: string };
+
+export const bedrockTargetOf = (model: string): BedrockTarget => {
+  if (!model.startsWith('arn:')) {
+    const profile = INFERENCE_PROFILE_PREFIX.exec(model);
+    return profile?.[2]
+      ? { kind: 'cross-region', profileId: model, modelId: profile[2] }
+      : { kind: 'model', modelId: model };
+  }
+  const resource = model.split(':').slice(5).join(':');
+  const [type, ...rest] = resource.split('/');
+  const id = rest.join('/');
+  if (type === 'application-inference-profile') return { kind: 'application', profileId: id, arn: model };
+  const profile = type === 'inference-profile' ? INFERENCE_PROFILE_PREFIX.exec(id) : null;
+  if (profile?.[2]) return { kind: 'cross-region', profileId: id, modelId: profile[2], arn: model };
+  return { kind: 'model', modelId: id, arn: model };
+};
+
+/** Secrets Manager's random suffix of a secret name in its ARN, and the pattern that matches it. */
+const SECRET_SUFFIX = /-[A-Za-z0-9]{6}$/;
+const SECRET_SUFFIX_PATTERN = '-??????';
+
+/**
+ * cdk-nag's IAM5 on a role, for exactly these wildcard resources (not the rule as a whole), with
+ * the reason; each finding is named as cdk-nag names it, its tokens as `<AWS::…>`.
+ */
+const acknowledgeWildcards = (fn: HouseFunction, resources: readonly string[], reason: string): void => {
+  const stack = Stack.of(fn);
+  for (const resource of resources) {
+    Validations.of(fn.role as IConstruct).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::${renderedForNag(stack.resolve(resource))}]`,
+      reason,
+    });
+  }
+};
+
+/** A resolved CloudFormation value as cdk-nag writes it in a finding: pseudo parameters as `<AWS::…>`. */
+export const renderedForNag = (value: unknown): string => {
+  if (typeof value === 'string') return value;
+  const intrinsic = value as {
+    Ref?: string;
+    'Fn::Join'?: [string, unknown[]];
+    'Fn::GetAtt'?: [string, string];
+  };
+  if (intrinsic.Ref !== undefined) return `<${intrinsic.Ref}>`;
+  if (intrinsic['Fn::Join']) {
+    const [separator, parts] = intrinsic['Fn::Join'];
+    return parts.map(renderedForNag).join(separator);
+  }
+  if (intrinsic['Fn::GetAtt']) return `<${intrinsic['Fn::GetAtt'].join('.')}>`;
+  return JSON.stringify(value);
+};
 
 /** A provider key secret as the configuration names it (`providers.<id>.apiKeySecret`). */
 export interface ProviderSecret {

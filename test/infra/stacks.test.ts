@@ -22,6 +22,7 @@ import {
   REAPER_START_SLOT_ACTIONS,
   RPC_TIMEOUT,
   RUN_AUDIT_TABLE_ACTIONS,
+  renderedForNag,
   ServiceStack,
 } from '../../infra/service-stack.ts';
 import { isDeadLetterQueue, StatefulStack } from '../../infra/stateful-stack.ts';
@@ -48,6 +49,9 @@ const defaultProfile = defaultConfig.profiles.default!;
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
 
+const applicationProfile =
+  'arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6';
+
 const testConfig = {
   ...defaultConfig,
   auth: {
@@ -58,6 +62,7 @@ const testConfig = {
     ...defaultConfig.providers,
     claude: { type: 'bedrock', model: 'us.anthropic.claude-sonnet-4-20250514-v1:0', region: 'us-west-2' },
     titan: { type: 'bedrock', model: 'amazon.titan-text-express-v1', region: 'eu-west-1' },
+    tagged: { type: 'bedrock', model: applicationProfile },
   },
 };
 
@@ -931,47 +936,51 @@ describe('ServiceStack', () => {
     ).toBe(false);
   });
 
-  it('lets the executor invoke exactly the configured Bedrock models', () => {
-    const executorRole = (
-      service.toJSON().Resources[logicalIdOf(installation.service, installation.service.executor)] as Resource
-    ).Properties.Role as { 'Fn::GetAtt': [string, string] };
-    service.hasResourceProperties('AWS::IAM::Policy', {
-      Roles: [{ Ref: executorRole['Fn::GetAtt'][0] }],
-      PolicyDocument: {
-        Statement: Match.arrayWith([
-          {
-            Effect: 'Allow',
-            Action: ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'],
-            Resource: [
-              Match.objectLike({
-                'Fn::Join': [
-                  '',
-                  Match.arrayWith([Match.stringLikeRegexp('inference-profile/us\\.anthropic')]),
-                ],
-              }),
-              Match.objectLike({
-                'Fn::Join': [
-                  '',
-                  Match.arrayWith([
-                    Match.stringLikeRegexp(':bedrock:\\*::foundation-model/anthropic\\.claude'),
-                  ]),
-                ],
-              }),
-              Match.objectLike({
-                'Fn::Join': [
-                  '',
-                  Match.arrayWith([
-                    Match.stringLikeRegexp(
-                      ':bedrock:eu-west-1::foundation-model/amazon\\.titan-text-express-v1',
-                    ),
-                  ]),
-                ],
-              }),
-            ],
-          },
-        ]),
+  it('lets the executor invoke exactly the configured Bedrock models: model ids, cross-region and application inference profiles (issue 38)', () => {
+    const bedrock = statementsOfFunction(service, installation.service, installation.service.executor)
+      .filter((statement) => [statement.Action].flat().some((action) => action.startsWith('bedrock:')))
+      .map((statement) => ({
+        ...statement,
+        Resource: [statement.Resource].flat().map(renderedForNag),
+        ...('Condition' in statement && {
+          Condition: JSON.parse(
+            JSON.stringify(statement.Condition, (_key, value) =>
+              typeof value === 'object' && value !== null && ('Fn::Join' in value || 'Ref' in value)
+                ? renderedForNag(value)
+                : value,
+            ),
+          ),
+        }),
+      }));
+    const actions = ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'];
+    const claudeProfile =
+      'arn:<AWS::Partition>:bedrock:us-west-2:<AWS::AccountId>:inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0';
+    expect(bedrock).toEqual([
+      {
+        Effect: 'Allow',
+        Action: actions,
+        Resource: [
+          claudeProfile,
+          'arn:<AWS::Partition>:bedrock:eu-west-1::foundation-model/amazon.titan-text-express-v1',
+          applicationProfile,
+        ],
       },
-    });
+      // The profiles' foundation models in any region, only through the profile.
+      {
+        Effect: 'Allow',
+        Action: actions,
+        Resource: [
+          'arn:<AWS::Partition>:bedrock:*::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0',
+        ],
+        Condition: { StringEquals: { 'bedrock:InferenceProfileArn': claudeProfile } },
+      },
+      {
+        Effect: 'Allow',
+        Action: actions,
+        Resource: ['arn:<AWS::Partition>:bedrock:*::foundation-model/*'],
+        Condition: { StringEquals: { 'bedrock:InferenceProfileArn': applicationProfile } },
+      },
+    ]);
     const rpcActions = actionsOfFunction(service, installation.service, installation.service.rpc);
     expect(rpcActions.some((action) => action.startsWith('bedrock:'))).toBe(false);
   });
@@ -1358,6 +1367,8 @@ const installationOf = (config: unknown): Installation => {
 
 describe('provider key secrets (decision 0026)', () => {
   const secretArn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/openai-AbCdEf';
+  // A partial ARN: the secret's name without the six characters Secrets Manager appends.
+  const partialArn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/anthropic';
   const keyArn = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
   const secretConfig = {
     ...testConfig,
@@ -1374,6 +1385,12 @@ describe('provider key secrets (decision 0026)', () => {
         baseUrl: 'https://llm.example.com/v1',
         model: 'm',
         apiKeySecret: { secretId: secretArn, kmsKeyArn: keyArn },
+      },
+      byPartialArn: {
+        type: 'openai',
+        baseUrl: 'https://llm.example.com/v1',
+        model: 'm',
+        apiKeySecret: { secretId: partialArn },
       },
       plain: { type: 'openai', baseUrl: 'http://127.0.0.1:11434/v1', model: 'llama' },
     },
@@ -1428,7 +1445,10 @@ describe('provider key secrets (decision 0026)', () => {
               ],
             ],
           },
+          // A complete ARN as given; since a name may end like a suffix, also as a partial one.
           secretArn,
+          `${secretArn}-??????`,
+          `${partialArn}-??????`,
         ],
       },
     ]);
