@@ -124,6 +124,10 @@ export class ServiceStack extends Stack {
     const logRetention = deployment.logRetentionDays as RetentionDays;
     const entries = { ...defaultEntries, ...props.entries };
     assertExecutorFitsRunQueue();
+    assertReservedConcurrencyFits(
+      deployment,
+      props.executorMaxConcurrency ?? deployment.executorMaxConcurrency,
+    );
     assertDelivererFitsDeliveryQueue();
 
     const environment: Record<string, string> = {
@@ -160,6 +164,7 @@ export class ServiceStack extends Stack {
 
     // rpc: JSON-RPC and SSE on one streaming endpoint.
     this.rpc = new HouseFunction(this, 'Rpc', {
+      ...reservedConcurrencyOf(deployment, 'rpc'),
       entry: entries.rpc,
       description: 'A2A JSON-RPC, SSE and agent cards',
       timeout: RPC_TIMEOUT,
@@ -269,6 +274,7 @@ export class ServiceStack extends Stack {
     // executor: one run per message; the queue message only wakes it up. The provider-secrets
     // layer as the rpc's (above).
     this.executor = new HouseFunction(this, 'Executor', {
+      ...reservedConcurrencyOf(deployment, 'executor'),
       entry: entries.executor,
       description: 'Runs queued A2A task runs',
       timeout: EXECUTOR_TIMEOUT,
@@ -296,6 +302,7 @@ export class ServiceStack extends Stack {
 
     // projector: committed state → journal. Copies sealed blobs as they are: no KMS at all.
     this.projector = new HouseFunction(this, 'Projector', {
+      ...reservedConcurrencyOf(deployment, 'projector'),
       entry: entries.projector,
       description: 'Projects committed task revisions into the journal',
       timeout: PROJECTOR_TIMEOUT,
@@ -325,6 +332,7 @@ export class ServiceStack extends Stack {
     // reaper: every minute, RUNNING runs whose lease expired (a crashed executor) are settled
     // FAILED from the sparse lease index, never run again (decision 0011).
     this.reaper = new HouseFunction(this, 'Reaper', {
+      ...reservedConcurrencyOf(deployment, 'reaper'),
       entry: entries.reaper,
       description: 'Settles runs whose executor lease expired',
       timeout: REAPER_TIMEOUT,
@@ -357,6 +365,7 @@ export class ServiceStack extends Stack {
       DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl,
     });
     this.pusher = new HouseFunction(this, 'Pusher', {
+      ...reservedConcurrencyOf(deployment, 'pusher'),
       entry: entries.pusher,
       description: 'Fans journal events out to the webhook delivery queue',
       timeout: PUSHER_TIMEOUT,
@@ -395,6 +404,7 @@ export class ServiceStack extends Stack {
     // deliverer: one message = one revision to one webhook, through the SSRF guard. Batch size 1:
     // a slow webhook then holds up nothing but its own group.
     this.deliverer = new HouseFunction(this, 'Deliverer', {
+      ...reservedConcurrencyOf(deployment, 'deliverer'),
       entry: entries.deliverer,
       description: 'POSTs task events to push notification webhooks',
       timeout: DELIVERER_TIMEOUT,
@@ -892,6 +902,29 @@ const acknowledgeDataMethod = (method: Method, isPublic: boolean): void => {
       reason:
         'auth.public: the configuration serves everyone as local/local (docs/decisions/0007-authentication.md).',
     });
+  }
+};
+
+/** A function's reserved concurrency, when `deployment.reservedConcurrency` names it. */
+const reservedConcurrencyOf = (
+  deployment: Config['deployment'],
+  fn: FunctionName,
+): { reservedConcurrentExecutions?: number } => {
+  const reserved = deployment.reservedConcurrency[fn];
+  return reserved === undefined ? {} : { reservedConcurrentExecutions: reserved };
+};
+
+/**
+ * The run queue's event source may run `executorMaxConcurrency` executors at once: a reservation
+ * below that would throttle the queue's own poller (AWS advises against it), so synth refuses it.
+ */
+const assertReservedConcurrencyFits = (deployment: Config['deployment'], executorMax: number): void => {
+  const reserved = deployment.reservedConcurrency.executor;
+  if (reserved !== undefined && reserved < executorMax) {
+    throw new Error(
+      `deployment.reservedConcurrency.executor (${reserved}) must be at least deployment.executorMaxConcurrency (${executorMax}): ` +
+        'the run queue would otherwise be polled faster than the executor may run.',
+    );
   }
 };
 

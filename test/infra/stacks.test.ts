@@ -1297,6 +1297,7 @@ describe('createInstallation', () => {
       logRetentionDays: 30,
       deletionProtection: true,
       executorMaxConcurrency: 10,
+      reservedConcurrency: {},
       blockingRunsInRpc: true,
       viewer: false,
       dynamodb: defaultDynamodbCapacity,
@@ -1329,6 +1330,32 @@ describe('createInstallation', () => {
     const example = readConfigContext(join(REPO_ROOT, cdkJson.context.config));
     expect(example.deployment.logRetentionDays).toBeGreaterThan(0);
     expect(deploymentAuthProblems(example.auth)).toEqual([]);
+  });
+
+  it('reserves concurrency per function as deployment.reservedConcurrency says, none by default; the executor at least its queue concurrency (issue 38)', () => {
+    const reservedOf = (installation: Installation) => {
+      const { service: stack } = installation;
+      const functions = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+      return Object.fromEntries(
+        (['rpc', 'executor', 'projector', 'pusher', 'deliverer', 'reaper'] as const).map((name) => [
+          name,
+          functions[logicalIdOf(stack, stack[name])]?.Properties.ReservedConcurrentExecutions,
+        ]),
+      );
+    };
+    const example = readConfigContext(join(REPO_ROOT, 'examples/deploy-config.json'));
+    const reservedConcurrency = { rpc: 300, executor: 20, projector: 5, pusher: 5, deliverer: 20, reaper: 1 };
+    expect(example.deployment.reservedConcurrency).toEqual(reservedConcurrency);
+    expect(reservedOf(installationOf(example))).toEqual(reservedConcurrency);
+    expect(Object.values(reservedOf(installation)).every((value) => value === undefined)).toBe(true);
+    expect(() =>
+      installationOf({
+        ...testConfig,
+        deployment: { executorMaxConcurrency: 10, reservedConcurrency: { executor: 5 } },
+      }),
+    ).toThrow(
+      /deployment\.reservedConcurrency\.executor \(5\) must be at least deployment\.executorMaxConcurrency \(10\)/,
+    );
   });
 
   it('fails synth when the configuration would not fit in the Lambda environment', () => {
