@@ -193,6 +193,23 @@ export const deploymentConfigSchema = z.object({
   /** Upper bound of concurrent executor invocations: protects model quotas. */
   executorMaxConcurrency: z._default(integer(2, 1000), 10),
   /**
+   * Reserved concurrency per function (docs/configuration.md, `deployment.reservedConcurrency`):
+   * a share of the account's concurrency no other function can take (the executor and the stream
+   * consumers keep up under a burst of blocking sends), and the function's ceiling (the rpc's, so
+   * a burst cannot take the others'). Absent: the function shares the unreserved pool.
+   */
+  reservedConcurrency: z._default(
+    z.object({
+      rpc: z.optional(integer(1, 10_000)),
+      executor: z.optional(integer(1, 10_000)),
+      projector: z.optional(integer(1, 10_000)),
+      pusher: z.optional(integer(1, 10_000)),
+      deliverer: z.optional(integer(1, 10_000)),
+      reaper: z.optional(integer(1, 10_000)),
+    }),
+    {},
+  ),
+  /**
    * The rpc function runs a blocking SendMessage's run itself (docs/how-a-task-flows.md §1): no queue hop, no
    * journal polls, and the rpc holds the executor's grants (models, provider secrets, audit
    * table). false: every run goes through the run queue to the executor.
@@ -273,6 +290,8 @@ export const configSchema = z.object({
       partsPerMessage: z._default(integer(1, 1000), 100),
       metadataBytes: z._default(integer(256, 262_144), 16_384),
       streamsPerCaller: z._default(integer(1, 1000), 10),
+      /** Blocking SendMessage calls one caller may have waiting at once, across rpc instances. */
+      blockingSendsPerCaller: z._default(integer(1, 1000), 10),
       /**
        * A task's whole history (every message of every turn, JSON) may grow to this many bytes:
        * the write that settles a turn carries the whole sealed history with the result in one
@@ -285,6 +304,7 @@ export const configSchema = z.object({
       partsPerMessage: 100,
       metadataBytes: 16_384,
       streamsPerCaller: 10,
+      blockingSendsPerCaller: 10,
       historyBytes: 2.5 * 1024 * 1024,
     },
   ),
@@ -296,6 +316,7 @@ export const configSchema = z.object({
     logRetentionDays: 30,
     deletionProtection: true,
     executorMaxConcurrency: 10,
+    reservedConcurrency: {},
     blockingRunsInRpc: true,
     viewer: false,
     dynamodb: defaultDynamodbCapacity,

@@ -21,6 +21,7 @@ export type DomainErrorCode =
   | 'MESSAGE_ID_REUSED'
   | 'LIMIT_EXCEEDED'
   | 'STREAM_LIMIT_EXCEEDED'
+  | 'BLOCKING_LIMIT_EXCEEDED'
   | 'REQUEST_LIMIT_EXCEEDED'
   | 'INVALID_PARAMS'
   | 'VERSION_CONFLICT'
@@ -163,6 +164,7 @@ export type LimitName =
   | 'PARTS_PER_MESSAGE'
   | 'METADATA_BYTES'
   | 'STREAMS_PER_CALLER'
+  | 'BLOCKING_SENDS_PER_CALLER'
   | 'HISTORY_BYTES'
   | 'REQUEST_BYTES';
 
@@ -172,7 +174,11 @@ export type LimitName =
  */
 export class LimitExceededError extends DomainError {
   override readonly name = 'LimitExceededError';
-  readonly code: 'LIMIT_EXCEEDED' | 'STREAM_LIMIT_EXCEEDED' | 'REQUEST_LIMIT_EXCEEDED';
+  readonly code:
+    | 'LIMIT_EXCEEDED'
+    | 'STREAM_LIMIT_EXCEEDED'
+    | 'BLOCKING_LIMIT_EXCEEDED'
+    | 'REQUEST_LIMIT_EXCEEDED';
   readonly reason: `${LimitName}_EXCEEDED`;
   readonly violations: readonly FieldViolation[];
   constructor(
@@ -188,9 +194,11 @@ export class LimitExceededError extends DomainError {
     this.code =
       limit === 'STREAMS_PER_CALLER'
         ? 'STREAM_LIMIT_EXCEEDED'
-        : limit === 'REQUEST_BYTES'
-          ? 'REQUEST_LIMIT_EXCEEDED'
-          : 'LIMIT_EXCEEDED';
+        : limit === 'BLOCKING_SENDS_PER_CALLER'
+          ? 'BLOCKING_LIMIT_EXCEEDED'
+          : limit === 'REQUEST_BYTES'
+            ? 'REQUEST_LIMIT_EXCEEDED'
+            : 'LIMIT_EXCEEDED';
     this.reason = `${limit}_EXCEEDED`;
     this.violations =
       limits.field === undefined ? [] : [{ field: limits.field, description: limits.description }];

@@ -114,6 +114,11 @@ export const jsonRpcErrorTable: Readonly<Record<WireErrorCode, WireErrorRow>> = 
     message: 'This operation is not supported right now: too many open streams',
     detail: { kind: 'limit' },
   },
+  BLOCKING_LIMIT_EXCEEDED: {
+    code: -32004,
+    message: 'This operation is not supported right now: too many blocking sends waiting',
+    detail: { kind: 'limit' },
+  },
   // A body above `maxRequestBytes`: an envelope refusal (-32600) whose reason names the limit.
   REQUEST_LIMIT_EXCEEDED: { code: -32600, message: 'Invalid Request', detail: { kind: 'limit' } },
   VERSION_CONFLICT: internal,

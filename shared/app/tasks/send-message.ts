@@ -2,6 +2,7 @@ import type { Config } from '../../config/config.ts';
 import type { Message, Task } from '../../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
 import type { Logger } from '../../domain/logger.ts';
+import type { StreamSlots } from '../../domain/ports.ts';
 import { type JournalView, viewAtEvent } from '../../domain/projection.ts';
 import type { JournaledRevision } from '../journal/write-through.ts';
 import {
@@ -12,6 +13,7 @@ import {
   type HandedOver,
   senderOf,
 } from './create-task.ts';
+import { withBlockingSlot } from './limits.ts';
 import {
   projectedWait,
   type ReadOptions,
@@ -38,7 +40,12 @@ export interface RunsHere {
 }
 
 export type SendMessageDeps = CreateTaskDeps &
-  ReadTaskDeps & { readonly runsHere?: RunsHere; readonly logger?: Pick<Logger, 'warn'> };
+  ReadTaskDeps & {
+    readonly runsHere?: RunsHere;
+    readonly logger?: Pick<Logger, 'warn'>;
+    /** The caller's blocking sends, counted across rpc instances (`limits.blockingSendsPerCaller`); none: uncounted. */
+    readonly blockingSlots?: StreamSlots;
+  };
 
 export type SendMessageInput = CreateTaskInput;
 
@@ -62,8 +69,18 @@ export const settledWait = (profileId: string): string => `settled:${profileId}`
  * first committed revision. Either way the answer is a revision the journal holds: read from it, or
  * the one a run here (`runsHere`) committed and projected into it itself.
  */
-export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput): Promise<Task> => {
-  const blocking = input.configuration?.returnImmediately !== true;
+export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput): Promise<Task> =>
+  input.configuration?.returnImmediately === true
+    ? send(deps, input, false)
+    : withBlockingSlot(
+        deps,
+        senderOf(input),
+        deps.ids.newId(),
+        blockingCapMs(deps.config, input.profileId),
+        () => send(deps, input, true),
+      );
+
+const send = async (deps: SendMessageDeps, input: SendMessageInput, blocking: boolean): Promise<Task> => {
   const providers = deps.config.profiles[input.profileId]?.providers ?? [];
   const runsHere = blocking && deps.runsHere?.canRun(providers) ? deps.runsHere : undefined;
   const created = await createTask(deps, input, { handOver: runsHere !== undefined });
