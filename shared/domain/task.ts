@@ -2,6 +2,7 @@ import type { Artifact, JsonObject, Message, TaskState } from './a2a.ts';
 import { isTerminal } from './a2a.ts';
 import type { RunApproval } from './approvals.ts';
 import type { SealedBlob } from './projection.ts';
+import type { RemoteToolGrants } from './tools.ts';
 
 /**
  * Tasks and runs as the state table holds them (docs/invariants.md "Vocabulary"; docs/data-model.md). Content fields (status
@@ -134,6 +135,8 @@ export interface RunProfile {
   readonly providers: readonly string[];
   readonly instructions: string;
   readonly tools: readonly { readonly name: string; readonly requiresApproval: boolean }[];
+  /** The MCP tools the profile allows (config `profiles.<id>.mcp`); absent: none. */
+  readonly mcp?: RemoteToolGrants;
   readonly maxToolRounds: number;
 }
 
