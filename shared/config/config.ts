@@ -19,7 +19,11 @@ const providerTimeoutMs = z._default(z.number().check(z.int(), z.positive(), z.l
 
 const scriptedProvider = z.object({
   type: z.literal('scripted'),
-  behavior: z._default(z.enum(['echo', 'tck', 'fail', 'slow', 'stream']), 'echo'),
+  behavior: z._default(z.enum(['echo', 'tck', 'fail', 'slow', 'stream', 'call-tool']), 'echo'),
+  /** `call-tool`: the tool called, by the name the model is offered (e.g. `tickets__search`). */
+  tool: z.optional(nonEmptyString),
+  /** `call-tool`: its arguments; absent, the user's message if it is a JSON object, else `{}`. */
+  arguments: z.optional(z.record(z.string(), z.unknown())),
   /** `stream`: the pause before each word of the echo, in ms. */
   paceMs: z._default(integer(0, 10_000), 50),
   /** `stream`: breaks off as an unavailable provider after this many words (fallback tests). */

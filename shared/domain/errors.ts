@@ -255,7 +255,7 @@ export class ProviderFailedError extends Error {
   }
 }
 
-export type AgentStopReason = 'TOOL_ROUNDS_EXCEEDED' | 'TOOL_UNAVAILABLE';
+export type AgentStopReason = 'TOOL_ROUNDS_EXCEEDED' | 'TOOL_UNAVAILABLE' | 'TOOL_CALL_INTERRUPTED';
 
 /**
  * The tool loop ended the run before an answer, for a reason the task may show: a public,

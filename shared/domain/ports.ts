@@ -1,6 +1,6 @@
 import type { Artifact, Message, TaskState } from './a2a.ts';
 import type { ApprovalDecision, ApprovalRecord } from './approvals.ts';
-import type { AgentSession, AgentStep } from './model.ts';
+import type { AgentSession, AgentStep, ToolCall } from './model.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
 import type { DeliveryAttemptEntry, PushDelivery, PushDeliveryRecord, StoredPushConfig } from './push.ts';
 import type { AgentCaller, Owner, RunRecord } from './task.ts';
@@ -277,6 +277,12 @@ export interface AgentRequest {
    * included). What it receives must never reach the journal or a log (I-LEAVE).
    */
   readonly onStep?: (step: AgentStep) => Promise<void> | void;
+  /**
+   * The fence of a call that may change something outside this server (a `write` effect,
+   * I-EFFECT): resolves once the run recorded, under its lock, that the call starts; the call is
+   * sent only after it. A rejection (the run was canceled, or taken back) means it is not sent.
+   */
+  readonly fence?: (call: ToolCall) => Promise<void>;
   /**
    * Progressive output (docs/configuration.md, profile `output`): given, the provider streams its model calls and reports
    * the answer as it grows; absent, it calls its models without streaming. `run` resolves with
