@@ -1,7 +1,7 @@
 import { OpenAiProvider } from '../shared/adapters/providers/openai-provider.ts';
 import { ScriptedProvider } from '../shared/adapters/providers/scripted-provider.ts';
-import { ScriptedToolModel } from '../shared/adapters/providers/scripted-tool-model.ts';
 import { extensionApiKey } from '../shared/adapters/providers/secret-api-key.ts';
+import { lazyScriptedToolModel } from '../shared/adapters/tools/lazy-tool-sources.ts';
 import { ToolLoopAgent } from '../shared/app/runs/tool-loop-agent.ts';
 import type { ProviderConfig } from '../shared/config/config.ts';
 import type { RuntimeEnv } from '../shared/config/runtime-env.ts';
@@ -35,7 +35,7 @@ export const createProviderFor = (
       providers.set(
         providerId,
         new ToolLoopAgent(
-          new ScriptedToolModel(providerId, provider.tool, provider.arguments as JsonObject | undefined),
+          lazyScriptedToolModel(providerId, provider.tool, provider.arguments as JsonObject | undefined),
         ),
       );
     } else if (provider.type === 'scripted') {

@@ -166,6 +166,7 @@ export class ServiceStack extends Stack {
     this.rpc = new HouseFunction(this, 'Rpc', {
       entry: entries.rpc,
       description: 'A2A JSON-RPC, SSE and agent cards',
+      toolSources: true,
       timeout: RPC_TIMEOUT,
       // I/O bound: billed while a blocking call or a stream waits for the journal, its CPU is
       // about a tenth of its wall time (decision 0030), so half the house memory halves the
@@ -274,6 +275,7 @@ export class ServiceStack extends Stack {
     this.executor = new HouseFunction(this, 'Executor', {
       entry: entries.executor,
       description: 'Runs queued A2A task runs',
+      toolSources: true,
       timeout: EXECUTOR_TIMEOUT,
       logRetention,
       environment: { ...environmentFor('executor'), DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl },

@@ -272,6 +272,17 @@ export class AgentStoppedError extends Error {
 }
 
 /**
+ * A fenced tool call's record could not be written (I-EFFECT): the run moved under its executor
+ * (settled, taken, another version) or a cancel was asked. The call was not sent.
+ */
+export class ToolFenceLostError extends Error {
+  override readonly name = 'ToolFenceLostError';
+  constructor(readonly outcome: 'lost' | 'canceled') {
+    super(`The run could not fence a tool call (${outcome})`);
+  }
+}
+
+/**
  * The tool loop stopped before a turn whose calls need an operator's approval (I-APPROVAL): no
  * call of that turn ran. The session holds the finished steps; the executor seals both and
  * suspends the run. Not a failure and never a fallback.

@@ -3,7 +3,7 @@ import type { ApprovalDecision, ApprovalRecord } from './approvals.ts';
 import type { AgentSession, AgentStep, ToolCall } from './model.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
 import type { DeliveryAttemptEntry, PushDelivery, PushDeliveryRecord, StoredPushConfig } from './push.ts';
-import type { AgentCaller, Owner, RunRecord } from './task.ts';
+import type { AgentCaller, Owner, RunFence, RunRecord } from './task.ts';
 import type { EnabledTool } from './tools.ts';
 
 /**
@@ -157,6 +157,13 @@ export interface TaskRepository {
     taskId: string,
     runId: string,
   ): Promise<{ readonly run: RunRecord | undefined; readonly task: StoredTask | undefined }>;
+  /**
+   * Records that a fenced tool call starts (I-EFFECT) on a RUNNING run at the version its
+   * executor holds, not asked to cancel: one conditional write that does not move the version
+   * (like a lease renewal). 'lost' when the run moved (settled, reaped, another version),
+   * 'canceled' when a cancel was asked: then the call is not sent.
+   */
+  fenceRun(run: RunRecord, fence: RunFence): Promise<'fenced' | 'lost' | 'canceled'>;
 }
 
 /**

@@ -128,6 +128,19 @@ export interface RunRecord {
    * the deployment configuration, which the executor reads itself.
    */
   readonly profile?: RunProfile;
+  /**
+   * The last tool call of a `write` effect this run started (I-EFFECT): written under the run
+   * lock before the call is sent, never its arguments. A run found with it after a crash ends
+   * FAILED `TOOL_CALL_INTERRUPTED`; nothing sends the call again.
+   */
+  readonly fence?: RunFence;
+}
+
+/** A fenced tool call as the run row records it: which call, which tool, when it started. */
+export interface RunFence {
+  readonly callId: string;
+  readonly tool: string;
+  readonly at: string;
 }
 
 /** What the executor needs of a profile to run it. */

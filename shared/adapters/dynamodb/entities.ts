@@ -253,6 +253,7 @@ const runFields = {
       maxToolRounds: z.number(),
     }),
   ),
+  fence: z.optional(z.object({ callId: z.string(), tool: z.string(), at: z.string() })),
 } satisfies Record<RunField, unknown>;
 
 const approvalFields = {

@@ -39,27 +39,8 @@ export interface McpToolSourceOptions {
 /** An MCP failure whose request may have reached the server: sent, and no answer read. */
 const unansweredCodes = new Set([-32000, -32001]);
 
-/**
- * The MCP client of the official SDK, loaded when a profile first reaches an MCP server: its
- * own bundle file beside the function's (infra/bundling.ts), so no function that never calls a
- * tool loads it, and the function bundles keep their size.
- */
-let sdk:
-  | Promise<{
-      Client: typeof Client;
-      Transport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport;
-    }>
-  | undefined;
-const loadSdk = () => {
-  sdk ??= Promise.all([
-    import('@modelcontextprotocol/sdk/client/index.js'),
-    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
-  ]).then(([client, transport]) => ({
-    Client: client.Client,
-    Transport: transport.StreamableHTTPClientTransport,
-  }));
-  return sdk;
-};
+const loadSdk = () => import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+const loadClient = () => import('@modelcontextprotocol/sdk/client/index.js');
 
 /**
  * Tools of remote MCP servers (Streamable HTTP, docs/configuration.md `mcpServers`) as a profile
@@ -229,7 +210,10 @@ export class McpToolSource implements RemoteToolSource {
     use: (client: Client) => Promise<T>,
     onConnected?: (body: string | undefined) => void,
   ): Promise<T> {
-    const { Client: McpClient, Transport } = await loadSdk();
+    const [{ Client: McpClient }, { StreamableHTTPClientTransport: Transport }] = await Promise.all([
+      loadClient(),
+      loadSdk(),
+    ]);
     const fetch = createGuardedFetch({
       policy: this.options.policy,
       timeoutMs: server.timeoutMs,
