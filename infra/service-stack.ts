@@ -168,6 +168,7 @@ export class ServiceStack extends Stack {
       ...reservedConcurrencyOf(deployment, 'rpc'),
       entry: entries.rpc,
       description: 'A2A JSON-RPC, SSE and agent cards',
+      toolSources: true,
       timeout: RPC_TIMEOUT,
       // I/O bound: billed while a blocking call or a stream waits for the journal, its CPU is
       // about a tenth of its wall time (decision 0030), so half the house memory halves the
@@ -281,6 +282,7 @@ export class ServiceStack extends Stack {
       ...reservedConcurrencyOf(deployment, 'executor'),
       entry: entries.executor,
       description: 'Runs queued A2A task runs',
+      toolSources: true,
       timeout: EXECUTOR_TIMEOUT,
       logRetention,
       environment: { ...environmentFor('executor'), DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl },

@@ -263,7 +263,7 @@ export class ProviderFailedError extends Error {
   }
 }
 
-export type AgentStopReason = 'TOOL_ROUNDS_EXCEEDED' | 'TOOL_UNAVAILABLE';
+export type AgentStopReason = 'TOOL_ROUNDS_EXCEEDED' | 'TOOL_UNAVAILABLE' | 'TOOL_CALL_INTERRUPTED';
 
 /**
  * The tool loop ended the run before an answer, for a reason the task may show: a public,
@@ -276,6 +276,17 @@ export class AgentStoppedError extends Error {
     readonly publicText: string,
   ) {
     super(publicText);
+  }
+}
+
+/**
+ * A fenced tool call's record could not be written (I-EFFECT): the run moved under its executor
+ * (settled, taken, another version) or a cancel was asked. The call was not sent.
+ */
+export class ToolFenceLostError extends Error {
+  override readonly name = 'ToolFenceLostError';
+  constructor(readonly outcome: 'lost' | 'canceled') {
+    super(`The run could not fence a tool call (${outcome})`);
   }
 }
 

@@ -1,9 +1,9 @@
 import type { Artifact, Message, TaskState } from './a2a.ts';
 import type { ApprovalDecision, ApprovalRecord } from './approvals.ts';
-import type { AgentSession, AgentStep } from './model.ts';
+import type { AgentSession, AgentStep, ToolCall } from './model.ts';
 import type { JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
 import type { DeliveryAttemptEntry, PushDelivery, PushDeliveryRecord, StoredPushConfig } from './push.ts';
-import type { AgentCaller, Owner, RunRecord } from './task.ts';
+import type { AgentCaller, Owner, RunFence, RunRecord } from './task.ts';
 import type { EnabledTool } from './tools.ts';
 
 /**
@@ -140,6 +140,13 @@ export interface TaskRepository {
     taskId: string,
     runId: string,
   ): Promise<{ readonly run: RunRecord | undefined; readonly task: StoredTask | undefined }>;
+  /**
+   * Records that a fenced tool call starts (I-EFFECT) on a RUNNING run at the version its
+   * executor holds, not asked to cancel: one conditional write that does not move the version
+   * (like a lease renewal). 'lost' when the run moved (settled, reaped, another version),
+   * 'canceled' when a cancel was asked: then the call is not sent.
+   */
+  fenceRun(run: RunRecord, fence: RunFence): Promise<'fenced' | 'lost' | 'canceled'>;
 }
 
 /** Wakes an executor for a run. The run row is the state; the message carries only ids. */
@@ -305,6 +312,12 @@ export interface AgentRequest {
    * included). What it receives must never reach the journal or a log (I-LEAVE).
    */
   readonly onStep?: (step: AgentStep) => Promise<void> | void;
+  /**
+   * The fence of a call that may change something outside this server (a `write` effect,
+   * I-EFFECT): resolves once the run recorded, under its lock, that the call starts; the call is
+   * sent only after it. A rejection (the run was canceled, or taken back) means it is not sent.
+   */
+  readonly fence?: (call: ToolCall) => Promise<void>;
   /**
    * Progressive output (docs/configuration.md, profile `output`): given, the provider streams its model calls and reports
    * the answer as it grows; absent, it calls its models without streaming. `run` resolves with

@@ -2,6 +2,7 @@ import type { Artifact, JsonObject, Message, TaskState } from './a2a.ts';
 import { isTerminal } from './a2a.ts';
 import type { RunApproval } from './approvals.ts';
 import type { SealedBlob, StoredTask } from './projection.ts';
+import type { RemoteToolGrants } from './tools.ts';
 
 /**
  * Tasks and runs as the state table holds them (docs/invariants.md "Vocabulary"; docs/data-model.md). Content fields (status
@@ -127,6 +128,19 @@ export interface RunRecord {
    * the deployment configuration, which the executor reads itself.
    */
   readonly profile?: RunProfile;
+  /**
+   * The last tool call of a `write` effect this run started (I-EFFECT): written under the run
+   * lock before the call is sent, never its arguments. A run found with it after a crash ends
+   * FAILED `TOOL_CALL_INTERRUPTED`; nothing sends the call again.
+   */
+  readonly fence?: RunFence;
+}
+
+/** A fenced tool call as the run row records it: which call, which tool, when it started. */
+export interface RunFence {
+  readonly callId: string;
+  readonly tool: string;
+  readonly at: string;
 }
 
 /** What the executor needs of a profile to run it. */
@@ -134,6 +148,8 @@ export interface RunProfile {
   readonly providers: readonly string[];
   readonly instructions: string;
   readonly tools: readonly { readonly name: string; readonly requiresApproval: boolean }[];
+  /** The MCP tools the profile allows (config `profiles.<id>.mcp`); absent: none. */
+  readonly mcp?: RemoteToolGrants;
   readonly maxToolRounds: number;
 }
 

@@ -67,6 +67,7 @@ describe('limits', () => {
       getRun: (taskId, runId) => repositories.tasks.getRun(taskId, runId),
       getRunWithTask: (taskId, runId) => repositories.tasks.getRunWithTask(taskId, runId),
       markPushConfigured: (taskId) => repositories.tasks.markPushConfigured(taskId),
+      fenceRun: (run, fence) => repositories.tasks.fenceRun(run, fence),
     };
     return { tasks, counter };
   };

@@ -22,7 +22,7 @@ import {
   type StoredPushConfig,
 } from '../../shared/domain/push.ts';
 import { transactedImage } from '../../shared/domain/row-writes.ts';
-import { isOwnTask, type RunRecord } from '../../shared/domain/task.ts';
+import { isOwnTask, type RunFence, type RunRecord } from '../../shared/domain/task.ts';
 
 /**
  * Fakes of the repositories with the same all-or-nothing, version-conditioned semantics as the
@@ -129,6 +129,14 @@ export class InMemoryTaskRepository implements TaskRepository {
 
   async getRunWithTask(taskId: string, runId: string) {
     return { run: this.runs.get(runId), task: this.tasks.get(taskId) };
+  }
+
+  async fenceRun(run: RunRecord, fence: RunFence): Promise<'fenced' | 'lost' | 'canceled'> {
+    const current = this.runs.get(run.runId);
+    if (current?.status !== 'RUNNING' || current.version !== run.version) return 'lost';
+    if (current.cancelRequested) return 'canceled';
+    this.runs.set(run.runId, { ...current, fence });
+    return 'fenced';
   }
 }
 

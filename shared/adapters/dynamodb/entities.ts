@@ -186,9 +186,24 @@ const runFields = {
       providers: z.array(z.string()),
       instructions: z.string(),
       tools: z.array(z.object({ name: z.string(), requiresApproval: z.boolean() })),
+      mcp: z.optional(
+        z.record(
+          z.string(),
+          z.object({
+            tools: z.record(
+              z.string(),
+              z.object({
+                effect: z.optional(z.enum(['read-only', 'idempotent', 'write', 'destructive'])),
+                requiresApproval: z.optional(z.boolean()),
+              }),
+            ),
+          }),
+        ),
+      ),
       maxToolRounds: z.number(),
     }),
   ),
+  fence: z.optional(z.object({ callId: z.string(), tool: z.string(), at: z.string() })),
 } satisfies Record<RunField, unknown>;
 
 const approvalFields = {

@@ -5,6 +5,7 @@ import {
   ApprovalRequiredError,
   ProviderUnavailableError,
   SealingFailedError,
+  ToolFenceLostError,
   VersionConflictError,
 } from '../../domain/errors.ts';
 import type { AgentSession } from '../../domain/model.ts';
@@ -29,7 +30,7 @@ import {
 } from './run-context.ts';
 import { fail, failNotRetainable, reread } from './run-ending.ts';
 import { tightenForAttempt } from './run-tightening.ts';
-import { enabledToolsOf } from './run-tools.ts';
+import { runToolsOf } from './run-tools.ts';
 import { suspendRun } from './suspend-run.ts';
 
 /** How a claimed run works: where it starts in its provider chain and what it answers. */
@@ -126,8 +127,9 @@ export const runAttempts = async (
         ...attempt,
         reason: error instanceof ProviderUnavailableError ? 'PROVIDER_UNAVAILABLE' : 'PROVIDER_ERROR',
       });
-      if (runtime.signal.aborted) {
-        // The lease keeper aborted the call: the run was canceled, or settled by someone else.
+      if (runtime.signal.aborted || error instanceof ToolFenceLostError) {
+        // The lease keeper aborted the call, or a fence found the run moved: it was canceled, or
+        // settled by someone else.
         const fresh = await reread(deps, run, current);
         if (fresh.kind === 'ended') return fresh.result;
       }
@@ -139,8 +141,8 @@ export const runAttempts = async (
   return fail(deps, run, current, failureTexts.providerFailed, 'PROVIDER_FAILED');
 };
 
-/** The one place a run calls its provider: the history it answers, its tools, its step observers. */
-const callProvider = (
+/** The one place a run calls its provider: the history it answers, its tools, its step observers, its fence. */
+const callProvider = async (
   deps: RunDeps,
   provider: AgentProvider,
   run: RunRecord,
@@ -156,12 +158,21 @@ const callProvider = (
     instructions: profile.instructions,
     history: historyAsOf(history, runtime.historyRevision),
     signal: runtime.signal,
-    tools: enabledToolsOf(profile, deps.tools),
+    tools: await runToolsOf(profile, deps, runtime.signal),
     maxToolRounds: profile.maxToolRounds,
     session: runtime.session,
     onStep: async (step) => {
       await recordAgentStep(deps, run, step);
       await deps.onAgentStep?.(run, step);
+    },
+    // I-EFFECT: the run row records the call before it is sent, at the version this attempt holds.
+    fence: async (call) => {
+      const outcome = await deps.tasks.fenceRun(run, {
+        callId: call.id,
+        tool: call.name,
+        at: deps.clock.now().toISOString(),
+      });
+      if (outcome !== 'fenced') throw new ToolFenceLostError(outcome);
     },
   });
 
