@@ -88,8 +88,8 @@ export const MAX_BUNDLE_BYTES = 524_288;
 const STUBS = join(REPO_ROOT, 'infra', 'bundle-stubs');
 
 /**
- * Modules replaced by a stand-in (decision 0029): code only an event-stream operation runs, and
- * no function bundles one. test/infra/house-bundles.test.ts fails when a function bundles an
+ * Modules replaced by a stand-in (decision 0029): code only an event-stream operation runs, in
+ * every function that bundles none (all but `EVENT_STREAM_ENTRIES`). test/infra/house-bundles.test.ts fails when a function bundles an
  * operation with an event-stream member, and runs bundled Converse calls through the stand-ins.
  */
 export const UNREACHED_MODULE_STUBS = {
@@ -156,5 +156,23 @@ export const HOUSE_ESBUILD_OPTIONS = {
   external: [...UNREACHED_CREDENTIAL_PROVIDERS],
   define: DEPLOYED_DEFINES,
   tsconfig: join(REPO_ROOT, 'tsconfig.json'),
-  alias: { ...UNREACHED_MODULE_STUBS, ...SMALLER_MODULES, ...POWERTOOLS_COMMONS_ONCE },
+  alias: { ...UNREACHED_MODULE_STUBS, ...SMALLER_MODULES, ...POWERTOOLS_COMMONS_ONCE } as Readonly<
+    Record<string, string>
+  >,
 } as const satisfies BuildOptions;
+
+/**
+ * Entries that call an SDK operation with an event-stream member: the executor, whose Bedrock
+ * provider streams a turn with ConverseStream when a profile asks for progressive output
+ * (docs/configuration.md, profile `output`). They bundle the real event-stream modules; every
+ * other function keeps the stand-ins.
+ */
+export const EVENT_STREAM_ENTRIES: readonly string[] = [
+  join(REPO_ROOT, 'functions', 'executor', 'handler.ts'),
+];
+
+/** The esbuild options of one function's bundle: the house options, with the real event-stream modules where it streams. */
+export const houseEsbuildOptionsFor = (entry: string): typeof HOUSE_ESBUILD_OPTIONS =>
+  EVENT_STREAM_ENTRIES.includes(entry)
+    ? { ...HOUSE_ESBUILD_OPTIONS, alias: { ...SMALLER_MODULES, ...POWERTOOLS_COMMONS_ONCE } }
+    : HOUSE_ESBUILD_OPTIONS;

@@ -11,7 +11,12 @@ import {
 } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { HOUSE_ESBUILD_OPTIONS, REPO_ROOT, toolSourcesBundleCommand } from './bundling.ts';
+import {
+  type HOUSE_ESBUILD_OPTIONS,
+  houseEsbuildOptionsFor,
+  REPO_ROOT,
+  toolSourcesBundleCommand,
+} from './bundling.ts';
 
 export {
   DEPLOYED_DEFINES,
@@ -101,7 +106,7 @@ export class HouseFunction extends NodejsFunction {
       role,
       environment: { NODE_OPTIONS: '--enable-source-maps', ...environment },
       bundling: {
-        ...houseCdkBundling(HOUSE_ESBUILD_OPTIONS),
+        ...houseCdkBundling(houseEsbuildOptionsFor(props.entry)),
         ...(toolSources && {
           commandHooks: {
             beforeBundling: () => [],

@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import { HOUSE_ESBUILD_OPTIONS, REPO_ROOT } from '../../infra/bundling.ts';
+import { houseEsbuildOptionsFor, REPO_ROOT } from '../../infra/bundling.ts';
 import { defaultConfig } from '../../shared/config/config.ts';
 import { median } from './stats.ts';
 
 /**
  * Cold-start proxy per function (issue 8): the handler bundled exactly as `HouseFunction` has
- * CDK bundle it (`HOUSE_ESBUILD_OPTIONS` of infra/bundling.ts: ESM, minified, node22 target,
+ * CDK bundle it (`houseEsbuildOptionsFor` of infra/bundling.ts: ESM, minified, node22 target,
  * the require banner, linked source maps without sources, AWS SDK bundled but for the credential
  * sources Lambda never reaches, the event-stream stand-ins: decisions 0018, 0029), then the time to
  * import it in a fresh Node process, median of N spawns — against the same handler with the
@@ -140,7 +140,7 @@ export const measureColdStarts = async (
       const baselineFile = join(baselineRoot, functionName, 'index.mjs');
       try {
         await build({
-          ...HOUSE_ESBUILD_OPTIONS,
+          ...houseEsbuildOptionsFor(entry),
           entryPoints: [entry],
           outfile: bundleFile,
           logLevel: 'error',
