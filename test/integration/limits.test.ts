@@ -66,6 +66,8 @@ describe('limits', () => {
       getRun: (taskId, runId) => repositories.tasks.getRun(taskId, runId),
       getRunWithTask: (taskId, runId) => repositories.tasks.getRunWithTask(taskId, runId),
       markPushConfigured: (taskId) => repositories.tasks.markPushConfigured(taskId),
+      readHistorySegments: (taskId, below, last) =>
+        repositories.tasks.readHistorySegments(taskId, below, last),
     };
     return { tasks, counter };
   };

@@ -31,6 +31,8 @@ const shardOf = (id: string, shards: number): number => {
   return hash % shards;
 };
 
+const historyPrefix = 'HIST#';
+
 export const keys = {
   task: (taskId: string) => ({ pk: taskPk(taskId), sk: 'TASK' as const }),
   run: (taskId: string, runId: string) => ({ pk: taskPk(taskId), sk: `RUN#${runId}` }),
@@ -39,6 +41,15 @@ export const keys = {
    * `chunkSortKeys`.
    */
   chunk: (taskId: string, sk: string) => ({ pk: taskPk(taskId), sk }),
+  /**
+   * A part of a history segment (docs/data-model.md, "History"): the sealed entries of one revision,
+   * in parts of at most `historyPartBytes`. Keys sort by revision, then part.
+   */
+  historySegment: (taskId: string, revision: number, part: number) => ({
+    pk: taskPk(taskId),
+    sk: `${historyPrefix}${String(revision).padStart(10, '0')}#${String(part).padStart(3, '0')}`,
+  }),
+  historyPrefix: 'HIST#',
   view: (taskId: string) => ({ pk: taskPk(taskId), sk: 'VIEW' as const }),
   event: (taskId: string, revision: number) => ({
     pk: taskPk(taskId),
@@ -165,7 +176,8 @@ const ceiling = z.enum(['none', 'metadata', 'redacted', 'full']);
 /** The push mark attribute of the task row and of its journal events (docs/data-model.md, "State table"). */
 export const pushMark = 'pushConfigured' satisfies keyof StoredTask;
 
-type TaskField = Exclude<keyof StoredTask, typeof pushMark>;
+/** `historyWrite` is a write's instruction, never an attribute. */
+type TaskField = Exclude<keyof StoredTask, typeof pushMark | 'historyWrite'>;
 
 /**
  * A stored task's fields but the push mark: the task row holds them all, its view and its events
@@ -186,6 +198,8 @@ const taskFields = {
   sealedStatusMessage: z.optional(blob),
   sealedArtifacts: z.optional(blob),
   sealedHistory: z.optional(blob),
+  historyFrom: z.optional(z.int().check(z.positive())),
+  historyExpiresAt: z.optional(z.number()),
   /** The creator's W3C traceparent, on the row and its events (docs/operations.md): for logs only. */
   traceparent: z.optional(z.string()),
 } satisfies Record<TaskField, unknown>;
@@ -330,6 +344,19 @@ export const eventItemSchema = sealedItem({
   pushConfigured: z.optional(z.boolean()),
 });
 export type EventItem = z.infer<typeof eventItemSchema>;
+
+/** A part of a history segment; its first part says how many parts and messages the segment has. */
+export const historySegmentItemSchema = z.object({
+  pk: z.string(),
+  sk: z.string().check(z.startsWith(historyPrefix)),
+  revision: z.int().check(z.positive()),
+  part: z.int().check(z.nonnegative()),
+  parts: z.int().check(z.positive()),
+  messages: z.int().check(z.nonnegative()),
+  data: blob,
+  expiresAt: z.number(),
+});
+export type HistorySegmentItem = z.infer<typeof historySegmentItemSchema>;
 
 export const approvalItemSchema = z.object({
   pk: z.string(),

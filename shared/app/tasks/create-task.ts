@@ -45,6 +45,7 @@ import { endTaskWith } from './end-task.ts';
 import { checkHistoryLimit, checkMessageLimits, checkPushConfigLimit, limitsOf } from './limits.ts';
 import { runIdOf, taskIdOf } from './message-identity.ts';
 import type { TaskContentCodec } from './task-content.ts';
+import { historyFieldsFor, loadHistory } from './task-history.ts';
 
 export interface CreateTaskDeps extends CommitDeps {
   readonly queue: RunQueue;
@@ -455,7 +456,7 @@ const planFollowUp = async (
     throw new TaskAlreadyWorkingError(taskId, current.state);
   }
   const message: Message = { ...input.message, taskId, contextId: current.contextId };
-  const history = await deps.codec.openHistory(taskId, current.sealedHistory);
+  const history = await loadHistory(deps, current);
   if (history.some((entry) => entry.message.messageId === input.message.messageId)) {
     // This messageId is in the task already: a retry whose turn has come back to input, or another message.
     if (await sentBefore(deps, current, run.runId)) return { earlier: current };
@@ -464,11 +465,11 @@ const planFollowUp = async (
   const revision = current.revision + 1;
   const extended = appendHistory(history, revision, [message]);
   checkHistoryLimit(extended, limitsOf(deps.config));
-  const sealed = await deps.codec.seal(taskId, { history: extended });
   const task = advanceTask(current, 'TASK_STATE_WORKING', now, {
     currentRunId: run.runId,
     sealedStatusMessage: undefined,
-    sealedHistory: sealed.sealedHistory,
+    // The turn writes what it adds: the row lets its older entries go as segments (docs/data-model.md, "History").
+    ...(await historyFieldsFor(deps.codec, current, history, extended, { revision })),
     expiresAt: Math.max(current.expiresAt, expiresAt),
   });
   // The new run replaces the row's run, which moves to its own row.
