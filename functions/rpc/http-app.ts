@@ -95,17 +95,52 @@ const refuseLargeBody = (body: string, maxBytes: number, errorDomain: string): H
 const cardPath = /^\/(?:agents\/([a-z0-9][a-z0-9-]{0,62})\/)?\.well-known\/agent-card\.json$/;
 const rpcPath = /^\/(?:agents\/([a-z0-9][a-z0-9-]{0,62}))?\/?$/;
 
+/** The `A2A-Version` a request asks for, as a header or a query parameter (docs/protocol.md §2). */
+const requestedVersion = (request: HttpRequest): string => {
+  const query = request.query['A2A-Version'] ?? request.query['a2a-version'];
+  return (request.headers['a2a-version'] || (typeof query === 'string' ? query : query?.[0]) || '').trim();
+};
+
+/**
+ * When this instance first served each card body (by its ETag), as an HTTP date: the card's
+ * `Last-Modified` (docs/protocol.md §9). A card changes only with its configuration, which an
+ * instance sees change at most when it reads it, so the first time a body is served is the latest
+ * it can have changed as far as this instance knows. Bounded: the oldest entries go first.
+ */
+const createCardDates = (capacity = 64) => {
+  const seen = new Map<string, string>();
+  return {
+    firstSeen: (etag: string, now: Date): string => {
+      const known = seen.get(etag);
+      if (known !== undefined) return known;
+      if (seen.size >= capacity) seen.delete(seen.keys().next().value as string);
+      const date = now.toUTCString();
+      seen.set(etag, date);
+      return date;
+    },
+  };
+};
+
 export const createHttpApp = (deps: HttpAppDeps) => {
+  const cardDates = createCardDates();
   const servedConfig = async (): Promise<Config> =>
     deps.profiles === undefined ? deps.config : (await deps.profiles.current()).config;
 
-  // The ETag is the body's digest: a saved profile that changes changes its card's ETag.
+  // The ETag is the body's digest: a saved profile that changes changes its card's ETag. The
+  // card's version is negotiated like a request's (docs/protocol.md §9 "v0.3 clients"): v0.3 by
+  // `A2A-Version: 0.3` (header or query), v1.0 otherwise; caches keep one per version (`Vary`).
   const serveCard = async (request: HttpRequest, profileId: string): Promise<HttpResponse> => {
-    const card = buildAgentCard(await servedConfig(), profileId, request.baseUrl);
+    const version = /^0\.3(\.\d+)?$/.test(requestedVersion(request)) ? '0.3' : '1.0';
+    const card = buildAgentCard(await servedConfig(), profileId, request.baseUrl, version);
     if (card === undefined) return json(404, { error: 'No such agent' });
     const body = JSON.stringify(card);
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
-    const headers = { 'Cache-Control': 'public, max-age=300', ETag: etag };
+    const headers = {
+      'Cache-Control': 'public, max-age=300',
+      ETag: etag,
+      'Last-Modified': cardDates.firstSeen(etag, new Date()),
+      Vary: 'A2A-Version',
+    };
     if (request.headers['if-none-match'] === etag) return { status: 304, headers, body: '' };
     return { status: 200, headers: { 'Content-Type': 'application/json', ...headers }, body };
   };

@@ -246,7 +246,7 @@ export interface WebhookPollers {
 
 /** The webhook path of decision 0009: journal stream → pusher → FIFO queue → deliverer. */
 const createWebhookPollers = async (
-  clients: LocalClients,
+  clientsOf: (functionName: string) => Pick<LocalClients, 'sqs' | 'streams'>,
   resources: LocalResources,
   options: {
     readonly concurrency: number;
@@ -265,9 +265,10 @@ const createWebhookPollers = async (
   const journalStream = resources.tables.Journal.streamArn;
   if (!journalStream) throw new Error('The journal table has no stream');
   const [pusher, deliverer] = await Promise.all([load('pusher'), load('deliverer')]);
+  const pusherClients = clientsOf('pusher');
   return {
     pusher: createStreamPoller({
-      streams: clients.streams,
+      streams: pusherClients.streams,
       streamArn: journalStream,
       handler: pusher as DynamoDbStreamLambdaHandler,
       functionName: 'pusher',
@@ -278,12 +279,12 @@ const createWebhookPollers = async (
       // Ordered fan-out: the handler stops at the first failure; halving adds nothing.
       bisectBatchOnFunctionError: false,
       maximumRetryAttempts: 10,
-      onFailure: onFailureDestination(clients.sqs, resources.queues.PusherDlq.url, options),
+      onFailure: onFailureDestination(pusherClients.sqs, resources.queues.PusherDlq.url, options),
       region: options.region,
       log: options.log,
     }),
     deliverer: createSqsPoller({
-      sqs: clients.sqs,
+      sqs: clientsOf('deliverer').sqs,
       queueUrl: resources.queues.DeliveryQueue.url,
       queueArn: resources.queues.DeliveryQueue.arn,
       handler: deliverer as SqsLambdaHandler,
@@ -422,8 +423,17 @@ export interface LocalStackOptions {
    * and replaying from the oldest record is the at-least-once superset of that.
    */
   readonly existingStreamStart?: 'LATEST' | 'TRIM_HORIZON';
+  /**
+   * Gives each event-source poller (and its on-failure destination) SDK clients of its own and
+   * shows them to this observer with the function they act for: in AWS, an event source mapping
+   * reads its queue or stream with the function's role (the IAM conformance test records them).
+   */
+  readonly observePollerClients?: PollerClientObserver;
   readonly log?: LocalLog;
 }
+
+/** Sees each SDK client an event-source poller uses, with the function whose role it stands for. */
+export type PollerClientObserver = (client: SQSClient | DynamoDBStreamsClient, functionName: string) => void;
 
 export interface LocalStack {
   readonly baseUrl: string;
@@ -441,6 +451,32 @@ export interface LocalStack {
   projectorFailures(): number;
   stop(): Promise<void>;
 }
+
+/**
+ * The clients a function's poller uses: the stack's shared ones, or, with an observer, clients of
+ * its own that the observer has seen (destroyed by `destroy`).
+ */
+const pollerClientsOf = (
+  shared: LocalClients,
+  endpoints: Endpoints,
+  region: string,
+  observe: PollerClientObserver | undefined,
+) => {
+  const own: LocalClients[] = [];
+  return {
+    of: (functionName: string): Pick<LocalClients, 'sqs' | 'streams'> => {
+      if (!observe) return shared;
+      const clients = createLocalClients(endpoints, region);
+      own.push(clients);
+      observe(clients.sqs, functionName);
+      observe(clients.streams, functionName);
+      return clients;
+    },
+    destroy: () => {
+      for (const clients of own.splice(0)) clients.destroy();
+    },
+  };
+};
 
 export const startLocalStack = async (options: LocalStackOptions = {}): Promise<LocalStack> => {
   const began = performance.now();
@@ -479,6 +515,8 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
     const clients = createLocalClients(endpoints, region);
     cleanups.push(() => clients.destroy());
     const resources = await createResources({ prefix: options.prefix ?? 'a2a-local', clients });
+    const pollerClients = pollerClientsOf(clients, endpoints, region, options.observePollerClients);
+    cleanups.push(pollerClients.destroy);
     timings.resources = elapsed(since);
 
     const env = {
@@ -531,7 +569,7 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
     timings.handlers = elapsed(since);
 
     const executor = createSqsPoller({
-      sqs: clients.sqs,
+      sqs: pollerClients.of('executor').sqs,
       queueUrl: resources.queues.RunQueue.url,
       queueArn: resources.queues.RunQueue.arn,
       handler: handlers.executor,
@@ -541,7 +579,8 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
       log,
     });
     let projectorFailures = 0;
-    const sendToProjectorDlq = onFailureDestination(clients.sqs, resources.queues.ProjectorDlq.url, {
+    const projectorClients = pollerClients.of('projector');
+    const sendToProjectorDlq = onFailureDestination(projectorClients.sqs, resources.queues.ProjectorDlq.url, {
       region,
       log,
       counted: () => {
@@ -551,7 +590,7 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
     const stateStream = resources.tables.State.streamArn;
     if (!stateStream) throw new Error('The state table has no stream');
     const projector = createStreamPoller({
-      streams: clients.streams,
+      streams: projectorClients.streams,
       streamArn: stateStream,
       handler: handlers.projector,
       functionName: 'projector',
@@ -587,7 +626,7 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
     await Promise.all([executor.start(), projector.start()]);
     const webhooks = standIns
       ? undefined
-      : await createWebhookPollers(clients, resources, {
+      : await createWebhookPollers(pollerClients.of, resources, {
           concurrency: options.delivererConcurrency ?? DELIVERER_MAX_CONCURRENCY,
           region,
           log,

@@ -1,7 +1,7 @@
 import type { Artifact, JsonObject, Message, TaskState } from './a2a.ts';
 import { isTerminal } from './a2a.ts';
 import type { RunApproval } from './approvals.ts';
-import type { SealedBlob } from './projection.ts';
+import type { SealedBlob, StoredTask } from './projection.ts';
 
 /**
  * Tasks and runs as the state table holds them (docs/invariants.md "Vocabulary"; docs/data-model.md). Content fields (status
@@ -207,6 +207,69 @@ export class IllegalTransitionError extends Error {
 
 /** Epoch seconds of an instant: the unit of every `expiresAt` (the TTL attribute). */
 export const epochSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);
+
+/**
+ * A new task at its first revision: SUBMITTED for a run that waits in the queue, WORKING for a run
+ * its create claimed (no channel shows a SUBMITTED revision no one waits in). Its sealed first
+ * message is its history.
+ */
+export const newTask = (fields: {
+  readonly taskId: string;
+  readonly contextId: string;
+  readonly owner: Owner;
+  readonly profileId: string;
+  readonly run: Pick<RunRecord, 'runId' | 'status'>;
+  readonly now: Date;
+  readonly expiresAt: number;
+  readonly sealedHistory?: SealedBlob;
+  readonly traceparent?: string;
+}): StoredTask => ({
+  taskId: fields.taskId,
+  contextId: fields.contextId,
+  owner: { tenant: fields.owner.tenant, principal: fields.owner.principal },
+  profileId: fields.profileId,
+  state: fields.run.status === 'RUNNING' ? 'TASK_STATE_WORKING' : 'TASK_STATE_SUBMITTED',
+  revision: 1,
+  currentRunId: fields.run.runId,
+  statusTimestamp: fields.now.toISOString(),
+  createdAt: fields.now.toISOString(),
+  expiresAt: fields.expiresAt,
+  sealedHistory: fields.sealedHistory,
+  ...(fields.traceparent !== undefined && { traceparent: fields.traceparent }),
+});
+
+/**
+ * A new run at version 1 with no attempts: QUEUED for an executor to claim, or RUNNING when its
+ * create is its claim (I-ONCE). `leaseUntil` is the lease its claim keeps; a QUEUED run has a
+ * start deadline `startBy`.
+ */
+export const newRun = (fields: {
+  readonly runId: string;
+  readonly taskId: string;
+  readonly profileId: string;
+  readonly status: 'QUEUED' | 'RUNNING';
+  readonly ceilings: { readonly answer: CeilingLevel; readonly audit: CeilingLevel };
+  readonly now: Date;
+  readonly expiresAt: number;
+  readonly leaseUntil: number;
+  readonly startBy?: number;
+  readonly profile?: RunProfile;
+}): RunRecord => ({
+  runId: fields.runId,
+  taskId: fields.taskId,
+  profileId: fields.profileId,
+  status: fields.status,
+  version: 1,
+  answerCeiling: fields.ceilings.answer,
+  auditCeiling: fields.ceilings.audit,
+  attempts: [],
+  cancelRequested: false,
+  createdAt: fields.now.toISOString(),
+  expiresAt: fields.expiresAt,
+  leaseUntil: fields.leaseUntil,
+  ...(fields.startBy !== undefined && { startBy: fields.startBy }),
+  ...(fields.profile !== undefined && { profile: fields.profile }),
+});
 
 /**
  * The task's next revision in `state` at `now`: the only way a task's state

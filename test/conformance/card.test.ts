@@ -19,6 +19,31 @@ type Card = Record<string, unknown> & {
   skills: Record<string, unknown>[];
 };
 
+/**
+ * The members the v1.0 schema allows (the specification's `a2a.json`: AgentCard, AgentCapabilities and
+ * AgentInterface declare `additionalProperties: false`).
+ */
+const v1CardFields = [
+  'capabilities',
+  'defaultInputModes',
+  'defaultOutputModes',
+  'description',
+  'documentationUrl',
+  'iconUrl',
+  'name',
+  'provider',
+  'securityRequirements',
+  'securitySchemes',
+  'signatures',
+  'skills',
+  'supportedInterfaces',
+  'version',
+];
+const v1CapabilityFields = ['extendedAgentCard', 'extensions', 'pushNotifications', 'streaming'];
+const v1InterfaceFields = ['protocolBinding', 'protocolVersion', 'tenant', 'url'];
+const extraKeys = (value: object, allowed: readonly string[]): string[] =>
+  Object.keys(value).filter((key) => !allowed.includes(key));
+
 const cardPaths = ['/.well-known/agent-card.json', '/agents/tck/.well-known/agent-card.json'];
 
 /** Fetched the way the TCK does: no A2A-Version header. */
@@ -67,9 +92,10 @@ describe('agent card', () => {
         const value = card!.capabilities[flag];
         expect(value === undefined || typeof value === 'boolean').toBe(true);
       }
-      // v0.3 fields ride alongside for 0.3 clients (decision 0015); they name the v1.0 interface's
-      // endpoint, and the v1.0 fields stay authoritative (v03.test.ts checks them from 0.3's side).
-      expect(card!.url).toBe(card!.supportedInterfaces[0]?.url);
+      // Only v1.0 fields: the v1.0 schema forbids any other (v0.3's are on the v0.3 card, below).
+      expect(extraKeys(card!, v1CardFields)).toEqual([]);
+      expect(extraKeys(card!.capabilities, v1CapabilityFields)).toEqual([]);
+      for (const entry of card!.supportedInterfaces) expect(extraKeys(entry, v1InterfaceFields)).toEqual([]);
       expect(card!.capabilities).not.toHaveProperty('stateTransitionHistory');
       // AgentExtension {uri, description?, required?, params?} (docs/protocol.md §9): this server declares
       // its push-deliveries extension (decision 0025), optional, so no client must activate it.
@@ -129,5 +155,37 @@ describe('agent card', () => {
     // Each profile is its own agent, so its own ETag.
     const [root, tck] = await Promise.all(cardPaths.map((path) => fetchCard(path)));
     expect(root!.response.headers.get('etag')).not.toBe(tck!.response.headers.get('etag'));
+  });
+
+  it('CARD-CACHE-003: a Last-Modified date beside the ETag, and Vary: A2A-Version', async () => {
+    for (const path of cardPaths) {
+      const { response } = await fetchCard(path);
+      const lastModified = response.headers.get('last-modified');
+      expect(lastModified).toMatch(/GMT$/);
+      expect(Number.isNaN(Date.parse(lastModified!))).toBe(false);
+      expect(Date.parse(lastModified!)).toBeLessThanOrEqual(Date.now());
+      expect(response.headers.get('vary')).toBe('A2A-Version');
+      // The same body keeps its date.
+      expect((await fetchCard(path)).response.headers.get('last-modified')).toBe(lastModified);
+    }
+  });
+
+  it('serves the v0.3 card to A2A-Version 0.3 (header or query), with its own ETag', async () => {
+    const path = '/agents/tck/.well-known/agent-card.json';
+    const { response: v1Response, card: v1 } = await fetchCard(path);
+    for (const { response, card } of [
+      await fetchCard(path, { 'A2A-Version': '0.3' }),
+      await fetchCard(`${path}?A2A-Version=0.3`),
+    ]) {
+      expect(card).toMatchObject({
+        url: v1!.supportedInterfaces[0]?.url,
+        preferredTransport: 'JSONRPC',
+        protocolVersion: '0.3.0',
+        supportedInterfaces: v1!.supportedInterfaces,
+      });
+      expect(response.headers.get('etag')).not.toBe(v1Response.headers.get('etag'));
+    }
+    // Any other version gets the v1.0 card.
+    expect((await fetchCard(path, { 'A2A-Version': '1.0' })).card).toEqual(v1);
   });
 });

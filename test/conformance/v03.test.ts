@@ -35,8 +35,10 @@ let client: Client;
 beforeAll(async () => {
   sut = await startConformanceStack('conf-v03');
   receiver = await startWebhookReceiver();
-  // A v0.3 client reads the card's v0.3 fields (no A2A-Version header, as 0.3 clients fetch it).
-  card = (await (await fetch(`${sut.baseUrl}/agents/tck/.well-known/agent-card.json`)).json()) as JsonObject;
+  // A v0.3 client reads the v0.3 card, asked for by the version in the card's URL (docs/protocol.md §9).
+  card = (await (
+    await fetch(`${sut.baseUrl}/agents/tck/.well-known/agent-card.json?A2A-Version=0.3`)
+  ).json()) as JsonObject;
   const legacyCard: AgentCard = parseLegacyAgentCard(card);
   const endpoint = legacyCard.supportedInterfaces[0]?.url ?? '';
   client = new Client(new LegacyJsonRpcTransport({ endpoint }), legacyCard);
@@ -80,7 +82,7 @@ const resultsOf = (frames: readonly SseFrame[]): V03Result[] =>
   frames.map((frame) => (frame.data?.result ?? {}) as V03Result);
 
 describe('v0.3 agent card', () => {
-  it('carries the v0.3 fields alongside the v1.0 ones, naming the same JSON-RPC endpoint', () => {
+  it('the v0.3 card carries the v0.3 fields alongside the v1.0 ones, naming the same JSON-RPC endpoint', () => {
     const [v1Interface] = card.supportedInterfaces as { url: string; protocolVersion: string }[];
     expect(v1Interface?.protocolVersion).toBe('1.0');
     expect(card).toMatchObject({

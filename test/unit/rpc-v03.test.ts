@@ -609,11 +609,25 @@ describe('v0.3 card fields', () => {
     });
   const baseUrl = 'https://agents.example.com/v1';
 
-  it('sit beside the v1.0 fields and name the v1.0 interface', () => {
-    const card = buildAgentCard(config({}), 'default', baseUrl)!;
-    expect(card.supportedInterfaces).toEqual([
-      { url: `${baseUrl}/agents/default`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
-    ]);
+  it('sit beside the v1.0 fields on the v0.3 card and name the v1.0 interface; the v1.0 card has none', () => {
+    const v1Card = buildAgentCard(config({}), 'default', baseUrl)!;
+    for (const field of [
+      'url',
+      'preferredTransport',
+      'protocolVersion',
+      'additionalInterfaces',
+      'security',
+    ]) {
+      expect(v1Card).not.toHaveProperty(field);
+    }
+    expect(v1Card).not.toHaveProperty('supportsAuthenticatedExtendedCard');
+    const card = buildAgentCard(config({}), 'default', baseUrl, '0.3')!;
+    expect(card.supportedInterfaces).toEqual(v1Card.supportedInterfaces);
+    expect(card.supportedInterfaces).toContainEqual({
+      url: `${baseUrl}/agents/default`,
+      protocolBinding: 'JSONRPC',
+      protocolVersion: '1.0',
+    });
     expect(card).toMatchObject({
       url: `${baseUrl}/agents/default`,
       preferredTransport: 'JSONRPC',
@@ -626,16 +640,17 @@ describe('v0.3 card fields', () => {
 
   it('v0.3 `security` mirrors securityRequirements; the extended card flag follows capabilities', () => {
     const tokens = { 'a-static-token-of-enough-length': { tenant: 't', principal: 'p' } };
-    const card = buildAgentCard(config({ tokens }), 'default', baseUrl)!;
+    const card = buildAgentCard(config({ tokens }), 'default', baseUrl, '0.3')!;
     expect(card.securityRequirements).toEqual([{ schemes: { bearer: { list: [] } } }]);
     expect(card.security).toEqual([{ bearer: [] }]);
     expect(card.supportsAuthenticatedExtendedCard).toBe(card.capabilities.extendedAgentCard);
     expect(card.supportsAuthenticatedExtendedCard).toBe(true);
     // agent/getAuthenticatedExtendedCard answers the extended card, v0.3 fields included.
-    expect(buildExtendedAgentCard(config({ tokens }), 'default', baseUrl)).toMatchObject({
+    expect(buildExtendedAgentCard(config({ tokens }), 'default', baseUrl, '0.3')).toMatchObject({
       url: card.url,
       supportsAuthenticatedExtendedCard: true,
     });
+    expect(buildExtendedAgentCard(config({ tokens }), 'default', baseUrl)).not.toHaveProperty('url');
   });
 
   it('agent/getAuthenticatedExtendedCard passes a declared card through', async () => {
@@ -643,6 +658,7 @@ describe('v0.3 card fields', () => {
       config({ tokens: { 'a-static-token-of-enough-length': { tenant: 't', principal: 'p' } } }),
       'default',
       baseUrl,
+      '0.3',
     );
     const seen: Seen[] = [];
     const v1 = fakeV1(seen, { GetExtendedAgentCard: () => extended });
@@ -674,7 +690,7 @@ describe('v0.3 securitySchemes (decision 0026)', () => {
       },
     });
   const cardWith = (auth: unknown) =>
-    buildAgentCard(configWith(auth), 'default', 'https://agents.example.com/v1')!;
+    buildAgentCard(configWith(auth), 'default', 'https://agents.example.com/v1', '0.3')!;
 
   it('each entry carries the v0.3 shape next to the unchanged v1.0 one', () => {
     const auth = { jwt, apiKeys: { [digest]: { tenant: 't', principal: 'p' } } };

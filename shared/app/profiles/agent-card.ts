@@ -64,11 +64,10 @@ export const toV03SecurityScheme = (scheme: SecurityScheme): V03SecurityScheme =
     : { type: 'apiKey', in: scheme.apiKeySecurityScheme.location, name: scheme.apiKeySecurityScheme.name };
 
 /**
- * The v0.3 card fields, served alongside the v1.0 ones (docs/protocol.md §9 "Serving v0.3 and v1.0 clients
- * from one card", a2a-js `toCompatAgentCard(…, {embedV1Interfaces: true})`): a 0.3 client finds
+ * The v0.3 card fields, served alongside the v1.0 ones on the v0.3 card only (docs/protocol.md §9
+ * "v0.3 clients", a2a-js `toCompatAgentCard(…, {embedV1Interfaces: true})`): a 0.3 client finds
  * the same JSON-RPC endpoint in `url`, which answers v0.3 method names in v0.3 (docs/protocol.md §1).
- * v1.0 clients ignore them; `supportedInterfaces` stays v1.0 only, so the v1.0 TCK sees one
- * interface. Each `securitySchemes` entry carries both shapes side by side (docs/protocol.md §9): the
+ * The v1.0 card leaves them out: its schema forbids unknown fields. Each `securitySchemes` entry carries both shapes side by side (docs/protocol.md §9): the
  * v1.0 wrapper key (`httpAuthSecurityScheme`…) and v0.3's `type`/`scheme`/`in`/`name`; neither
  * version's readers look at the other's keys, and the v0.3 JSON schema allows extra properties.
  */
@@ -162,19 +161,53 @@ export const declaresExtendedCard = (config: Config, profileId: string): boolean
   hasAuthScheme(config.auth) &&
   config.profiles[profileId]?.extendedCard !== undefined;
 
-/** Builds the public agent card of one profile (docs/protocol.md §9), with the v0.3 fields alongside. */
-export const buildAgentCard = (
-  config: Config,
-  profileId: string,
-  baseUrl: string,
-  capabilities: ImplementedCapabilities = implementedCapabilities,
-): (AgentCard & V03CardFields) | undefined => {
-  const card = buildV1AgentCard(config, profileId, baseUrl, capabilities);
-  if (card === undefined) return undefined;
-  // The v0.3 fields carry the schemes in both shapes: they replace the v1.0-only entries.
+/** The card versions served: v1.0's, and v0.3's for clients that ask for it (docs/protocol.md §9). */
+export type CardVersion = '1.0' | '0.3';
+
+/** The v1.0 card with the v0.3 fields alongside: the card a v0.3 client reads (docs/protocol.md §9). */
+export type V03AgentCard = Omit<AgentCard, 'securitySchemes'> & V03CardFields;
+
+/** The v0.3 card: the v1.0 card plus the v0.3 fields, whose scheme entries carry both shapes. */
+const toV03AgentCard = (card: AgentCard): V03AgentCard => {
   const { securitySchemes: _v1Only, ...rest } = card;
   return { ...rest, ...v03CardFieldsOf(card) };
 };
+
+/**
+ * Builds the public agent card of one profile (docs/protocol.md §9): the pure v1.0 card, or with
+ * `version` "0.3" the card a v0.3 client reads (the v1.0 one with the v0.3 fields alongside).
+ */
+export function buildAgentCard(
+  config: Config,
+  profileId: string,
+  baseUrl: string,
+  version?: '1.0',
+  capabilities?: ImplementedCapabilities,
+): AgentCard | undefined;
+export function buildAgentCard(
+  config: Config,
+  profileId: string,
+  baseUrl: string,
+  version: '0.3',
+  capabilities?: ImplementedCapabilities,
+): V03AgentCard | undefined;
+export function buildAgentCard(
+  config: Config,
+  profileId: string,
+  baseUrl: string,
+  version: CardVersion,
+  capabilities?: ImplementedCapabilities,
+): AgentCard | V03AgentCard | undefined;
+export function buildAgentCard(
+  config: Config,
+  profileId: string,
+  baseUrl: string,
+  version: CardVersion = '1.0',
+  capabilities: ImplementedCapabilities = implementedCapabilities,
+): AgentCard | V03AgentCard | undefined {
+  const card = buildV1AgentCard(config, profileId, baseUrl, capabilities);
+  return card === undefined || version === '1.0' ? card : toV03AgentCard(card);
+}
 
 const buildV1AgentCard = (
   config: Config,
@@ -207,22 +240,24 @@ const buildV1AgentCard = (
 
 /**
  * GetExtendedAgentCard's answer: the public card with the profile's `extendedCard` description
- * and extra skills (an extra skill with a public skill's id replaces it). `undefined` when the
- * card does not declare it.
+ * and extra skills (an extra skill with a public skill's id replaces it), in the version asked
+ * for. `undefined` when the card does not declare it.
  */
 export const buildExtendedAgentCard = (
   config: Config,
   profileId: string,
   baseUrl: string,
-): (AgentCard & V03CardFields) | undefined => {
+  version: CardVersion = '1.0',
+): AgentCard | V03AgentCard | undefined => {
   const card = buildAgentCard(config, profileId, baseUrl);
   const extended = config.profiles[profileId]?.extendedCard;
   if (card === undefined || extended === undefined || !card.capabilities.extendedAgentCard) return undefined;
   const extra = extended.skills.map((skill) => ({ ...skill, tags: [...skill.tags] }));
   const extraIds = new Set(extra.map((skill) => skill.id));
-  return {
+  const full: AgentCard = {
     ...card,
     description: extended.description ?? card.description,
     skills: [...card.skills.filter((skill) => !extraIds.has(skill.id)), ...extra],
   };
+  return version === '1.0' ? full : toV03AgentCard(full);
 };

@@ -162,7 +162,13 @@ export const createA2aMethods = (deps: A2aMethodsDeps): A2aMethodTable => ({
         requires: 'authentication',
       });
     }
-    const card = buildExtendedAgentCard(config, ctx.profileId, ctx.baseUrl);
+    // A v0.3 request (agent/getAuthenticatedExtendedCard) gets the v0.3 card (docs/protocol.md §9).
+    const card = buildExtendedAgentCard(
+      config,
+      ctx.profileId,
+      ctx.baseUrl,
+      ctx.a2aVersion === '0.3' ? '0.3' : '1.0',
+    );
     if (card === undefined) throw new ExtendedAgentCardNotConfiguredError();
     return card;
   }),

@@ -174,7 +174,7 @@ export const createV03Methods = (v1: A2aMethodTable): MethodTable<typeof v03Para
     },
   ),
   // v0.3 has one error for "no extended card here": -32007 AuthenticatedExtendedCardNotConfigured.
-  // The card answered is the same superset card (agent-card.ts), v0.3 fields included.
+  // The card answered is the v0.3 card (agent-card.ts): the v1.0 one with the v0.3 fields alongside.
   'agent/getAuthenticatedExtendedCard': defineMethod(
     v03ParamsSchemas['agent/getAuthenticatedExtendedCard'],
     async (_params, ctx) => {

@@ -3,14 +3,14 @@ import { isTerminal } from '../../domain/a2a.ts';
 import type { RunStarts } from '../../domain/audit.ts';
 import { VersionConflictError } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
-import type { Clock, RunLeases, RunQueue, RunRef, WritePlan } from '../../domain/ports.ts';
+import type { Clock, RunLeases, RunQueue, RunRef } from '../../domain/ports.ts';
 import { answerOutcome, retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
-import { runAloneWrite, taskAndRunWrite } from '../../domain/row-writes.ts';
+import { runAloneWrite } from '../../domain/row-writes.ts';
 import { giveBackRun, type RunRecord, reviseRun, settleRun } from '../../domain/task.ts';
 import { type CommitDeps, commitAndProject } from '../journal/write-through.ts';
 import { defaultRunStartDeadlineMs } from '../tasks/create-task.ts';
-import { endTaskWith } from '../tasks/end-task.ts';
+import { endTask, type FixedEnd } from '../tasks/end-task.ts';
 import type { TaskContentCodec } from '../tasks/task-content.ts';
 import { takeStartSlot } from './record-audit.ts';
 
@@ -128,16 +128,21 @@ const handleExpired = async (
   }
   const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
   // A task that moved on (canceled, or another run) keeps its state; only the run is settled.
-  const settledRun = settleRun(run, !ownsTask && run.cancelRequested ? 'CANCELED' : 'FAILED', now, expiresAt);
+  const status = !ownsTask && run.cancelRequested ? 'CANCELED' : 'FAILED';
   const fence = { leaseExpiredBefore: now.getTime() };
-  const plan: WritePlan = ownsTask
-    ? {
-        row: taskAndRunWrite(task, await failedTask(deps, run, task, now, expiresAt), run, settledRun, fence),
-      }
-    : runAloneWrite(task, run, settledRun, fence);
   try {
     // The reaper knows nothing of the journal: the revision it makes is projected after one read.
-    await commitAndProject(deps, plan);
+    if (ownsTask) {
+      await endTask(deps, {
+        task,
+        end: failedEnd(run, expiresAt),
+        run: { settle: 'FAILED', run, expiresAt },
+        expect: fence,
+        now,
+      });
+    } else {
+      await commitAndProject(deps, runAloneWrite(task, run, settleRun(run, status, now, expiresAt), fence));
+    }
   } catch (error) {
     if (error instanceof VersionConflictError) return 'skipped';
     throw error;
@@ -145,7 +150,7 @@ const handleExpired = async (
   deps.logger?.info('run reaped', {
     taskId: run.taskId,
     runId: run.runId,
-    status: settledRun.status,
+    status,
     leaseExpiredMs: now.getTime() - run.leaseUntil,
   });
   return 'reaped';
@@ -255,23 +260,12 @@ const deferStart = async (
   }
 };
 
-const failedTask = (
-  deps: ReapRunsDeps,
-  run: RunRecord,
-  task: StoredTask,
-  now: Date,
-  expiresAt: number,
-): Promise<StoredTask> =>
-  endTaskWith(
-    deps.codec,
-    task,
-    {
-      state: 'TASK_STATE_FAILED',
-      messageId: `${run.runId}-failed`,
-      text: run.status === 'QUEUED' ? unstartedRunText : abandonedRunText,
-      reason: run.status === 'QUEUED' ? unstartedRunReason : abandonedRunReason,
-      dropContent: answerOutcome(run.answerCeiling) === 'not-retainable',
-      expiresAt,
-    },
-    now,
-  );
+/** A reaped run's task ends FAILED with a reason that says whether the run ever started. */
+const failedEnd = (run: RunRecord, expiresAt: number): FixedEnd => ({
+  state: 'TASK_STATE_FAILED',
+  messageId: `${run.runId}-failed`,
+  text: run.status === 'QUEUED' ? unstartedRunText : abandonedRunText,
+  reason: run.status === 'QUEUED' ? unstartedRunReason : abandonedRunReason,
+  dropContent: answerOutcome(run.answerCeiling) === 'not-retainable',
+  expiresAt,
+});

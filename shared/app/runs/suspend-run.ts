@@ -3,8 +3,8 @@ import type { Config } from '../../config/config.ts';
 import type { Message } from '../../domain/a2a.ts';
 import {
   type ApprovalRecord,
-  approvalIdOf,
   awaitingApprovalText,
+  newApproval,
   type SuspendedRun,
 } from '../../domain/approvals.ts';
 import type { AgentSession, PendingToolTurn } from '../../domain/model.ts';
@@ -98,16 +98,15 @@ export const suspendRun = async (
   );
   // Runs waiting for an approval are kept for `privacy.retention.approval` (I-PURGE).
   const expiresAt = retentionExpiry(deps.config.privacy.retention, 'approval', now);
-  const approval: ApprovalRecord = {
-    approvalId: approvalIdOf(task.taskId, revision),
+  const approval = newApproval({
     taskId: task.taskId,
     runId: run.runId,
+    revision,
     digest: approvalDigest(run.runId, state),
-    toolNames: [...new Set(input.pending.toolCalls.map((call) => call.name))],
-    requestedAt: now.toISOString(),
-    decision: 'PENDING',
+    toolNames: input.pending.toolCalls.map((call) => call.name),
+    now,
     expiresAt,
-  };
+  });
   const waitingRun = moveRun(run, 'AWAITING_APPROVAL', {
     leaseUntil: undefined,
     sealedSuspension,

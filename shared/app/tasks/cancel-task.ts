@@ -7,21 +7,11 @@ import {
   TaskNotFoundError,
   VersionConflictError,
 } from '../../domain/errors.ts';
-import type { TaskRowWrite } from '../../domain/ports.ts';
 import { retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
-import { taskAndRunWrite } from '../../domain/row-writes.ts';
-import {
-  type AgentCaller,
-  isExpired,
-  isOwnTask,
-  isSettled,
-  type RunRecord,
-  reviseRun,
-  settleRun,
-} from '../../domain/task.ts';
-import { type CommitDeps, commitAndProject } from '../journal/write-through.ts';
-import { endTaskWith } from './end-task.ts';
+import { type AgentCaller, isExpired, isOwnTask, isSettled, type RunRecord } from '../../domain/task.ts';
+import type { CommitDeps } from '../journal/write-through.ts';
+import { endTask } from './end-task.ts';
 import {
   projectedWait,
   type ReadOptions,
@@ -83,41 +73,30 @@ const commitCancel = async (
   run: RunRecord | undefined,
 ): Promise<StoredTask> => {
   const now = deps.clock.now();
-  // Retention runs from the end of the task (I-PURGE).
-  const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
-  const canceledTask = await endTaskWith(
-    deps.codec,
+  // Nothing executes a QUEUED or AWAITING_APPROVAL run right now: it ends here. A RUNNING run
+  // only gets the flag; its executor settles it (runs/run-ending.ts `reread`).
+  const idle = run?.status === 'QUEUED' || run?.status === 'AWAITING_APPROVAL';
+  const { task: canceled } = await endTask(deps, {
     task,
-    {
+    end: {
       state: 'TASK_STATE_CANCELED',
       messageId: `${task.currentRunId}-canceled`,
       text: canceledText,
       recordInHistory: true,
-      expiresAt,
+      // Retention runs from the end of the task (I-PURGE).
+      expiresAt: retentionExpiry(deps.config.privacy.retention, 'agentRun', now),
     },
+    run:
+      run === undefined || isSettled(run.status)
+        ? undefined
+        : idle
+          ? // A run waiting for an approval never resumes: its sealed transcript goes (I-APPROVAL).
+            { settle: 'CANCELED', run, changes: { cancelRequested: true, sealedSuspension: undefined } }
+          : { flagCancel: run },
+    // A cancel knows nothing of the journal: its revision is projected after one read.
     now,
-  );
-  const row: TaskRowWrite = {
-    taskId: task.taskId,
-    task: canceledTask,
-    expect: { revision: task.revision },
-    before: task,
-  };
-  // A cancel knows nothing of the journal: its revision is projected after one read.
-  if (run === undefined || isSettled(run.status)) {
-    await commitAndProject(deps, { row });
-    return canceledTask;
-  }
-  // Nothing executes a QUEUED or AWAITING_APPROVAL run right now: it ends here. A RUNNING run
-  // only gets the flag; its executor settles it (execute-run.ts `reread`).
-  const idle = run.status === 'QUEUED' || run.status === 'AWAITING_APPROVAL';
-  const flagged: RunRecord = { ...run, cancelRequested: true };
-  const canceledRun = idle
-    ? // A run waiting for an approval never resumes: its sealed transcript goes (I-APPROVAL).
-      settleRun(flagged, 'CANCELED', now, canceledTask.expiresAt, { sealedSuspension: undefined })
-    : reviseRun(flagged, { expiresAt: Math.max(run.expiresAt, canceledTask.expiresAt) });
-  await commitAndProject(deps, { row: taskAndRunWrite(task, canceledTask, run, canceledRun) });
-  return canceledTask;
+  });
+  return canceled;
 };
 
 /** The task as the journal shows it at (or after) the row's revision (I-RYW). */

@@ -18,16 +18,16 @@ import type { Metrics } from '../../domain/metrics.ts';
 import type { Clock, IdGenerator, PushConfigRepository, RunQueue, TaskRowWrite } from '../../domain/ports.ts';
 import { resolveProfilePrivacy, retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
-import { taskAndRunWrite } from '../../domain/row-writes.ts';
 import {
   type AgentCaller,
   advanceTask,
   appendHistory,
   isExpired,
   isOwnTask,
+  newRun,
+  newTask,
   type Owner,
   type RunRecord,
-  settleRun,
 } from '../../domain/task.ts';
 import type { WebhookPolicy } from '../../domain/webhook-address.ts';
 import {
@@ -41,7 +41,7 @@ import { failpoint } from '../operations/failpoints.ts';
 import { runProfileOf } from '../profiles/served-profiles.ts';
 import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from '../push/push-configs.ts';
 import { defaultLeaseMs } from '../runs/run-lease.ts';
-import { endTaskWith } from './end-task.ts';
+import { endTask } from './end-task.ts';
 import { checkHistoryLimit, checkMessageLimits, checkPushConfigLimit, limitsOf } from './limits.ts';
 import { runIdOf, taskIdOf } from './message-identity.ts';
 import type { TaskContentCodec } from './task-content.ts';
@@ -183,32 +183,27 @@ export const createTask = async (
   // A send with an inline push config is queued (decision 0093): its run's revisions, committed in
   // a burst here, would each wait for the one before to be delivered to the webhook.
   const claimHere = options.handOver === true && inlinePush === undefined;
-  const run: RunRecord = {
+  const run = newRun({
     runId,
     taskId,
     profileId: input.profileId,
-    // Claimed by its create (decision 0096): the conditional create is the one write that claims
-    // it (I-ONCE), and the caller runs it at once, so it is never QUEUED and has no start deadline.
+    // Claimed by its create: the conditional create is the one write that claims it (I-ONCE), and
+    // the caller runs it at once, so it is never QUEUED and has no start deadline.
     status: claimHere ? 'RUNNING' : 'QUEUED',
-    version: 1,
-    answerCeiling: privacy.ceilings.answer,
-    auditCeiling: privacy.ceilings.audit,
-    attempts: [],
-    cancelRequested: false,
-    createdAt: now.toISOString(),
+    ceilings: privacy.ceilings,
+    now,
     expiresAt,
-    // The lease its claim will keep (decision 0027): its lease index entry is written once here
-    // and removed when the run settles. A crash between the commit and the enqueue leaves a run
-    // no message will claim; the reaper settles it FAILED once `startBy` is over, and moves the
-    // lease to `startBy` when the queue merely holds the run longer than this lease. A run claimed
-    // here whose caller dies is RUNNING with no start marker once its lease is over: the reaper
-    // queues it again (decision 0072).
+    // The lease its claim will keep: its lease index entry is written once here and removed when
+    // the run settles. A crash between the commit and the enqueue leaves a run no message will
+    // claim; the reaper settles it FAILED once `startBy` is over, and moves the lease to `startBy`
+    // when the queue merely holds the run longer than this lease. A run claimed here whose caller
+    // dies is RUNNING with no start marker once its lease is over: the reaper queues it again.
     leaseUntil: now.getTime() + Math.min(deps.runLeaseMs ?? defaultLeaseMs, startDeadlineMs),
     ...(!claimHere && { startBy: now.getTime() + startDeadlineMs }),
     // The executor reads only the deployment configuration: a saved profile's run takes its
     // settings along, so it runs as accepted even if the profile changes or goes meanwhile.
     ...(deps.savedProfiles?.has(input.profileId) && { profile: runProfileOf(profile) }),
-  };
+  });
 
   const plan = await commitPlanned(deps, input, run, now, expiresAt, inlinePush);
   if ('earlier' in plan) return answerRetry(deps, plan.earlier, runId);
@@ -223,7 +218,7 @@ export const createTask = async (
       runId,
       error: error instanceof Error ? error.name : 'unknown',
     });
-    return settleUnqueued(deps, plan);
+    return failUnqueued(deps, plan);
   }
   return { taskId: plan.task.taskId, revision: plan.task.revision };
 };
@@ -394,22 +389,17 @@ const planNewTask = async (
   checkHistoryLimit(history, limitsOf(deps.config));
   const sealed = await deps.codec.seal(taskId, { history });
   const traceparent = deps.callerTraceparent?.();
-  const task: StoredTask = {
+  const task = newTask({
     taskId,
     contextId,
-    owner: { tenant: input.caller.tenant, principal: input.caller.principal },
+    owner: input.caller,
     profileId: input.profileId,
-    // A run claimed by this create works from its first revision (decision 0096): no channel
-    // shows a SUBMITTED revision no one waits in.
-    state: run.status === 'RUNNING' ? 'TASK_STATE_WORKING' : 'TASK_STATE_SUBMITTED',
-    revision: 1,
-    currentRunId: run.runId,
-    statusTimestamp: now.toISOString(),
-    createdAt: now.toISOString(),
+    run,
+    now,
     expiresAt,
     sealedHistory: sealed.sealedHistory,
     ...(traceparent !== undefined && { traceparent }),
-  };
+  });
   const taskRun: RunRecord = { ...run, taskId };
   return {
     task,
@@ -489,29 +479,25 @@ const planFollowUp = async (
   };
 };
 
-const settleUnqueued = async (deps: CreateTaskDeps, { task, run, journaled }: Plan): Promise<CreatedTask> => {
-  const now = deps.clock.now();
-  const failed = await endTaskWith(
-    deps.codec,
-    task,
-    {
-      state: 'TASK_STATE_FAILED',
-      messageId: `${run.runId}-unqueued`,
-      text: 'The task could not be started; please try again.',
-      reason: 'ENQUEUE_FAILED',
-    },
-    now,
-  );
+/** A run that could not be queued ends its task FAILED at once (enqueue fails closed). */
+const failUnqueued = async (deps: CreateTaskDeps, { task, run, journaled }: Plan): Promise<CreatedTask> => {
   try {
-    await commitAndProject(
-      deps,
-      { row: taskAndRunWrite(task, failed, run, settleRun(run, 'FAILED', now, run.expiresAt)) },
-      { after: journaled },
-    );
+    const { task: failed } = await endTask(deps, {
+      task,
+      end: {
+        state: 'TASK_STATE_FAILED',
+        messageId: `${run.runId}-unqueued`,
+        text: 'The task could not be started; please try again.',
+        reason: 'ENQUEUE_FAILED',
+      },
+      run: { settle: 'FAILED', run, expiresAt: run.expiresAt },
+      after: journaled,
+      now: deps.clock.now(),
+    });
+    return { taskId: failed.taskId, revision: failed.revision };
   } catch (error) {
     // A cancel moved the task meanwhile: it answers for itself (its run is settled with it).
     if (!(error instanceof VersionConflictError)) throw error;
     return { taskId: task.taskId, revision: task.revision };
   }
-  return { taskId: failed.taskId, revision: failed.revision };
 };

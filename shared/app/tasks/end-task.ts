@@ -1,6 +1,14 @@
 import type { Message } from '../../domain/a2a.ts';
+import type { RowExpectation, TaskRowWrite } from '../../domain/ports.ts';
 import type { StoredTask } from '../../domain/projection.ts';
-import { advanceTask, appendHistory } from '../../domain/task.ts';
+import { taskAndRunWrite } from '../../domain/row-writes.ts';
+import { advanceTask, appendHistory, type RunRecord, reviseRun, settleRun } from '../../domain/task.ts';
+import {
+  type CommitDeps,
+  commitAndProject,
+  type JournalPlace,
+  type Projected,
+} from '../journal/write-through.ts';
 import type { TaskContentCodec } from './task-content.ts';
 import { droppedHistory, historyFieldsFor } from './task-history.ts';
 
@@ -20,11 +28,78 @@ export interface FixedEnd {
   readonly expiresAt?: number;
 }
 
+/** What the ending write does with the task's current run. */
+export type RunAtEnd =
+  /**
+   * The run ends with its task (`settleRun`). `run` is the run as read: its version conditions
+   * the write. It is kept at least until `expiresAt`, by default as long as the ended task.
+   */
+  | {
+      readonly settle: 'FAILED' | 'CANCELED';
+      readonly run: RunRecord;
+      readonly expiresAt?: number;
+      readonly changes?: Partial<Omit<RunRecord, 'status' | 'version'>>;
+    }
+  /** The run is executing: it only gets the cancel flag, and its executor settles it. */
+  | { readonly flagCancel: RunRecord };
+
+export interface TaskEnding {
+  /** The task as read: its revision conditions the write (I-LOCK). */
+  readonly task: StoredTask;
+  readonly end: FixedEnd;
+  /** Absent: the task has no run left to change (none, or settled already), and its row alone is written. */
+  readonly run?: RunAtEnd;
+  /** Conditions beyond the revision and the run version (the reaper's lease fence). */
+  readonly expect?: Omit<RowExpectation, 'revision' | 'runVersion'>;
+  /** Where the caller knows the task's journal is (`commitAndProject`); unknown: one read first. */
+  readonly after?: JournalPlace;
+  readonly now: Date;
+}
+
+export interface EndTaskDeps extends CommitDeps {
+  readonly codec: TaskContentCodec;
+}
+
 /**
- * The one way a task ends with a fixed message (a failure the agent did not answer, a reap, an
- * unqueued run, a cancel): its next revision, with the message sealed as its status message.
+ * The one way a task ends without an agent answer (a failure the agent did not answer, a reap, an
+ * unqueued run, a cancel): the fixed message sealed as its status message, the task's next
+ * revision and its run's end in one conditional write of the task row (I-LOCK), then its journal
+ * write (docs/architecture.md "The journal write"). A lost condition throws
+ * `VersionConflictError`; each caller decides what that means for it.
  */
-export const endTaskWith = async (
+export const endTask = async (
+  deps: EndTaskDeps,
+  ending: TaskEnding,
+): Promise<{ readonly task: StoredTask; readonly projected: Projected }> => {
+  const { task, run, now } = ending;
+  const ended = await endedTask(deps.codec, task, ending.end, now);
+  const row: TaskRowWrite =
+    run === undefined
+      ? {
+          taskId: task.taskId,
+          task: ended,
+          expect: { ...ending.expect, revision: task.revision },
+          before: task,
+        }
+      : 'flagCancel' in run
+        ? taskAndRunWrite(task, ended, run.flagCancel, flagged(run.flagCancel, ended), ending.expect)
+        : taskAndRunWrite(
+            task,
+            ended,
+            run.run,
+            settleRun(run.run, run.settle, now, run.expiresAt ?? ended.expiresAt, run.changes),
+            ending.expect,
+          );
+  const { projected } = await commitAndProject(deps, { row }, { after: ending.after });
+  return { task: ended, projected };
+};
+
+/** An executing run asked to stop, kept at least as long as its ended task. */
+const flagged = (run: RunRecord, ended: StoredTask): RunRecord =>
+  reviseRun({ ...run, cancelRequested: true }, { expiresAt: Math.max(run.expiresAt, ended.expiresAt) });
+
+/** The task's next revision, with the fixed message sealed as its status message. */
+const endedTask = async (
   codec: TaskContentCodec,
   task: StoredTask,
   end: FixedEnd,

@@ -1,0 +1,298 @@
+import { randomUUID } from 'node:crypto';
+import { createValidatedPolicy } from '@cloud-copilot/iam-policy';
+import { runUnsafeSimulation } from '@cloud-copilot/iam-simulate';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
+import { KMS_PURPOSE } from '../../shared/adapters/kms-sealer.ts';
+import { parseConfig } from '../../shared/config/config.ts';
+import { rpc } from '../conformance/sse.ts';
+import { type AwsCallRecorder, type RecordedCall, recordAwsCalls } from '../support/aws-call-recorder.ts';
+import {
+  type InstallationPolicies,
+  type PolicyDocument,
+  synthesizedPolicies,
+} from '../support/iam-policies.ts';
+import { providedEndpoints } from '../support/local-guard.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+/**
+ * Deployed as tested (docs/security.md, control 8): every AWS API call each function of the local
+ * stack makes while the tests below drive it — DynamoDB items, each part of a transaction and of a
+ * batch, index queries, streams, SQS, KMS with its encryption context — is evaluated against that
+ * function's policies in the synthesized template, with the content key's key policy and the
+ * queues' policies as resource policies. A call the policies would deny fails; so does a granted
+ * action that no call used and that has no reason below (least privilege, both ways).
+ *
+ * The evaluator is `@cloud-copilot/iam-simulate` (AGPL-3.0, a devDependency used by this test
+ * only; nothing of it is bundled or deployed). Its validating entry point ignores
+ * `kms:EncryptionContext:<key>` condition keys, so the unvalidated one (`runUnsafeSimulation`)
+ * evaluates them; the test proves that it does (a foreign installation's context is denied).
+ */
+
+const region = 'us-east-1';
+const account = '000000000000';
+
+const config = parseConfig({
+  privacy: { level: 'metadata' },
+  providers: {
+    echo: { type: 'scripted', behavior: 'echo' },
+    tck: { type: 'scripted', behavior: 'tck' },
+  },
+  profiles: {
+    default: { name: 'Echo', description: 'echo', providers: ['echo'], privacyLevel: 'full' },
+    tck: { name: 'TCK', description: 'TCK scenarios', providers: ['tck'], privacyLevel: 'full' },
+  },
+  webhooks: { retryBaseSeconds: 1 },
+  streaming: { heartbeatSeconds: 1 },
+});
+
+/**
+ * Granted actions no test here exercises, each with why it is granted. Keyed
+ * `<function> <action> <resource>` with the resource's short name.
+ */
+const unexercisedGrants: Record<string, string> = {};
+
+let stack: LocalStack;
+let recorder: AwsCallRecorder;
+let policies: InstallationPolicies;
+let receiver: WebhookReceiver;
+
+beforeAll(async () => {
+  const endpoints = providedEndpoints();
+  // The key id is known only once the stack created it; a Decrypt names it through its ciphertext.
+  const scope = { region, account, defaultKeyArn: '' };
+  recorder = recordAwsCalls(scope);
+  stack = await startLocalStack({
+    config,
+    endpoints,
+    prefix: `e2e-iam-${randomUUID().slice(0, 8)}`,
+    log: () => {},
+    reaperIntervalMs: 300,
+    runLeaseMs: 1_500,
+    // The first queued run's executor fails right after its claim: the reaper takes it over.
+    failpoints: 'executor.afterClaim=#1',
+    observePollerClients: (client, fn) => recorder.observe(client, fn),
+  });
+  Object.assign(scope, {
+    defaultKeyArn: `arn:aws:kms:${region}:${account}:key/${stack.resources.key.keyId}`,
+  });
+  policies = synthesizedPolicies(config, stack.resources, scope);
+  receiver = await startWebhookReceiver();
+});
+afterAll(async () => {
+  await stack?.stop();
+  recorder?.uninstall();
+  await receiver?.close();
+});
+
+const agent = (profile: string) => `${stack.baseUrl}/agents/${profile}`;
+
+const call = async (profile: string, method: string, params: unknown): Promise<Record<string, unknown>> => {
+  const answer = await rpc(agent(profile), method, params);
+  if (answer.kind === 'sse') {
+    for await (const _ of answer.frames);
+    return {};
+  }
+  if (answer.body.error) throw new Error(`${method}: ${JSON.stringify(answer.body.error)}`);
+  return (answer.body.result ?? {}) as Record<string, unknown>;
+};
+
+const message = (messageId: string, extra: Record<string, unknown> = {}) => ({
+  message: { messageId, role: 'ROLE_USER', parts: [{ text: 'hello' }], ...extra },
+});
+
+const taskOf = (result: Record<string, unknown>) => result.task as { id: string; status: { state: string } };
+
+const waitFor = async (what: string, ready: () => Promise<boolean> | boolean, timeoutMs = 30_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ready())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((wake) => setTimeout(wake, 100));
+  }
+};
+
+/** Drives every path a caller can reach: blocking, queued, streamed, follow-ups, push configs, webhooks, cancel, a reaped run. */
+const driveTheStack = async (): Promise<void> => {
+  // A queued run whose executor fails after its claim: the reaper settles or requeues it.
+  const reaped = taskOf(
+    await call('default', 'SendMessage', {
+      ...message(`m-${randomUUID()}`),
+      configuration: { returnImmediately: true },
+    }),
+  );
+  // Blocking (the rpc runs it), non-blocking (the executor), streamed.
+  taskOf(await call('default', 'SendMessage', message(`m-${randomUUID()}`)));
+  const queued = taskOf(
+    await call('default', 'SendMessage', {
+      ...message(`m-${randomUUID()}`),
+      configuration: {
+        returnImmediately: true,
+        taskPushNotificationConfig: { url: `${receiver.url}/inline` },
+      },
+    }),
+  );
+  await call('tck', 'SendStreamingMessage', message(`tck-stream-001-${randomUUID()}`));
+  // A conversation: input required, push configs, the follow-up completes it; webhooks delivered.
+  const waiting = taskOf(await call('tck', 'SendMessage', message(`tck-input-required-${randomUUID()}`)));
+  const hook = await call('tck', 'CreateTaskPushNotificationConfig', {
+    taskId: waiting.id,
+    url: `${receiver.url}/hook`,
+  });
+  const doomed = await call('tck', 'CreateTaskPushNotificationConfig', {
+    taskId: waiting.id,
+    url: `${receiver.url}/doomed`,
+  });
+  await call('tck', 'GetTaskPushNotificationConfig', { taskId: waiting.id, id: hook.id });
+  await call('tck', 'ListTaskPushNotificationConfigs', { taskId: waiting.id });
+  await call('tck', 'DeleteTaskPushNotificationConfig', { taskId: waiting.id, id: doomed.id });
+  await call('tck', 'SendMessage', message(`tck-complete-task-${randomUUID()}`, { taskId: waiting.id }));
+  // Read paths: GetTask, ListTasks, a subscription to a live task, cancel.
+  await call('default', 'GetTask', { id: queued.id, historyLength: 5 });
+  await call('tck', 'ListTasks', { pageSize: 10 });
+  const cancelable = taskOf(await call('tck', 'SendMessage', message(`tck-input-required-${randomUUID()}`)));
+  await call('tck', 'CancelTask', { id: cancelable.id });
+  await receiver.waitFor(
+    (posts) => ['/hook', '/inline'].every((path) => posts.some((post) => post.path === path)),
+    60_000,
+  );
+  await waitFor(
+    'the reaper to take the crashed run over',
+    async () => {
+      const task = taskOf({ task: await call('default', 'GetTask', { id: reaped.id }) });
+      return task.status.state !== 'TASK_STATE_WORKING' && task.status.state !== 'TASK_STATE_SUBMITTED';
+    },
+    60_000,
+  );
+  // Let the stream consumers (projector, pusher) catch up with the last revisions.
+  await new Promise((wake) => setTimeout(wake, 2_000));
+};
+
+/** The IAM decision for one recorded call. */
+const decide = (recorded: RecordedCall, identityPolicies: PolicyDocument[]): string => {
+  const resourcePolicy = policies.resourcePolicies[recorded.resource];
+  const result = runUnsafeSimulation(
+    {
+      request: {
+        principal: `arn:aws:iam::${account}:role/${recorded.fn}`,
+        action: recorded.action,
+        resource: { resource: recorded.resource, accountId: account },
+        contextVariables: { ...recorded.context },
+      },
+      identityPolicies: identityPolicies.map((policy, index) => ({
+        name: `${recorded.fn}-${index}`,
+        policy,
+      })),
+      serviceControlPolicies: [],
+      resourceControlPolicies: [],
+      ...(resourcePolicy
+        ? { resourcePolicy: createValidatedPolicy(resourcePolicy, () => [], { name: 'resource-policy' }) }
+        : {}),
+    },
+    {},
+  );
+  return result;
+};
+
+const shortName = (arn: string): string => {
+  const [base, index] = arn.split('/index/');
+  const name = policies.names.get(base ?? arn) ?? arn;
+  return index ? `${name}/index/${index}` : name;
+};
+
+const asList = (value: string | string[] | undefined): string[] =>
+  value === undefined ? [] : Array.isArray(value) ? value : [value];
+
+/** `*` and `?` of an IAM resource pattern. */
+const matches = (pattern: string, value: string): boolean =>
+  new RegExp(
+    `^${pattern
+      .split('')
+      .map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[.+^${}()|[\]\\]/g, '\\$&')))
+      .join('')}$`,
+  ).test(value);
+
+describe('IAM conformance: the local stack calls AWS only as the synthesized policies allow', () => {
+  it('evaluates the KMS encryption context (the evaluator is not vacuous)', () => {
+    const key = `arn:aws:kms:${region}:${account}:key/${stack.resources.key.keyId}`;
+    const context = (installation: string) => ({
+      'kms:CallerAccount': account,
+      'kms:EncryptionContextKeys': ['installation', 'purpose'],
+      'kms:EncryptionContext:installation': installation,
+      'kms:EncryptionContext:purpose': KMS_PURPOSE,
+    });
+    const request = (installation: string): RecordedCall => ({
+      fn: 'executor',
+      operation: 'KMS.Decrypt',
+      action: 'kms:Decrypt',
+      resource: key,
+      context: context(installation),
+    });
+    expect(decide(request('local'), policies.functions.executor)).toBe('Allowed');
+    expect(decide(request('another-installation'), policies.functions.executor)).toBe('ImplicitlyDenied');
+    expect(decide(request('local'), policies.functions.projector)).toBe('ImplicitlyDenied');
+  });
+
+  it('allows every call each function made, and grants nothing unused without a reason', async () => {
+    await driveTheStack();
+    const calls = recorder.calls;
+    const distinct = new Map<string, RecordedCall>();
+    for (const recorded of calls) {
+      distinct.set(
+        JSON.stringify([recorded.fn, recorded.action, recorded.resource, recorded.context]),
+        recorded,
+      );
+    }
+    const denied: string[] = [];
+    for (const recorded of distinct.values()) {
+      const identity = policies.functions[recorded.fn as keyof InstallationPolicies['functions']];
+      const decision = identity ? decide(recorded, identity) : 'NoRole';
+      if (decision !== 'Allowed') {
+        denied.push(
+          `${recorded.fn} ${recorded.action} ${shortName(recorded.resource)} (${recorded.operation}): ${decision}`,
+        );
+      }
+    }
+
+    // The reverse pass: every (function, action, resource) an Allow statement grants, exercised or explained.
+    const unexercised: string[] = [];
+    for (const [fn, documents] of Object.entries(policies.functions)) {
+      for (const statement of documents.flatMap((document) => document.Statement)) {
+        if (statement.Effect !== 'Allow') continue;
+        for (const action of asList(statement.Action)) {
+          // Used by the Lambda runtime for the function (its log group, X-Ray traces), not by its code.
+          if (action.startsWith('xray:') || action.startsWith('logs:')) continue;
+          for (const resource of asList(statement.Resource)) {
+            const used = calls.some(
+              (recorded) =>
+                recorded.fn === fn &&
+                matches(action.toLowerCase(), recorded.action.toLowerCase()) &&
+                matches(resource, recorded.resource),
+            );
+            if (!used) unexercised.push(`${fn} ${action} ${shortName(resource)}`);
+          }
+        }
+      }
+    }
+    const byFunction: Record<string, RecordedCall[]> = {};
+    for (const recorded of calls) byFunction[recorded.fn] = [...(byFunction[recorded.fn] ?? []), recorded];
+    console.info(
+      `IAM conformance: ${calls.length} calls (${distinct.size} distinct), ${denied.length} denied; ` +
+        Object.entries(byFunction)
+          .map(([fn, list]) => `${fn} ${list?.length ?? 0}`)
+          .join(', '),
+    );
+    console.info(`granted, never used:\n  ${[...new Set(unexercised)].sort().join('\n  ')}`);
+    expect(denied).toEqual([]);
+    expect([...new Set(unexercised)].filter((grant) => !(grant in unexercisedGrants)).sort()).toEqual([]);
+    // A reason for a grant that no longer exists, or that is now exercised, is out of date.
+    expect(
+      Object.keys(unexercisedGrants)
+        .filter((grant) => !unexercised.includes(grant))
+        .sort(),
+    ).toEqual([]);
+    // Each function that runs was seen calling AWS (the recorder is not vacuous).
+    for (const fn of ['rpc', 'executor', 'projector', 'pusher', 'deliverer', 'reaper']) {
+      expect(byFunction[fn]?.length ?? 0, fn).toBeGreaterThan(0);
+    }
+  });
+});
