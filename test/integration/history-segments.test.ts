@@ -1,12 +1,15 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
 import { DynamoDbJournalWriter } from '../../shared/adapters/dynamodb/dynamodb-journal-writer.ts';
 import { WriteThrough } from '../../shared/app/journal/write-through.ts';
+import { purgeExpired } from '../../shared/app/operations/purge-expired.ts';
 import { executeRun } from '../../shared/app/runs/execute-run.ts';
 import { createTask } from '../../shared/app/tasks/create-task.ts';
 import { getTask, toTask } from '../../shared/app/tasks/read-task.ts';
 import { loadHistory } from '../../shared/app/tasks/task-history.ts';
 import type { Message } from '../../shared/domain/a2a.ts';
+import { ProviderUnavailableError } from '../../shared/domain/errors.ts';
 import type { AgentProvider, RunMessage } from '../../shared/domain/ports.ts';
 import { viewOf } from '../../shared/domain/projection.ts';
 import { alice, testConfig, userMessage } from '../support/core-fixture.ts';
@@ -24,7 +27,21 @@ import { stateRepositories } from '../support/state-repositories.ts';
 describe('history in segments', () => {
   let env: TestResources;
   let repositories: ReturnType<typeof stateRepositories>;
-  const config = testConfig({ privacy: { level: 'full' } });
+  const config = testConfig({
+    privacy: { level: 'full' },
+    providers: {
+      first: { type: 'scripted', behavior: 'echo' },
+      careful: { type: 'scripted', behavior: 'echo', privacyLevel: 'redacted' },
+      strict: { type: 'scripted', behavior: 'echo', privacyLevel: 'metadata' },
+    },
+    profiles: {
+      default: { name: 'Asks', description: 'x', providers: ['first'] },
+      'to-careful': { name: 'Fallback redacted', description: 'x', providers: ['first', 'careful'] },
+      'to-strict': { name: 'Fallback metadata', description: 'x', providers: ['first', 'strict'] },
+    },
+  });
+  /** While set, the first provider of a chain is unavailable: the run falls back (and tightens). */
+  let firstDown = false;
   const meter: { command: string; units: number; read: boolean }[] = [];
   /** What the model was given, per turn: the number of messages and the first one's id. */
   const prompts: { messages: number; first?: string }[] = [];
@@ -64,8 +81,9 @@ describe('history in segments', () => {
     ids: { newId: () => crypto.randomUUID() },
     queue: { enqueue: async (message: RunMessage) => void queued.push(message) },
     // An agent that asks for more each turn, with a short answer, and notes what it was given.
-    providerFor: (): AgentProvider => ({
+    providerFor: (providerId: string): AgentProvider => ({
       run: async (request) => {
+        if (firstDown && providerId === 'first') throw new ProviderUnavailableError(providerId, 503);
         prompts.push({ messages: request.history.length, first: request.history[0]?.messageId });
         return {
           outcome: {
@@ -104,15 +122,21 @@ describe('history in segments', () => {
   };
 
   /** One turn: the message (a new task or a follow-up) and its run; the state table's write units. */
-  const turn = async (n: number, taskId?: string) => {
+  const turn = async (
+    n: number,
+    taskId?: string,
+    options: { profileId?: string; expect?: string; text?: string } = {},
+  ) => {
     const queued: RunMessage[] = [];
     meter.length = 0;
     const created = await createTask(deps(queued), {
       caller: alice,
-      profileId: 'default',
-      message: userMessage(text(n), taskId === undefined ? {} : { taskId }),
+      profileId: options.profileId ?? 'default',
+      message: userMessage(options.text ?? text(n), taskId === undefined ? {} : { taskId }),
     });
-    expect(await executeRun(deps(queued), queued.shift() as RunMessage)).toBe('input-required');
+    expect(await executeRun(deps(queued), queued.shift() as RunMessage)).toBe(
+      options.expect ?? 'input-required',
+    );
     return { taskId: created.taskId, writeUnits: sum(false) };
   };
 
@@ -148,7 +172,7 @@ describe('history in segments', () => {
     expect(recent.history?.map((message) => message.messageId)).toEqual(
       whole.history?.slice(-3).map((message) => message.messageId),
     );
-    expect(whole.history).toHaveLength(99);
+    expect(whole.history).toHaveLength(100);
     expect(whole.history?.[0]?.parts[0]).toEqual({ text: text(1) });
     expect(whole.history?.filter((message) => message.role === 'ROLE_USER').map((m) => m.parts[0])).toEqual(
       Array.from({ length: 50 }, (_, index) => ({ text: text(index + 1) })),
@@ -159,11 +183,71 @@ describe('history in segments', () => {
     const earlier = { ...viewOf(row!), revision: 10 };
     const asOf = await toTask(readDeps(), earlier, {}, row);
     const entries = await loadHistory(readDeps(), row!);
-    expect(entries).toHaveLength(99);
+    expect(entries).toHaveLength(100);
     const expected = entries.filter((entry) => entry.revision <= 10).map((entry) => entry.message.messageId);
     expect(expected.length).toBeGreaterThan(2);
     expect(asOf.history?.map((message) => message.messageId)).toEqual(expected);
     const asOfLast = await toTask(readDeps(), earlier, { historyLength: 2 }, row);
     expect(asOfLast.history?.map((message) => message.messageId)).toEqual(expected.slice(-2));
+  });
+
+  /** The opened entries of every stored segment of a task. */
+  const storedSegments = async (taskId: string) => {
+    const row = await repositories.tasks.getTask(taskId);
+    const segments = await repositories.tasks.readHistorySegments(taskId, row?.historyFrom ?? 1);
+    return Promise.all(
+      segments.map((segment) =>
+        repositories.codec.openHistorySegment(taskId, segment.revision, segment.sealed),
+      ),
+    );
+  };
+  const secret = (n: number) => `turn ${n}: write to someone${n}@example.com `.padEnd(12 * 1024, 'y');
+
+  it('a tightening to redacted scrubs the segments already stored; the next turns store redacted ones', async () => {
+    firstDown = false;
+    const { taskId } = await turn(1, undefined, { profileId: 'to-careful', text: secret(1) });
+    for (let n = 2; n <= 4; n++) await turn(n, taskId, { profileId: 'to-careful', text: secret(n) });
+    const before = JSON.stringify(await storedSegments(taskId));
+    expect(before).toContain('someone1@example.com');
+    firstDown = true;
+    await turn(5, taskId, { profileId: 'to-careful', text: secret(5) });
+    await turn(6, taskId, { profileId: 'to-careful', text: secret(6) });
+    firstDown = false;
+    const after = await storedSegments(taskId);
+    expect(after.flat().length).toBeGreaterThan(6);
+    expect(JSON.stringify(after)).not.toContain('@example.com');
+    const whole = await getTask(readDeps(), { ...alice, profileId: 'to-careful' }, taskId);
+    expect(whole.history).toHaveLength(12);
+    expect(JSON.stringify(whole.history)).not.toContain('@example.com');
+    expect(JSON.stringify(whole.history)).toContain('[REDACTED:EMAIL]');
+  });
+
+  it('a tightening to metadata drops every segment; the purge takes them with the task row', async () => {
+    firstDown = false;
+    const { taskId } = await turn(1, undefined, { profileId: 'to-strict' });
+    for (let n = 2; n <= 3; n++) await turn(n, taskId, { profileId: 'to-strict' });
+    expect((await segmentKeys(taskId)).length).toBeGreaterThan(0);
+    firstDown = true;
+    await turn(4, taskId, { profileId: 'to-strict', expect: 'not-retainable' });
+    firstDown = false;
+    expect(await segmentKeys(taskId)).toEqual([]);
+    const row = await repositories.tasks.getTask(taskId);
+    expect(row?.sealedHistory).toBeUndefined();
+    expect(row?.historyFrom).toBeUndefined();
+
+    // Another conversation, purged once its retention has passed: no segment outlives its row.
+    const other = (await turn(1)).taskId;
+    for (let n = 2; n <= 3; n++) await turn(n, other);
+    const segments = await segmentKeys(other);
+    expect(segments.length).toBeGreaterThan(0);
+    const stored = await repositories.tasks.getTask(other);
+    // Every segment expires no earlier than its row.
+    expect(stored?.historyExpiresAt).toBeGreaterThanOrEqual(stored?.expiresAt ?? Number.POSITIVE_INFINITY);
+    const tables = env.resources.tables;
+    await purgeExpired(
+      { stores: [new DynamoDbExpiredItems(env.clients.doc, tables.State.name, 'state')] },
+      new Date(((stored?.expiresAt ?? 0) + 1) * 1000),
+    );
+    expect(await segmentKeys(other)).toEqual([]);
   });
 });

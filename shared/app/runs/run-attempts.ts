@@ -18,6 +18,7 @@ import {
   type RunProfile,
   type RunRecord,
 } from '../../domain/task.ts';
+import { loadHistory } from '../tasks/task-history.ts';
 import { recordAgentStep, recordAuditStep, recordStart } from './record-audit.ts';
 import { completeRun } from './run-completion.ts';
 import {
@@ -60,7 +61,8 @@ export const runAttempts = async (
   const profile = startRun.profile ?? deps.config.profiles[startRun.profileId];
   if (profile === undefined)
     return fail(deps, startRun, task, failureTexts.providerFailed, 'PROFILE_MISSING');
-  const history = await deps.codec.openHistory(task.taskId, task.sealedHistory);
+  // The whole history, its segments included (docs/data-model.md, "History").
+  const history = await loadHistory(deps, task);
   // One level of fallback: the primary and at most one further provider.
   const chain = profile.providers.slice(0, 2);
   let run = startRun;
