@@ -29,6 +29,17 @@ export interface HistoryWrite {
   readonly drop?: true;
 }
 
+/**
+ * A revision that commits the answer so far while the model works (docs/architecture.md,
+ * "Progressive output"): its artifacts hold the answer's text so far, of which earlier chunks of
+ * the same attempt showed the first `from` characters. Channels show the rest, appended (`from`
+ * > 0) or replacing the artifact (`from` 0: the first chunk, or one after a reset).
+ */
+export interface AnswerChunk {
+  readonly artifactId: string;
+  readonly from: number;
+}
+
 /** The task row as stored: the record plus its sealed content fields. */
 export interface StoredTask extends TaskRecord {
   readonly sealedStatusMessage?: SealedBlob;
@@ -53,6 +64,8 @@ export interface StoredTask extends TaskRecord {
    * only by the write of revision `at` (a task carried on to a later write carries a spent one).
    */
   readonly historyWrite?: HistoryWrite;
+  /** Set on a revision that commits the answer so far; every other revision clears it. */
+  readonly answerChunk?: AnswerChunk;
   /**
    * The row's push mark (docs/data-model.md, "State table"): set once a push config was stored for the task
    * and never cleared. Task writes neither set nor remove it; the projector copies it into the events.
@@ -112,6 +125,7 @@ export const eventFields = [
   'metadata',
   'expiresAt',
   'traceparent',
+  'answerChunk',
 ] as const satisfies readonly (keyof StoredTask)[];
 
 /**

@@ -200,6 +200,7 @@ const taskFields = {
   sealedHistory: z.optional(blob),
   historyFrom: z.optional(z.int().check(z.positive())),
   historyExpiresAt: z.optional(z.number()),
+  answerChunk: z.optional(z.object({ artifactId: z.string(), from: z.int().check(z.nonnegative()) })),
   /** The creator's W3C traceparent, on the row and its events (docs/operations.md): for logs only. */
   traceparent: z.optional(z.string()),
 } satisfies Record<TaskField, unknown>;

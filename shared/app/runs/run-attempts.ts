@@ -8,7 +8,7 @@ import {
   VersionConflictError,
 } from '../../domain/errors.ts';
 import type { AgentSession } from '../../domain/model.ts';
-import type { AgentOutcome, AgentProvider, AgentResult } from '../../domain/ports.ts';
+import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
 import { answerOutcome } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import {
@@ -20,6 +20,7 @@ import {
 } from '../../domain/task.ts';
 import { loadHistory } from '../tasks/task-history.ts';
 import { recordAgentStep, recordAuditStep, recordStart } from './record-audit.ts';
+import { AnswerChunks, chunksAllowed } from './run-chunks.ts';
 import { completeRun } from './run-completion.ts';
 import {
   type ExecuteRunResult,
@@ -93,8 +94,15 @@ export const runAttempts = async (
     const startedAt = deps.clock.now();
     const provider = deps.providerFor(providerId);
     runtime.progress.providerCalled = true;
+    const chunks = answerChunksFor(deps, run, current, chain.slice(index));
     try {
-      const result = await callProvider(deps, provider, { run, task, profile, history }, runtime);
+      const result = await callProvider(
+        deps,
+        provider,
+        { run, task, profile, history, onAnswer: chunks?.onAnswer },
+        runtime,
+      );
+      if (chunks !== undefined) ({ run, task: current } = await chunks.close());
       const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), result);
       // The attempt's own fields (provider, outcome, duration, tokens); auditEntryAt keeps only those it lists.
       await recordAuditStep(deps, run, {
@@ -110,6 +118,7 @@ export const runAttempts = async (
         history,
       );
     } catch (error) {
+      if (chunks !== undefined) ({ run, task: current } = await chunks.close());
       if (error instanceof ApprovalRequiredError) {
         const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), error.tokens);
         await recordAuditStep(deps, run, { kind: 'attempt', ...attempt, reason: 'AWAITING_APPROVAL' });
@@ -150,11 +159,13 @@ const callProvider = (
     task,
     profile,
     history,
+    onAnswer,
   }: {
     readonly run: RunRecord;
     readonly task: StoredTask;
     readonly profile: RunProfile;
     readonly history: readonly HistoryEntry[];
+    readonly onAnswer: AgentRequest['onAnswer'];
   },
   runtime: AttemptsRuntime,
 ): Promise<AgentResult> =>
@@ -168,11 +179,27 @@ const callProvider = (
     tools: enabledToolsOf(profile, deps.tools),
     maxToolRounds: profile.maxToolRounds,
     session: runtime.session,
+    ...(onAnswer !== undefined && { onAnswer }),
     onStep: async (step) => {
       await recordAgentStep(deps, run, step);
       await deps.onAgentStep?.(run, step);
     },
   });
+
+/**
+ * The chunks of an attempt whose profile asks for progressive output, when its ceilings allow
+ * them (docs/architecture.md, "Progressive output"); none otherwise, and the provider does not stream.
+ */
+const answerChunksFor = (
+  deps: RunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  providersLeft: readonly string[],
+): AnswerChunks | undefined => {
+  const output = deps.config.profiles[run.profileId]?.output;
+  if (output?.progressive !== true || !chunksAllowed(deps, run, providersLeft)) return undefined;
+  return new AnswerChunks(deps, { run, task }, output.cadence);
+};
 
 /**
  * The last step before the first provider call: the start marker, the run's `claim` audit row, in
