@@ -48,6 +48,7 @@ describe('committed answer chunks', () => {
       streamer: { type: 'scripted', behavior: 'stream', paceMs: 2 },
       broken: { type: 'scripted', behavior: 'stream', paceMs: 2, failAfterWords: 60 },
       careful: { type: 'scripted', behavior: 'stream', paceMs: 2, privacyLevel: 'redacted' },
+      strict: { type: 'scripted', behavior: 'stream', paceMs: 2, privacyLevel: 'metadata' },
     },
     profiles: {
       default: { name: 'Streams', description: 'x', providers: ['streamer'], output },
@@ -59,6 +60,8 @@ describe('committed answer chunks', () => {
         output,
       },
       fallback: { name: 'Falls back', description: 'x', providers: ['broken', 'streamer'], output },
+      'to-careful': { name: 'Tightens', description: 'x', providers: ['broken', 'careful'], output },
+      'to-strict': { name: 'Tightens more', description: 'x', providers: ['broken', 'strict'], output },
     },
   });
 
@@ -222,5 +225,29 @@ describe('committed answer chunks', () => {
     expect(task.status.state).toBe('TASK_STATE_WORKING');
     // GetTask shows the text the last chunk committed: the chunks applied in order.
     expect(task.artifacts?.[0]?.parts).toEqual([{ text: [...applied(revisions).texts.values()][0] }]);
+  });
+
+  it('a chain that could tighten to `redacted` commits redacted chunks from the start (I-TIGHTEN)', async () => {
+    const text = words(200, ' mail me at someone@example.com now');
+    const { taskId, result } = await run('to-careful', text);
+    expect(result).toBe('completed');
+    const revisions = await rendered(taskId);
+    const chunkRevisions = revisions.filter(({ responses }) =>
+      responses.some((response) => artifactUpdateOf(response)?.lastChunk === false),
+    );
+    // The broken primary's chunks (at full, redacted anyway) and the fallback's.
+    expect(chunkRevisions.length).toBeGreaterThan(1);
+    expect(JSON.stringify(revisions)).not.toContain('@example.com');
+  });
+
+  it('a chain that could tighten to `metadata` commits no chunk', async () => {
+    const { taskId, result } = await run('to-strict', words(200));
+    expect(result).toBe('not-retainable');
+    const revisions = await rendered(taskId);
+    expect(
+      revisions.filter(({ responses }) =>
+        responses.some((response) => artifactUpdateOf(response)?.lastChunk === false),
+      ),
+    ).toEqual([]);
   });
 });

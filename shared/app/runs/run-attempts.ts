@@ -20,7 +20,7 @@ import {
 } from '../../domain/task.ts';
 import { loadHistory } from '../tasks/task-history.ts';
 import { recordAgentStep, recordAuditStep, recordStart } from './record-audit.ts';
-import { AnswerChunks, chunksAllowed } from './run-chunks.ts';
+import { AnswerChunks, chunkLevelOf } from './run-chunks.ts';
 import { completeRun } from './run-completion.ts';
 import {
   type ExecuteRunResult,
@@ -197,8 +197,10 @@ const answerChunksFor = (
   providersLeft: readonly string[],
 ): AnswerChunks | undefined => {
   const output = deps.config.profiles[run.profileId]?.output;
-  if (output?.progressive !== true || !chunksAllowed(deps, run, providersLeft)) return undefined;
-  return new AnswerChunks(deps, { run, task }, output.cadence);
+  const level = output?.progressive === true ? chunkLevelOf(deps, run, providersLeft) : undefined;
+  return output === undefined || level === undefined
+    ? undefined
+    : new AnswerChunks(deps, { run, task }, output.cadence, level);
 };
 
 /**

@@ -30,23 +30,24 @@ export interface ChunkedState {
 }
 
 /**
- * Whether a run may commit chunks on this attempt: its answer ceiling keeps text (`full`, or
- * `redacted`, whose chunks are redacted), and no provider left in its chain could tighten it — a
- * tightening cannot take back what the journal and the webhooks already carry (I-TIGHTEN), so a
- * chain that could tighten commits its answer with the completion only.
+ * What a run's chunks on this attempt may hold: the strictest answer level its run could still
+ * reach — its ceiling tightened by every provider left in its chain. A tightening cannot take back
+ * what the journal and the webhooks already carry (I-TIGHTEN), so a chunk never holds more than a
+ * tightening would leave: `redacted` text when a fallback could tighten to `redacted` (even while
+ * the primary answers at `full`; its completion then holds the full result), and no chunk at all
+ * when one could tighten to `metadata`/`none`.
  */
-export const chunksAllowed = (
+export const chunkLevelOf = (
   deps: Pick<RunDeps, 'config'>,
   run: RunRecord,
   providersLeft: readonly string[],
-): boolean => {
-  if (answerOutcome(run.answerCeiling) === 'not-retainable') return false;
-  const ceilings = { audit: run.auditCeiling, answer: run.answerCeiling };
-  return providersLeft.every(
-    (providerId) =>
-      ceilingsForAttempt(ceilings, deps.config.providers[providerId]?.privacyLevel).answer ===
-      run.answerCeiling,
-  );
+): 'full' | 'redacted' | undefined => {
+  let ceilings = { audit: run.auditCeiling, answer: run.answerCeiling };
+  for (const providerId of providersLeft)
+    ceilings = ceilingsForAttempt(ceilings, deps.config.providers[providerId]?.privacyLevel);
+  const outcome = answerOutcome(ceilings.answer);
+  if (outcome === 'not-retainable') return undefined;
+  return outcome === 'keep-redacted' ? 'redacted' : 'full';
 };
 
 /** The answer's artifact: the id every provider gives its answer (`<runId>-artifact-0`). */
@@ -76,6 +77,8 @@ export class AnswerChunks {
     private readonly deps: RunDeps,
     private state: ChunkedState,
     private readonly cadence: ChunkCadence,
+    /** The level the chunks are stored at (`chunkLevelOf`). */
+    private readonly level: 'full' | 'redacted',
   ) {}
 
   readonly onAnswer = (progress: AnswerProgress): void => {
@@ -118,7 +121,7 @@ export class AnswerChunks {
    * whitespace after it, so a secret is never committed half-written (too short for its pattern).
    */
   private storable(text: string): string {
-    if (this.state.run.answerCeiling !== 'redacted') return text;
+    if (this.level !== 'redacted') return text;
     const end = text.search(/\s\S*$/);
     return redactText(end < 0 ? '' : text.slice(0, end + 1));
   }
