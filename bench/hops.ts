@@ -24,7 +24,7 @@ import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ensureDynamoDbLocalJar } from '../infra/local/dynamodb-local.ts';
-import { observeInvocations } from '../infra/local/lambda-pollers.ts';
+import { observeInvocations } from '../infra/local/lambda-invocation.ts';
 import { startLocalStack } from '../infra/local/local-stack.ts';
 import { defaultConfig } from '../shared/config/config.ts';
 import { cpuSeconds } from './lib/cpu.ts';

@@ -19,7 +19,7 @@ import { ensureDynamoDbLocalJar } from '../infra/local/dynamodb-local.ts';
 import { createLocalClients, startEmulators } from '../infra/local/local-stack.ts';
 import { createResources } from '../infra/local/resources.ts';
 import { DynamoDbJournalRepository } from '../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
-import { keys } from '../shared/adapters/dynamodb/entities.ts';
+import { keys } from '../shared/adapters/dynamodb/keys.ts';
 import { projectRecord } from '../shared/app/journal/project-record.ts';
 import type { StoredTask } from '../shared/domain/projection.ts';
 import { median } from './lib/stats.ts';

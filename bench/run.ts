@@ -1023,6 +1023,302 @@ const warmUp = async (main: RpcClient): Promise<void> => {
   await meter.settle();
 };
 
+/**
+ * The floor's task on a DynamoDB Local of its own, started for it and stopped after, in its
+ * design shape and in its fewest shape; its items are copies of a task this stack has just
+ * completed.
+ */
+const floorTaskPhase = async (stack: LocalStack, main: RpcClient, sqs: Emulators[1], kms: Emulators[2]) => {
+  // The floor's task (decision 0086) on a DynamoDB Local of its own, started for it and stopped
+  // after: tables made later in one DynamoDB Local cost more per request the more stream records
+  // it holds from before them, so the bench's own would price the floor too high (a lower bound
+  // must not). Its items are copies of a task this stack has just completed. Then the same task
+  // in its fewest shape, the floor of any design (decision 0090).
+  log(
+    "the floor's task: the cost floor's requests and the backstops' stream reads, on a fresh DynamoDB Local",
+  );
+  const sample = await main.send('floor task sample');
+  const sampleTask = expectState(sample, 'TASK_STATE_COMPLETED', 'floor task sample');
+  const sampler = createDocumentClient();
+  const floorItems = await sampleFloorItems(
+    sampler,
+    {
+      state: stack.resources.tables.State.name,
+      journal: stack.resources.tables.Journal.name,
+      audit: stack.resources.tables.Audit.name,
+    },
+    sampleTask.id,
+    {
+      requestBytes: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: sendMessageParams('floor task sample'),
+      }).length,
+      answerBytes: JSON.stringify({ jsonrpc: '2.0', id: 1, result: sample.result }).length,
+    },
+  ).finally(() => sampler.destroy());
+  // Each shape on a DynamoDB Local of its own, one after the other (decision 0090).
+  const runFloorShape = async (shape: FloorTaskShape) => {
+    const floorDatabase = await startDynamoDbLocal();
+    const run = await runFloorTasks({
+      endpoints: {
+        dynamodb: floorDatabase.endpoint,
+        dynamodbStreams: floorDatabase.endpoint,
+        sqs: sqs.endpoint,
+        kms: kms.url,
+      },
+      javaPid: dynamoDbLocalPid(floorDatabase.port),
+      items: floorItems,
+      tasks: TASKS,
+      warmUp: quick ? 60 : WARM_UP_TASKS,
+      concurrency: CONCURRENCY,
+      prefix: `bench-floor-task-${shape}`,
+      shape,
+    }).finally(() => floorDatabase.stop());
+    log(
+      `the floor's task (${shape}): ${round(run.cpuMsPerTask)} ms CPU per task (main thread ${round(run.mainThreadMsPerTask)}, DynamoDB Local ${round(run.javaMsPerTask)}), ${round(run.tasksPerSecond)} tasks/s, ${round(run.streamReads)} stream reads per task`,
+    );
+    return run;
+  };
+  const floorRun = await runFloorShape('design');
+  const fewestRun = await runFloorShape('fewest');
+  await meter.settle();
+  return { floorRun, fewestRun };
+};
+
+/**
+ * Single-turn, blocking, CONCURRENCY clients: ROUNDS unmetered rounds alternating with the SDK
+ * server's, then one metered round for the costs, with its cross-checks against the emulators.
+ */
+const singleTurnPhase = async (
+  stack: LocalStack,
+  main: RpcClient,
+  kms: Emulators[2],
+  deployment: Deployment,
+  anchorSession: AnchorSession,
+) => {
+  const rounds: RoundSummary[] = [];
+  let completedIds: string[] = [];
+  const cpu = { node: 0, children: 0, mainThread: 0, generator: 0 };
+  await meter.settle();
+  meter.pause();
+  for (let r = 0; r < ROUNDS; r++) {
+    const cpuBefore = cpuSeconds();
+    const { ids, cpuSeconds: generatorSeconds, summary } = await offProcessRound(main.url, tokens.main);
+    const cpuAfter = cpuSeconds();
+    cpu.node += cpuAfter.node - cpuBefore.node;
+    cpu.children += cpuAfter.children - cpuBefore.children;
+    cpu.mainThread += cpuAfter.mainThread - cpuBefore.mainThread;
+    cpu.generator += generatorSeconds;
+    rounds.push(summary);
+    completedIds = ids;
+    log(
+      `single-turn round ${r + 1}/${ROUNDS}: p50 ${round(summary.p50)} ms p95 ${round(summary.p95)} ms, ${summary.throughputPerSecond} tasks/s, load ${summary.load.loadavg1}`,
+    );
+    if ('round' in anchorSession) await anchorSession.round();
+  }
+  // A task whose revisions straddle an hour moves its view between the owner's counter buckets
+  // (one transaction more); over an hour that is a few tasks in tens of thousands, over a
+  // ten-second round hundreds of times as many. The metered round does not straddle one
+  // (decision 0095).
+  const roundMs = (TASKS / Math.max(1, rounds.at(-1)?.throughputPerSecond ?? 1)) * 1_000;
+  const untilHourMs = 3_600_000 - (Date.now() % 3_600_000);
+  if (untilHourMs < 3 * roundMs + 5_000) {
+    log(`metered round: waiting ${Math.round(untilHourMs / 1000) + 2} s to start past the hour`);
+    await new Promise((wake) => setTimeout(wake, untilHourMs + 2_000));
+  }
+  meter.resume();
+  const kmsBefore = kms.counts();
+  const executorBefore = stack.pollers.executor.stats();
+  const meteredLatencies: number[] = [];
+  const singleTurn = await measured(deployment, [main], async () => {
+    const { latencies, ids } = await blockingRound(main, {
+      tasks: TASKS,
+      concurrency: CONCURRENCY,
+      label: 'single-turn task',
+    });
+    meteredLatencies.push(...latencies);
+    completedIds = ids;
+    return TASKS;
+  });
+  const meteredRound = summarize(meteredLatencies);
+  log(`single-turn metered round (the costs): p50 ${round(meteredRound.p50)} ms`);
+  const kmsAfter = kms.counts();
+  const executorAfter = stack.pollers.executor.stats();
+  const kmsEmulatorDelta = Object.fromEntries(
+    Object.entries(kmsAfter)
+      .map(([op, n]) => [op, n - (kmsBefore[op] ?? 0)])
+      .filter(([, n]) => n !== 0),
+  );
+  const kmsMetered = Object.fromEntries(
+    Object.entries(singleTurn.delta.requests)
+      .flatMap(([, row]) => Object.entries(row).filter(([key]) => key.startsWith('KMS.')))
+      .reduce<Map<string, number>>(
+        (totals, [key, n]) => totals.set(key.slice(4), (totals.get(key.slice(4)) ?? 0) + n),
+        new Map(),
+      ),
+  );
+  const sendMessages = Object.entries(singleTurn.delta.requests).reduce(
+    (t, [, row]) => t + (row['SQS.SendMessage'] ?? 0),
+    0,
+  );
+  const crossCheck = {
+    kms: {
+      metered: kmsMetered,
+      emulator: kmsEmulatorDelta,
+      agree:
+        JSON.stringify(kmsMetered) ===
+        JSON.stringify(
+          Object.fromEntries(
+            Object.entries(kmsEmulatorDelta).map(([k, v]) => [k.replace(/^TrentService\./, ''), v]),
+          ),
+        ),
+    },
+    sqs: {
+      meteredSendMessage: sendMessages,
+      executorPollerReceived: executorAfter.received - executorBefore.received,
+      executorPollerDeleted: executorAfter.deleted - executorBefore.deleted,
+      agree:
+        sendMessages === executorAfter.received - executorBefore.received &&
+        sendMessages === executorAfter.deleted - executorBefore.deleted,
+    },
+    rpcInvocationsVsApiRequests: {
+      rpc: singleTurn.delta.invocations.rpc?.count ?? 0,
+      apiRequests: singleTurn.apiRequests,
+    },
+    capacityMissing: singleTurn.delta.capacityMissing,
+  };
+  log(`single-turn: ${round(singleTurn.cost.usdPerMillionTasks)} USD per million tasks`);
+  return { rounds, cpu, completedIds, singleTurn, meteredRound, crossCheck };
+};
+
+/** One client, one task after another: its latency unmetered, its cost from a metered run after it. */
+const sequentialPhase = async (main: RpcClient, deployment: Deployment) => {
+  // Sequential (1 client), as the seed bench/send-latency.ts measured it: the latency without
+  // queueing, and the cost with the Lambda durations of an unloaded stack.
+  // Its latency unmetered, its cost from a metered run after it (decision 0080).
+  const sequential: number[] = [];
+  await meter.settle();
+  meter.pause();
+  await sequentialTasks(main, 'sequential', sequential);
+  meter.resume();
+  const meteredSequential: number[] = [];
+  const sequentialRun = await measured(deployment, [main], () =>
+    sequentialTasks(main, 'sequential', meteredSequential),
+  );
+  return { sequential, meteredSequential, sequentialRun };
+};
+
+/** Reads: GetTask, and ListTasks where the agent serves it. */
+const readsPhase = async (
+  main: RpcClient,
+  deployment: Deployment,
+  completedIds: readonly string[],
+  results: Record<string, unknown>,
+) => {
+  // 3. Reads: GetTask and ListTasks.
+  const getTask = await measured(deployment, [main], async () => {
+    const latency = await callLatency(TASKS, CONCURRENCY, (i) =>
+      main.call('GetTask', { id: completedIds[i % completedIds.length] }),
+    );
+    results.getTaskLatency = latency;
+    return TASKS;
+  });
+  const listSupport = await listTasksSupported(main);
+  let listTasks: unknown = { skipped: listSupport.detail };
+  if (listSupport.ok) {
+    const run = await measured(deployment, [main], async () => {
+      const latency = await callLatency(TASKS, CONCURRENCY, () => main.call('ListTasks', {}));
+      results.listTasksLatency = latency;
+      return TASKS;
+    });
+    listTasks = {
+      latency: results.listTasksLatency,
+      readUnitsPerCall: run.perTask.readUnits,
+      perCall: run.perTask,
+    };
+  }
+  return { getTask, listSupport, listTasks };
+};
+
+/**
+ * The cost floor of this deployment's single-turn task and the ratio's inputs: the item sizes of a
+ * completed task, the floor's usage with the measured durations, the floor's task checked against
+ * the requests the floor counts, and the latency floors with the machine's bound.
+ */
+const costFloorPhase = async (
+  stack: LocalStack,
+  deployment: Deployment,
+  measuredRun: {
+    readonly singleTurn: Measured;
+    readonly completedIds: readonly string[];
+    readonly floorRun: Awaited<ReturnType<typeof runFloorTasks>>;
+    readonly fewestRun: Awaited<ReturnType<typeof runFloorTasks>>;
+    readonly cpu: { node: number; children: number; mainThread: number; generator: number };
+    readonly rounds: readonly RoundSummary[];
+    readonly floorParts: Awaited<ReturnType<typeof floorPhase>>;
+  },
+) => {
+  const { singleTurn, completedIds, floorRun, fewestRun, cpu, rounds, floorParts } = measuredRun;
+  // 2. The floor and the ratio.
+  const sizes = await sampleItemSizes(stack, completedIds[0] as string);
+  const floor: Floor = computeFloor(sizes, {
+    projectorBatchSize: deployment.functions.projector?.batchSize ?? 100,
+  });
+  const floorUsage: PerTaskUsage = {
+    ...singleTurn.usage,
+    dynamodbReadUnits: floor.readUnits,
+    dynamodbWriteUnits: floor.writeUnits,
+    kmsRequests: floor.kmsRequests,
+    sqsStandardRequests: floor.sqsRequests,
+    sqsFifoRequests: 0,
+    // Same billed duration per task as measured (the blocking wait is the protocol's), floor invocations.
+    functions: singleTurn.usage.functions.map((fn) => ({
+      ...fn,
+      invocations: floor.invocations[fn.functionName] ?? fn.invocations,
+    })),
+    apiRequests: floor.apiRequests,
+  };
+  // The floor's task sends what the cost floor counts (bench/lib/floor.ts), or its bound is not the floor's.
+  const floorRequests = floor.dynamodbWriteRequests + floor.dynamodbReadRequests;
+  if (floorRun.dynamodbRequests !== floorRequests)
+    throw new Error(
+      `the floor's task sent ${floorRun.dynamodbRequests} DynamoDB requests per task, the floor counts ${floorRequests}`,
+    );
+  if (fewestRun.dynamodbRequests !== fewestDynamodbRequests)
+    throw new Error(
+      `the fewest-request task sent ${fewestRun.dynamodbRequests} DynamoDB requests per task, not ${fewestDynamodbRequests}`,
+    );
+  const floorTask = floorTaskBound(CONCURRENCY, machineLoad().cores, floorRun);
+  const fewestTask = floorTaskBound(CONCURRENCY, machineLoad().cores, fewestRun);
+  // The clients' own process shares the machine's two cores, not the stack's main thread.
+  const cpuPerTask = (cpu.node + cpu.children + cpu.generator) / (TASKS * ROUNDS);
+  const latencyFloors = {
+    ...floorParts,
+    machine: {
+      ...machineBound(
+        CONCURRENCY,
+        machineLoad().cores,
+        cpuPerTask,
+        cpu.mainThread > 0 ? cpu.mainThread / (TASKS * ROUNDS) : undefined,
+      ),
+      cpuSeconds: {
+        node: round(cpu.node),
+        mainThread: round(cpu.mainThread),
+        dynamodbLocal: round(cpu.children),
+        clients: round(cpu.generator),
+      },
+      measuredTasksPerSecond: median(rounds.map((r) => r.throughputPerSecond)),
+      floorTask,
+      fewestTask,
+    },
+  };
+
+  const floorCost = costPerMillionTasks(floorUsage);
+  return { sizes, floor, floorCost, latencyFloors };
+};
+
 const main = async () => {
   const deployment = readDeployment();
   const startedAt = new Date().toISOString();
@@ -1043,61 +1339,7 @@ const main = async () => {
     stack = started.stack;
     const { main, capabilities } = started;
 
-    // The floor's task (decision 0086) on a DynamoDB Local of its own, started for it and stopped
-    // after: tables made later in one DynamoDB Local cost more per request the more stream records
-    // it holds from before them, so the bench's own would price the floor too high (a lower bound
-    // must not). Its items are copies of a task this stack has just completed. Then the same task
-    // in its fewest shape, the floor of any design (decision 0090).
-    log(
-      "the floor's task: the cost floor's requests and the backstops' stream reads, on a fresh DynamoDB Local",
-    );
-    const sample = await main.send('floor task sample');
-    const sampleTask = expectState(sample, 'TASK_STATE_COMPLETED', 'floor task sample');
-    const sampler = createDocumentClient();
-    const floorItems = await sampleFloorItems(
-      sampler,
-      {
-        state: stack.resources.tables.State.name,
-        journal: stack.resources.tables.Journal.name,
-        audit: stack.resources.tables.Audit.name,
-      },
-      sampleTask.id,
-      {
-        requestBytes: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'SendMessage',
-          params: sendMessageParams('floor task sample'),
-        }).length,
-        answerBytes: JSON.stringify({ jsonrpc: '2.0', id: 1, result: sample.result }).length,
-      },
-    ).finally(() => sampler.destroy());
-    // Each shape on a DynamoDB Local of its own, one after the other (decision 0090).
-    const runFloorShape = async (shape: FloorTaskShape) => {
-      const floorDatabase = await startDynamoDbLocal();
-      const run = await runFloorTasks({
-        endpoints: {
-          dynamodb: floorDatabase.endpoint,
-          dynamodbStreams: floorDatabase.endpoint,
-          sqs: sqs.endpoint,
-          kms: kms.url,
-        },
-        javaPid: dynamoDbLocalPid(floorDatabase.port),
-        items: floorItems,
-        tasks: TASKS,
-        warmUp: quick ? 60 : WARM_UP_TASKS,
-        concurrency: CONCURRENCY,
-        prefix: `bench-floor-task-${shape}`,
-        shape,
-      }).finally(() => floorDatabase.stop());
-      log(
-        `the floor's task (${shape}): ${round(run.cpuMsPerTask)} ms CPU per task (main thread ${round(run.mainThreadMsPerTask)}, DynamoDB Local ${round(run.javaMsPerTask)}), ${round(run.tasksPerSecond)} tasks/s, ${round(run.streamReads)} stream reads per task`,
-      );
-      return run;
-    };
-    const floorRun = await runFloorShape('design');
-    const fewestRun = await runFloorShape('fewest');
-    await meter.settle();
+    const { floorRun, fewestRun } = await floorTaskPhase(stack, main, sqs, kms);
 
     // 1. Single-turn, blocking, CONCURRENCY clients, ROUNDS rounds, unmetered: the latency and
     // the CPU the SDK server is compared with are the product's, without the meter's
@@ -1108,111 +1350,15 @@ const main = async () => {
     const anchorSession = await openAnchor(anchorInstall);
     if ('stop' in anchorSession) stopAnchor = anchorSession.stop;
     await warmUp(main);
-    const rounds: RoundSummary[] = [];
-    let completedIds: string[] = [];
-    const cpu = { node: 0, children: 0, mainThread: 0, generator: 0 };
-    await meter.settle();
-    meter.pause();
-    for (let r = 0; r < ROUNDS; r++) {
-      const cpuBefore = cpuSeconds();
-      const { ids, cpuSeconds: generatorSeconds, summary } = await offProcessRound(main.url, tokens.main);
-      const cpuAfter = cpuSeconds();
-      cpu.node += cpuAfter.node - cpuBefore.node;
-      cpu.children += cpuAfter.children - cpuBefore.children;
-      cpu.mainThread += cpuAfter.mainThread - cpuBefore.mainThread;
-      cpu.generator += generatorSeconds;
-      rounds.push(summary);
-      completedIds = ids;
-      log(
-        `single-turn round ${r + 1}/${ROUNDS}: p50 ${round(summary.p50)} ms p95 ${round(summary.p95)} ms, ${summary.throughputPerSecond} tasks/s, load ${summary.load.loadavg1}`,
-      );
-      if ('round' in anchorSession) await anchorSession.round();
-    }
-    // A task whose revisions straddle an hour moves its view between the owner's counter buckets
-    // (one transaction more); over an hour that is a few tasks in tens of thousands, over a
-    // ten-second round hundreds of times as many. The metered round does not straddle one
-    // (decision 0095).
-    const roundMs = (TASKS / Math.max(1, rounds.at(-1)?.throughputPerSecond ?? 1)) * 1_000;
-    const untilHourMs = 3_600_000 - (Date.now() % 3_600_000);
-    if (untilHourMs < 3 * roundMs + 5_000) {
-      log(`metered round: waiting ${Math.round(untilHourMs / 1000) + 2} s to start past the hour`);
-      await new Promise((wake) => setTimeout(wake, untilHourMs + 2_000));
-    }
-    meter.resume();
-    const kmsBefore = kms.counts();
-    const executorBefore = stack.pollers.executor.stats();
-    const meteredLatencies: number[] = [];
-    const singleTurn = await measured(deployment, [main], async () => {
-      const { latencies, ids } = await blockingRound(main, {
-        tasks: TASKS,
-        concurrency: CONCURRENCY,
-        label: 'single-turn task',
-      });
-      meteredLatencies.push(...latencies);
-      completedIds = ids;
-      return TASKS;
-    });
-    const meteredRound = summarize(meteredLatencies);
-    log(`single-turn metered round (the costs): p50 ${round(meteredRound.p50)} ms`);
-    const kmsAfter = kms.counts();
-    const executorAfter = stack.pollers.executor.stats();
-    const kmsEmulatorDelta = Object.fromEntries(
-      Object.entries(kmsAfter)
-        .map(([op, n]) => [op, n - (kmsBefore[op] ?? 0)])
-        .filter(([, n]) => n !== 0),
+    const { rounds, cpu, completedIds, singleTurn, meteredRound, crossCheck } = await singleTurnPhase(
+      stack,
+      main,
+      kms,
+      deployment,
+      anchorSession,
     );
-    const kmsMetered = Object.fromEntries(
-      Object.entries(singleTurn.delta.requests)
-        .flatMap(([, row]) => Object.entries(row).filter(([key]) => key.startsWith('KMS.')))
-        .reduce<Map<string, number>>(
-          (totals, [key, n]) => totals.set(key.slice(4), (totals.get(key.slice(4)) ?? 0) + n),
-          new Map(),
-        ),
-    );
-    const sendMessages = Object.entries(singleTurn.delta.requests).reduce(
-      (t, [, row]) => t + (row['SQS.SendMessage'] ?? 0),
-      0,
-    );
-    const crossCheck = {
-      kms: {
-        metered: kmsMetered,
-        emulator: kmsEmulatorDelta,
-        agree:
-          JSON.stringify(kmsMetered) ===
-          JSON.stringify(
-            Object.fromEntries(
-              Object.entries(kmsEmulatorDelta).map(([k, v]) => [k.replace(/^TrentService\./, ''), v]),
-            ),
-          ),
-      },
-      sqs: {
-        meteredSendMessage: sendMessages,
-        executorPollerReceived: executorAfter.received - executorBefore.received,
-        executorPollerDeleted: executorAfter.deleted - executorBefore.deleted,
-        agree:
-          sendMessages === executorAfter.received - executorBefore.received &&
-          sendMessages === executorAfter.deleted - executorBefore.deleted,
-      },
-      rpcInvocationsVsApiRequests: {
-        rpc: singleTurn.delta.invocations.rpc?.count ?? 0,
-        apiRequests: singleTurn.apiRequests,
-      },
-      capacityMissing: singleTurn.delta.capacityMissing,
-    };
-    log(`single-turn: ${round(singleTurn.cost.usdPerMillionTasks)} USD per million tasks`);
 
-    // Sequential (1 client), as the seed bench/send-latency.ts measured it: the latency without
-    // queueing, and the cost with the Lambda durations of an unloaded stack.
-    // Its latency unmetered, its cost from a metered run after it (decision 0080).
-    const sequential: number[] = [];
-    await meter.settle();
-    meter.pause();
-    await sequentialTasks(main, 'sequential', sequential);
-    meter.resume();
-    const meteredSequential: number[] = [];
-    const sequentialRun = await measured(deployment, [main], () =>
-      sequentialTasks(main, 'sequential', meteredSequential),
-    );
+    const { sequential, meteredSequential, sequentialRun } = await sequentialPhase(main, deployment);
 
     // The anchor's one-client run, then it stops (side by side: decisions 0047, 0083).
     const anchor = 'finish' in anchorSession ? await anchorSession.finish() : anchorSession;
@@ -1227,84 +1373,17 @@ const main = async () => {
     log('latency floor: tracing each path at one client');
     const floorParts = await floorPhase(stack, main, trace);
 
-    // 2. The floor and the ratio.
-    const sizes = await sampleItemSizes(stack, completedIds[0] as string);
-    const floor: Floor = computeFloor(sizes, {
-      projectorBatchSize: deployment.functions.projector?.batchSize ?? 100,
+    const { sizes, floor, floorCost, latencyFloors } = await costFloorPhase(stack, deployment, {
+      singleTurn,
+      completedIds,
+      floorRun,
+      fewestRun,
+      cpu,
+      rounds,
+      floorParts,
     });
-    const floorUsage: PerTaskUsage = {
-      ...singleTurn.usage,
-      dynamodbReadUnits: floor.readUnits,
-      dynamodbWriteUnits: floor.writeUnits,
-      kmsRequests: floor.kmsRequests,
-      sqsStandardRequests: floor.sqsRequests,
-      sqsFifoRequests: 0,
-      // Same billed duration per task as measured (the blocking wait is the protocol's), floor invocations.
-      functions: singleTurn.usage.functions.map((fn) => ({
-        ...fn,
-        invocations: floor.invocations[fn.functionName] ?? fn.invocations,
-      })),
-      apiRequests: floor.apiRequests,
-    };
-    // The floor's task sends what the cost floor counts (bench/lib/floor.ts), or its bound is not the floor's.
-    const floorRequests = floor.dynamodbWriteRequests + floor.dynamodbReadRequests;
-    if (floorRun.dynamodbRequests !== floorRequests)
-      throw new Error(
-        `the floor's task sent ${floorRun.dynamodbRequests} DynamoDB requests per task, the floor counts ${floorRequests}`,
-      );
-    if (fewestRun.dynamodbRequests !== fewestDynamodbRequests)
-      throw new Error(
-        `the fewest-request task sent ${fewestRun.dynamodbRequests} DynamoDB requests per task, not ${fewestDynamodbRequests}`,
-      );
-    const floorTask = floorTaskBound(CONCURRENCY, machineLoad().cores, floorRun);
-    const fewestTask = floorTaskBound(CONCURRENCY, machineLoad().cores, fewestRun);
-    // The clients' own process shares the machine's two cores, not the stack's main thread.
-    const cpuPerTask = (cpu.node + cpu.children + cpu.generator) / (TASKS * ROUNDS);
-    const latencyFloors = {
-      ...floorParts,
-      machine: {
-        ...machineBound(
-          CONCURRENCY,
-          machineLoad().cores,
-          cpuPerTask,
-          cpu.mainThread > 0 ? cpu.mainThread / (TASKS * ROUNDS) : undefined,
-        ),
-        cpuSeconds: {
-          node: round(cpu.node),
-          mainThread: round(cpu.mainThread),
-          dynamodbLocal: round(cpu.children),
-          clients: round(cpu.generator),
-        },
-        measuredTasksPerSecond: median(rounds.map((r) => r.throughputPerSecond)),
-        floorTask,
-        fewestTask,
-      },
-    };
 
-    const floorCost = costPerMillionTasks(floorUsage);
-
-    // 3. Reads: GetTask and ListTasks.
-    const getTask = await measured(deployment, [main], async () => {
-      const latency = await callLatency(TASKS, CONCURRENCY, (i) =>
-        main.call('GetTask', { id: completedIds[i % completedIds.length] }),
-      );
-      results.getTaskLatency = latency;
-      return TASKS;
-    });
-    const listSupport = await listTasksSupported(main);
-    let listTasks: unknown = { skipped: listSupport.detail };
-    if (listSupport.ok) {
-      const run = await measured(deployment, [main], async () => {
-        const latency = await callLatency(TASKS, CONCURRENCY, () => main.call('ListTasks', {}));
-        results.listTasksLatency = latency;
-        return TASKS;
-      });
-      listTasks = {
-        latency: results.listTasksLatency,
-        readUnitsPerCall: run.perTask.readUnits,
-        perCall: run.perTask,
-      };
-    }
+    const { getTask, listSupport, listTasks } = await readsPhase(main, deployment, completedIds, results);
 
     // 4. Multi-turn.
     log('multi-turn');

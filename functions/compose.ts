@@ -25,5 +25,5 @@ export const createSealer = (env: RuntimeEnv, documents: DynamoDBDocumentClient)
   );
 
 /** Local mode relaxes https and (unless `webhooks.allowLoopback: false`) loopback; deployments never. */
-export const webhookPolicyOf = (env: RuntimeEnv): WebhookPolicy =>
+export const webhookPolicyOf = (env: Pick<RuntimeEnv, 'config' | 'localMode'>): WebhookPolicy =>
   webhookPolicyFor(env.localMode, env.config.webhooks.allowLoopback);

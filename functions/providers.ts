@@ -1,9 +1,11 @@
 import { OpenAiProvider } from '../shared/adapters/providers/openai-provider.ts';
 import { ScriptedProvider } from '../shared/adapters/providers/scripted-provider.ts';
 import { extensionApiKey } from '../shared/adapters/providers/secret-api-key.ts';
+import { lazyScriptedToolModel } from '../shared/adapters/tools/lazy-tool-sources.ts';
 import { ToolLoopAgent } from '../shared/app/runs/tool-loop-agent.ts';
 import type { ProviderConfig } from '../shared/config/config.ts';
 import type { RuntimeEnv } from '../shared/config/runtime-env.ts';
+import type { JsonObject } from '../shared/domain/a2a.ts';
 import type { AgentProvider } from '../shared/domain/ports.ts';
 
 /** Builds the Bedrock provider of an id: only the executor's bundle holds the Bedrock client. */
@@ -27,7 +29,16 @@ export const createProviderFor = (
 ): ((providerId: string) => AgentProvider) => {
   const providers = new Map<string, AgentProvider>();
   for (const [providerId, provider] of Object.entries(env.config.providers)) {
-    if (provider.type === 'scripted') {
+    if (provider.type === 'scripted' && provider.behavior === 'call-tool') {
+      if (provider.tool === undefined)
+        throw new Error(`providers.${providerId}.tool is required by the call-tool behaviour`);
+      providers.set(
+        providerId,
+        new ToolLoopAgent(
+          lazyScriptedToolModel(providerId, provider.tool, provider.arguments as JsonObject | undefined),
+        ),
+      );
+    } else if (provider.type === 'scripted') {
       const { behavior, paceMs, failAfterWords } = provider;
       providers.set(
         providerId,

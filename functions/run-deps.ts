@@ -2,7 +2,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbAuditTrail } from '../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbRunLeases } from '../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { systemClock } from '../shared/adapters/system.ts';
-import { createToolRegistry } from '../shared/adapters/tools/static-tool-registry.ts';
+import { LazyMcpToolSource, lazyToolRegistry } from '../shared/adapters/tools/lazy-tool-sources.ts';
 import type { WriteThrough } from '../shared/app/journal/write-through.ts';
 import type { ExecuteRunDeps } from '../shared/app/runs/execute-run.ts';
 import { TaskContentCodec } from '../shared/app/tasks/task-content.ts';
@@ -37,8 +37,29 @@ export const createRunDeps = (
   providerFor: wiring.providerFor,
   leases: new DynamoDbRunLeases(wiring.documents, env.stateTableName),
   ...(env.runLeaseMs ? { leaseMs: env.runLeaseMs } : {}),
-  tools: createToolRegistry(webhookPolicyOf(env)),
+  tools: lazyToolRegistry(webhookPolicyOf(env)),
+  ...(Object.keys(env.config.mcpServers).length > 0 && { remoteTools: createMcpToolSource(env) }),
   audit: new DynamoDbAuditTrail(wiring.documents, env.auditTableName, wiring.sealer),
   logger: wiring.logger,
   metrics: wiring.metrics,
 });
+
+/**
+ * The MCP servers' tools (docs/configuration.md `mcpServers`), one source per container: its tool
+ * lists are cached across runs. Credentials come from Secrets Manager through the Parameters and
+ * Secrets Lambda Extension when deployed, from the environment locally.
+ */
+export const createMcpToolSource = (
+  env: Pick<RuntimeEnv, 'config' | 'localMode'>,
+  processEnv: NodeJS.ProcessEnv = process.env,
+): LazyMcpToolSource =>
+  new LazyMcpToolSource({
+    servers: env.config.mcpServers,
+    policy: webhookPolicyOf(env),
+    credentials: {
+      localMode: env.localMode,
+      env: processEnv,
+      extensionEndpoint: `http://localhost:${processEnv.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT ?? 2773}`,
+      sessionToken: processEnv.AWS_SESSION_TOKEN ?? '',
+    },
+  });

@@ -11,7 +11,7 @@ import {
 } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { HOUSE_ESBUILD_OPTIONS, REPO_ROOT } from './bundling.ts';
+import { HOUSE_ESBUILD_OPTIONS, REPO_ROOT, toolSourcesBundleCommand } from './bundling.ts';
 
 export {
   DEPLOYED_DEFINES,
@@ -43,6 +43,8 @@ export interface HouseFunctionProps
   readonly timeout: Duration;
   /** @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
+  /** Writes the tool sources' own bundle file beside the function's (functions that run runs). */
+  readonly toolSources?: boolean;
 }
 
 let esbuildChecked = false;
@@ -72,7 +74,7 @@ const assertLocalEsbuild = (): void => {
 export class HouseFunction extends NodejsFunction {
   constructor(scope: Construct, id: string, props: HouseFunctionProps) {
     assertLocalEsbuild();
-    const { logRetention, environment, ...rest } = props;
+    const { logRetention, environment, toolSources, ...rest } = props;
     // Siblings: `this` does not exist before super(). RETAIN (the CDK default) would leave log
     // groups behind when the stateless service stack is destroyed.
     const logGroup = new LogGroup(scope, `${id}LogGroup`, {
@@ -98,7 +100,16 @@ export class HouseFunction extends NodejsFunction {
       logGroup,
       role,
       environment: { NODE_OPTIONS: '--enable-source-maps', ...environment },
-      bundling: houseCdkBundling(HOUSE_ESBUILD_OPTIONS),
+      bundling: {
+        ...houseCdkBundling(HOUSE_ESBUILD_OPTIONS),
+        ...(toolSources && {
+          commandHooks: {
+            beforeBundling: () => [],
+            beforeInstall: () => [],
+            afterBundling: (_inputDir: string, outputDir: string) => [toolSourcesBundleCommand(outputDir)],
+          },
+        }),
+      },
     });
     Validations.of(this).acknowledge({
       id: 'AwsSolutions-L1',

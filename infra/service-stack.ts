@@ -30,7 +30,7 @@ import {
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
+import { Grant, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import {
   FilterCriteria,
   FilterRule,
@@ -40,17 +40,14 @@ import {
 } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
-import type { Construct } from 'constructs';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import type { Construct, IConstruct } from 'constructs';
 import { byOwnerIndex } from '../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
+import { leaseIndexName } from '../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { pushMark } from '../shared/adapters/dynamodb/entities.ts';
 import { projectorStreamBatching, pusherStreamBatching } from '../shared/adapters/dynamodb/journal-stream.ts';
-import {
-  auditTable as auditTableDefinition,
-  journalTable as journalTableDefinition,
-  queueDefinitions,
-  stateTable as stateTableDefinition,
-  type TableDefinition,
-} from '../shared/adapters/dynamodb/tables.ts';
+import { keys, taskRowSort } from '../shared/adapters/dynamodb/keys.ts';
+import { queueDefinitions } from '../shared/adapters/dynamodb/tables.ts';
 import { KMS_PURPOSE } from '../shared/adapters/kms-sealer.ts';
 import { type AuthSettings, deployedAuth } from '../shared/config/auth.ts';
 import type { Config } from '../shared/config/config.ts';
@@ -128,6 +125,10 @@ export class ServiceStack extends Stack {
     const logRetention = deployment.logRetentionDays as RetentionDays;
     const entries = { ...defaultEntries, ...props.entries };
     assertExecutorFitsRunQueue();
+    assertReservedConcurrencyFits(
+      deployment,
+      props.executorMaxConcurrency ?? deployment.executorMaxConcurrency,
+    );
     assertDelivererFitsDeliveryQueue();
 
     const environment: Record<string, string> = {
@@ -164,8 +165,10 @@ export class ServiceStack extends Stack {
 
     // rpc: JSON-RPC and SSE on one streaming endpoint.
     this.rpc = new HouseFunction(this, 'Rpc', {
+      ...reservedConcurrencyOf(deployment, 'rpc'),
       entry: entries.rpc,
       description: 'A2A JSON-RPC, SSE and agent cards',
+      toolSources: true,
       timeout: RPC_TIMEOUT,
       // I/O bound: billed while a blocking call or a stream waits for the journal, its CPU is
       // about a tenth of its wall time (decision 0030), so half the house memory halves the
@@ -182,10 +185,11 @@ export class ServiceStack extends Stack {
     });
     // What its adapters send, not grantReadWriteData: no scan, no batch, no stream.
     grantTableActions(this.rpc, stateful.stateTable, RPC_STATE_TABLE_ACTIONS);
-    grantTableActions(this.rpc, stateful.journalTable, RPC_JOURNAL_TABLE_ACTIONS, [byOwnerIndex]);
-    stateful.runQueue.grantSendMessages(this.rpc);
+    grantTableActions(this.rpc, stateful.journalTable, RPC_JOURNAL_TABLE_ACTIONS);
+    grantIndexQuery(this.rpc, stateful.journalTable, byOwnerIndex);
+    grantSendMessage(this.rpc, stateful.runQueue);
     // The writer's direct fan-out of the revisions it projects (decision 0045).
-    stateful.deliveryQueue.grantSendMessages(this.rpc);
+    grantSendMessage(this.rpc, stateful.deliveryQueue);
     if (deployment.blockingRunsInRpc) {
       // It runs a blocking send's run itself (decision 0091): what the executor's run needs but
       // Bedrock, whose client is not in its bundle (those profiles' runs are queued).
@@ -260,6 +264,9 @@ export class ServiceStack extends Stack {
     publicCard(this.api.root);
     const agent = this.api.root.addResource('agents').addResource('{profileId}');
     dataMethod(agent.addMethod('ANY', integration, methodOptions));
+    // The profile's HTTP+JSON routes below its base URL (docs/protocol.md §14), with the
+    // authorizer and the same streaming integration; the root's `{proxy+}` serves `default`'s.
+    dataMethod(agent.addResource('{proxy+}').addMethod('ANY', integration, methodOptions));
     publicCard(agent);
     if (deployment.viewer) this.addViewer();
     // docs/protocol.md §8: authentication errors are a 401 with a challenge.
@@ -272,8 +279,10 @@ export class ServiceStack extends Stack {
     // executor: one run per message; the queue message only wakes it up. The provider-secrets
     // layer as the rpc's (above).
     this.executor = new HouseFunction(this, 'Executor', {
+      ...reservedConcurrencyOf(deployment, 'executor'),
       entry: entries.executor,
       description: 'Runs queued A2A task runs',
+      toolSources: true,
       timeout: EXECUTOR_TIMEOUT,
       logRetention,
       environment: { ...environmentFor('executor'), DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl },
@@ -286,19 +295,20 @@ export class ServiceStack extends Stack {
         maxConcurrency: props.executorMaxConcurrency ?? deployment.executorMaxConcurrency,
       }),
     );
-    grantTableData(this.executor, stateful.stateTable, stateTableDefinition, 'readWrite');
+    grantTableActions(this.executor, stateful.stateTable, WRITER_STATE_TABLE_ACTIONS);
     // The write-through of its commits (decision 0043): events, views and the owner counters.
     grantTableActions(this.executor, stateful.journalTable, JOURNAL_WRITE_THROUGH_ACTIONS);
     // Query/Update/Delete too: a tightening scrubs the run's audit rows (decision 0010).
-    grantTableData(this.executor, stateful.auditTable, auditTableDefinition, 'readWrite');
+    grantTableActions(this.executor, stateful.auditTable, RUN_AUDIT_TABLE_ACTIONS);
     grantSealing(this.executor);
     // The writer's direct fan-out of the revisions it projects (decision 0061).
-    stateful.deliveryQueue.grantSendMessages(this.executor);
+    grantSendMessage(this.executor, stateful.deliveryQueue);
     this.grantBedrockModels(this.executor, props.config);
     this.grantProviderSecrets(this.executor, providerSecrets);
 
     // projector: committed state → journal. Copies sealed blobs as they are: no KMS at all.
     this.projector = new HouseFunction(this, 'Projector', {
+      ...reservedConcurrencyOf(deployment, 'projector'),
       entry: entries.projector,
       description: 'Projects committed task revisions into the journal',
       timeout: PROJECTOR_TIMEOUT,
@@ -318,30 +328,35 @@ export class ServiceStack extends Stack {
         // One batch at a time per shard keeps each task's revisions in order.
         parallelizationFactor: 1,
         onFailure: new SqsDlq(stateful.projectorDlq),
-        filters: [FilterCriteria.filter({ dynamodb: { Keys: { sk: { S: FilterRule.isEqual('TASK') } } } })],
+        filters: [
+          FilterCriteria.filter({ dynamodb: { Keys: { sk: { S: FilterRule.isEqual(taskRowSort) } } } }),
+        ],
       }),
     );
-    grantTableData(this.projector, stateful.journalTable, journalTableDefinition, 'write');
-    // The backstop reads before it writes (decisions 0043, 0076): the batch's events and views.
-    grantTableActions(this.projector, stateful.journalTable, PROJECTOR_BACKSTOP_READS);
+    // The backstop reads before it writes (decisions 0043, 0076): the batch's events and views;
+    // never a delete (purging is the admin command's) and no index.
+    grantTableActions(this.projector, stateful.journalTable, PROJECTOR_JOURNAL_TABLE_ACTIONS);
 
     // reaper: every minute, RUNNING runs whose lease expired (a crashed executor) are settled
     // FAILED from the sparse lease index, never run again (decision 0011).
     this.reaper = new HouseFunction(this, 'Reaper', {
+      ...reservedConcurrencyOf(deployment, 'reaper'),
       entry: entries.reaper,
       description: 'Settles runs whose executor lease expired',
       timeout: REAPER_TIMEOUT,
       logRetention,
       environment: { ...environmentFor('reaper'), DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl },
     });
-    grantTableData(this.reaper, stateful.stateTable, stateTableDefinition, 'readWrite');
+    grantTableActions(this.reaper, stateful.stateTable, WRITER_STATE_TABLE_ACTIONS);
+    // The expired leases, from the sparse lease index: a query, nothing else there.
+    grantIndexQuery(this.reaper, stateful.stateTable, leaseIndexName);
     // A run never started (never claimed) is queued again, a bounded number of times (decision 0053).
-    stateful.runQueue.grantSendMessages(this.reaper);
+    grantSendMessage(this.reaper, stateful.runQueue);
     grantTableActions(this.reaper, stateful.journalTable, JOURNAL_WRITE_THROUGH_ACTIONS);
     // A claimed run's start slots (decision 0072): read them, take a free one, free it again.
     grantTableActions(this.reaper, stateful.auditTable, REAPER_START_SLOT_ACTIONS);
     // The writer's direct fan-out of the FAILED revisions it projects (decision 0061).
-    stateful.deliveryQueue.grantSendMessages(this.reaper);
+    grantSendMessage(this.reaper, stateful.deliveryQueue);
     // It seals the fixed status message only: a data key, never a decrypt.
     grantContentKey(this.reaper, 'kms:GenerateDataKey');
     new Rule(this, 'ReaperSchedule', {
@@ -358,6 +373,7 @@ export class ServiceStack extends Stack {
       DELIVERY_QUEUE_URL: stateful.deliveryQueue.queueUrl,
     });
     this.pusher = new HouseFunction(this, 'Pusher', {
+      ...reservedConcurrencyOf(deployment, 'pusher'),
       entry: entries.pusher,
       description: 'Fans journal events out to the webhook delivery queue',
       timeout: PUSHER_TIMEOUT,
@@ -382,19 +398,21 @@ export class ServiceStack extends Stack {
             eventName: FilterRule.isEqual('INSERT'),
             // Only events with the push mark: a task without configs never invokes the pusher.
             dynamodb: {
-              Keys: { sk: { S: FilterRule.beginsWith('EVT#') } },
+              Keys: { sk: { S: FilterRule.beginsWith(keys.eventPrefix) } },
               NewImage: { [pushMark]: { BOOL: FilterRule.isEqual(true) } },
             },
           }),
         ],
       }),
     );
-    grantTableData(this.pusher, stateful.stateTable, stateTableDefinition, 'read');
-    stateful.deliveryQueue.grantSendMessages(this.pusher);
+    // A task's push configs: one query of its partition, never a scan of the table.
+    grantTableActions(this.pusher, stateful.stateTable, ['dynamodb:Query']);
+    grantSendMessage(this.pusher, stateful.deliveryQueue);
 
     // deliverer: one message = one revision to one webhook, through the SSRF guard. Batch size 1:
     // a slow webhook then holds up nothing but its own group.
     this.deliverer = new HouseFunction(this, 'Deliverer', {
+      ...reservedConcurrencyOf(deployment, 'deliverer'),
       entry: entries.deliverer,
       description: 'POSTs task events to push notification webhooks',
       timeout: DELIVERER_TIMEOUT,
@@ -404,10 +422,9 @@ export class ServiceStack extends Stack {
     this.deliverer.addEventSource(
       new SqsEventSource(stateful.deliveryQueue, { batchSize: 1, reportBatchItemFailures: true }),
     );
-    grantTableData(this.deliverer, stateful.stateTable, stateTableDefinition, 'read');
-    // Appends each attempt to its delivery record (decision 0025): an update, never a put or delete.
-    grantTableActions(this.deliverer, stateful.stateTable, ['dynamodb:UpdateItem']);
-    grantTableData(this.deliverer, stateful.journalTable, journalTableDefinition, 'read');
+    grantTableActions(this.deliverer, stateful.stateTable, DELIVERER_STATE_TABLE_ACTIONS);
+    // The events of the task its message names: a query of that task's partition, no scan.
+    grantTableActions(this.deliverer, stateful.journalTable, ['dynamodb:Query']);
     // Opens the event's content and the config's credentials: decrypt only, never seal.
     grantContentKey(this.deliverer, 'kms:Decrypt');
 
@@ -538,30 +555,17 @@ export class ServiceStack extends Stack {
   }
 
   /**
-   * GetSecretValue on exactly the referenced provider key secrets: a name is
-   * matched with Secrets Manager's 6-character suffix (`<name>-??????`), an ARN as given; and
-   * kms:Decrypt on a named customer-managed key, only through Secrets Manager in this region.
+   * GetSecretValue on exactly the referenced provider key secrets (docs/deployment.md, "Provider
+   * keys"): Secrets Manager appends six random characters to a secret's name in its ARN, so a name
+   * is matched as `<name>-??????`; a partial ARN (without them) as `<arn>-??????`; a complete ARN as
+   * given — and, since `…:secret:name-abcdef` may be either, an ARN that ends like a suffix is
+   * granted both ways. And kms:Decrypt on a named customer-managed key, only through Secrets
+   * Manager in this region.
    */
   private grantProviderSecrets(fn: HouseFunction, secrets: readonly ProviderSecret[]): void {
     if (secrets.length === 0) return;
-    Grant.addToPrincipal({
-      grantee: fn,
-      actions: ['secretsmanager:GetSecretValue'],
-      resourceArns: [
-        ...new Set(
-          secrets.map(({ secretId }) =>
-            secretId.startsWith('arn:')
-              ? secretId
-              : this.formatArn({
-                  service: 'secretsmanager',
-                  resource: 'secret',
-                  resourceName: `${secretId}-??????`,
-                  arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-                }),
-          ),
-        ),
-      ],
-    });
+    const resourceArns = [...new Set(secrets.flatMap(({ secretId }) => this.secretArnsOf(secretId)))];
+    Grant.addToPrincipal({ grantee: fn, actions: ['secretsmanager:GetSecretValue'], resourceArns });
     const keys = [...new Set(secrets.flatMap(({ kmsKeyArn }) => (kmsKeyArn ? [kmsKeyArn] : [])))];
     if (keys.length === 0) return;
     Grant.addToPrincipal({
@@ -572,48 +576,142 @@ export class ServiceStack extends Stack {
     });
   }
 
-  /** Converse needs InvokeModel (and the stream variant) on exactly the configured models. */
+  /** The ARNs a GetSecretValue of `secretId` (a name, a partial or a complete ARN) may name. */
+  private secretArnsOf(secretId: string): string[] {
+    if (!secretId.startsWith('arn:')) {
+      return [
+        this.formatArn({
+          service: 'secretsmanager',
+          resource: 'secret',
+          resourceName: `${secretId}${SECRET_SUFFIX_PATTERN}`,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      ];
+    }
+    const partial = `${secretId}${SECRET_SUFFIX_PATTERN}`;
+    return SECRET_SUFFIX.test(secretId) ? [secretId, partial] : [partial];
+  }
+
+  /**
+   * Converse needs InvokeModel, ConverseStream InvokeModelWithResponseStream, on what the call
+   * names and on the foundation models it reaches (docs/deployment.md, "Bedrock"):
+   * - a model id: that foundation model in the provider's region;
+   * - a cross-region inference profile (`us.…`, `eu.…`, `global.…`, by id or ARN): the profile, and
+   *   the model in any region, only through that profile (`bedrock:InferenceProfileArn`);
+   * - an application inference profile ARN: the profile, and any foundation model, only through
+   *   that profile — which models it copies is the profile's, not this configuration's.
+   */
   private grantBedrockModels(fn: HouseFunction, config: Config): void {
-    const resourceArns = new Set<string>();
+    const actions = ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'];
+    const direct = new Set<string>();
+    const viaProfile = new Map<string, string>();
+    const foundationModel = (modelId: string, region: string) =>
+      this.formatArn({
+        service: 'bedrock',
+        region,
+        account: '',
+        resource: 'foundation-model',
+        resourceName: modelId,
+      });
     for (const provider of Object.values(config.providers)) {
       if (provider.type !== 'bedrock') continue;
       const region = provider.region ?? this.region;
-      const foundationModel = (modelId: string, inRegion: string) =>
-        this.formatArn({
-          service: 'bedrock',
-          region: inRegion,
-          account: '',
-          resource: 'foundation-model',
-          resourceName: modelId,
-        });
-      if (provider.model.startsWith('arn:')) {
-        resourceArns.add(provider.model);
+      const target = bedrockTargetOf(provider.model);
+      if (target.kind === 'model') {
+        direct.add(target.arn ?? foundationModel(target.modelId, region));
         continue;
       }
-      const profile = INFERENCE_PROFILE_PREFIX.exec(provider.model);
-      if (profile?.[2]) {
-        // A cross-region profile routes to the model in any region of its geography.
-        resourceArns.add(
-          this.formatArn({
-            service: 'bedrock',
-            region,
-            resource: 'inference-profile',
-            resourceName: provider.model,
-          }),
-        );
-        resourceArns.add(foundationModel(profile[2], '*'));
-      } else {
-        resourceArns.add(foundationModel(provider.model, region));
-      }
+      const profileArn =
+        target.arn ??
+        this.formatArn({
+          service: 'bedrock',
+          region,
+          resource: 'inference-profile',
+          resourceName: target.profileId,
+        });
+      direct.add(profileArn);
+      // A system-defined profile routes to its model in the regions of its geography.
+      viaProfile.set(profileArn, foundationModel(target.kind === 'cross-region' ? target.modelId : '*', '*'));
     }
-    if (resourceArns.size === 0) return;
-    Grant.addToPrincipal({
-      grantee: fn,
-      actions: ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'],
-      resourceArns: [...resourceArns],
-    });
+    if (direct.size > 0) Grant.addToPrincipal({ grantee: fn, actions, resourceArns: [...direct] });
+    for (const [profileArn, models] of viaProfile) {
+      fn.addToRolePolicy(
+        new PolicyStatement({
+          actions,
+          resources: [models],
+          conditions: { StringEquals: { 'bedrock:InferenceProfileArn': profileArn } },
+        }),
+      );
+    }
+    acknowledgeWildcards(
+      fn,
+      [...new Set(viaProfile.values())],
+      'An inference profile routes a call to its foundation model in any region of its geography (an application profile: to the models it copies); the statement holds only through that profile (condition bedrock:InferenceProfileArn).',
+    );
   }
 }
+
+/** What a Bedrock provider's `model` names: a foundation model, or an inference profile. */
+type BedrockTarget =
+  | { readonly kind: 'model'; readonly modelId: string; readonly arn?: string }
+  | {
+      readonly kind: 'cross-region';
+      readonly profileId: string;
+      readonly modelId: string;
+      readonly arn?: string;
+    }
+  | { readonly kind: 'application'; readonly profileId: string; readonly arn: string };
+
+export const bedrockTargetOf = (model: string): BedrockTarget => {
+  if (!model.startsWith('arn:')) {
+    const profile = INFERENCE_PROFILE_PREFIX.exec(model);
+    return profile?.[2]
+      ? { kind: 'cross-region', profileId: model, modelId: profile[2] }
+      : { kind: 'model', modelId: model };
+  }
+  const resource = model.split(':').slice(5).join(':');
+  const [type, ...rest] = resource.split('/');
+  const id = rest.join('/');
+  if (type === 'application-inference-profile') return { kind: 'application', profileId: id, arn: model };
+  const profile = type === 'inference-profile' ? INFERENCE_PROFILE_PREFIX.exec(id) : null;
+  if (profile?.[2]) return { kind: 'cross-region', profileId: id, modelId: profile[2], arn: model };
+  return { kind: 'model', modelId: id, arn: model };
+};
+
+/** Secrets Manager's random suffix of a secret name in its ARN, and the pattern that matches it. */
+const SECRET_SUFFIX = /-[A-Za-z0-9]{6}$/;
+const SECRET_SUFFIX_PATTERN = '-??????';
+
+/**
+ * cdk-nag's IAM5 on a role, for exactly these wildcard resources (not the rule as a whole), with
+ * the reason; each finding is named as cdk-nag names it, its tokens as `<AWS::…>`.
+ */
+const acknowledgeWildcards = (fn: HouseFunction, resources: readonly string[], reason: string): void => {
+  const stack = Stack.of(fn);
+  for (const resource of resources) {
+    Validations.of(fn.role as IConstruct).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::${renderedForNag(stack.resolve(resource))}]`,
+      reason,
+    });
+  }
+};
+
+/** A resolved CloudFormation value as cdk-nag writes it in a finding: pseudo parameters as `<AWS::…>`. */
+export const renderedForNag = (value: unknown): string => {
+  if (typeof value === 'string') return value;
+  const intrinsic = value as {
+    Ref?: string;
+    'Fn::Join'?: [string, unknown[]];
+    'Fn::GetAtt'?: [string, string];
+  };
+  if (intrinsic.Ref !== undefined) return `<${intrinsic.Ref}>`;
+  if (intrinsic['Fn::Join']) {
+    const [separator, parts] = intrinsic['Fn::Join'];
+    return parts.map(renderedForNag).join(separator);
+  }
+  if (intrinsic['Fn::GetAtt']) return `<${intrinsic['Fn::GetAtt'].join('.')}>`;
+  return JSON.stringify(value);
+};
 
 /** A provider key secret as the configuration names it (`providers.<id>.apiKeySecret`). */
 export interface ProviderSecret {
@@ -665,21 +763,47 @@ export const authorizerCaching = (
     ? { identitySources: [], ttlSeconds: 0 }
     : { identitySources: [IdentitySource.header('Authorization')], ttlSeconds };
 
-/** The rpc function's state-table actions: tasks, runs, push configs, delivery records, saved profiles, stream slots. */
-export const RPC_STATE_TABLE_ACTIONS = [
+/**
+ * What the writers of task revisions (rpc, executor, reaper) do in the state table: tasks, runs
+ * and leases by key (GetItem, UpdateItem, transactions of Put/Update), a task's push configs and
+ * saved profiles (Query), content chunks (PutItem, and DeleteItem of the chunks a rewritten history
+ * no longer uses, docs/data-model.md "Large content"); the rpc's push configs and stream slots
+ * (PutItem, DeleteItem: DeletePushNotificationConfig, a closed stream's slot). No scan, no batch,
+ * no index.
+ */
+export const WRITER_STATE_TABLE_ACTIONS = [
   'dynamodb:GetItem',
   'dynamodb:Query',
   'dynamodb:PutItem',
   'dynamodb:UpdateItem',
-  // DeletePushNotificationConfig, and a closed stream's slot (limits.streamsPerCaller).
   'dynamodb:DeleteItem',
 ] as const;
 
+/** The rpc function's state-table actions: a writer's. */
+export const RPC_STATE_TABLE_ACTIONS = WRITER_STATE_TABLE_ACTIONS;
+
 /**
- * What the projector's backstop reads of the journal: `projectedAll` (BatchGetItem, decision 0076),
- * and `projected` and the view's reread (GetItem).
+ * The projector in the journal: the backstop's reads (`projectedAll` by BatchGetItem, decision
+ * 0076; `projected` and the view's reread by GetItem) and its writes (events and views by PutItem,
+ * the owner counters by UpdateItem in the view's transaction). Never a delete.
  */
-export const PROJECTOR_BACKSTOP_READS = ['dynamodb:BatchGetItem', 'dynamodb:GetItem'] as const;
+export const PROJECTOR_JOURNAL_TABLE_ACTIONS = [
+  'dynamodb:BatchGetItem',
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+] as const;
+
+/**
+ * The deliverer in the state table: the push config and content chunks by key (GetItem), a task's
+ * configs and delivery records (Query), each attempt appended to its delivery record (UpdateItem,
+ * decision 0025). Never a put, a delete or a scan.
+ */
+export const DELIVERER_STATE_TABLE_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:Query',
+  'dynamodb:UpdateItem',
+] as const;
 
 /**
  * What a writer's write-through needs of the journal (decision 0043): it reads whether a revision
@@ -716,59 +840,25 @@ export const REAPER_START_SLOT_ACTIONS = [
   'dynamodb:DeleteItem',
 ] as const;
 
-/** Exactly `actions` on a table and the named indexes (never `index/*`). */
-const grantTableActions = (
-  grantee: IGrantable,
-  table: ITableV2,
-  actions: readonly string[],
-  indexes: readonly string[] = [],
-): Grant =>
+/** Exactly `actions` on a table, none on its indexes. */
+const grantTableActions = (grantee: IGrantable, table: ITableV2, actions: readonly string[]): Grant =>
+  Grant.addToPrincipal({ grantee, actions: [...actions], resourceArns: [table.tableArn] });
+
+/** A query of one named index (never `index/*`): an index is read by Query only. */
+const grantIndexQuery = (grantee: IGrantable, table: ITableV2, indexName: string): Grant =>
   Grant.addToPrincipal({
     grantee,
-    actions: [...actions],
-    resourceArns: [table.tableArn, ...indexes.map((index) => `${table.tableArn}/index/${index}`)],
+    actions: ['dynamodb:Query'],
+    resourceArns: [`${table.tableArn}/index/${indexName}`],
   });
 
-/** The actions of CDK's `grantReadData` / `grantWriteData` on a table (aws-dynamodb perms). */
-const TABLE_DATA_ACTIONS = {
-  read: [
-    'dynamodb:BatchGetItem',
-    'dynamodb:Query',
-    'dynamodb:GetItem',
-    'dynamodb:Scan',
-    'dynamodb:ConditionCheckItem',
-    'dynamodb:DescribeTable',
-  ],
-  write: [
-    'dynamodb:BatchWriteItem',
-    'dynamodb:PutItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:DeleteItem',
-    'dynamodb:DescribeTable',
-  ],
-} as const;
-
 /**
- * CDK's `grant*Data` on a table, on its declared indexes by name instead of `index/*`: the same
- * rights today, and an index added later is granted where its declaration says it exists.
+ * SendMessage only, where CDK's `grantSendMessages` adds GetQueueAttributes and GetQueueUrl: the
+ * functions send to a queue URL from their environment and never read a queue's attributes.
+ * The queues are encrypted with SQS-managed keys, so no KMS permission goes with it.
  */
-const grantTableData = (
-  grantee: IGrantable,
-  table: ITableV2,
-  definition: TableDefinition,
-  access: 'read' | 'write' | 'readWrite',
-): Grant =>
-  grantTableActions(
-    grantee,
-    table,
-    [
-      ...new Set([
-        ...(access === 'write' ? [] : TABLE_DATA_ACTIONS.read),
-        ...(access === 'read' ? [] : TABLE_DATA_ACTIONS.write),
-      ]),
-    ],
-    definition.globalSecondaryIndexes.map((index) => index.indexName),
-  );
+const grantSendMessage = (grantee: IGrantable, queue: IQueue): Grant =>
+  Grant.addToPrincipal({ grantee, actions: ['sqs:SendMessage'], resourceArns: [queue.queueArn] });
 
 export type ContentKeyAction = 'kms:Decrypt' | 'kms:GenerateDataKey';
 
@@ -820,6 +910,29 @@ const acknowledgeDataMethod = (method: Method, isPublic: boolean): void => {
       reason:
         'auth.public: the configuration serves everyone as local/local (docs/decisions/0007-authentication.md).',
     });
+  }
+};
+
+/** A function's reserved concurrency, when `deployment.reservedConcurrency` names it. */
+const reservedConcurrencyOf = (
+  deployment: Config['deployment'],
+  fn: FunctionName,
+): { reservedConcurrentExecutions?: number } => {
+  const reserved = deployment.reservedConcurrency[fn];
+  return reserved === undefined ? {} : { reservedConcurrentExecutions: reserved };
+};
+
+/**
+ * The run queue's event source may run `executorMaxConcurrency` executors at once: a reservation
+ * below that would throttle the queue's own poller (AWS advises against it), so synth refuses it.
+ */
+const assertReservedConcurrencyFits = (deployment: Config['deployment'], executorMax: number): void => {
+  const reserved = deployment.reservedConcurrency.executor;
+  if (reserved !== undefined && reserved < executorMax) {
+    throw new Error(
+      `deployment.reservedConcurrency.executor (${reserved}) must be at least deployment.executorMaxConcurrency (${executorMax}): ` +
+        'the run queue would otherwise be polled faster than the executor may run.',
+    );
   }
 };
 

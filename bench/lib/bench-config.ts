@@ -27,7 +27,8 @@ export const benchConfig = parseConfig({
     },
   },
   webhooks: { allowLoopback: true },
-  // The streaming phase holds --concurrency (20) streams of one caller open at once; the default
-  // cap of 10 per caller (decision 0052) would refuse half of them.
-  limits: { streamsPerCaller: 100 },
+  // The streaming phase holds --concurrency (20) streams of one caller open at once, and the
+  // blocking phases as many blocking sends; the default caps of 10 per caller (decisions 0052,
+  // 0131) would refuse half of them.
+  limits: { streamsPerCaller: 100, blockingSendsPerCaller: 100 },
 });

@@ -36,7 +36,7 @@ const activities: ReadonlyArray<readonly [string, RegExp]> = [
   ['Powertools (logger, metrics)', /aws-lambda-powertools/],
   ['SQS emulator', /infra\/local\/sqs-emulator/],
   ['KMS emulator', /infra\/local\/kms-emulator/],
-  ['local pollers', /infra\/local\/lambda-pollers/],
+  ['local pollers', /infra\/local\/(lambda-invocation|sqs-poller|stream-poller)/],
   ['HTTP harness', /infra\/local\/(?:http-harness|lambda-streaming|local-authorizer)/],
   ['bench driver and meter', /\/bench\//],
   ['undici (fetch)', /undici|node:internal\/deps\/undici/],

@@ -40,9 +40,9 @@ import {
   QueryCommand,
   TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { STREAM_POLL_INTERVAL_MS, shardIteratorAt } from '../../infra/local/lambda-pollers.ts';
 import { createLocalClients, type Endpoints } from '../../infra/local/local-stack.ts';
 import { createResources } from '../../infra/local/resources.ts';
+import { STREAM_POLL_INTERVAL_MS, shardIteratorAt } from '../../infra/local/stream-poller.ts';
 import { pool } from './client.ts';
 import { cpuMsOf, mainThreadSeconds } from './cpu.ts';
 

@@ -1,7 +1,7 @@
 import diagnostics from 'node:diagnostics_channel';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { type InvocationStart, observeInvocationStarts } from '../../infra/local/lambda-pollers.ts';
+import { type InvocationStart, observeInvocationStarts } from '../../infra/local/lambda-invocation.ts';
 import { assignedItem, type UpdateRequest } from '../../shared/adapters/dynamodb/write-plan.ts';
 import { addSdkClientHook, type SdkClient } from '../../shared/adapters/sdk-clients.ts';
 import { creatorOf } from './meter.ts';

@@ -1,4 +1,4 @@
-import { type InvocationRecord, observeInvocations } from '../../infra/local/lambda-pollers.ts';
+import { type InvocationRecord, observeInvocations } from '../../infra/local/lambda-invocation.ts';
 import { assignedItem, type UpdateRequest } from '../../shared/adapters/dynamodb/write-plan.ts';
 import { addSdkClientHook, type SdkClient } from '../../shared/adapters/sdk-clients.ts';
 import { billedMilliseconds, sqsBilledRequests } from './cost-model.ts';

@@ -5,7 +5,7 @@ import type { Logger } from '../../shared/domain/logger.ts';
 
 /**
  * The API Gateway REQUEST authorizer (docs/security.md): request headers → `authenticate` → an
- * Allow policy whose context carries `{ tenant, principal }` to the rpc function
+ * Allow policy whose context carries `{ tenant, principal }` (and a JWT's `exp`) to the rpc function
  * (`requestContext.authorizer`), or the error `Unauthorized`, which API Gateway answers with
  * 401 without calling the rpc function. Any other failure (the JWKS unreachable) is thrown as
  * it is, and API Gateway answers 500: an outage is not a bad caller.
@@ -56,6 +56,9 @@ export const createAuthorizer = ({ auth, authenticate, logger }: AuthorizerDeps)
       throw new Error(unauthorized);
     }
     const { tenant, principal } = result.identity;
+    // API Gateway reuses this answer for the cache TTL: the rpc refuses it past the token's `exp`.
+    const expiry =
+      result.kind === 'authenticated' && result.expiresAt !== undefined ? { exp: result.expiresAt } : {};
     return {
       principalId: principal,
       policyDocument: {
@@ -64,7 +67,7 @@ export const createAuthorizer = ({ auth, authenticate, logger }: AuthorizerDeps)
           { Action: 'execute-api:Invoke', Effect: 'Allow', Resource: allowedResource(event.methodArn) },
         ],
       },
-      context: { tenant, principal },
+      context: { tenant, principal, ...expiry },
     };
   };
 };

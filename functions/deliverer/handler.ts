@@ -9,7 +9,7 @@ import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk
 import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
 import { createGuardedWebhookSender } from '../../shared/adapters/ssrf-guard.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
-import { SettledHere } from '../../shared/app/push/deliver-push.ts';
+import { FinalHere } from '../../shared/app/push/deliver-push.ts';
 import { PushConfigCodec } from '../../shared/app/push/push-configs.ts';
 import { TaskContentCodec } from '../../shared/app/tasks/task-content.ts';
 import { deliveryQueueUrlOf, readRuntimeEnv } from '../../shared/config/runtime-env.ts';
@@ -33,7 +33,7 @@ export const handler = sqsBatchFunction(
       sender: createGuardedWebhookSender({ policy: webhookPolicyOf(env), timeoutMs: 10_000 }),
       clock: systemClock,
       deliveryLog: new DynamoDbPushDeliveryLog(documents, env.stateTableName),
-      settledHere: new SettledHere(),
+      finalHere: new FinalHere(),
     },
     queue: new SqsDeliveryQueue(createSqsClient(), deliveryQueueUrlOf(env)),
     metrics,

@@ -9,11 +9,18 @@ import { formatSseEvent, type HttpRequest, type HttpResponse } from './http-app.
 const lowerCaseHeaders = (headers: APIGatewayProxyEvent['headers']): Record<string, string | undefined> =>
   Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
 
-/** The identity a Lambda authorizer put into the request context, if any. */
-const callerOf = (event: APIGatewayProxyEvent): Caller | null => {
+/**
+ * The identity a Lambda authorizer put into the request context, if any. API Gateway reuses an
+ * authorizer's answer for its cache TTL whatever the token says: an answer that carries the
+ * token's `exp` (epoch seconds, as a number or, as the context reaches the function, a string) is
+ * no identity from that second on (docs/security.md, control 1).
+ */
+const callerOf = (event: APIGatewayProxyEvent, nowMs: number): Caller | null => {
   const authorizer = event.requestContext.authorizer;
   const tenant = authorizer?.tenant;
   const principal = authorizer?.principal;
+  const exp = authorizer?.exp;
+  if (exp !== undefined && exp !== null && !(Number(exp) * 1000 > nowMs)) return null;
   return typeof tenant === 'string' && typeof principal === 'string' && tenant !== '' && principal !== ''
     ? { tenant, principal }
     : null;
@@ -35,7 +42,11 @@ const baseUrlOf = (
   return `${proto}://${host}${prefix.replace(/\/$/, '')}`;
 };
 
-export const toHttpRequest = (event: APIGatewayProxyEvent, localMode: boolean): HttpRequest => {
+export const toHttpRequest = (
+  event: APIGatewayProxyEvent,
+  localMode: boolean,
+  nowMs: number = Date.now(),
+): HttpRequest => {
   const headers = lowerCaseHeaders(event.headers);
   const body = event.body ?? '';
   return {
@@ -44,7 +55,7 @@ export const toHttpRequest = (event: APIGatewayProxyEvent, localMode: boolean): 
     headers,
     query: event.queryStringParameters ?? {},
     body: event.isBase64Encoded ? Buffer.from(body, 'base64').toString('utf8') : body,
-    caller: callerOf(event),
+    caller: callerOf(event, nowMs),
     requestId: event.requestContext.requestId,
     baseUrl: baseUrlOf(event, headers, localMode),
   };

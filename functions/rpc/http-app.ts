@@ -13,6 +13,7 @@ import {
   type SseEvent,
 } from '../../shared/app/rpc/dispatcher.ts';
 import { toJsonRpcError } from '../../shared/app/rpc/errors-table.ts';
+import { createHttpJsonBinding, isHttpJsonPath } from '../../shared/app/rpc/http-json-binding.ts';
 import { hasAuthScheme } from '../../shared/config/auth.ts';
 import type { Config } from '../../shared/config/config.ts';
 import { LimitExceededError } from '../../shared/domain/errors.ts';
@@ -73,27 +74,31 @@ const activatedExtensions = (headers: HttpRequest['headers']): Record<string, st
 };
 
 /**
- * Bodies above the cap are refused before they are parsed: a JSON-RPC -32600 with HTTP 200 like
- * every other JSON-RPC answer (docs/protocol.md §2), id null since nothing was read.
+ * Bodies above the cap are refused before they are parsed; the binding answers the error: a
+ * JSON-RPC -32600 with HTTP 200 like every other JSON-RPC answer (docs/protocol.md §2), id null
+ * since nothing was read, or an HTTP+JSON 400 Status.
  */
-const refuseLargeBody = (body: string, maxBytes: number, errorDomain: string): HttpResponse | undefined => {
+const largeBodyError = (body: string, maxBytes: number): LimitExceededError | undefined => {
   // UTF-16 length bounds the UTF-8 size from below: most bodies skip the byte count entirely.
   if (body.length <= maxBytes / 3 || Buffer.byteLength(body, 'utf8') <= maxBytes) return undefined;
-  const error = new LimitExceededError('REQUEST_BYTES', {
+  return new LimitExceededError('REQUEST_BYTES', {
     setting: 'maxRequestBytes',
     max: maxBytes,
     field: 'request',
     description: `The request body exceeds ${maxBytes} bytes`,
   });
-  return json(200, {
-    jsonrpc: '2.0',
-    id: null,
-    error: toJsonRpcError(error, { errorDomain, now: () => new Date() }),
-  });
+};
+
+const sseHeaders = {
+  'Content-Type': 'text/event-stream',
+  'Cache-Control': 'no-cache',
+  'X-Accel-Buffering': 'no',
 };
 
 const cardPath = /^\/(?:agents\/([a-z0-9][a-z0-9-]{0,62})\/)?\.well-known\/agent-card\.json$/;
 const rpcPath = /^\/(?:agents\/([a-z0-9][a-z0-9-]{0,62}))?\/?$/;
+/** An HTTP+JSON route below an agent's base URL (docs/protocol.md §14); `default`'s also at the root. */
+const httpJsonPath = /^(?:\/agents\/([a-z0-9][a-z0-9-]{0,62}))?(\/.+)$/;
 
 /** The `A2A-Version` a request asks for, as a header or a query parameter (docs/protocol.md §2). */
 const requestedVersion = (request: HttpRequest): string => {
@@ -149,33 +154,66 @@ export const createHttpApp = (deps: HttpAppDeps) => {
   // identity (a route deployed without the authorizer) is refused, never served as `local`.
   const secured = hasAuthScheme(deps.config.auth);
 
-  const serveRpc = async (request: HttpRequest, profileId: string): Promise<HttpResponse> => {
+  /** What every data request passes first, on either binding: an identity, and an agent that exists. */
+  const refuseUnserved = async (
+    request: HttpRequest,
+    profileId: string,
+  ): Promise<HttpResponse | undefined> => {
     if (secured && request.caller === null) {
       return json(401, { message: 'Unauthorized' }, { 'WWW-Authenticate': 'Bearer' });
     }
     if ((await servedConfig()).profiles[profileId] === undefined)
       return json(404, { error: 'No such agent' });
-    const tooLarge = refuseLargeBody(request.body, deps.config.maxRequestBytes, deps.config.errorDomain);
-    if (tooLarge !== undefined) return tooLarge;
-    const result = await deps.dispatcher.dispatch(request.body, request.headers, {
-      query: request.query,
-      caller: request.caller,
-      requestId: request.requestId,
-      profileId,
-      baseUrl: request.baseUrl,
-    });
+    return undefined;
+  };
+
+  const requestInfo = (request: HttpRequest, profileId: string) => ({
+    query: request.query,
+    caller: request.caller,
+    requestId: request.requestId,
+    profileId,
+    baseUrl: request.baseUrl,
+  });
+
+  const serveRpc = async (request: HttpRequest, profileId: string): Promise<HttpResponse> => {
+    const refused = await refuseUnserved(request, profileId);
+    if (refused !== undefined) return refused;
+    const tooLarge = largeBodyError(request.body, deps.config.maxRequestBytes);
+    if (tooLarge !== undefined) {
+      const error = toJsonRpcError(tooLarge, { errorDomain: deps.config.errorDomain, now: () => new Date() });
+      return json(200, { jsonrpc: '2.0', id: null, error });
+    }
+    const result = await deps.dispatcher.dispatch(
+      request.body,
+      request.headers,
+      requestInfo(request, profileId),
+    );
     const extensions = activatedExtensions(request.headers);
     if (result.kind === 'json') return json(result.status, result.body, extensions);
-    return {
-      status: result.status,
-      headers: {
-        ...extensions,
-        'Content-Type': 'text/event-stream',
-        'Cache-Control': 'no-cache',
-        'X-Accel-Buffering': 'no',
-      },
-      events: result.events,
-    };
+    return { status: result.status, headers: { ...extensions, ...sseHeaders }, events: result.events };
+  };
+
+  // The HTTP+JSON binding over the same dispatcher (docs/protocol.md §14).
+  const httpJson = createHttpJsonBinding(deps.dispatcher, { errorDomain: deps.config.errorDomain });
+
+  const serveHttpJson = async (
+    request: HttpRequest,
+    profileId: string,
+    path: string,
+  ): Promise<HttpResponse> => {
+    const refused = await refuseUnserved(request, profileId);
+    if (refused !== undefined) return refused;
+    const tooLarge = largeBodyError(request.body, deps.config.maxRequestBytes);
+    const answer =
+      tooLarge !== undefined
+        ? httpJson.failure(tooLarge)
+        : await httpJson.serve({ ...request, path }, requestInfo(request, profileId));
+    if (answer === undefined) return json(404, { error: 'Not found' });
+    const extensions = activatedExtensions(request.headers);
+    if (answer.kind === 'json') {
+      return { status: answer.status, headers: { ...answer.headers, ...extensions }, body: answer.body };
+    }
+    return { status: answer.status, headers: { ...extensions, ...sseHeaders }, events: answer.events };
   };
 
   return async (request: HttpRequest): Promise<HttpResponse> => {
@@ -185,6 +223,9 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     const rpc = rpcPath.exec(request.path);
     if (rpc && request.method === 'POST') return serveRpc(request, rpc[1] ?? 'default');
     if (card || rpc) return json(405, { error: 'Method not allowed' }, { Allow: card ? 'GET' : 'POST' });
+    const rest = httpJsonPath.exec(request.path);
+    if (rest?.[2] !== undefined && isHttpJsonPath(rest[2]))
+      return serveHttpJson(request, rest[1] ?? 'default', rest[2]);
     return json(404, { error: 'Not found' });
   };
 };
@@ -196,5 +237,7 @@ export const createHttpApp = (deps: HttpAppDeps) => {
 export const formatSseEvent = (event: SseEvent): string => {
   if ('comment' in event) return `: ${event.comment.replace(/[\r\n]+/g, ' ')}\n\n`;
   const id = event.eventId === undefined ? '' : `id: ${event.eventId.replace(/[\r\n]+/g, '')}\n`;
-  return `${id}data: ${JSON.stringify(event.message)}\n\n`;
+  if ('message' in event) return `${id}data: ${JSON.stringify(event.message)}\n\n`;
+  const type = event.event === undefined ? '' : `event: ${event.event.replace(/[\r\n]+/g, '')}\n`;
+  return `${type}${id}data: ${JSON.stringify(event.data)}\n\n`;
 };

@@ -62,7 +62,7 @@ const runsHereOf = (env: RuntimeEnv, adapters: RpcAdapters): RunsHere => {
     providerFor: createProviderFor(env),
   });
   return {
-    // Bedrock's client stays out of this bundle (≤ 512,000 bytes): its profiles' runs are queued.
+    // Bedrock's client stays out of this bundle (≤ 512 KiB, infra/bundling.ts): its profiles' runs are queued.
     canRun: (providerIds) => providerIds.every((id) => env.config.providers[id]?.type !== 'bedrock'),
     run: (image) => executeClaimedRun(runDeps, image),
     keepAlive: keepAliveAfterAnswer,
@@ -94,6 +94,8 @@ export const createRpcDispatcher = (env: RuntimeEnv, adapters: RpcAdapters) => {
     mayAnswerWithMessage,
     // Open streams per caller, counted across instances in the state table.
     streamSlots: new DynamoDbStreamSlots(documents, env.stateTableName, systemClock),
+    // Blocking sends waiting per caller, counted alike (one caller cannot take every instance).
+    blockingSlots: new DynamoDbStreamSlots(documents, env.stateTableName, systemClock, 'BLOCKING'),
     ...(env.runStartDeadlineMs ? { runStartDeadlineMs: env.runStartDeadlineMs } : {}),
     ...(env.runLeaseMs ? { runLeaseMs: env.runLeaseMs } : {}),
     // The request's traceparent (validated by the preset) goes on a new task's row.

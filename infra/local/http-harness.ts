@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { extname, join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { AuthSettings } from '../../shared/config/auth.ts';
-import { consoleLog, createLambdaContext, type LocalLog, reportInvocation } from './lambda-pollers.ts';
+import { consoleLog, createLambdaContext, type LocalLog, reportInvocation } from './lambda-invocation.ts';
 import { createLocalAuthorizer, type LocalAuthorizerOptions } from './local-authorizer.ts';
 
 /**

@@ -3,7 +3,7 @@ import { createAuthenticator } from '../../shared/app/rpc/authenticate.ts';
 import { type AuthSettings, hasAuthScheme } from '../../shared/config/auth.ts';
 import type { TokenVerifier } from '../../shared/domain/ports.ts';
 import { type Authorize, anonymousIdentity } from './http-harness.ts';
-import type { LocalLog } from './lambda-pollers.ts';
+import type { LocalLog } from './lambda-invocation.ts';
 
 /**
  * The local stand-in for the Lambda authorizer (functions/authorizer/handler.ts), over the same

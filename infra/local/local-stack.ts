@@ -25,19 +25,16 @@ import { startKmsEmulator } from './kms-emulator.ts';
 import {
   consoleLog,
   createLambdaContext,
-  createSqsPoller,
-  createStreamPoller,
   type DynamoDbStreamLambdaHandler,
   type LocalLog,
   type SqsLambdaHandler,
-  type SqsPoller,
-  type StreamBatchFailure,
-  type StreamPoller,
-} from './lambda-pollers.ts';
+} from './lambda-invocation.ts';
 import { installLocalAwsLambdaGlobal, isStreamingHandler, toHarnessHandler } from './lambda-streaming.ts';
 import { createResources, type LocalResources } from './resources.ts';
 import { injectSdkFaults } from './sdk-faults.ts';
 import { startSqsEmulator } from './sqs-emulator.ts';
+import { createSqsPoller, type SqsPoller } from './sqs-poller.ts';
+import { createStreamPoller, type StreamBatchFailure, type StreamPoller } from './stream-poller.ts';
 
 /**
  * The embedded local stack (docs/decisions/0002-local-stack.md): DynamoDB Local, an SQS emulator and a KMS endpoint —

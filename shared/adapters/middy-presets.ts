@@ -17,7 +17,7 @@ import type {
   SQSRecord,
 } from 'aws-lambda';
 import type { FunctionMetrics } from './metrics.ts';
-import type { FunctionLogger } from './powertools-logger.ts';
+import { type FunctionLogger, sanitizedError } from './powertools-logger.ts';
 import {
   type TraceContext,
   traceOfSqsRecord,
@@ -42,7 +42,8 @@ type Handler<E, R> = (event: E, context: Context) => Promise<R>;
 
 /**
  * The common stack. middy's early timeout is off: the use cases bound their own work (run lease,
- * blocking-wait deadline), and an early answer would leave that work running behind it.
+ * blocking-wait deadline), and an early answer would leave that work running behind it. An error
+ * that leaves the handler is sanitised first (`sanitizeErrors`).
  */
 const withPreset = <E, R>(tools: FunctionTools, handler: Handler<E, R>, streamifyResponse = false) =>
   middy<E, R>(handler, {
@@ -51,8 +52,20 @@ const withPreset = <E, R>(tools: FunctionTools, handler: Handler<E, R>, streamif
     // middy calls it once the response stream has ended: the invocation lasts until it returns.
     ...(streamifyResponse && { requestEnd: awaitKeptWork }),
   })
+    .use(sanitizeErrors)
     .use(injectLambdaContext(tools.logger))
     .use(tools.metrics ? [logMetrics(tools.metrics)] : []);
+
+/**
+ * The Lambda runtime prints an error that leaves the handler with its enumerable properties
+ * (docs/security.md, control 5): what leaves is `sanitizedError`'s copy. First in the stack, so its
+ * `onError` runs last, after Powertools' own.
+ */
+const sanitizeErrors: middy.MiddlewareObj = {
+  onError: async (request) => {
+    if (request.error) request.error = sanitizedError(request.error);
+  },
+};
 
 /**
  * SQS with partial batch responses (executor, deliverer): the batch strategy reports the failed

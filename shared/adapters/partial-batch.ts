@@ -1,3 +1,5 @@
+import { sanitizedError } from './powertools-logger.ts';
+
 /**
  * Lambda's ReportBatchItemFailures for an unordered batch: every record is handled
  * in parallel; the ones that throw are reported by their identifier and redelivered. When every
@@ -6,9 +8,12 @@
  * this replaces).
  */
 export class FullBatchFailureError extends Error {
-  constructor(readonly recordErrors: unknown[]) {
+  /** Each record's error as the logs may show it: a record's error can carry a stored item. */
+  readonly recordErrors: readonly Error[];
+  constructor(recordErrors: readonly unknown[]) {
     super('All records failed processing. See individual errors below.');
     this.name = 'FullBatchFailureError';
+    this.recordErrors = recordErrors.map(sanitizedError);
   }
 }
 

@@ -35,6 +35,8 @@ export interface SafeError {
   readonly cancellationReasons?: readonly (string | undefined)[];
   readonly details?: Readonly<Record<string, string>>;
   readonly cause?: SafeError | string;
+  /** A whole batch's failure: each record's error, sanitised (shared/adapters/partial-batch.ts). */
+  readonly recordErrors?: readonly (SafeError | string)[];
 }
 
 const stringOf = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
@@ -51,6 +53,7 @@ export const safeError = (error: Error, depth = 0): SafeError => {
     readonly $metadata?: { readonly httpStatusCode?: number; readonly requestId?: string };
     readonly CancellationReasons?: readonly { readonly Code?: string }[];
     readonly details?: unknown;
+    readonly recordErrors?: unknown;
   };
   const { cause } = error;
   return {
@@ -68,7 +71,28 @@ export const safeError = (error: Error, depth = 0): SafeError => {
     ...(isStringRecord(fields.details) && { details: fields.details }),
     ...(cause instanceof Error && depth < maxCauseDepth && { cause: safeError(cause, depth + 1) }),
     ...(cause !== undefined && !(cause instanceof Error) && { cause: typeof cause }),
+    ...(Array.isArray(fields.recordErrors) && {
+      recordErrors: fields.recordErrors.map((recordError: unknown) =>
+        recordError instanceof Error ? safeError(recordError, depth + 1) : typeof recordError,
+      ),
+    }),
   };
+};
+
+/**
+ * An error fit to leave a handler (docs/security.md, control 5). The Lambda runtime prints a thrown
+ * error as "Invoke Error" with all its enumerable properties, past the logger: a failed conditional
+ * write's `Item` would reach the log. This one keeps the error's class (`instanceof` and the
+ * runtime's errorType hold), name, message and stack, and of the rest only what `safeError` keeps.
+ */
+export const sanitizedError = (thrown: unknown): Error => {
+  if (!(thrown instanceof Error)) return new Error(`A ${typeof thrown} was thrown`);
+  const { name, message, stack, ...kept } = safeError(thrown);
+  const clean = Object.create(Object.getPrototypeOf(thrown)) as Error;
+  for (const [key, value] of Object.entries({ name, message, stack })) {
+    Object.defineProperty(clean, key, { value, writable: true, configurable: true, enumerable: false });
+  }
+  return Object.assign(clean, kept);
 };
 
 /** The logger's JSON replacer: errors become `SafeError`s, returned items vanish. */

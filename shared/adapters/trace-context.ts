@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord, SQSRecord } from 'aws-lambda';
+import { taskIdOfKey } from './dynamodb/keys.ts';
 
 /**
  * One trace per task across the hops (rpc → run queue → executor → projector → pusher →
@@ -61,7 +62,7 @@ export const traceOfSqsRecord = (record: Pick<SQSRecord, 'messageAttributes'>): 
  */
 export const traceOfStreamRecord = (record: Pick<DynamoDBRecord, 'dynamodb'>): TraceContext => {
   const pk = record.dynamodb?.Keys?.pk?.S;
-  const taskId = pk?.startsWith('TASK#') ? pk.slice('TASK#'.length) : undefined;
+  const taskId = taskIdOfKey(pk);
   const image = record.dynamodb?.NewImage ?? record.dynamodb?.OldImage;
   const traceparent = validTraceparent(image?.traceparent?.S);
   return {

@@ -19,7 +19,11 @@ const providerTimeoutMs = z._default(z.number().check(z.int(), z.positive(), z.l
 
 const scriptedProvider = z.object({
   type: z.literal('scripted'),
-  behavior: z._default(z.enum(['echo', 'tck', 'fail', 'slow', 'stream']), 'echo'),
+  behavior: z._default(z.enum(['echo', 'tck', 'fail', 'slow', 'stream', 'call-tool']), 'echo'),
+  /** `call-tool`: the tool called, by the name the model is offered (e.g. `tickets__search`). */
+  tool: z.optional(nonEmptyString),
+  /** `call-tool`: its arguments; absent, the user's message if it is a JSON object, else `{}`. */
+  arguments: z.optional(z.record(z.string(), z.unknown())),
   /** `stream`: the pause before each word of the echo, in ms. */
   paceMs: z._default(integer(0, 10_000), 50),
   /** `stream`: breaks off as an unavailable provider after this many words (fallback tests). */
@@ -78,6 +82,64 @@ export const toolConfigSchema = z.object({
   requiresApproval: z._default(z.boolean(), false),
 });
 
+/**
+ * A secret an outbound call carries (an MCP server's header or OAuth client secret): in a
+ * deployment from the Secrets Manager secret `secret` names (read as provider keys are, through
+ * the Parameters and Secrets Lambda Extension), locally from the variable `env` names.
+ */
+export const credentialSchema = z
+  .object({
+    env: z.optional(nonEmptyString),
+    secret: z.optional(
+      z.object({
+        secretId: nonEmptyString,
+        jsonKey: z.optional(nonEmptyString),
+        kmsKeyArn: z.optional(z.string()),
+      }),
+    ),
+  })
+  .check(
+    z.refine((credential) => credential.env !== undefined || credential.secret !== undefined, {
+      message: 'name an environment variable (env) or a secret (secret)',
+    }),
+  );
+
+/** An MCP server id: part of the tool names offered to the model (`<server>__<tool>`). */
+const mcpServerId = z.string().check(z.regex(/^[a-z0-9][a-z0-9-]{0,30}$/));
+
+/**
+ * A remote MCP server (Streamable HTTP transport, docs/configuration.md `mcpServers`), reached
+ * through the SSRF guard with the webhooks' policy.
+ */
+export const mcpServerSchema = z.object({
+  url: z.url(),
+  /** Request headers: a plain value, or a credential (`{ env }` / `{ secret }`). */
+  headers: z._default(z.record(nonEmptyString, z.union([z.string(), credentialSchema])), {}),
+  /** OAuth 2.0 client credentials: a bearer token from `tokenUrl`, renewed before it expires. */
+  oauth: z.optional(
+    z.object({
+      tokenUrl: z.url(),
+      clientId: nonEmptyString,
+      clientSecret: credentialSchema,
+      scope: z.optional(nonEmptyString),
+      audience: z.optional(nonEmptyString),
+    }),
+  ),
+  /** One deadline per request to the server (list or call), connect to last byte. */
+  timeoutMs: z._default(integer(100, 300_000), 30_000),
+  /** A tool result above this many bytes (JSON) is refused: the model reads an error instead. */
+  maxResultBytes: z._default(integer(1024, 1_000_000), 100_000),
+  /** How long a container reuses the server's tool list. */
+  toolListTtlSeconds: z._default(integer(0, 86_400), 300),
+});
+
+const mcpToolGrant = z.object({
+  /** Overrides the effect the server's annotations declare; `destructive` also gates it by default. */
+  effect: z.optional(z.enum(['read-only', 'idempotent', 'write', 'destructive'])),
+  /** Default: true for destructive tools, false for the others. */
+  requiresApproval: z.optional(z.boolean()),
+});
+
 const mediaTypes = z._default(z.array(nonEmptyString).check(z.minLength(1)), [
   'text/plain',
   'application/json',
@@ -91,6 +153,11 @@ export const profileConfigSchema = z.object({
   providers: z.array(nonEmptyString).check(z.minLength(1)),
   privacyLevel: z.optional(privacyLevelInput),
   tools: z._default(z.array(toolConfigSchema), []),
+  /**
+   * Tools of MCP servers (`mcpServers`) this profile allows, per server id and tool name; offered to
+   * the model as `<server>__<tool>`.
+   */
+  mcp: z._default(z.record(mcpServerId, z.object({ tools: z.record(nonEmptyString, mcpToolGrant) })), {}),
   /** Model → tools → model rounds a run may take before it is stopped. */
   maxToolRounds: z._default(integer(1, 50), 8),
   skills: z._default(z.array(skillSchema), []),
@@ -193,6 +260,23 @@ export const deploymentConfigSchema = z.object({
   /** Upper bound of concurrent executor invocations: protects model quotas. */
   executorMaxConcurrency: z._default(integer(2, 1000), 10),
   /**
+   * Reserved concurrency per function (docs/configuration.md, `deployment.reservedConcurrency`):
+   * a share of the account's concurrency no other function can take (the executor and the stream
+   * consumers keep up under a burst of blocking sends), and the function's ceiling (the rpc's, so
+   * a burst cannot take the others'). Absent: the function shares the unreserved pool.
+   */
+  reservedConcurrency: z._default(
+    z.object({
+      rpc: z.optional(integer(1, 10_000)),
+      executor: z.optional(integer(1, 10_000)),
+      projector: z.optional(integer(1, 10_000)),
+      pusher: z.optional(integer(1, 10_000)),
+      deliverer: z.optional(integer(1, 10_000)),
+      reaper: z.optional(integer(1, 10_000)),
+    }),
+    {},
+  ),
+  /**
    * The rpc function runs a blocking SendMessage's run itself (docs/how-a-task-flows.md §1): no queue hop, no
    * journal polls, and the rpc holds the executor's grants (models, provider secrets, audit
    * table). false: every run goes through the run queue to the executor.
@@ -247,6 +331,8 @@ export const configSchema = z.object({
   auth: z._default(authConfigSchema, { tokens: {}, apiKeys: {}, public: false }),
   providers: z.record(nonEmptyString, providerConfigSchema),
   profiles: z.record(z.string().check(z.regex(/^[a-z0-9][a-z0-9-]{0,62}$/)), profileConfigSchema),
+  /** Remote MCP servers profiles may take tools from (`profiles.<id>.mcp`). */
+  mcpServers: z._default(z.record(mcpServerId, mcpServerSchema), {}),
   webhooks: z._default(
     z.object({
       allowLoopback: z.optional(z.boolean()),
@@ -273,6 +359,8 @@ export const configSchema = z.object({
       partsPerMessage: z._default(integer(1, 1000), 100),
       metadataBytes: z._default(integer(256, 262_144), 16_384),
       streamsPerCaller: z._default(integer(1, 1000), 10),
+      /** Blocking SendMessage calls one caller may have waiting at once, across rpc instances. */
+      blockingSendsPerCaller: z._default(integer(1, 1000), 10),
       /**
        * A task's whole history (every message of every turn, JSON) may grow to this many bytes:
        * the write that settles a turn carries the whole sealed history with the result in one
@@ -285,6 +373,7 @@ export const configSchema = z.object({
       partsPerMessage: 100,
       metadataBytes: 16_384,
       streamsPerCaller: 10,
+      blockingSendsPerCaller: 10,
       historyBytes: 2.5 * 1024 * 1024,
     },
   ),
@@ -296,6 +385,7 @@ export const configSchema = z.object({
     logRetentionDays: 30,
     deletionProtection: true,
     executorMaxConcurrency: 10,
+    reservedConcurrency: {},
     blockingRunsInRpc: true,
     viewer: false,
     dynamodb: defaultDynamodbCapacity,
@@ -308,6 +398,8 @@ export const configSchema = z.object({
 export type Config = z.infer<typeof configSchema>;
 export type ProfileConfig = z.infer<typeof profileConfigSchema>;
 export type ProviderConfig = z.infer<typeof providerConfigSchema>;
+export type McpServerConfig = z.infer<typeof mcpServerSchema>;
+export type CredentialConfig = z.infer<typeof credentialSchema>;
 
 /** The configuration used when none is given: one `default` profile echoing on the scripted provider. */
 export const defaultConfig: Config = configSchema.parse({
@@ -348,6 +440,26 @@ export const parseConfig = (value: unknown): Config => {
         );
       }
     }
+    const problem = mcpGrantProblem(result.data, profile);
+    if (problem !== undefined)
+      throw new ConfigError(`Invalid configuration:\n  profiles.${profileId}.${problem}`);
   }
   return result.data;
+};
+
+/** The tool name a model is offered for a tool of an MCP server. */
+export const mcpToolName = (serverId: string, toolName: string): string => `${serverId}__${toolName}`;
+
+/** What is wrong with a profile's `mcp` grants: an unknown server, or a name no model accepts. */
+const mcpGrantProblem = (config: Config, profile: ProfileConfig): string | undefined => {
+  for (const [serverId, grant] of Object.entries(profile.mcp)) {
+    if (!Object.hasOwn(config.mcpServers, serverId))
+      return `mcp.${serverId}: unknown MCP server "${serverId}"`;
+    for (const toolName of Object.keys(grant.tools)) {
+      const name = mcpToolName(serverId, toolName);
+      if (!/^[a-zA-Z0-9_-]{1,64}$/.test(name))
+        return `mcp.${serverId}.tools.${toolName}: "${name}" is not a tool name models accept (letters, digits, _ and -, at most 64)`;
+    }
+  }
+  return undefined;
 };

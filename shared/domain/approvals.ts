@@ -51,23 +51,22 @@ export interface ApprovalRecord {
  * A new approval, PENDING, for the suspension that the task's `revision` announces: its id is
  * `<taskId>.<revision>`, its tool names the distinct ones of the pending calls.
  */
-export const newApproval = (fields: {
-  readonly taskId: string;
-  readonly runId: string;
-  readonly revision: number;
-  readonly digest: string;
-  readonly toolNames: readonly string[];
-  readonly now: Date;
-  readonly expiresAt: number;
-}): ApprovalRecord => ({
-  approvalId: approvalIdOf(fields.taskId, fields.revision),
-  taskId: fields.taskId,
-  runId: fields.runId,
-  digest: fields.digest,
-  toolNames: [...new Set(fields.toolNames)],
-  requestedAt: fields.now.toISOString(),
+export const newApproval = (
+  run: Pick<ApprovalRecord, 'taskId' | 'runId'>,
+  revision: number,
+  digest: string,
+  toolNames: readonly string[],
+  now: Date,
+  expiresAt: number,
+): ApprovalRecord => ({
+  approvalId: approvalIdOf(run.taskId, revision),
+  taskId: run.taskId,
+  runId: run.runId,
+  digest,
+  toolNames: [...new Set(toolNames)],
+  requestedAt: now.toISOString(),
   decision: 'PENDING',
-  expiresAt: fields.expiresAt,
+  expiresAt,
 });
 
 /** The approval a run waits for (or was decided), as the run row carries it: metadata only. */

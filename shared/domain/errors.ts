@@ -21,6 +21,7 @@ export type DomainErrorCode =
   | 'MESSAGE_ID_REUSED'
   | 'LIMIT_EXCEEDED'
   | 'STREAM_LIMIT_EXCEEDED'
+  | 'BLOCKING_LIMIT_EXCEEDED'
   | 'REQUEST_LIMIT_EXCEEDED'
   | 'INVALID_PARAMS'
   | 'VERSION_CONFLICT'
@@ -150,7 +151,7 @@ export class MessageIdReusedError extends DomainError {
   override readonly name = 'MessageIdReusedError';
   readonly code = 'MESSAGE_ID_REUSED';
   constructor(messageId: string, taskId?: string) {
-    super('This messageId was already used for another message', {
+    super('This messageId has started as many tasks as it may; send the message with a new messageId', {
       messageId,
       ...(taskId !== undefined && { taskId }),
     });
@@ -163,6 +164,7 @@ export type LimitName =
   | 'PARTS_PER_MESSAGE'
   | 'METADATA_BYTES'
   | 'STREAMS_PER_CALLER'
+  | 'BLOCKING_SENDS_PER_CALLER'
   | 'HISTORY_BYTES'
   | 'REQUEST_BYTES';
 
@@ -172,7 +174,11 @@ export type LimitName =
  */
 export class LimitExceededError extends DomainError {
   override readonly name = 'LimitExceededError';
-  readonly code: 'LIMIT_EXCEEDED' | 'STREAM_LIMIT_EXCEEDED' | 'REQUEST_LIMIT_EXCEEDED';
+  readonly code:
+    | 'LIMIT_EXCEEDED'
+    | 'STREAM_LIMIT_EXCEEDED'
+    | 'BLOCKING_LIMIT_EXCEEDED'
+    | 'REQUEST_LIMIT_EXCEEDED';
   readonly reason: `${LimitName}_EXCEEDED`;
   readonly violations: readonly FieldViolation[];
   constructor(
@@ -188,9 +194,11 @@ export class LimitExceededError extends DomainError {
     this.code =
       limit === 'STREAMS_PER_CALLER'
         ? 'STREAM_LIMIT_EXCEEDED'
-        : limit === 'REQUEST_BYTES'
-          ? 'REQUEST_LIMIT_EXCEEDED'
-          : 'LIMIT_EXCEEDED';
+        : limit === 'BLOCKING_SENDS_PER_CALLER'
+          ? 'BLOCKING_LIMIT_EXCEEDED'
+          : limit === 'REQUEST_BYTES'
+            ? 'REQUEST_LIMIT_EXCEEDED'
+            : 'LIMIT_EXCEEDED';
     this.reason = `${limit}_EXCEEDED`;
     this.violations =
       limits.field === undefined ? [] : [{ field: limits.field, description: limits.description }];
@@ -255,7 +263,7 @@ export class ProviderFailedError extends Error {
   }
 }
 
-export type AgentStopReason = 'TOOL_ROUNDS_EXCEEDED' | 'TOOL_UNAVAILABLE';
+export type AgentStopReason = 'TOOL_ROUNDS_EXCEEDED' | 'TOOL_UNAVAILABLE' | 'TOOL_CALL_INTERRUPTED';
 
 /**
  * The tool loop ended the run before an answer, for a reason the task may show: a public,
@@ -268,6 +276,17 @@ export class AgentStoppedError extends Error {
     readonly publicText: string,
   ) {
     super(publicText);
+  }
+}
+
+/**
+ * A fenced tool call's record could not be written (I-EFFECT): the run moved under its executor
+ * (settled, taken, another version) or a cancel was asked. The call was not sent.
+ */
+export class ToolFenceLostError extends Error {
+  override readonly name = 'ToolFenceLostError';
+  constructor(readonly outcome: 'lost' | 'canceled') {
+    super(`The run could not fence a tool call (${outcome})`);
   }
 }
 

@@ -1,5 +1,5 @@
 import type { JsonObject, Message, Part } from './a2a.ts';
-import type { ToolSpec } from './tools.ts';
+import type { ToolEffect, ToolSpec } from './tools.ts';
 
 /**
  * One model turn behind a port, in a provider-neutral transcript. The Bedrock Converse and
@@ -159,5 +159,7 @@ export type AgentStep =
       readonly call: ToolCall;
       readonly result: ToolResult;
       readonly readOnly: boolean;
+      /** What the call may have changed (I-EFFECT); `write` calls were fenced before they were sent. */
+      readonly effect: ToolEffect;
       readonly durationMs: number;
     };

@@ -1,15 +1,27 @@
 import type { Artifact, Message, TaskState } from './a2a.ts';
 import type { ApprovalDecision, ApprovalRecord } from './approvals.ts';
-import type { AgentSession, AgentStep } from './model.ts';
+import type { AgentSession, AgentStep, ToolCall } from './model.ts';
 import type { HistorySegment, JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
 import type { DeliveryAttemptEntry, PushDelivery, PushDeliveryRecord, StoredPushConfig } from './push.ts';
-import type { AgentCaller, Owner, RunRecord } from './task.ts';
+import type { AgentCaller, Owner, RunFence, RunRecord } from './task.ts';
 import type { EnabledTool } from './tools.ts';
 
 /**
- * Ports: what the use cases need from the outside world, in domain nouns.
- * Adapters (shared/adapters) implement them with a technology; tests use fakes.
+ * Ports: what the use cases need from the outside world, in domain nouns, one section per
+ * subdomain. Adapters (shared/adapters) implement them with a technology; tests use fakes. A
+ * port whose subdomain has a module of its own is declared there and listed in its section here,
+ * so this file names every port.
  */
+
+// ── Infrastructure: time, ids, sealing, logs, metrics
+
+export interface Clock {
+  now(): Date;
+}
+
+export interface IdGenerator {
+  newId(): string;
+}
 
 /** Which stored field a sealed blob belongs to. Bound into the AEAD so a moved blob fails to open. */
 export interface SealContext {
@@ -23,39 +35,10 @@ export interface Sealer {
   open(blob: Uint8Array, context: SealContext): Promise<Uint8Array>;
 }
 
-export interface Clock {
-  now(): Date;
-}
+export type { Logger } from './logger.ts';
+export type { Metrics } from './metrics.ts';
 
-export type { AuditRowSummary, AuditTrail } from './audit.ts';
-export type {
-  DeadLetter,
-  DeadLetterQueue,
-  ExpiredItemStore,
-  ItemKey,
-  RunCatalog,
-  StreamBatchRange,
-  StreamRangeReader,
-} from './operations.ts';
-
-export interface IdGenerator {
-  newId(): string;
-}
-
-/** Wakes an executor for a run. The run row is the state; the message carries only ids. */
-export interface RunQueue {
-  enqueue(message: RunMessage): Promise<void>;
-}
-
-export interface RunMessage {
-  readonly taskId: string;
-  readonly runId: string;
-  /**
-   * The task revision the sender projected in full (event, then view), when it did: the claim's
-   * journal write then need not read the journal to know it (docs/architecture.md "The journal write").
-   */
-  readonly journaled?: number;
-}
+// ── Tasks and runs: the state table, the run queue, leases (docs/data-model.md "State table")
 
 /** What a task-row write expects of the row its writer read (I-RESULT, I-LOCK). */
 export interface RowExpectation {
@@ -162,11 +145,61 @@ export interface TaskRepository {
     taskId: string,
     runId: string,
   ): Promise<{ readonly run: RunRecord | undefined; readonly task: StoredTask | undefined }>;
+  /**
+   * Records that a fenced tool call starts (I-EFFECT) on a RUNNING run at the version its
+   * executor holds, not asked to cancel: one conditional write that does not move the version
+   * (like a lease renewal). 'lost' when the run moved (settled, reaped, another version),
+   * 'canceled' when a cancel was asked: then the call is not sent.
+   */
+  fenceRun(run: RunRecord, fence: RunFence): Promise<'fenced' | 'lost' | 'canceled'>;
+}
+
+/** Wakes an executor for a run. The run row is the state; the message carries only ids. */
+export interface RunQueue {
+  enqueue(message: RunMessage): Promise<void>;
+}
+
+export interface RunMessage {
+  readonly taskId: string;
+  readonly runId: string;
+  /**
+   * The task revision the sender projected in full (event, then view), when it did: the claim's
+   * journal write then need not read the journal to know it (docs/architecture.md "The journal write").
+   */
+  readonly journaled?: number;
+}
+
+export interface RunRef {
+  readonly taskId: string;
+  readonly runId: string;
 }
 
 /**
+ * Run leases (docs/architecture.md, "Send a message"). Renewing moves only the lease, never the run version,
+ * so the completing transaction's expected version stays valid (I-LOCK).
+ */
+export interface RunLeases {
+  /**
+   * Extends a RUNNING run's lease; 'lost' when the run is no longer RUNNING (settled or reaped),
+   * 'canceled' when it is RUNNING with a cancel request (its executor should stop now).
+   */
+  renew(run: RunRef, leaseUntil: number): Promise<'renewed' | 'lost' | 'canceled'>;
+  /**
+   * A cheap read between renewals: has the run been canceled or settled? Lets a
+   * run in a long model or tool call stop within seconds of a CancelTask, not at the next renewal.
+   */
+  watch(run: RunRef): Promise<'running' | 'lost' | 'canceled'>;
+  /** RUNNING runs whose lease ended before `now` (epoch ms), from the lease index — never a scan. */
+  listExpired(now: number, limit: number): Promise<RunRef[]>;
+}
+
+export type { ApprovalRepository } from './approvals.ts';
+
+// ── The journal: what remote parties read (docs/architecture.md "The journal write")
+
+/**
  * The journal's writes (I-COMMITTED): from committed state only, after the commit — by the
- * writer's write-through and by the projector, its backstop (decision 0043). Every writer puts a
+ * writer's write-through and by the projector, its backstop. Every writer puts a
  * revision's event before its view, so a view at revision N means events 1…N are there.
  */
 export interface JournalWriter {
@@ -192,7 +225,7 @@ export interface JournalWriter {
 /** The stream projector's journal: a writer that can also read a whole stream batch's places at once. */
 export interface BackstopJournal extends JournalWriter {
   /**
-   * For many tasks at once (the backstop's read per stream batch, decision 0076): which of the
+   * For many tasks at once (the backstop's read per stream batch): which of the
    * given revisions' events are there, and where each task's view is. Possibly stale like
    * `projected`. A task none of whose items is there has a ledger with no events and no view.
    */
@@ -262,6 +295,8 @@ export interface ViewPage {
   readonly more: boolean;
 }
 
+// ── Agents: providers, models, tools (docs/architecture.md "A run")
+
 /** What a provider is asked: the profile's instructions and the conversation so far. */
 export interface AgentRequest {
   readonly runId: string;
@@ -282,6 +317,12 @@ export interface AgentRequest {
    * included). What it receives must never reach the journal or a log (I-LEAVE).
    */
   readonly onStep?: (step: AgentStep) => Promise<void> | void;
+  /**
+   * The fence of a call that may change something outside this server (a `write` effect,
+   * I-EFFECT): resolves once the run recorded, under its lock, that the call starts; the call is
+   * sent only after it. A rejection (the run was canceled, or taken back) means it is not sent.
+   */
+  readonly fence?: (call: ToolCall) => Promise<void>;
   /**
    * Progressive output (docs/configuration.md, profile `output`): given, the provider streams its model calls and reports
    * the answer as it grows; absent, it calls its models without streaming. `run` resolves with
@@ -324,29 +365,14 @@ export interface AgentProvider {
   run(request: AgentRequest): Promise<AgentResult>;
 }
 
-export interface RunRef {
-  readonly taskId: string;
-  readonly runId: string;
-}
+export type { ChatModel } from './model.ts';
+export type { ToolRegistry } from './tools.ts';
 
-/**
- * Run leases (docs/architecture.md, "Send a message"). Renewing moves only the lease, never the run version,
- * so the completing transaction's expected version stays valid (I-LOCK).
- */
-export interface RunLeases {
-  /**
-   * Extends a RUNNING run's lease; 'lost' when the run is no longer RUNNING (settled or reaped),
-   * 'canceled' when it is RUNNING with a cancel request (its executor should stop now).
-   */
-  renew(run: RunRef, leaseUntil: number): Promise<'renewed' | 'lost' | 'canceled'>;
-  /**
-   * A cheap read between renewals: has the run been canceled or settled? Lets a
-   * run in a long model or tool call stop within seconds of a CancelTask, not at the next renewal.
-   */
-  watch(run: RunRef): Promise<'running' | 'lost' | 'canceled'>;
-  /** RUNNING runs whose lease ended before `now` (epoch ms), from the lease index — never a scan. */
-  listExpired(now: number, limit: number): Promise<RunRef[]>;
-}
+// ── Audit: the run steps at the audit ceiling (docs/data-model.md "Audit table")
+
+export type { AuditRowSummary, AuditTrail, RunStarts } from './audit.ts';
+
+// ── Push notifications (docs/protocol.md §7)
 
 /** Push configs in the state table, in their task's partition (docs/protocol.md §7). */
 export interface PushConfigRepository {
@@ -376,11 +402,11 @@ export interface PushDeliveryLog {
   /** Appends the attempt; 'duplicate' when an attempt with the same id was appended already. */
   append(entry: DeliveryAttemptEntry): Promise<'recorded' | 'duplicate'>;
   /**
-   * The highest revision whose delivery to the config is settled (delivered, refused or given
+   * The highest revision whose delivery to the config is final (delivered, refused or given
    * up), read strongly consistent: the watermark that keeps a webhook's revisions in order and
    * delivers none twice after SQS's deduplication window (I-ORDER). Undefined: none yet.
    */
-  settledThrough(taskId: string, configId: string): Promise<number | undefined>;
+  finalThrough(taskId: string, configId: string): Promise<number | undefined>;
   /** One page in (configId, revision) order, after `after` when given; expired records included. */
   list(
     taskId: string,
@@ -409,6 +435,8 @@ export type WebhookResult =
 export interface WebhookSender {
   post(request: WebhookRequest): Promise<WebhookResult>;
 }
+
+// ── Access: bearer tokens and stream slots (docs/security.md)
 
 /** Why a bearer token was not accepted; content-free, for logs (docs/security.md). */
 export type TokenRejection = 'malformed' | 'algorithm' | 'signature' | 'unknown-key' | 'expired' | 'claims';
@@ -446,3 +474,17 @@ export interface StreamSlots {
   /** Idempotent; a slot that another stream took over after its lease is left alone. */
   release(owner: Owner, slot: StreamSlot): Promise<void>;
 }
+
+// ── Operations: the admin command's stores and queues (docs/operations.md)
+
+export type {
+  DeadLetter,
+  DeadLetterQueue,
+  ExpiredItemStore,
+  ItemKey,
+  ProfileStore,
+  RunCatalog,
+  SavedProfiles,
+  StreamBatchRange,
+  StreamRangeReader,
+} from './operations.ts';

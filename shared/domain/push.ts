@@ -87,21 +87,21 @@ export const deliveryStates = ['DELIVERED', 'RETRYING', 'REFUSED', 'GAVE_UP'] as
 export type DeliveryState = (typeof deliveryStates)[number];
 
 /** A delivery in one of these states is done with: no attempt of it, or of an older revision, follows. */
-export const isSettledDelivery = (state: DeliveryState): boolean => state !== 'RETRYING';
+export const isFinalDelivery = (state: DeliveryState): boolean => state !== 'RETRYING';
 
 /**
  * The revisions a delivery message of `revision` owes its config, oldest first (I-ORDER):
- * every revision the config wants after the last one settled for it, up to `revision`. So a
+ * every revision the config wants after the last one final for it, up to `revision`. So a
  * message that overtook an older revision's (fanned out directly by its writer while the older
  * one still waits for the stream backstop) delivers that one first, and a message at or below
- * what is settled (a late duplicate, after SQS's 5-minute deduplication window) owes nothing.
+ * what is final (a late duplicate, after SQS's 5-minute deduplication window) owes nothing.
  */
 export const owedRevisions = (
   config: Pick<StoredPushConfig, 'afterRevision'>,
   revision: number,
-  settledThrough: number | undefined,
+  finalThrough: number | undefined,
 ): number[] => {
-  const after = Math.max(settledThrough ?? 0, config.afterRevision ?? 0);
+  const after = Math.max(finalThrough ?? 0, config.afterRevision ?? 0);
   return Array.from({ length: Math.max(0, revision - after) }, (_, index) => after + 1 + index);
 };
 

@@ -2,6 +2,7 @@ import type { Artifact, JsonObject, Message, TaskState } from './a2a.ts';
 import { isTerminal } from './a2a.ts';
 import type { RunApproval } from './approvals.ts';
 import type { SealedBlob, StoredTask } from './projection.ts';
+import type { RemoteToolGrants } from './tools.ts';
 
 /**
  * Tasks and runs as the state table holds them (docs/invariants.md "Vocabulary"; docs/data-model.md). Content fields (status
@@ -127,6 +128,19 @@ export interface RunRecord {
    * the deployment configuration, which the executor reads itself.
    */
   readonly profile?: RunProfile;
+  /**
+   * The last tool call of a `write` effect this run started (I-EFFECT): written under the run
+   * lock before the call is sent, never its arguments. A run found with it after a crash ends
+   * FAILED `TOOL_CALL_INTERRUPTED`; nothing sends the call again.
+   */
+  readonly fence?: RunFence;
+}
+
+/** A fenced tool call as the run row records it: which call, which tool, when it started. */
+export interface RunFence {
+  readonly callId: string;
+  readonly tool: string;
+  readonly at: string;
 }
 
 /** What the executor needs of a profile to run it. */
@@ -134,6 +148,8 @@ export interface RunProfile {
   readonly providers: readonly string[];
   readonly instructions: string;
   readonly tools: readonly { readonly name: string; readonly requiresApproval: boolean }[];
+  /** The MCP tools the profile allows (config `profiles.<id>.mcp`); absent: none. */
+  readonly mcp?: RemoteToolGrants;
   readonly maxToolRounds: number;
 }
 
@@ -213,29 +229,23 @@ export const epochSeconds = (date: Date): number => Math.floor(date.getTime() / 
  * its create claimed (no channel shows a SUBMITTED revision no one waits in). Its sealed first
  * message is its history.
  */
-export const newTask = (fields: {
-  readonly taskId: string;
-  readonly contextId: string;
+export const newTask = ({
+  run,
+  now,
+  owner,
+  ...fields
+}: Pick<StoredTask, 'taskId' | 'contextId' | 'profileId' | 'expiresAt' | 'sealedHistory' | 'traceparent'> & {
   readonly owner: Owner;
-  readonly profileId: string;
   readonly run: Pick<RunRecord, 'runId' | 'status'>;
   readonly now: Date;
-  readonly expiresAt: number;
-  readonly sealedHistory?: SealedBlob;
-  readonly traceparent?: string;
 }): StoredTask => ({
-  taskId: fields.taskId,
-  contextId: fields.contextId,
-  owner: { tenant: fields.owner.tenant, principal: fields.owner.principal },
-  profileId: fields.profileId,
-  state: fields.run.status === 'RUNNING' ? 'TASK_STATE_WORKING' : 'TASK_STATE_SUBMITTED',
+  ...fields,
+  owner: { tenant: owner.tenant, principal: owner.principal },
+  state: run.status === 'RUNNING' ? 'TASK_STATE_WORKING' : 'TASK_STATE_SUBMITTED',
   revision: 1,
-  currentRunId: fields.run.runId,
-  statusTimestamp: fields.now.toISOString(),
-  createdAt: fields.now.toISOString(),
-  expiresAt: fields.expiresAt,
-  sealedHistory: fields.sealedHistory,
-  ...(fields.traceparent !== undefined && { traceparent: fields.traceparent }),
+  currentRunId: run.runId,
+  statusTimestamp: now.toISOString(),
+  createdAt: now.toISOString(),
 });
 
 /**
@@ -243,32 +253,22 @@ export const newTask = (fields: {
  * create is its claim (I-ONCE). `leaseUntil` is the lease its claim keeps; a QUEUED run has a
  * start deadline `startBy`.
  */
-export const newRun = (fields: {
-  readonly runId: string;
-  readonly taskId: string;
-  readonly profileId: string;
+export const newRun = ({
+  ceilings,
+  now,
+  ...fields
+}: Pick<RunRecord, 'runId' | 'taskId' | 'profileId' | 'expiresAt' | 'leaseUntil' | 'startBy' | 'profile'> & {
   readonly status: 'QUEUED' | 'RUNNING';
   readonly ceilings: { readonly answer: CeilingLevel; readonly audit: CeilingLevel };
   readonly now: Date;
-  readonly expiresAt: number;
-  readonly leaseUntil: number;
-  readonly startBy?: number;
-  readonly profile?: RunProfile;
 }): RunRecord => ({
-  runId: fields.runId,
-  taskId: fields.taskId,
-  profileId: fields.profileId,
-  status: fields.status,
+  ...fields,
   version: 1,
-  answerCeiling: fields.ceilings.answer,
-  auditCeiling: fields.ceilings.audit,
+  answerCeiling: ceilings.answer,
+  auditCeiling: ceilings.audit,
   attempts: [],
   cancelRequested: false,
-  createdAt: fields.now.toISOString(),
-  expiresAt: fields.expiresAt,
-  leaseUntil: fields.leaseUntil,
-  ...(fields.startBy !== undefined && { startBy: fields.startBy }),
-  ...(fields.profile !== undefined && { profile: fields.profile }),
+  createdAt: now.toISOString(),
 });
 
 /**

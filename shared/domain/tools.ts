@@ -9,6 +9,16 @@ import type { JsonObject, JsonValue } from './a2a.ts';
 /** Tool names as both Bedrock (toolSpec.name) and OpenAI (function.name) accept them. */
 export const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
 
+/**
+ * What calling a tool may change outside this server (I-EFFECT): nothing (`read-only`), the same
+ * thing however often it is called (`idempotent`), or something a second call changes again
+ * (`write`, also every effect nobody declared). Read-only and idempotent calls may be repeated;
+ * a `write` call is fenced: the run records that it starts before it is sent.
+ */
+export type ToolEffect = 'read-only' | 'idempotent' | 'write';
+
+export const toolEffects = ['read-only', 'idempotent', 'write'] as const satisfies readonly ToolEffect[];
+
 export interface ToolSpec {
   readonly name: string;
   readonly description: string;
@@ -20,7 +30,15 @@ export interface ToolSpec {
 
 export type ToolOutput =
   | { readonly ok: true; readonly content: JsonValue }
-  | { readonly ok: false; readonly error: string };
+  | {
+      readonly ok: false;
+      readonly error: string;
+      /**
+       * The request may have reached the tool (a deadline, a connection broken after sending): for
+       * a `write` call the outcome is unknown and the call is never sent again (I-EFFECT).
+       */
+      readonly outcomeUnknown?: boolean;
+    };
 
 export interface ToolContext {
   readonly runId: string;
@@ -28,6 +46,9 @@ export interface ToolContext {
 }
 
 export interface Tool extends ToolSpec {
+  readonly effect: ToolEffect;
+  /** It may destroy something (MCP `destructiveHint`): gated by an approval unless the profile says otherwise. */
+  readonly destructive: boolean;
   /** Validates its own arguments; a bad argument is an `ok: false` output the model can read, not a throw. */
   invoke(args: JsonObject, context: ToolContext): Promise<ToolOutput>;
 }
@@ -41,4 +62,24 @@ export interface EnabledTool {
 export interface ToolRegistry {
   get(name: string): Tool | undefined;
   names(): readonly string[];
+}
+
+/**
+ * The tools a profile reaches on remote servers (MCP), as that profile allows them: looked up
+ * per run, since the servers' tool lists change (cached per container with a TTL). A server that
+ * cannot be listed still yields the tools the profile allows, whose calls then fail with an error
+ * the model reads.
+ */
+export interface RemoteToolSource {
+  toolsFor(profile: RemoteToolGrants, signal?: AbortSignal): Promise<EnabledTool[]>;
+}
+
+/** Per remote server, the tools a profile allows, each with an optional effect and approval override. */
+export type RemoteToolGrants = Readonly<
+  Record<string, { readonly tools: Readonly<Record<string, RemoteToolGrant>> }>
+>;
+
+export interface RemoteToolGrant {
+  readonly effect?: ToolEffect | 'destructive';
+  readonly requiresApproval?: boolean;
 }

@@ -115,14 +115,23 @@ describe('agent card', () => {
     expect(card!.supportedInterfaces.length).toBeGreaterThan(0);
   });
 
-  it('CARD-PROTO-002: each interface is valid — absolute URL, JSONRPC, 1.0 — and answers JSON-RPC there', async () => {
+  it('CARD-PROTO-002: each interface is valid — absolute URL, JSONRPC or HTTP+JSON, 1.0 — and answers there', async () => {
     for (const path of cardPaths) {
       const { card } = await fetchCard(path);
+      expect(card!.supportedInterfaces.map((entry) => entry.protocolBinding)).toEqual([
+        'JSONRPC',
+        'HTTP+JSON',
+      ]);
       for (const entry of card!.supportedInterfaces) {
-        expect(entry.protocolBinding).toBe('JSONRPC');
         expect(entry.protocolVersion).toBe('1.0');
         const url = new URL(entry.url);
         expect(['http:', 'https:']).toContain(url.protocol);
+        if (entry.protocolBinding === 'HTTP+JSON') {
+          const missing = await fetch(`${entry.url}/tasks/missing`, { headers: { 'A2A-Version': '1.0' } });
+          expect(missing.status).toBe(404);
+          expect(((await missing.json()) as { error: { status: string } }).error.status).toBe('NOT_FOUND');
+          continue;
+        }
         const reply = await fetch(entry.url, {
           method: 'POST',
           headers: { 'Content-Type': 'application/json', 'A2A-Version': entry.protocolVersion },

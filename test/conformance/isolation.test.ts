@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { observeInvocations } from '../../infra/local/lambda-pollers.ts';
+import { observeInvocations } from '../../infra/local/lambda-invocation.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import {
   type ConformanceStack,
@@ -160,16 +160,34 @@ describe('unauthenticated requests', () => {
     }
   });
 
+  it('over HTTP+JSON too: a 401 without an identity; another caller’s task is not found (I-OWNER)', async () => {
+    for (const path of [`/tasks/${completed.id}`, `/agents/tck/tasks/${completed.id}`]) {
+      const anonymous = await fetch(`${sut.baseUrl}${path}`, { headers: { 'A2A-Version': '1.0' } });
+      expect(anonymous.status).toBe(401);
+    }
+    const own = await fetch(`${sut.baseUrl}/agents/tck/tasks/${completed.id}`, {
+      headers: { 'A2A-Version': '1.0', ...as('alice').headers },
+    });
+    const bobs = await fetch(`${sut.baseUrl}/agents/tck/tasks/${completed.id}`, {
+      headers: { 'A2A-Version': '1.0', ...as('bob').headers },
+    });
+    expect([own.status, bobs.status]).toEqual([200, 404]);
+    expect(((await bobs.json()) as { error: { status: string } }).error.status).toBe('NOT_FOUND');
+  });
+
   it('still read the public agent cards, which declare the bearer scheme', async () => {
     for (const path of ['/.well-known/agent-card.json', '/agents/tck/.well-known/agent-card.json']) {
       const response = await fetch(`${sut.baseUrl}${path}`);
       expect(response.status).toBe(200);
       const card = (await response.json()) as JsonObject;
-      // The v1.0 scheme, with its v0.3 spelling beside it for v0.3 clients (decision 0026).
-      expect(card.securitySchemes).toEqual({
+      // The v1.0 scheme only (docs/protocol.md §9: the v1.0 card is pure v1.0).
+      expect(card.securitySchemes).toEqual({ bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } });
+      expect(card.securityRequirements).toEqual([{ schemes: { bearer: { list: [] } } }]);
+      // The v0.3 card spells it both ways for v0.3 clients.
+      const v03 = (await (await fetch(`${sut.baseUrl}${path}?A2A-Version=0.3`)).json()) as JsonObject;
+      expect(v03.securitySchemes).toEqual({
         bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' }, type: 'http', scheme: 'Bearer' },
       });
-      expect(card.securityRequirements).toEqual([{ schemes: { bearer: { list: [] } } }]);
     }
   });
 });

@@ -8,11 +8,12 @@ import { parseConfig } from '../../shared/config/config.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 
 /**
- * I-RETRY through the local stack (decision 0051), two published agents (`alpha` full, `beta`
- * redacted, both the scripted TCK agent): a message sent again — sequentially, five at once, as a
- * stream, as a follow-up — starts no second task and calls the model once; other content under the
- * same messageId is refused with MESSAGE_ID_REUSED; the same messageId at another agent is its own
- * task. Counted by ListTasks and the scripted provider's calls per run.
+ * I-RETRY through the local stack (docs/protocol.md §4 "Retries"), two published agents (`alpha`
+ * full, `beta` redacted, both the scripted TCK agent): a message sent again — sequentially, five at
+ * once, as a stream, as a follow-up — starts no second task and calls the model once; other content
+ * under the same messageId is a new message; once the caller acted on the task (here: a cancel),
+ * the same send is a new message too; the same messageId at another agent is its own task.
+ * Counted by ListTasks and the scripted provider's calls per run.
  */
 
 const config = parseConfig({
@@ -118,17 +119,32 @@ describe('I-RETRY through the local stack', () => {
     expect(callsSince(calls)).toBe(1);
   });
 
-  it('the same messageId with other content → -32602 MESSAGE_ID_REUSED; nothing is created', async () => {
+  it('the same messageId with other content is a new message: a new task, one more model call', async () => {
     const sent = message('tck-complete-task');
-    await rpc('alpha', 'SendMessage', { message: sent });
+    const first = (await rpc('alpha', 'SendMessage', { message: sent })).result?.task as { id: string };
     const before = await taskCount('alpha');
+    const calls = new Map(ScriptedProvider.callsByRun);
     const reused = await rpc('alpha', 'SendMessage', { message: { ...sent, parts: [{ text: 'changed' }] } });
-    expect(reused.result).toBeUndefined();
-    expect(reused.error).toMatchObject({
-      code: -32602,
-      data: [expect.objectContaining({ reason: 'MESSAGE_ID_REUSED', metadata: expect.any(Object) })],
-    });
-    expect(await taskCount('alpha')).toBe(before);
+    const other = reused.result?.task as { id: string; status: Json };
+    expect(other.id).not.toBe(first.id);
+    expect(other.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(await taskCount('alpha')).toBe(before + 1);
+    expect(callsSince(calls)).toBe(1);
+  });
+
+  it('after the caller canceled its task, the same send is a new task; its retry answers that one', async () => {
+    const sent = { message: message('tck-input-required'), configuration: { returnImmediately: true } };
+    const taskIdOf = async () =>
+      ((await rpc('alpha', 'SendMessage', sent)).result?.task as { id?: string })?.id;
+    const first = { id: (await taskIdOf()) ?? '' };
+    expect(first.id).not.toBe('');
+    expect(await taskIdOf()).toBe(first.id);
+    const canceled = (await rpc('alpha', 'CancelTask', { id: first.id })).result as { status: Json };
+    expect(canceled.status.state).toBe('TASK_STATE_CANCELED');
+    const next = await taskIdOf();
+    expect(next).toBeDefined();
+    expect(next).not.toBe(first.id);
+    expect(await taskIdOf()).toBe(next);
   });
 
   it('the same messageId at another agent is that agent’s own task', async () => {

@@ -80,7 +80,7 @@ const eventStreamOperations = async (output: Metafile['outputs'][string]): Promi
 
 describe('function bundles (decisions 0018, 0029)', () => {
   it.each(handlerEntries())(
-    '$functionName loads the external credential sources only lazily, within 512,000 bytes',
+    '$functionName loads the external credential sources only lazily, within 512 KiB',
     async ({ entry }) => {
       const { metafile, bytes } = await bundleOf(entry);
       const externalImports = Object.entries(metafile.inputs).flatMap(([from, input]) =>

@@ -118,7 +118,53 @@ describe('cdk-nag AwsSolutions (decision 0055)', () => {
       { ...jwtConfig, deployment: { dynamodb: { billing: 'provisioned' } } },
       { stage: 'provisioned' },
     ).installation;
-    for (const installation of [jwt, apiKeys, open, provisioned]) {
+    // Every provider type (issue 38): Bedrock by model id, cross-region and application inference
+    // profile (by id and by ARN), OpenAI-compatible keys in secrets by name, complete and partial ARN.
+    const everyProvider = build(
+      {
+        ...jwtConfig,
+        providers: {
+          ...jwtConfig.providers,
+          model: { type: 'bedrock', model: 'amazon.nova-lite-v1:0', region: 'eu-west-1' },
+          crossRegion: {
+            type: 'bedrock',
+            model: 'eu.anthropic.claude-sonnet-4-20250514-v1:0',
+            region: 'eu-west-1',
+          },
+          profileArn: {
+            type: 'bedrock',
+            model: 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.amazon.nova-pro-v1:0',
+          },
+          application: {
+            type: 'bedrock',
+            model: 'arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6',
+          },
+          byName: {
+            type: 'openai',
+            baseUrl: 'https://api.openai.com/v1',
+            model: 'm',
+            apiKeySecret: { secretId: 'a2a/openai' },
+          },
+          byArn: {
+            type: 'openai',
+            baseUrl: 'https://llm.example.com/v1',
+            model: 'm',
+            apiKeySecret: {
+              secretId: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/openai-AbCdEf',
+              kmsKeyArn: 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab',
+            },
+          },
+          byPartialArn: {
+            type: 'openai',
+            baseUrl: 'https://llm.example.com/v1',
+            model: 'm',
+            apiKeySecret: { secretId: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/anthropic' },
+          },
+        },
+      },
+      { stage: 'providers' },
+    ).installation;
+    for (const installation of [jwt, apiKeys, open, provisioned, everyProvider]) {
       expect(findingsOf(installation.stateful)).toEqual([]);
       expect(findingsOf(installation.service)).toEqual([]);
     }
@@ -194,10 +240,12 @@ describe('least privilege (issue 19 item 5, decision 0055)', () => {
     const auditArn = arnOf(jwt.service, jwt.stateful.auditTable);
     expect(dynamodb).toEqual([
       { Effect: 'Allow', Action: [...RPC_STATE_TABLE_ACTIONS], Resource: stateArn },
+      { Effect: 'Allow', Action: [...RPC_JOURNAL_TABLE_ACTIONS], Resource: journalArn },
+      // An index is read by Query only.
       {
         Effect: 'Allow',
-        Action: [...RPC_JOURNAL_TABLE_ACTIONS],
-        Resource: [journalArn, { 'Fn::Join': ['', [journalArn, '/index/byOwner']] }],
+        Action: 'dynamodb:Query',
+        Resource: { 'Fn::Join': ['', [journalArn, '/index/byOwner']] },
       },
       // The run of a blocking send it runs itself (decision 0091): no scan, no batch.
       { Effect: 'Allow', Action: [...RUN_AUDIT_TABLE_ACTIONS], Resource: auditArn },

@@ -22,6 +22,7 @@ import {
   REAPER_START_SLOT_ACTIONS,
   RPC_TIMEOUT,
   RUN_AUDIT_TABLE_ACTIONS,
+  renderedForNag,
   ServiceStack,
 } from '../../infra/service-stack.ts';
 import { isDeadLetterQueue, StatefulStack } from '../../infra/stateful-stack.ts';
@@ -48,6 +49,9 @@ const defaultProfile = defaultConfig.profiles.default!;
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
 
+const applicationProfile =
+  'arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6';
+
 const testConfig = {
   ...defaultConfig,
   auth: {
@@ -58,6 +62,7 @@ const testConfig = {
     ...defaultConfig.providers,
     claude: { type: 'bedrock', model: 'us.anthropic.claude-sonnet-4-20250514-v1:0', region: 'us-west-2' },
     titan: { type: 'bedrock', model: 'amazon.titan-text-express-v1', region: 'eu-west-1' },
+    tagged: { type: 'bedrock', model: applicationProfile },
   },
 };
 
@@ -133,6 +138,42 @@ const statementsOfFunction = (
         (resource.Properties.PolicyDocument as { Statement: Array<{ Action: string | string[] }> }).Statement,
     );
 };
+
+/** What the resource of a statement names, shortly: `table/State`, `table/Journal/index/byOwner`, `queue/RunQueue`, `key`, … */
+const resourceLabel = (resource: unknown): string => {
+  const json = JSON.stringify(resource);
+  if (json === '"*"') return '*';
+  const index = /\/index\/(\w+)/.exec(json)?.[1];
+  const stream = /StreamArn/.test(json);
+  const name =
+    /(State|Journal|Audit|RunQueue|RunDlq|DeliveryQueue|DeliveryDlq|ProjectorDlq|PusherDlq|ContentKey|LogGroup)/.exec(
+      json,
+    )?.[1] ?? json;
+  const kind = /Queue|Dlq/.test(name)
+    ? 'queue'
+    : name === 'ContentKey'
+      ? 'key'
+      : name === 'LogGroup'
+        ? 'logs'
+        : 'table';
+  return `${kind}/${name}${index ? `/index/${index}` : ''}${stream ? '/stream' : ''}`;
+};
+
+/** A function's grants as sorted `action resource` lines (the runtime's logs and X-Ray left out). */
+const grantsOfFunction = (template: Template, stack: Stack, fn: ServiceStack['rpc']): string[] =>
+  [
+    ...new Set(
+      statementsOfFunction(template, stack, fn).flatMap((statement) =>
+        [statement.Action]
+          .flat()
+          .flatMap((action) =>
+            action.startsWith('logs:') || action.startsWith('xray:')
+              ? []
+              : [statement.Resource].flat().map((resource) => `${action} ${resourceLabel(resource)}`),
+          ),
+      ),
+    ),
+  ].sort();
 
 const actionsOfFunction = (template: Template, stack: Stack, fn: ServiceStack['rpc']): string[] => {
   const actions = statementsOfFunction(template, stack, fn).flatMap((statement) => [statement.Action].flat());
@@ -379,8 +420,6 @@ describe('ServiceStack', () => {
     // again (decision 0053), which the run's one claim then fences, and the webhook deliveries of
     // the revisions it writes (decision 0061).
     expect([...new Set(actions.filter((action) => action.startsWith('sqs:')))].sort()).toEqual([
-      'sqs:GetQueueAttributes',
-      'sqs:GetQueueUrl',
       'sqs:SendMessage',
     ]);
   });
@@ -393,12 +432,12 @@ describe('ServiceStack', () => {
     });
     service.hasResourceProperties('AWS::ApiGateway::Resource', { PathPart: '{proxy+}' });
     const methods = service.findResources('AWS::ApiGateway::Method') as Record<string, Resource>;
-    // ANY on /, /{proxy+} and /agents/{profileId}; GET and HEAD on both agent-card.json resources.
+    // ANY on /, /{proxy+}, /agents/{profileId} and its {proxy+} (HTTP+JSON); GET and HEAD on both agent-card.json resources.
     expect(
       Object.values(methods)
         .map((method) => method.Properties.HttpMethod)
         .sort(),
-    ).toEqual(['ANY', 'ANY', 'ANY', 'GET', 'GET', 'HEAD', 'HEAD']);
+    ).toEqual(['ANY', 'ANY', 'ANY', 'ANY', 'GET', 'GET', 'HEAD', 'HEAD']);
     for (const method of Object.values(methods)) {
       const integration = method.Properties.Integration as Record<string, unknown>;
       expect(integration).toMatchObject({
@@ -458,6 +497,7 @@ describe('ServiceStack', () => {
     expect(routes).toEqual([
       { route: 'ANY /', auth: 'CUSTOM' },
       { route: 'ANY /agents/{profileId}', auth: 'CUSTOM' },
+      { route: 'ANY /agents/{profileId}/{proxy+}', auth: 'CUSTOM' },
       { route: 'ANY /{proxy+}', auth: 'CUSTOM' },
       { route: 'GET /.well-known/agent-card.json', auth: 'NONE' },
       { route: 'GET /agents/{profileId}/.well-known/agent-card.json', auth: 'NONE' },
@@ -656,7 +696,7 @@ describe('ServiceStack', () => {
       // Least privilege: one statement on the delivery queue, sends only — never a receive, delete
       // or visibility change (the deliverer's).
       expect(deliveryQueueSends(fn).map((statement) => [statement.Action].flat().sort())).toEqual([
-        ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage'],
+        ['sqs:SendMessage'],
       ]);
       expect(environmentOf(fn).DELIVERY_QUEUE_URL).toBeDefined();
     }
@@ -701,6 +741,118 @@ describe('ServiceStack', () => {
       const actions = actionsOfFunction(service, installation.service, fn);
       expect(actions.some((action) => action.endsWith(':*') || action === '*')).toBe(false);
     }
+  });
+
+  it('grants each function exactly the actions its code calls, per table, index, queue and key (issue 38)', () => {
+    const { rpc, executor, projector, reaper, pusher, deliverer } = installation.service;
+    const grants = Object.fromEntries(
+      Object.entries({ rpc, executor, projector, reaper, pusher, deliverer }).map(([name, fn]) => [
+        name,
+        grantsOfFunction(service, installation.service, fn).filter((grant) => !grant.startsWith('bedrock:')),
+      ]),
+    );
+    // Bedrock has its own test below. The conformance test (test/e2e/iam-conformance.test.ts)
+    // shows each of these is called, or says why it is granted anyway.
+    expect(grants).toEqual({
+      rpc: [
+        'dynamodb:DeleteItem table/Audit',
+        'dynamodb:DeleteItem table/State',
+        'dynamodb:GetItem table/Audit',
+        'dynamodb:GetItem table/Journal',
+        'dynamodb:GetItem table/State',
+        'dynamodb:PutItem table/Audit',
+        'dynamodb:PutItem table/Journal',
+        'dynamodb:PutItem table/State',
+        'dynamodb:Query table/Audit',
+        'dynamodb:Query table/Journal',
+        'dynamodb:Query table/Journal/index/byOwner',
+        'dynamodb:Query table/State',
+        'dynamodb:UpdateItem table/Audit',
+        'dynamodb:UpdateItem table/Journal',
+        'dynamodb:UpdateItem table/State',
+        'kms:Decrypt key/ContentKey',
+        'kms:GenerateDataKey key/ContentKey',
+        'sqs:SendMessage queue/DeliveryQueue',
+        'sqs:SendMessage queue/RunQueue',
+      ],
+      executor: [
+        'dynamodb:DeleteItem table/Audit',
+        'dynamodb:DeleteItem table/State',
+        'dynamodb:GetItem table/Audit',
+        'dynamodb:GetItem table/Journal',
+        'dynamodb:GetItem table/State',
+        'dynamodb:PutItem table/Audit',
+        'dynamodb:PutItem table/Journal',
+        'dynamodb:PutItem table/State',
+        'dynamodb:Query table/Audit',
+        'dynamodb:Query table/State',
+        'dynamodb:UpdateItem table/Audit',
+        'dynamodb:UpdateItem table/Journal',
+        'dynamodb:UpdateItem table/State',
+        'kms:Decrypt key/ContentKey',
+        'kms:GenerateDataKey key/ContentKey',
+        'sqs:ChangeMessageVisibility queue/RunQueue',
+        'sqs:DeleteMessage queue/RunQueue',
+        'sqs:GetQueueAttributes queue/RunQueue',
+        'sqs:GetQueueUrl queue/RunQueue',
+        'sqs:ReceiveMessage queue/RunQueue',
+        'sqs:SendMessage queue/DeliveryQueue',
+      ],
+      projector: [
+        'dynamodb:BatchGetItem table/Journal',
+        'dynamodb:DescribeStream table/State/stream',
+        'dynamodb:GetItem table/Journal',
+        'dynamodb:GetRecords table/State/stream',
+        'dynamodb:GetShardIterator table/State/stream',
+        'dynamodb:ListStreams table/State/stream',
+        'dynamodb:PutItem table/Journal',
+        'dynamodb:UpdateItem table/Journal',
+        'sqs:GetQueueAttributes queue/ProjectorDlq',
+        'sqs:GetQueueUrl queue/ProjectorDlq',
+        'sqs:SendMessage queue/ProjectorDlq',
+      ],
+      reaper: [
+        'dynamodb:DeleteItem table/Audit',
+        'dynamodb:DeleteItem table/State',
+        'dynamodb:GetItem table/Audit',
+        'dynamodb:GetItem table/Journal',
+        'dynamodb:GetItem table/State',
+        'dynamodb:PutItem table/Audit',
+        'dynamodb:PutItem table/Journal',
+        'dynamodb:PutItem table/State',
+        'dynamodb:Query table/Audit',
+        'dynamodb:Query table/State',
+        'dynamodb:Query table/State/index/byLease',
+        'dynamodb:UpdateItem table/Journal',
+        'dynamodb:UpdateItem table/State',
+        'kms:GenerateDataKey key/ContentKey',
+        'sqs:SendMessage queue/DeliveryQueue',
+        'sqs:SendMessage queue/RunQueue',
+      ],
+      pusher: [
+        'dynamodb:DescribeStream table/Journal/stream',
+        'dynamodb:GetRecords table/Journal/stream',
+        'dynamodb:GetShardIterator table/Journal/stream',
+        'dynamodb:ListStreams table/Journal/stream',
+        'dynamodb:Query table/State',
+        'sqs:GetQueueAttributes queue/PusherDlq',
+        'sqs:GetQueueUrl queue/PusherDlq',
+        'sqs:SendMessage queue/DeliveryQueue',
+        'sqs:SendMessage queue/PusherDlq',
+      ],
+      deliverer: [
+        'dynamodb:GetItem table/State',
+        'dynamodb:Query table/Journal',
+        'dynamodb:Query table/State',
+        'dynamodb:UpdateItem table/State',
+        'kms:Decrypt key/ContentKey',
+        'sqs:ChangeMessageVisibility queue/DeliveryQueue',
+        'sqs:DeleteMessage queue/DeliveryQueue',
+        'sqs:GetQueueAttributes queue/DeliveryQueue',
+        'sqs:GetQueueUrl queue/DeliveryQueue',
+        'sqs:ReceiveMessage queue/DeliveryQueue',
+      ],
+    });
   });
 
   it('lets the executor write and scrub audit rows, the rpc a run’s, the reaper only its start slots, and no other function touch them (decisions 0010, 0072, 0091)', () => {
@@ -785,47 +937,51 @@ describe('ServiceStack', () => {
     ).toBe(false);
   });
 
-  it('lets the executor invoke exactly the configured Bedrock models', () => {
-    const executorRole = (
-      service.toJSON().Resources[logicalIdOf(installation.service, installation.service.executor)] as Resource
-    ).Properties.Role as { 'Fn::GetAtt': [string, string] };
-    service.hasResourceProperties('AWS::IAM::Policy', {
-      Roles: [{ Ref: executorRole['Fn::GetAtt'][0] }],
-      PolicyDocument: {
-        Statement: Match.arrayWith([
-          {
-            Effect: 'Allow',
-            Action: ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'],
-            Resource: [
-              Match.objectLike({
-                'Fn::Join': [
-                  '',
-                  Match.arrayWith([Match.stringLikeRegexp('inference-profile/us\\.anthropic')]),
-                ],
-              }),
-              Match.objectLike({
-                'Fn::Join': [
-                  '',
-                  Match.arrayWith([
-                    Match.stringLikeRegexp(':bedrock:\\*::foundation-model/anthropic\\.claude'),
-                  ]),
-                ],
-              }),
-              Match.objectLike({
-                'Fn::Join': [
-                  '',
-                  Match.arrayWith([
-                    Match.stringLikeRegexp(
-                      ':bedrock:eu-west-1::foundation-model/amazon\\.titan-text-express-v1',
-                    ),
-                  ]),
-                ],
-              }),
-            ],
-          },
-        ]),
+  it('lets the executor invoke exactly the configured Bedrock models: model ids, cross-region and application inference profiles (issue 38)', () => {
+    const bedrock = statementsOfFunction(service, installation.service, installation.service.executor)
+      .filter((statement) => [statement.Action].flat().some((action) => action.startsWith('bedrock:')))
+      .map((statement) => ({
+        ...statement,
+        Resource: [statement.Resource].flat().map(renderedForNag),
+        ...('Condition' in statement && {
+          Condition: JSON.parse(
+            JSON.stringify(statement.Condition, (_key, value) =>
+              typeof value === 'object' && value !== null && ('Fn::Join' in value || 'Ref' in value)
+                ? renderedForNag(value)
+                : value,
+            ),
+          ),
+        }),
+      }));
+    const actions = ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'];
+    const claudeProfile =
+      'arn:<AWS::Partition>:bedrock:us-west-2:<AWS::AccountId>:inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0';
+    expect(bedrock).toEqual([
+      {
+        Effect: 'Allow',
+        Action: actions,
+        Resource: [
+          claudeProfile,
+          'arn:<AWS::Partition>:bedrock:eu-west-1::foundation-model/amazon.titan-text-express-v1',
+          applicationProfile,
+        ],
       },
-    });
+      // The profiles' foundation models in any region, only through the profile.
+      {
+        Effect: 'Allow',
+        Action: actions,
+        Resource: [
+          'arn:<AWS::Partition>:bedrock:*::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0',
+        ],
+        Condition: { StringEquals: { 'bedrock:InferenceProfileArn': claudeProfile } },
+      },
+      {
+        Effect: 'Allow',
+        Action: actions,
+        Resource: ['arn:<AWS::Partition>:bedrock:*::foundation-model/*'],
+        Condition: { StringEquals: { 'bedrock:InferenceProfileArn': applicationProfile } },
+      },
+    ]);
     const rpcActions = actionsOfFunction(service, installation.service, installation.service.rpc);
     expect(rpcActions.some((action) => action.startsWith('bedrock:'))).toBe(false);
   });
@@ -1142,6 +1298,7 @@ describe('createInstallation', () => {
       logRetentionDays: 30,
       deletionProtection: true,
       executorMaxConcurrency: 10,
+      reservedConcurrency: {},
       blockingRunsInRpc: true,
       viewer: false,
       dynamodb: defaultDynamodbCapacity,
@@ -1174,6 +1331,32 @@ describe('createInstallation', () => {
     const example = readConfigContext(join(REPO_ROOT, cdkJson.context.config));
     expect(example.deployment.logRetentionDays).toBeGreaterThan(0);
     expect(deploymentAuthProblems(example.auth)).toEqual([]);
+  });
+
+  it('reserves concurrency per function as deployment.reservedConcurrency says, none by default; the executor at least its queue concurrency (issue 38)', () => {
+    const reservedOf = (installation: Installation) => {
+      const { service: stack } = installation;
+      const functions = Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
+      return Object.fromEntries(
+        (['rpc', 'executor', 'projector', 'pusher', 'deliverer', 'reaper'] as const).map((name) => [
+          name,
+          functions[logicalIdOf(stack, stack[name])]?.Properties.ReservedConcurrentExecutions,
+        ]),
+      );
+    };
+    const example = readConfigContext(join(REPO_ROOT, 'examples/deploy-config.json'));
+    const reservedConcurrency = { rpc: 300, executor: 20, projector: 5, pusher: 5, deliverer: 20, reaper: 1 };
+    expect(example.deployment.reservedConcurrency).toEqual(reservedConcurrency);
+    expect(reservedOf(installationOf(example))).toEqual(reservedConcurrency);
+    expect(Object.values(reservedOf(installation)).every((value) => value === undefined)).toBe(true);
+    expect(() =>
+      installationOf({
+        ...testConfig,
+        deployment: { executorMaxConcurrency: 10, reservedConcurrency: { executor: 5 } },
+      }),
+    ).toThrow(
+      /deployment\.reservedConcurrency\.executor \(5\) must be at least deployment\.executorMaxConcurrency \(10\)/,
+    );
   });
 
   it('fails synth when the configuration would not fit in the Lambda environment', () => {
@@ -1212,6 +1395,8 @@ const installationOf = (config: unknown): Installation => {
 
 describe('provider key secrets (decision 0026)', () => {
   const secretArn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/openai-AbCdEf';
+  // A partial ARN: the secret's name without the six characters Secrets Manager appends.
+  const partialArn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/anthropic';
   const keyArn = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
   const secretConfig = {
     ...testConfig,
@@ -1228,6 +1413,12 @@ describe('provider key secrets (decision 0026)', () => {
         baseUrl: 'https://llm.example.com/v1',
         model: 'm',
         apiKeySecret: { secretId: secretArn, kmsKeyArn: keyArn },
+      },
+      byPartialArn: {
+        type: 'openai',
+        baseUrl: 'https://llm.example.com/v1',
+        model: 'm',
+        apiKeySecret: { secretId: partialArn },
       },
       plain: { type: 'openai', baseUrl: 'http://127.0.0.1:11434/v1', model: 'llama' },
     },
@@ -1282,7 +1473,10 @@ describe('provider key secrets (decision 0026)', () => {
               ],
             ],
           },
+          // A complete ARN as given; since a name may end like a suffix, also as a partial one.
           secretArn,
+          `${secretArn}-??????`,
+          `${partialArn}-??????`,
         ],
       },
     ]);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { itemSize } from '../../bench/lib/meter.ts';
 import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
-import { keys } from '../../shared/adapters/dynamodb/entities.ts';
+import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import { unpackSealedHeaders } from '../../shared/adapters/dynamodb/sealed-headers.ts';
 import { parseTaskImage } from '../../shared/adapters/dynamodb/stream-images.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';

@@ -10,7 +10,7 @@ import {
   startHttpHarness,
   staticTokenAuthorizer,
 } from '../../infra/local/http-harness.ts';
-import type { LocalLog } from '../../infra/local/lambda-pollers.ts';
+import type { LocalLog } from '../../infra/local/lambda-invocation.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 
 /**

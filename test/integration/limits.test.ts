@@ -7,7 +7,8 @@ import { createPushConfig, PushConfigCodec } from '../../shared/app/push/push-co
 import { toJsonRpcError } from '../../shared/app/rpc/errors-table.ts';
 import { executeRun } from '../../shared/app/runs/execute-run.ts';
 import { createTask } from '../../shared/app/tasks/create-task.ts';
-import { withStreamSlot } from '../../shared/app/tasks/limits.ts';
+import { withBlockingSlot, withStreamSlot } from '../../shared/app/tasks/limits.ts';
+import { sendMessage } from '../../shared/app/tasks/send-message.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { LimitExceededError } from '../../shared/domain/errors.ts';
 import type { RunMessage, TaskRepository } from '../../shared/domain/ports.ts';
@@ -68,6 +69,7 @@ describe('limits', () => {
       markPushConfigured: (taskId) => repositories.tasks.markPushConfigured(taskId),
       readHistorySegments: (taskId, below, last) =>
         repositories.tasks.readHistorySegments(taskId, below, last),
+      fenceRun: (run, fence) => repositories.tasks.fenceRun(run, fence),
     };
     return { tasks, counter };
   };
@@ -261,5 +263,55 @@ describe('limits', () => {
     expect(failing).toBeInstanceOf(Error);
     const again = await withStreamSlot(limited, fresh, 'd', async () => items());
     expect((await again.next()).value).toBe(1);
+  });
+
+  it('counts blocking sends per caller across instances (-32004 BLOCKING_SENDS_PER_CALLER_EXCEEDED), refused before a task exists, apart from the streams', async () => {
+    const table = env.resources.tables.State.name;
+    const clock = { now: () => new Date() };
+    const one = new DynamoDbStreamSlots(env.clients.doc, table, clock, 'BLOCKING');
+    const two = new DynamoDbStreamSlots(env.clients.doc, table, clock, 'BLOCKING');
+    const streams = new DynamoDbStreamSlots(env.clients.doc, table, clock);
+    const caller = { ...alice, principal: `blocking-${crypto.randomUUID()}` };
+    const limited = { ...config, limits: { ...config.limits, blockingSendsPerCaller: 1 } };
+    // Another instance holds the caller's one blocking send.
+    const held = await two.acquire(caller, 'held', { max: 1, leaseMs: 60_000 });
+    expect(held).toBeDefined();
+    // Its streams are counted apart.
+    expect(await streams.acquire(caller, 'stream', { max: 1, leaseMs: 60_000 })).toBeDefined();
+
+    const { tasks, counter } = counting();
+    const refused = await sendMessage(
+      { ...deps([], tasks), config: limited, blockingSlots: one },
+      { caller, profileId: 'default', message: userMessage('one too many') },
+    ).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(LimitExceededError);
+    expect(errorInfo(refused)).toMatchObject({
+      code: -32004,
+      data: [
+        {
+          reason: 'BLOCKING_SENDS_PER_CALLER_EXCEEDED',
+          metadata: { limit: 'limits.blockingSendsPerCaller', max: '1' },
+        },
+      ],
+    });
+    expect(counter.commits).toBe(0);
+
+    // Freed, the next send takes the slot, and gives it back when it answers (or fails).
+    await two.release(caller, held!);
+    const blockingDeps = { blockingSlots: one, config: limited };
+    expect(await withBlockingSlot(blockingDeps, caller, 'a', 25_000, async () => 'answered')).toBe(
+      'answered',
+    );
+    await expect(
+      withBlockingSlot(blockingDeps, caller, 'b', 25_000, async () => {
+        throw new Error('the run failed');
+      }),
+    ).rejects.toThrow('the run failed');
+    const during = withBlockingSlot(blockingDeps, caller, 'c', 25_000, async () =>
+      withBlockingSlot(blockingDeps, caller, 'd', 25_000, async () => 'nested').catch(
+        (error: unknown) => error,
+      ),
+    );
+    expect(await during).toBeInstanceOf(LimitExceededError);
   });
 });

@@ -7,7 +7,8 @@ import {
   DynamoDbJournalRepository,
 } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
-import { keys, toEventItem } from '../../shared/adapters/dynamodb/entities.ts';
+import { toEventItem } from '../../shared/adapters/dynamodb/entities.ts';
+import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
 import { batchJournalState, projectRecord } from '../../shared/app/journal/project-record.ts';

@@ -19,16 +19,15 @@ import {
   startHttpHarness,
   staticTokenAuthorizer,
 } from '../../infra/local/http-harness.ts';
-import {
-  createSqsPoller,
-  createStreamPoller,
-  type LocalLog,
-  observeInvocationStarts,
-  type StreamBatchFailure,
-  type StreamPollerOptions,
-} from '../../infra/local/lambda-pollers.ts';
+import { type LocalLog, observeInvocationStarts } from '../../infra/local/lambda-invocation.ts';
 import { startLocalStack } from '../../infra/local/local-stack.ts';
 import { createResources } from '../../infra/local/resources.ts';
+import { createSqsPoller } from '../../infra/local/sqs-poller.ts';
+import {
+  createStreamPoller,
+  type StreamBatchFailure,
+  type StreamPollerOptions,
+} from '../../infra/local/stream-poller.ts';
 import { isTaskItemRecord } from '../../shared/adapters/dynamodb/journal-stream.ts';
 import { queueDefinitions, tableDefinitions } from '../../shared/adapters/dynamodb/tables.ts';
 import { defaultConfig } from '../../shared/config/config.ts';

@@ -70,6 +70,7 @@ describe('lost races answer precisely', () => {
       getRunWithTask: (taskId, runId) => tasks.getRunWithTask(taskId, runId),
       markPushConfigured: (taskId) => tasks.markPushConfigured(taskId),
       readHistorySegments: (taskId, below, last) => tasks.readHistorySegments(taskId, below, last),
+      fenceRun: (run, fence) => tasks.fenceRun(run, fence),
       getTask: async (taskId) => {
         const task = await tasks.getTask(taskId);
         if (arrived < parties) {

@@ -3,17 +3,16 @@ import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-s
 import { DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeliverRecords } from '../../functions/deliverer/deliver-records.ts';
-import { createSqsPoller, type LocalLog, type SqsPoller } from '../../infra/local/lambda-pollers.ts';
+import type { LocalLog } from '../../infra/local/lambda-invocation.ts';
 import { createLocalClients, type LocalClients } from '../../infra/local/local-stack.ts';
 import { injectSdkFaults } from '../../infra/local/sdk-faults.ts';
+import { createSqsPoller, type SqsPoller } from '../../infra/local/sqs-poller.ts';
 import { DynamoDbExpiredItems } from '../../shared/adapters/dynamodb/dynamodb-expired-items.ts';
 import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbPushConfigRepository } from '../../shared/adapters/dynamodb/dynamodb-push-config-repository.ts';
-import {
-  DynamoDbPushDeliveryLog,
-  deliveryKeys,
-} from '../../shared/adapters/dynamodb/dynamodb-push-delivery-log.ts';
+import { DynamoDbPushDeliveryLog } from '../../shared/adapters/dynamodb/dynamodb-push-delivery-log.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
+import { deliveryKeys } from '../../shared/adapters/dynamodb/keys.ts';
 import { deliveryQueueMaxReceiveCount } from '../../shared/adapters/dynamodb/tables.ts';
 import { KmsSealer } from '../../shared/adapters/kms-sealer.ts';
 import { SqsDeliveryQueue } from '../../shared/adapters/sqs-delivery-queue.ts';
@@ -291,7 +290,7 @@ describe('the deliverer records each attempt', () => {
       deliveryLog: {
         append: missing.append.bind(missing),
         list: missing.list.bind(missing),
-        settledThrough: deps.deliveryLog.settledThrough.bind(deps.deliveryLog),
+        finalThrough: deps.deliveryLog.finalThrough.bind(deps.deliveryLog),
       },
     };
     const outcome = await deliverPush(

@@ -43,8 +43,8 @@ export const faultProofConfig = parseConfig({
     },
   },
   webhooks: { retryBaseSeconds: 1 },
-  // Every driven task holds an SSE stream (and re-attaches) at once: one caller, 20+ streams.
-  limits: { streamsPerCaller: 200 },
+  // Every driven task holds an SSE stream (and re-attaches) at once, or a blocking send: one caller, 20+ of each.
+  limits: { streamsPerCaller: 200, blockingSendsPerCaller: 200 },
 });
 
 export type TaskKind = 'complete' | 'artifact' | 'multiTurn' | 'canceled' | 'failed' | 'rejected';

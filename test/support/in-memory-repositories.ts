@@ -24,12 +24,12 @@ import type {
 } from '../../shared/domain/projection.ts';
 import {
   type DeliveryAttemptEntry,
-  isSettledDelivery,
+  isFinalDelivery,
   type PushDeliveryRecord,
   type StoredPushConfig,
 } from '../../shared/domain/push.ts';
 import { transactedImage } from '../../shared/domain/row-writes.ts';
-import { isOwnTask, type RunRecord } from '../../shared/domain/task.ts';
+import { isOwnTask, type RunFence, type RunRecord } from '../../shared/domain/task.ts';
 
 /**
  * Fakes of the repositories with the same all-or-nothing, version-conditioned semantics as the
@@ -165,6 +165,14 @@ export class InMemoryTaskRepository implements TaskRepository {
   async getRunWithTask(taskId: string, runId: string) {
     return { run: this.runs.get(runId), task: this.tasks.get(taskId) };
   }
+
+  async fenceRun(run: RunRecord, fence: RunFence): Promise<'fenced' | 'lost' | 'canceled'> {
+    const current = this.runs.get(run.runId);
+    if (current?.status !== 'RUNNING' || current.version !== run.version) return 'lost';
+    if (current.cancelRequested) return 'canceled';
+    this.runs.set(run.runId, { ...current, fence });
+    return 'fenced';
+  }
 }
 
 export class InMemoryJournalRepository implements JournalRepository {
@@ -282,10 +290,10 @@ export class InMemoryPushDeliveryLog implements PushDeliveryLog {
     return 'recorded';
   }
 
-  async settledThrough(taskId: string, configId: string): Promise<number | undefined> {
+  async finalThrough(taskId: string, configId: string): Promise<number | undefined> {
     const settled = [...this.records.values()]
       .filter((record) => record.taskId === taskId && record.configId === configId)
-      .filter((record) => isSettledDelivery(record.state))
+      .filter((record) => isFinalDelivery(record.state))
       .map((record) => record.revision);
     return settled.length > 0 ? Math.max(...settled) : undefined;
   }

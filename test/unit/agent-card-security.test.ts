@@ -176,6 +176,10 @@ describe('the rpc edge when callers must authenticate', () => {
         dispatched += 1;
         return { kind: 'json', status: 200, body: { jsonrpc: '2.0', id: 1, result: {} } } as const;
       },
+      invoke: async () => {
+        dispatched += 1;
+        return { kind: 'value', value: {} } as const;
+      },
     };
     const secured = createHttpApp({ config: configWith({ apiKeys: { [digest]: alice } }), dispatcher });
     const refused = await secured(request(null));

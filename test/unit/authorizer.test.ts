@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { allowedResource, createAuthorizer, unauthorized } from '../../functions/authorizer/authorizer.ts';
+import { toHttpRequest } from '../../functions/rpc/api-gateway.ts';
+import { createHttpApp } from '../../functions/rpc/http-app.ts';
 import { TokenVerifierUnavailableError } from '../../shared/adapters/jose-token-verifier.ts';
 import { createAuthenticator } from '../../shared/app/rpc/authenticate.ts';
-import { defaultConfig } from '../../shared/config/config.ts';
+import { defaultConfig, parseConfig } from '../../shared/config/config.ts';
 import { readAuthorizerEnv } from '../../shared/config/runtime-env.ts';
 
 /** The API Gateway REQUEST authorizer around the authenticate core (decision 0007). */
@@ -104,6 +106,71 @@ describe('the Lambda authorizer', () => {
       'arn:aws:execute-api:r:a:api/stage/*',
     );
     expect(allowedResource('not-an-arn')).toBe('not-an-arn');
+  });
+});
+
+describe("a JWT's expiry and the authorizer cache (issue 38)", () => {
+  const config = parseConfig({
+    auth: {
+      jwt: { issuer: 'https://issuer.example', audience: 'a2a', jwksUrl: 'https://issuer.example/jwks' },
+    },
+    providers: { local: { type: 'scripted' } },
+    profiles: { default: { name: 'Echo', description: 'echo', providers: ['local'] } },
+  });
+  const exp = 1_900_000_000;
+  const authorizeJwt = createAuthorizer({
+    auth: config.auth,
+    // The verifier's answer for a valid token (jose checks the signature and `exp` at this moment).
+    authenticate: createAuthenticator(config.auth, {
+      verifier: { verify: async () => ({ ok: true, claims: { sub: 'alice', tenant: 't1', exp } }) },
+    }),
+    logger,
+  });
+  /** The request API Gateway hands the rpc function with an authorizer answer, cached or fresh. */
+  const proxyEvent = (authorizer: Record<string, unknown>): APIGatewayProxyEvent =>
+    ({
+      httpMethod: 'POST',
+      path: '/agents/default',
+      headers: { 'content-type': 'application/json', host: 'api.example' },
+      queryStringParameters: null,
+      isBase64Encoded: false,
+      body: '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}',
+      requestContext: { requestId: 'r1', path: '/v1/agents/default', authorizer },
+    }) as unknown as APIGatewayProxyEvent;
+
+  it("carries the token's exp in the context; the rpc refuses the cached allow from that second on", async () => {
+    const answer = await authorizeJwt(event({ Authorization: 'Bearer a.b.c' }));
+    expect(answer.context).toEqual({ tenant: 't1', principal: 'alice', exp });
+    let dispatched = 0;
+    const app = createHttpApp({
+      config,
+      dispatcher: {
+        dispatch: async () => {
+          dispatched += 1;
+          return { kind: 'json', status: 200, body: { jsonrpc: '2.0', id: 1, result: {} } } as const;
+        },
+        invoke: async () => {
+          dispatched += 1;
+          return { kind: 'value', value: {} } as const;
+        },
+      },
+    });
+    // API Gateway passes context values on as strings; a number is read alike.
+    for (const context of [answer.context ?? {}, { ...answer.context, exp: String(exp) }]) {
+      const before = await app(toHttpRequest(proxyEvent(context), false, exp * 1000 - 1));
+      expect(before.status).toBe(200);
+      for (const at of [exp * 1000, exp * 1000 + 59_000]) {
+        const after = await app(toHttpRequest(proxyEvent(context), false, at));
+        expect(after).toMatchObject({ status: 401, headers: { 'WWW-Authenticate': 'Bearer' } });
+      }
+    }
+    expect(dispatched).toBe(2);
+    // An unreadable exp is no identity either; API keys and static tokens carry none and are not affected.
+    expect(toHttpRequest(proxyEvent({ ...answer.context, exp: 'soon' }), false).caller).toBeNull();
+    expect(toHttpRequest(proxyEvent({ tenant: 't1', principal: 'alice' }), false).caller).toEqual({
+      tenant: 't1',
+      principal: 'alice',
+    });
   });
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { cancelTask } from '../../shared/app/tasks/cancel-task.ts';
 import { createTask } from '../../shared/app/tasks/create-task.ts';
-import { runIdOf, taskIdOf } from '../../shared/app/tasks/message-identity.ts';
+import { maxSendLevels, runIdOf, taskIdOf } from '../../shared/app/tasks/message-identity.ts';
 import { sendMessage } from '../../shared/app/tasks/send-message.ts';
 import type { Message } from '../../shared/domain/a2a.ts';
 import { MessageIdReusedError } from '../../shared/domain/errors.ts';
@@ -8,10 +9,12 @@ import type { Owner } from '../../shared/domain/task.ts';
 import { alice, createCore, testConfig, userMessage } from '../support/core-fixture.ts';
 
 /**
- * I-RETRY (decision 0051): a message sent again with the same messageId by the same caller at the
- * same agent starts no second task and no second run; other content under that messageId is
- * refused; another caller's or another agent's equal messageId is its own. Counted in tasks,
- * queued runs and model calls of the in-memory core.
+ * I-RETRY (docs/invariants.md, docs/protocol.md §4 "Retries"): the same send again by the same
+ * caller at the same agent starts no second task and no second run while the caller has not acted
+ * on the task it created; once it did (a follow-up, a cancel), the same send is a new message and
+ * starts the next task of its chain (at most `maxSendLevels`); other content under the same
+ * messageId is a new message; another caller's or another agent's equal send is its own. Counted
+ * in tasks, queued runs and model calls of the in-memory core.
  */
 
 const config = testConfig({
@@ -34,24 +37,31 @@ const modelCalls = (core: ReturnType<typeof createCore>) =>
   [...core.calls.values()].reduce((a, b) => a + b, 0);
 
 describe('message identity', () => {
-  it('derives one task id per (tenant, principal, agent, messageId) and one run id per content', () => {
+  it('derives one task id per whole send and level, and one run id per task and message', () => {
     const message = userMessage('hi', { messageId: 'm-1' });
-    const at = { ...alice, profileId: 'default' };
-    expect(taskIdOf(at, message)).toBe(taskIdOf(at, { ...message, parts: [{ text: 'other' }] }));
-    expect(taskIdOf(at, message)).toMatch(
-      /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
-    );
-    for (const other of [
-      { ...at, principal: 'bob' },
-      { ...at, tenant: 't2' },
-      { ...at, profileId: 'other' },
-    ]) {
-      expect(taskIdOf(other, message)).not.toBe(taskIdOf(at, message));
-    }
-    // The run id follows the whole message; key order does not matter, content does.
+    const send = { sender: { ...alice, profileId: 'default' }, message };
+    const id = taskIdOf(send);
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // Key order does not matter; the binding and version defaults are JSON-RPC 1.0.
     const reordered = JSON.parse(
       JSON.stringify({ parts: message.parts, role: message.role, messageId: 'm-1' }),
     );
+    expect(taskIdOf({ ...send, message: reordered, binding: 'JSONRPC', protocolVersion: '1.0' })).toBe(id);
+    const others = [
+      { ...send, sender: { ...send.sender, principal: 'bob' } },
+      { ...send, sender: { ...send.sender, tenant: 't2' } },
+      { ...send, sender: { ...send.sender, profileId: 'other' } },
+      { ...send, message: { ...message, parts: [{ text: 'other' }] } },
+      { ...send, message: { ...message, metadata: { a: 1 } } },
+      { ...send, configuration: { returnImmediately: true } },
+      { ...send, binding: 'HTTP+JSON' },
+      { ...send, protocolVersion: '0.3' as const },
+      { ...send, streaming: true },
+    ];
+    expect(new Set([id, ...others.map((other) => taskIdOf(other))]).size).toBe(others.length + 1);
+    expect(taskIdOf(send, 1)).not.toBe(id);
+    expect(taskIdOf(send, 1)).toBe(taskIdOf(send, 1));
+    // The run id follows the whole message.
     expect(runIdOf('t', reordered)).toBe(runIdOf('t', message));
     expect(runIdOf('t', { ...message, parts: [{ text: 'hi!' }] })).not.toBe(runIdOf('t', message));
     expect(runIdOf('t', { ...message, metadata: { a: 1 } })).not.toBe(runIdOf('t', message));
@@ -105,16 +115,50 @@ describe('I-RETRY', () => {
     expect(modelCalls(core)).toBe(1);
   });
 
-  it('the same messageId with other content is refused with MESSAGE_ID_REUSED, and nothing changes', async () => {
+  it('the same messageId with other content is a new message: its own task and run', async () => {
     const core = createCore({ config });
     const message = userMessage('hello', { messageId: 'retry-4' });
-    await send(core, message);
-    const before = [...core.tasks.tasks.values()];
-    await expect(send(core, { ...message, parts: [{ text: 'something else' }] })).rejects.toBeInstanceOf(
-      MessageIdReusedError,
-    );
-    expect([...core.tasks.tasks.values()]).toEqual(before);
-    expect(core.queued).toHaveLength(1);
+    const first = await send(core, message);
+    const other = await send(core, { ...message, parts: [{ text: 'something else' }] });
+    expect(other.taskId).not.toBe(first.taskId);
+    expect(core.tasks.tasks.size).toBe(2);
+    expect(core.tasks.runs.size).toBe(2);
+    // Each is retried on its own.
+    expect((await send(core, message)).taskId).toBe(first.taskId);
+    expect(core.tasks.tasks.size).toBe(2);
+  });
+
+  it('once the caller followed up on its task, the same send starts a new task, which its own retry answers', async () => {
+    const core = createCore({ config });
+    const opening = userMessage('hi', { messageId: 'tck-input-required-r8' });
+    const { taskId } = await send(core, opening, 'tck');
+    await core.runNext();
+    // Not acted on yet: a retry, even after the run came back to input.
+    expect((await send(core, opening, 'tck')).taskId).toBe(taskId);
+    await send(core, userMessage('go on', { messageId: 'tck-complete-task-r8', taskId }), 'tck');
+    const next = await send(core, opening, 'tck');
+    expect(next.taskId).not.toBe(taskId);
+    expect((await send(core, opening, 'tck')).taskId).toBe(next.taskId);
+    expect(core.tasks.tasks.size).toBe(2);
+    while (core.queued.length > 0) await core.runNext();
+    expect(core.tasks.tasks.get(next.taskId)?.state).toBe('TASK_STATE_INPUT_REQUIRED');
+    expect(modelCalls(core)).toBe(3);
+  });
+
+  it(`once the caller canceled its task, the same send starts a new task; ${maxSendLevels} times at most, then MESSAGE_ID_REUSED`, async () => {
+    const core = createCore({ config });
+    const message = userMessage('hi', { messageId: 'tck-input-required-r9' });
+    const seen = new Set<string>();
+    for (let level = 0; level < maxSendLevels; level++) {
+      const { taskId } = await send(core, message, 'tck');
+      expect(seen.has(taskId)).toBe(false);
+      seen.add(taskId);
+      await cancelTask(core.deps, { caller: { ...alice, profileId: 'tck' }, taskId });
+    }
+    const before = core.tasks.tasks.size;
+    await expect(send(core, message, 'tck')).rejects.toBeInstanceOf(MessageIdReusedError);
+    expect(core.tasks.tasks.size).toBe(before);
+    expect(before).toBe(maxSendLevels);
   });
 
   it('another caller’s or another agent’s equal messageId is its own task', async () => {
@@ -127,7 +171,7 @@ describe('I-RETRY', () => {
     expect(core.tasks.runs.size).toBe(3);
   });
 
-  it('a retried follow-up starts no second run; the task’s first messageId as a follow-up is refused', async () => {
+  it('a retried follow-up starts no second run, also after its run completed the task', async () => {
     const core = createCore({ config });
     const opening = userMessage('hi', { messageId: 'tck-input-required-r6' });
     const { taskId } = await send(core, opening, 'tck');
@@ -149,13 +193,23 @@ describe('I-RETRY', () => {
     expect(history.filter((entry) => entry.message.messageId === followUp.messageId)).toHaveLength(1);
   });
 
-  it('a follow-up reusing a messageId of the task with other content is refused', async () => {
+  it('a follow-up reusing a messageId of the task with other content is a new message of the task', async () => {
     const core = createCore({ config });
     const opening = userMessage('hi', { messageId: 'tck-input-required-r7' });
     const { taskId } = await send(core, opening, 'tck');
     await core.runNext();
-    await expect(send(core, { ...opening, taskId }, 'tck')).rejects.toBeInstanceOf(MessageIdReusedError);
-    expect(core.tasks.tasks.get(taskId)?.state).toBe('TASK_STATE_INPUT_REQUIRED');
-    expect(core.queued).toHaveLength(0);
+    for (const text of ['first answer', 'second answer']) {
+      await send(core, { ...opening, parts: [{ text }], taskId }, 'tck');
+      await core.runNext();
+      expect(core.tasks.tasks.get(taskId)?.state).toBe('TASK_STATE_INPUT_REQUIRED');
+    }
+    const history = await core.codec.openHistory(taskId, core.tasks.tasks.get(taskId)?.sealedHistory);
+    const mine = history.filter((entry) => entry.message.role === 'ROLE_USER');
+    expect(mine.map((entry) => entry.message.parts)).toEqual([
+      [{ text: 'hi' }],
+      [{ text: 'first answer' }],
+      [{ text: 'second answer' }],
+    ]);
+    expect(core.tasks.runs.size).toBe(3);
   });
 });

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLambdaContext } from '../../infra/local/lambda-pollers.ts';
+import { createLambdaContext } from '../../infra/local/lambda-invocation.ts';
 import {
   createFunctionMetrics,
   METRICS_NAMESPACE,

@@ -161,7 +161,7 @@ describe('deliverPush records each attempt', () => {
       deliveryLog: {
         append: async () => Promise.reject(new Error('throttled')),
         list: f.deliveryLog.list,
-        settledThrough: f.deliveryLog.settledThrough.bind(f.deliveryLog),
+        finalThrough: f.deliveryLog.finalThrough.bind(f.deliveryLog),
       },
     };
     const delivery = { taskId: f.taskId, configId: 'hook-1', revision: 1 };
@@ -360,6 +360,7 @@ describe('activating the extension', () => {
     dispatcher: {
       dispatch: async () =>
         ({ kind: 'json', status: 200, body: { jsonrpc: '2.0', id: 1, result: {} } }) as const,
+      invoke: async () => ({ kind: 'value', value: {} }) as const,
     },
   });
   const post = (headers: Record<string, string>) =>

@@ -6,8 +6,8 @@ import {
   type DeliverDeps,
   DeliveryNotRecordedError,
   deliverPush,
+  FinalHere,
   RevisionNotProjectedError,
-  SettledHere,
   WebhookDeliveryFailedError,
 } from '../../shared/app/push/deliver-push.ts';
 import {
@@ -138,7 +138,7 @@ const refusingRecords = (f: Awaited<ReturnType<typeof fixture>>, refused: () => 
     deliveryLog: {
       append: async (entry: Parameters<typeof log.append>[0]) =>
         entry.revision === refused() ? Promise.reject(new Error('throttled')) : log.append(entry),
-      settledThrough: log.settledThrough.bind(log),
+      finalThrough: log.finalThrough.bind(log),
       list: log.list.bind(log),
     },
   };
@@ -259,7 +259,7 @@ describe('deliverPush keeps the webhook’s order when a message overtook an old
           steps.push(`record ${entry.revision} written`);
           return result;
         },
-        settledThrough: log.settledThrough.bind(log),
+        finalThrough: log.finalThrough.bind(log),
         list: log.list.bind(log),
       },
     };
@@ -299,8 +299,8 @@ describe('deliverPush keeps the webhook’s order when a message overtook an old
             : value;
         },
       });
-    const settledHere = new SettledHere();
-    const deps: DeliverDeps = { ...f.deps, settledHere };
+    const finalHere = new FinalHere();
+    const deps: DeliverDeps = { ...f.deps, finalHere };
     expect(await deliverPush(deps, message(f.taskId, 1), context(1))).toMatchObject({ ahead: [2, 3] });
     const quiet: DeliverDeps = {
       ...deps,
@@ -326,18 +326,18 @@ describe('deliverPush keeps the webhook’s order when a message overtook an old
 
   it('only a written settled record is remembered: an unrecorded delivery is delivered again by its next message', async () => {
     const f = await fixture({ projected: [1] });
-    const settledHere = new SettledHere();
-    const refusing = { ...refusingRecords(f, () => 1), settledHere };
+    const finalHere = new FinalHere();
+    const refusing = { ...refusingRecords(f, () => 1), finalHere };
     expect(await deliverPush(refusing, message(f.taskId, 1), context(1))).toEqual({
       kind: 'delivered',
       posts: 1,
     });
-    expect(settledHere.covers(message(f.taskId, 1))).toBe(false);
-    expect(await deliverPush({ ...f.deps, settledHere }, message(f.taskId, 1), context(2))).toEqual({
+    expect(finalHere.covers(message(f.taskId, 1))).toBe(false);
+    expect(await deliverPush({ ...f.deps, finalHere }, message(f.taskId, 1), context(2))).toEqual({
       kind: 'delivered',
       posts: 1,
     });
-    expect(settledHere.covers(message(f.taskId, 1))).toBe(true);
+    expect(finalHere.covers(message(f.taskId, 1))).toBe(true);
     expect(f.posted).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_SUBMITTED']);
   });
 

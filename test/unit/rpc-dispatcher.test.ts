@@ -294,6 +294,7 @@ describe('the method table', () => {
       extensions: ['urn:a', 'urn:b'],
       profileId: 'research',
       baseUrl: 'https://agents.example.com/agents/research',
+      binding: 'JSONRPC',
     });
   });
 

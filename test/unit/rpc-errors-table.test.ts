@@ -148,7 +148,7 @@ const a2aRows: readonly A2aRow[] = [
   {
     error: new MessageIdReusedError('m-1', 't-6'),
     code: -32602,
-    message: 'Invalid parameters: the messageId was already used for another message',
+    message: 'Invalid parameters: this messageId has started as many tasks as it may',
     reason: 'MESSAGE_ID_REUSED',
     domain: 'errors.example.test',
     metadata: { messageId: 'm-1', taskId: 't-6' },

@@ -3,7 +3,8 @@ import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
-import { keys, leaseAttributes, toEmbeddedRun, toTaskItem } from '../../shared/adapters/dynamodb/entities.ts';
+import { leaseAttributes, toEmbeddedRun, toTaskItem } from '../../shared/adapters/dynamodb/entities.ts';
+import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import { toTaskRowUpdate } from '../../shared/adapters/dynamodb/write-plan.ts';
 import { VersionConflictError } from '../../shared/domain/errors.ts';
 import type { WritePlan } from '../../shared/domain/ports.ts';

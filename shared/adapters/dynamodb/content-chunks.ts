@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { type StoredTask, sameBytes } from '../../domain/projection.ts';
-import { keys } from './entities.ts';
+import { chunkSortKey, keys } from './keys.ts';
 
 /**
  * Sealed content too large for its item, kept in chunk items of the task's partition
@@ -36,8 +36,6 @@ const REFERENCE_MARKER = 0xc5;
 const REFERENCE_FORMAT = 1;
 const REFERENCE_BYTES = 40;
 const HASH_OFFSET = 8;
-
-const chunkPrefix = 'CHUNK#';
 
 interface ChunkReference {
   readonly hash: string;
@@ -87,9 +85,6 @@ export const referenceOf = (blob: Uint8Array): Uint8Array => {
 /** The whole blob is the one its reference names (length and hash). */
 export const matchesReference = (blob: Uint8Array, reference: ChunkReference): boolean =>
   blob.length === reference.length && hashOf(blob).toString('base64url') === reference.hash;
-
-export const chunkSortKey = (hash: string, index: number): string =>
-  `${chunkPrefix}${hash}#${String(index).padStart(3, '0')}`;
 
 /** The sort keys of a reference's chunks, in order. */
 export const chunkSortKeys = (reference: ChunkReference): string[] =>

@@ -1,6 +1,7 @@
 import { type DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { type ApprovalRecord, type ApprovalRepository, taskIdOfApproval } from '../../domain/approvals.ts';
-import { approvalItemSchema, fromApprovalItem, keys } from './entities.ts';
+import { approvalItemSchema, fromApprovalItem } from './entities.ts';
+import { keys } from './keys.ts';
 
 export const pendingApprovalIndexName = 'byPendingApproval';
 

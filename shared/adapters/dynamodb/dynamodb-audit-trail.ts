@@ -21,6 +21,7 @@ import type { Sealer } from '../../domain/ports.ts';
 import { isAtLeast, type PrivacyLevel } from '../../domain/privacy.ts';
 import * as z from '../../zod.ts';
 import { withoutUndefined } from './entities.ts';
+import { auditKeys, auditSeqOfKey } from './keys.ts';
 import { queryAll } from './query-all.ts';
 
 /**
@@ -35,15 +36,6 @@ import { queryAll } from './query-all.ts';
  * key the reaper can compute from the run row, `AUDIT#<runId>#0#<version>`, and carries its `seq` as an
  * attribute; `listForTask` puts every row in time order.
  */
-
-export const auditKeys = {
-  pk: (taskId: string) => `TASK#${taskId}`,
-  prefix: 'AUDIT#',
-  sk: (runId: string, at: string, seq: number) => `AUDIT#${runId}#${at}#${String(seq).padStart(6, '0')}`,
-  /** A run's start slots: `0` sorts before every timestamp, so they lead the run's rows in key order. */
-  startPrefix: (runId: string) => `AUDIT#${runId}#0#`,
-  start: (runId: string, version: number) => `AUDIT#${runId}#0#${String(version).padStart(8, '0')}`,
-} as const;
 
 const level = z.enum(['none', 'metadata', 'redacted', 'full']);
 const ceilings = z.object({ audit: level, answer: level });
@@ -93,7 +85,7 @@ const nextSequence = (): number => {
 const inTimeOrder = (a: AuditItem, b: AuditItem): number =>
   compare(`${a.runId}#`, `${b.runId}#`) || compare(a.at, b.at) || seqOf(a) - seqOf(b);
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-const seqOf = (item: AuditItem): number => item.seq ?? Number(item.sk.slice(item.sk.lastIndexOf('#') + 1));
+const seqOf = (item: AuditItem): number => item.seq ?? auditSeqOfKey(item.sk);
 
 /** A start slot is written only while free (docs/data-model.md, "Audit table"). */
 const slotFree = 'attribute_not_exists(sk)';

@@ -1,7 +1,7 @@
 import type { BackstopJournal, JournalLedger, TaskRevision } from '../../domain/ports.ts';
 import { batchGetAll } from './batch-get-all.ts';
 import { DynamoDbJournalWriter } from './dynamodb-journal-writer.ts';
-import { keys } from './entities.ts';
+import { isViewKey, keys, revisionOfEventKey } from './keys.ts';
 
 /**
  * The stream projector's journal: the writer's writes and reads, and the one
@@ -34,8 +34,8 @@ export class DynamoDbBackstopJournal extends DynamoDbJournalWriter implements Ba
     for (const item of items) {
       const ledger = found.get(String(item.pk));
       if (ledger === undefined) continue;
-      if (item.sk === 'VIEW') ledger.viewRevision = Number(item.revision);
-      else ledger.events.add(Number(String(item.sk).slice(keys.eventPrefix.length)));
+      if (isViewKey(String(item.sk))) ledger.viewRevision = Number(item.revision);
+      else ledger.events.add(revisionOfEventKey(String(item.sk)));
     }
     return new Map(
       taskIds.map((taskId) => {

@@ -2,7 +2,7 @@ import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { SealingFailedError } from '../../domain/errors.ts';
 import type { SealContext, Sealer } from '../../domain/ports.ts';
 import { chunkSortKeys, isChunkReference, matchesReference, readReference } from './content-chunks.ts';
-import { keys } from './entities.ts';
+import { keys } from './keys.ts';
 
 /**
  * A sealer that opens chunked content too (docs/data-model.md, "Large content"): a blob an item holds as a

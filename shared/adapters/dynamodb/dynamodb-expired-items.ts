@@ -2,6 +2,7 @@ import { DeleteCommand, type DynamoDBDocumentClient, QueryCommand, ScanCommand }
 import type { ExpiredItemStore, ItemKey } from '../../domain/operations.ts';
 import { epochSeconds } from '../../domain/task.ts';
 import { isConditionalCheckFailed } from './condition-failures.ts';
+import { isTaskRowKey, keys, taskIdOfKey, taskPrefix } from './keys.ts';
 
 /**
  * One table's items by their TTL attribute `expiresAt`, for the operator's purge. Finding expired
@@ -10,16 +11,15 @@ import { isConditionalCheckFailed } from './condition-failures.ts';
  * meanwhile (a follow-up turn extends its task) survives.
  */
 
-const taskPrefix = 'TASK#';
-
 const toKey = (item: Record<string, unknown>): ItemKey => {
   const partition = String(item.pk);
   const sort = String(item.sk);
+  const taskId = taskIdOfKey(partition);
   return {
     partition,
     sort,
-    ...(partition.startsWith(taskPrefix) ? { taskId: partition.slice(taskPrefix.length) } : {}),
-    isTaskRow: partition.startsWith(taskPrefix) && sort === 'TASK',
+    ...(taskId !== undefined ? { taskId } : {}),
+    isTaskRow: taskId !== undefined && isTaskRowKey(sort),
   };
 };
 
@@ -75,7 +75,7 @@ export class DynamoDbExpiredItems implements ExpiredItemStore {
           TableName: this.tableName,
           KeyConditionExpression: 'pk = :pk',
           ProjectionExpression: 'pk, sk',
-          ExpressionAttributeValues: { ':pk': `${taskPrefix}${taskId}` },
+          ExpressionAttributeValues: { ':pk': keys.task(taskId).pk },
           ExclusiveStartKey: exclusiveStartKey,
         }),
       );

@@ -9,7 +9,8 @@ import { SealingFailedError } from '../../domain/errors.ts';
 import { historyExpiryOf, historyWriteOf } from '../../domain/history.ts';
 import type { HistorySegment, StoredTask } from '../../domain/projection.ts';
 import { isConditionalCheckFailed } from './condition-failures.ts';
-import { type HistorySegmentItem, historySegmentItemSchema, keys } from './entities.ts';
+import { type HistorySegmentItem, historySegmentItemSchema } from './entities.ts';
+import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
 
 /**

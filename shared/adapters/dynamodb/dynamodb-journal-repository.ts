@@ -4,13 +4,12 @@ import type { JournalEvent, JournalView } from '../../domain/projection.ts';
 import { DynamoDbJournalWriter, expiryBucket } from './dynamodb-journal-writer.ts';
 import {
   counterItemSchema,
-  counterKeys,
   eventItemSchema,
   fromEventItem,
   fromViewItem,
-  keys,
   viewItemSchema,
 } from './entities.ts';
+import { counterKeys, keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
 
 export { counterMoves, expiryBucket } from './dynamodb-journal-writer.ts';

@@ -9,7 +9,8 @@ import type { JournalState, JournalWriter } from '../../domain/ports.ts';
 import type { JournalEvent, JournalView, Projection } from '../../domain/projection.ts';
 import { isConditionalCheckFailed } from './condition-failures.ts';
 import { withChunkReferences } from './content-chunks.ts';
-import { counterKeys, keys, toEventItem, toViewItem } from './entities.ts';
+import { toEventItem, toViewItem } from './entities.ts';
+import { counterKeys, keys } from './keys.ts';
 
 /** Where the view is expected before a revision is written: absent, or at a revision and expiry. */
 type ExpectedView = { readonly revision: number; readonly expiresAt: number } | undefined;

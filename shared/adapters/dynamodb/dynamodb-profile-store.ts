@@ -1,7 +1,8 @@
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { ProfileStore, StoredProfile } from '../../domain/operations.ts';
 import { DynamoDbSavedProfiles, fromProfileItem } from './dynamodb-saved-profiles.ts';
-import { keys, type ProfileItem, profileItemSchema } from './entities.ts';
+import { type ProfileItem, profileItemSchema } from './entities.ts';
+import { keys } from './keys.ts';
 
 /**
  * Saved profiles in the state table's `PROFILES` partition (docs/operations.md, "Saved profiles"): the admin

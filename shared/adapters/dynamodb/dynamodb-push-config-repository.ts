@@ -7,7 +7,8 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { PushConfigRepository } from '../../domain/ports.ts';
 import type { StoredPushConfig } from '../../domain/push.ts';
-import { fromPushConfigItem, keys, pushConfigItemSchema, toPushConfigItem } from './entities.ts';
+import { fromPushConfigItem, pushConfigItemSchema, toPushConfigItem } from './entities.ts';
+import { keys } from './keys.ts';
 
 /** Push configs in the state table: `TASK#<taskId>` / `PUSH#<configId>`, read with one query per page. */
 export class DynamoDbPushConfigRepository implements PushConfigRepository {

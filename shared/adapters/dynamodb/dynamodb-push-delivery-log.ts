@@ -4,40 +4,27 @@ import {
   attemptOutcomes,
   type DeliveryAttemptEntry,
   deliveryStates,
-  isSettledDelivery,
+  isFinalDelivery,
   type PushDeliveryRecord,
 } from '../../domain/push.ts';
 import * as z from '../../zod.ts';
 import { isConditionalCheckFailed } from './condition-failures.ts';
-import { keys, withoutUndefined } from './entities.ts';
+import { withoutUndefined } from './entities.ts';
+import { deliveryKeys, keys } from './keys.ts';
 
 /**
  * Delivery records (docs/protocol.md §7) in the state table, in their task's partition — so the purge
  * of a task takes them along (I-PURGE) and the projector's stream filter (`sk = TASK`) passes
- * none of them: `TASK#<taskId>` / `DELIVERY#<configId>#<revision, 10 digits>`.
- *
- * Declared here rather than in entities.ts: every function bundle that imports `keys` would
- * carry this schema's construction, and the executor's bundle has no room for it.
+ * none of them (keys: `deliveryKeys` in keys.ts). The schema is declared here rather than in
+ * entities.ts: every function bundle that imports entities.ts would carry its construction.
  */
-
-const prefix = 'DELIVERY#';
-
-export const deliveryKeys = {
-  prefix,
-  /** Config ids never contain `#` (push-configs.ts), so a config's records share this prefix alone. */
-  configPrefix: (configId: string) => `${prefix}${configId}#`,
-  item: (taskId: string, configId: string, revision: number) => ({
-    pk: keys.task(taskId).pk,
-    sk: `${prefix}${configId}#${String(revision).padStart(10, '0')}`,
-  }),
-} as const;
 
 const positiveInteger = z.number().check(z.int(), z.positive());
 const deliveryState = z.enum(deliveryStates);
 
 export const deliveryItemSchema = z.object({
   pk: z.string(),
-  sk: z.string().check(z.startsWith(prefix)),
+  sk: z.string().check(z.startsWith(deliveryKeys.prefix)),
   taskId: z.string(),
   configId: z.string(),
   revision: positiveInteger,
@@ -60,7 +47,7 @@ export const deliveryItemSchema = z.object({
 });
 export type DeliveryItem = z.infer<typeof deliveryItemSchema>;
 
-const settledItemSchema = z.object({ revision: positiveInteger, state: deliveryState });
+const finalItemSchema = z.object({ revision: positiveInteger, state: deliveryState });
 
 export const fromDeliveryItem = (item: DeliveryItem): PushDeliveryRecord => ({
   taskId: item.taskId,
@@ -125,11 +112,11 @@ export class DynamoDbPushDeliveryLog implements PushDeliveryLog {
   }
 
   /**
-   * Newest revision first, a few records a page, until a settled one: usually the first record
+   * Newest revision first, a few records a page, until a final one: usually the first record
    * read (the one before the message's revision), so one strongly consistent read unit (records
    * stay under 1 KB). Only `revision` and `state` are needed.
    */
-  async settledThrough(taskId: string, configId: string): Promise<number | undefined> {
+  async finalThrough(taskId: string, configId: string): Promise<number | undefined> {
     let exclusiveStartKey: Record<string, unknown> | undefined;
     do {
       const result = await this.client.send(
@@ -148,10 +135,10 @@ export class DynamoDbPushDeliveryLog implements PushDeliveryLog {
           ExclusiveStartKey: exclusiveStartKey,
         }),
       );
-      const settled = (result.Items ?? [])
-        .map((item) => settledItemSchema.parse(item))
-        .find((item) => isSettledDelivery(item.state));
-      if (settled !== undefined) return settled.revision;
+      const final = (result.Items ?? [])
+        .map((item) => finalItemSchema.parse(item))
+        .find((item) => isFinalDelivery(item.state));
+      if (final !== undefined) return final.revision;
       exclusiveStartKey = result.LastEvaluatedKey;
     } while (exclusiveStartKey !== undefined);
     return undefined;
@@ -173,7 +160,8 @@ export class DynamoDbPushDeliveryLog implements PushDeliveryLog {
           KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
           ExpressionAttributeValues: {
             ':pk': keys.task(taskId).pk,
-            ':prefix': page.configId === undefined ? prefix : deliveryKeys.configPrefix(page.configId),
+            ':prefix':
+              page.configId === undefined ? deliveryKeys.prefix : deliveryKeys.configPrefix(page.configId),
           },
           Limit: page.limit + 1 - records.length,
           ExclusiveStartKey: exclusiveStartKey,

@@ -1,7 +1,8 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { RunCatalog } from '../../domain/operations.ts';
 import type { RunRecord } from '../../domain/task.ts';
-import { fromRunItem, keys, runItemSchema, runOfTaskItem, taskItemSchema } from './entities.ts';
+import { fromRunItem, runItemSchema, runOfTaskItem, taskItemSchema } from './entities.ts';
+import { keys, runIdOfKey, runPrefix } from './keys.ts';
 import { queryAll } from './query-all.ts';
 
 /**
@@ -20,12 +21,12 @@ export class DynamoDbRunCatalog implements RunCatalog {
     const items = await queryAll(this.client, {
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk AND sk BETWEEN :runs AND :task',
-      ExpressionAttributeValues: { ':pk': task.pk, ':runs': 'RUN#', ':task': task.sk },
+      ExpressionAttributeValues: { ':pk': task.pk, ':runs': runPrefix, ':task': task.sk },
       ConsistentRead: true,
     });
     const runs = new Map<string, RunRecord>();
     for (const item of items) {
-      if (String(item.sk).startsWith('RUN#')) {
+      if (runIdOfKey(String(item.sk)) !== undefined) {
         const run = fromRunItem(runItemSchema.parse(item));
         runs.set(run.runId, run);
       }

@@ -1,7 +1,7 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { RunLeases, RunRef } from '../../domain/ports.ts';
-import { keys, leaseShards } from './entities.ts';
+import { isTaskRowKey, keys, leasePartition, leaseShards, runIdOfKey, taskIdOfKey } from './keys.ts';
 
 export const leaseIndexName = 'byLease';
 
@@ -82,7 +82,7 @@ export class DynamoDbRunLeases implements RunLeases {
 
   async listExpired(now: number, limit: number): Promise<RunRef[]> {
     const perShard = await Promise.all(
-      Array.from({ length: leaseShards }, (_, shard) => this.queryShard(`LEASE#${shard}`, now, limit)),
+      Array.from({ length: leaseShards }, (_, shard) => this.queryShard(leasePartition(shard), now, limit)),
     );
     const refs = await Promise.all(
       perShard
@@ -112,10 +112,11 @@ export class DynamoDbRunLeases implements RunLeases {
    * the index holds keys only; expired leases are rare, so the extra read is too), or a run row.
    */
   private async runRefOf(key: { pk: string; sk: string }): Promise<RunRef | undefined> {
-    if (!key.pk.startsWith('TASK#')) return undefined;
-    const taskId = key.pk.slice('TASK#'.length);
-    if (key.sk.startsWith('RUN#')) return { taskId, runId: key.sk.slice('RUN#'.length) };
-    if (key.sk !== 'TASK') return undefined;
+    const taskId = taskIdOfKey(key.pk);
+    if (taskId === undefined) return undefined;
+    const runId = runIdOfKey(key.sk);
+    if (runId !== undefined) return { taskId, runId };
+    if (!isTaskRowKey(key.sk)) return undefined;
     const { Item } = await this.client.send(
       new GetCommand({
         TableName: this.tableName,
@@ -124,7 +125,7 @@ export class DynamoDbRunLeases implements RunLeases {
         ExpressionAttributeNames: { '#run': 'run', '#runId': 'runId' },
       }),
     );
-    const runId = Item?.run?.runId;
-    return typeof runId === 'string' ? { taskId, runId } : undefined;
+    const currentRunId = Item?.run?.runId;
+    return typeof currentRunId === 'string' ? { taskId, runId: currentRunId } : undefined;
   }
 }

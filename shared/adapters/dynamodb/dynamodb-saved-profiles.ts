@@ -1,6 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SavedProfiles, StoredProfile } from '../../domain/operations.ts';
-import { keys, type ProfileItem, profileItemSchema } from './entities.ts';
+import { type ProfileItem, profileItemSchema } from './entities.ts';
+import { keys } from './keys.ts';
 import { queryAll } from './query-all.ts';
 
 export const fromProfileItem = (item: ProfileItem): StoredProfile => ({

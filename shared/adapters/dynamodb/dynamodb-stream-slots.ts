@@ -3,9 +3,12 @@ import { DeleteCommand, type DynamoDBDocumentClient, PutCommand } from '@aws-sdk
 import type { Clock, StreamSlot, StreamSlots } from '../../domain/ports.ts';
 import type { Owner } from '../../domain/task.ts';
 
+/** Which of a caller's counts a set of slots keeps: open streams, or blocking sends waiting. */
+export type SlotPool = 'STREAMS' | 'BLOCKING';
+
 /**
- * A caller's open streams as up to `max` slot items of the state table
- * (`STREAMS#<tenant>#<principal>` / `SLOT#<n>`, docs/configuration.md, `limits`). Opening a stream takes the
+ * A caller's open streams (or blocking sends) as up to `max` slot items of the state table
+ * (`STREAMS#<tenant>#<principal>` / `SLOT#<n>`, `BLOCKING#…` for blocking sends; docs/configuration.md, `limits`). Opening a stream takes the
  * first free or lapsed slot with one conditional put, starting at a random slot so concurrent opens rarely
  * meet; a full caller costs `max` failed puts. Closing deletes the slot if it is still this stream's. The
  * items are not task rows: the stream triggers' filter (`sk = TASK`) skips them, and TTL removes a lapsed
@@ -16,6 +19,7 @@ export class DynamoDbStreamSlots implements StreamSlots {
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
     private readonly clock: Clock,
+    private readonly pool: SlotPool = 'STREAMS',
     private readonly random: () => number = Math.random,
   ) {}
 
@@ -33,7 +37,7 @@ export class DynamoDbStreamSlots implements StreamSlots {
           new PutCommand({
             TableName: this.tableName,
             Item: {
-              ...slotKey(owner, index),
+              ...slotKey(this.pool, owner, index),
               streamId,
               slotUntil: now + options.leaseMs,
               expiresAt: Math.ceil((now + options.leaseMs) / 1000),
@@ -55,7 +59,7 @@ export class DynamoDbStreamSlots implements StreamSlots {
       await this.client.send(
         new DeleteCommand({
           TableName: this.tableName,
-          Key: slotKey(owner, slot.index),
+          Key: slotKey(this.pool, owner, slot.index),
           ConditionExpression: 'streamId = :streamId',
           ExpressionAttributeValues: { ':streamId': slot.streamId },
         }),
@@ -66,7 +70,7 @@ export class DynamoDbStreamSlots implements StreamSlots {
   }
 }
 
-const slotKey = (owner: Owner, index: number) => ({
-  pk: `STREAMS#${owner.tenant}#${owner.principal}`,
+const slotKey = (pool: SlotPool, owner: Owner, index: number) => ({
+  pk: `${pool}#${owner.tenant}#${owner.principal}`,
   sk: `SLOT#${index}`,
 });

@@ -12,7 +12,7 @@ import { ItemTooLargeError, VersionConflictError } from '../../domain/errors.ts'
 import type { CommitResult, ItemWrite, TaskRepository, WritePlan } from '../../domain/ports.ts';
 import type { HistorySegment, StoredTask } from '../../domain/projection.ts';
 import { transactedImage } from '../../domain/row-writes.ts';
-import type { RunRecord } from '../../domain/task.ts';
+import type { RunFence, RunRecord } from '../../domain/task.ts';
 import { isCanceledByCondition, isItemTooLarge } from './condition-failures.ts';
 import {
   type ChunkedTaskWrite,
@@ -24,13 +24,13 @@ import { DynamoDbHistorySegments } from './dynamodb-history-segments.ts';
 import {
   fromRunItem,
   fromTaskItem,
-  keys,
   runItemSchema,
   runOfTaskItem,
   type TaskItem,
   taskItemSchema,
   toRunItem,
 } from './entities.ts';
+import { keys } from './keys.ts';
 import {
   type RowUpdate,
   rowUpdateOf,
@@ -181,6 +181,51 @@ export class DynamoDbTaskRepository implements TaskRepository {
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return undefined;
       throw error;
+    }
+  }
+
+  /**
+   * A RUNNING run is its task's current run (docs/data-model.md, "State table"): the fence is one
+   * update of the task row's `run.fence`, conditioned on that run, its status, its version and no
+   * cancel request; the version stays, so the executor's next write keeps its expected version.
+   */
+  async fenceRun(run: RunRecord, fence: RunFence): Promise<'fenced' | 'lost' | 'canceled'> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.task(run.taskId),
+          UpdateExpression: 'SET #run.#fence = :fence',
+          ConditionExpression:
+            '#run.#runId = :runId AND #run.#status = :running AND #run.#version = :version AND #run.#cancelRequested = :false',
+          ExpressionAttributeNames: {
+            '#run': 'run',
+            '#fence': 'fence',
+            '#runId': 'runId',
+            '#status': 'status',
+            '#version': 'version',
+            '#cancelRequested': 'cancelRequested',
+          },
+          ExpressionAttributeValues: {
+            ':fence': fence,
+            ':runId': run.runId,
+            ':running': 'RUNNING',
+            ':version': run.version,
+            ':false': false,
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return 'fenced';
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const old = error.Item?.run?.M;
+      return old?.runId?.S === run.runId &&
+        old.status?.S === 'RUNNING' &&
+        old.version?.N === String(run.version) &&
+        old.cancelRequested?.BOOL === true
+        ? 'canceled'
+        : 'lost';
     }
   }
 

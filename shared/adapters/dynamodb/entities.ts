@@ -10,77 +10,16 @@ import {
 import type { StoredPushConfig } from '../../domain/push.ts';
 import { type Owner, type RunRecord, rootAgent, runStatuses } from '../../domain/task.ts';
 import * as z from '../../zod.ts';
+import { counterKeys, keys, runPrefix } from './keys.ts';
 import { packSealedHeaders, unpackSealedHeaders } from './sealed-headers.ts';
 
 /**
- * Every DynamoDB entity declared once: its keys, and a table of its domain fields with each one's
- * schema as an item attribute. Item schemas and types, and the mappers' field copy, derive from
+ * Every DynamoDB entity declared once: its keys (`keys.ts`, where they are built and parsed), and
+ * a table of its domain fields with each one's schema as an item attribute. Item schemas and types, and the mappers' field copy, derive from
  * that table; a mapper adds only what its item holds beyond the fields (keys, index attributes).
  * The same schemas parse items read back and stream images (untrusted input at the projector's
  * edge). All items of a task share its partition, so a purge is one query.
  */
-
-const taskPk = (taskId: string): string => `TASK#${taskId}`;
-
-export const leaseShards = 4;
-
-/** A stable small hash (FNV-1a) of an id into [0, shards). */
-const shardOf = (id: string, shards: number): number => {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193) >>> 0;
-  return hash % shards;
-};
-
-const historyPrefix = 'HIST#';
-
-export const keys = {
-  task: (taskId: string) => ({ pk: taskPk(taskId), sk: 'TASK' as const }),
-  run: (taskId: string, runId: string) => ({ pk: taskPk(taskId), sk: `RUN#${runId}` }),
-  /**
-   * A chunk of content too large for its item (docs/data-model.md, "Large content"); `sk` from
-   * `chunkSortKeys`.
-   */
-  chunk: (taskId: string, sk: string) => ({ pk: taskPk(taskId), sk }),
-  /**
-   * A part of a history segment (docs/data-model.md, "History"): the sealed entries of one revision,
-   * in parts of at most `historyPartBytes`. Keys sort by revision, then part.
-   */
-  historySegment: (taskId: string, revision: number, part: number) => ({
-    pk: taskPk(taskId),
-    sk: `${historyPrefix}${String(revision).padStart(10, '0')}#${String(part).padStart(3, '0')}`,
-  }),
-  historyPrefix: 'HIST#',
-  view: (taskId: string) => ({ pk: taskPk(taskId), sk: 'VIEW' as const }),
-  event: (taskId: string, revision: number) => ({
-    pk: taskPk(taskId),
-    sk: `EVT#${String(revision).padStart(10, '0')}`,
-  }),
-  eventPrefix: 'EVT#',
-  /**
-   * Partition of the sparse lease index: only RUNNING runs carry it. A few
-   * shards spread the index's writes; the reaper queries each.
-   */
-  leaseShard: (runId: string) => `LEASE#${shardOf(runId, leaseShards)}`,
-  /** Approval records live in their task's partition, so the purge takes them with it (I-PURGE). */
-  approval: (taskId: string, approvalId: string) => ({ pk: taskPk(taskId), sk: `APPROVAL#${approvalId}` }),
-  approvalPrefix: 'APPROVAL#',
-  /** Partition of the sparse pending-approvals index: only PENDING records carry it. */
-  pendingApprovals: 'APPROVALS#PENDING',
-  /** Push configs live in the task's partition of the state table (the projector's filter passes only sk = TASK). */
-  push: (taskId: string, configId: string) => ({ pk: taskPk(taskId), sk: `PUSH#${configId}` }),
-  pushPrefix: 'PUSH#',
-  /** Profiles saved by the admin command: one small partition, so listing them is one query. */
-  profile: (profileId: string) => ({ pk: 'PROFILES' as const, sk: `PROFILE#${profileId}` }),
-  profilePrefix: 'PROFILE#',
-  /**
-   * The ListTasks index partition of one owner at one agent (I-OWNER). The root agent keeps
-   * the key it had before agents were told apart, so its views (and those written before) stay
-   * where they are; identity parts and profile ids never contain `#`, so keys cannot collide.
-   */
-  ownerKey: (tenant: string, principal: string, profileId: string) =>
-    profileId === rootAgent ? `OWNER#${tenant}#${principal}` : `OWNER#${tenant}#${principal}#${profileId}`,
-  ownerSort: (statusTimestamp: string, taskId: string) => `${statusTimestamp}#${taskId}`,
-} as const;
 
 /**
  * How an item names a domain field: as the domain does, but a sealed blob drops its `sealed`
@@ -251,9 +190,24 @@ const runFields = {
       providers: z.array(z.string()),
       instructions: z.string(),
       tools: z.array(z.object({ name: z.string(), requiresApproval: z.boolean() })),
+      mcp: z.optional(
+        z.record(
+          z.string(),
+          z.object({
+            tools: z.record(
+              z.string(),
+              z.object({
+                effect: z.optional(z.enum(['read-only', 'idempotent', 'write', 'destructive'])),
+                requiresApproval: z.optional(z.boolean()),
+              }),
+            ),
+          }),
+        ),
+      ),
       maxToolRounds: z.number(),
     }),
   ),
+  fence: z.optional(z.object({ callId: z.string(), tool: z.string(), at: z.string() })),
 } satisfies Record<RunField, unknown>;
 
 const approvalFields = {
@@ -303,7 +257,7 @@ const leaseShape = { leaseUntil: z.optional(z.number()), leaseShard: z.optional(
 export const runItemSchema = z.object({
   ...embeddedRunShape,
   pk: z.string(),
-  sk: z.string().check(z.startsWith('RUN#')),
+  sk: z.string().check(z.startsWith(runPrefix)),
   taskId: z.string(),
   ...leaseShape,
 });
@@ -339,7 +293,7 @@ export type ViewItem = z.infer<typeof viewItemSchema>;
 
 export const eventItemSchema = sealedItem({
   pk: z.string(),
-  sk: z.string().check(z.startsWith('EVT#')),
+  sk: z.string().check(z.startsWith(keys.eventPrefix)),
   ...itemShape(taskFields, eventFields),
   /** The task row's push mark at this revision; absent when unmarked. */
   pushConfigured: z.optional(z.boolean()),
@@ -349,7 +303,7 @@ export type EventItem = z.infer<typeof eventItemSchema>;
 /** A part of a history segment; its first part says how many parts and messages the segment has. */
 export const historySegmentItemSchema = z.object({
   pk: z.string(),
-  sk: z.string().check(z.startsWith(historyPrefix)),
+  sk: z.string().check(z.startsWith(keys.historyPrefix)),
   revision: z.int().check(z.positive()),
   part: z.int().check(z.nonnegative()),
   parts: z.int().check(z.positive()),
@@ -361,7 +315,7 @@ export type HistorySegmentItem = z.infer<typeof historySegmentItemSchema>;
 
 export const approvalItemSchema = z.object({
   pk: z.string(),
-  sk: z.string().check(z.startsWith('APPROVAL#')),
+  sk: z.string().check(z.startsWith(keys.approvalPrefix)),
   ...itemShape(approvalFields, allApprovalFields),
   /** Key of the sparse pending index: set exactly while the decision is PENDING. */
   pendingKey: z.optional(z.string()),
@@ -370,7 +324,7 @@ export type ApprovalItem = z.infer<typeof approvalItemSchema>;
 
 export const pushConfigItemSchema = sealedItem({
   pk: z.string(),
-  sk: z.string().check(z.startsWith('PUSH#')),
+  sk: z.string().check(z.startsWith(keys.pushPrefix)),
   ...itemShape(pushConfigFields, allPushConfigFields),
 });
 export type PushConfigItem = z.infer<typeof pushConfigItemSchema>;
@@ -378,31 +332,16 @@ export type PushConfigItem = z.infer<typeof pushConfigItemSchema>;
 /** A saved profile (no TTL: it lives until it is replaced or deleted). */
 export const profileItemSchema = z.object({
   pk: z.enum(['PROFILES']),
-  sk: z.string().check(z.startsWith('PROFILE#')),
+  sk: z.string().check(z.startsWith(keys.profilePrefix)),
   profileId: z.string(),
   profile: jsonObject,
   updatedAt: z.string(),
 });
 export type ProfileItem = z.infer<typeof profileItemSchema>;
 
-/**
- * Per-owner view counters (docs/protocol.md §6), per agent: one item per owner, agent and expiry day (UTC),
- * with the day's total `n` and one attribute per expiry hour (`h00`…`h23`). The projector moves a view's
- * count in the transaction that writes the view; ListTasks sums the days still to come. Counter items share
- * the owner's index key string as partition, but carry no `ownerSort`, so the byOwner index never sees them;
- * they expire a day after the day they count.
- */
-export const counterKeys = {
-  prefix: 'COUNT#',
-  item: (owner: { tenant: string; principal: string; profileId: string }, day: string) => ({
-    pk: keys.ownerKey(owner.tenant, owner.principal, owner.profileId),
-    sk: `COUNT#${day}`,
-  }),
-} as const;
-
 export const counterItemSchema = z.looseObject({
   pk: z.string(),
-  sk: z.string().check(z.startsWith('COUNT#')),
+  sk: z.string().check(z.startsWith(counterKeys.prefix)),
   n: z.optional(z.number()),
   expiresAt: z.number(),
 });

@@ -4,6 +4,7 @@ import type { DynamoDBBatchResponse, DynamoDBRecord } from 'aws-lambda';
 import type { JournalEvent } from '../../domain/projection.ts';
 import { handleInGroups, oneAtATime } from '../grouped-batch.ts';
 import { eventItemSchema, pushMark } from './entities.ts';
+import { isEventKey, isTaskRowKey } from './keys.ts';
 
 /** The journal event a stream record inserted (the pusher's input); its sealed content is not opened. */
 export const parseEventRecord = (
@@ -27,7 +28,7 @@ export const parseEventRecord = (
  */
 export const isJournalEventInsert = (record: DynamoDBRecord): boolean =>
   record.eventName === 'INSERT' &&
-  (record.dynamodb?.Keys?.sk?.S ?? '').startsWith('EVT#') &&
+  isEventKey(record.dynamodb?.Keys?.sk?.S) &&
   record.dynamodb?.NewImage?.[pushMark]?.BOOL === true;
 
 /**
@@ -48,7 +49,8 @@ export const pusherStreamBatching = { batchSize: 100, maximumBatchingWindowMs: 1
 export const projectorStreamBatching = { batchSize: 100, maximumBatchingWindowMs: 1_000 } as const;
 
 /** The projector's event-source filter: task items only (`sk = TASK`). */
-export const isTaskItemRecord = (record: DynamoDBRecord): boolean => record.dynamodb?.Keys?.sk?.S === 'TASK';
+export const isTaskItemRecord = (record: DynamoDBRecord): boolean =>
+  isTaskRowKey(record.dynamodb?.Keys?.sk?.S);
 
 const taskOf = (record: DynamoDBRecord): string => record.dynamodb?.Keys?.pk?.S ?? '';
 

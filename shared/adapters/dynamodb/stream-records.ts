@@ -10,7 +10,7 @@ import type { StreamBatchRange, StreamRangeReader } from '../../domain/operation
 
 /**
  * DynamoDB stream records as Lambda hands them to a stream consumer, read with the DynamoDB
- * Streams API: by the local stack's stream pollers (infra/local/lambda-pollers.ts) and by the
+ * Streams API: by the local stack's stream pollers (infra/local/stream-poller.ts) and by the
  * admin command's replay of a dead-letter queue (docs/operations.md, "Replaying the projector's and the
  * pusher's DLQs").
  */

@@ -1,7 +1,6 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { ItemWrite, TaskRowWrite, WritePlan } from '../../domain/ports.ts';
 import {
-  keys,
   leaseAttributes,
   pushMark,
   taskItemSchema,
@@ -11,6 +10,7 @@ import {
   toRunItem,
   toTaskItem,
 } from './entities.ts';
+import { keys } from './keys.ts';
 
 type ConditionalPut = NonNullable<NonNullable<TransactWriteCommandInput['TransactItems']>[number]['Put']>;
 type ConditionalUpdate = NonNullable<

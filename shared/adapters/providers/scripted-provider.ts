@@ -3,7 +3,8 @@ import { textOf } from '../../domain/a2a.ts';
 import { ProviderUnavailableError } from '../../domain/errors.ts';
 import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
 
-export type ScriptedBehavior = 'echo' | 'tck' | 'fail' | 'slow' | 'stream';
+/** `call-tool` is the scripted model under the tool loop (scripted-tool-model.ts), not this class. */
+export type ScriptedBehavior = 'echo' | 'tck' | 'fail' | 'slow' | 'stream' | 'call-tool';
 
 /** How long the TCK's `test-resubscribe-message-id` run works: 2× the TCK's 2 s streaming timeout. */
 export const resubscribeScenarioDelayMs = 4_000;
@@ -72,6 +73,8 @@ export class ScriptedProvider implements AgentProvider {
         return { outcome: playTck(request, last), inputTokens: 0, outputTokens: 0 };
       case 'stream':
         return this.streamEcho(request, last);
+      case 'call-tool':
+        throw new Error('The call-tool behaviour runs as a ScriptedToolModel under the tool loop');
     }
   }
 

@@ -19,6 +19,9 @@ export const defineTool = <Input extends z.core.$ZodType>(definition: ToolDefini
     name: definition.name,
     description: definition.description,
     readOnly: definition.readOnly,
+    // The build's own tools declare read-only or not; a non-read-only one counts as a write (I-EFFECT).
+    effect: definition.readOnly ? 'read-only' : 'write',
+    destructive: false,
     inputSchema,
     invoke: async (args: JsonObject, context: ToolContext): Promise<ToolOutput> => {
       const parsed = z.safeParse(definition.input, args);

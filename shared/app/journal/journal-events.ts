@@ -62,7 +62,7 @@ export const openStreamResponses = async (
 };
 
 /**
- * The task as of one revision, for webhooks of configs created through A2A v0.3 (decision 0026:
+ * The task as of one revision, for webhooks of configs created through A2A v0.3 (docs/protocol.md, v0.3:
  * v0.3 servers POST the Task): the revision's status and the artifacts committed up to it — from
  * the latest event at or before it that changed them (`events` must include that one). No
  * history: v0.3 makes it optional, and the receiver asked for updates, not the conversation.

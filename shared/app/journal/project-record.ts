@@ -26,7 +26,7 @@ export const projectRecord = async (
 ): Promise<ProjectResult> => {
   const projection = projectRevision(oldImage, newImage);
   if (projection === undefined) return 'skipped';
-  // The backstop of the write-through (decision 0043): a revision already projected costs a read.
+  // The backstop of the writers' journal writes: a revision already projected costs a read.
   const { revision, taskId } = projection.event;
   if (isProjected(await stateOf(taskId, revision), revision)) return 'duplicate';
   return journal.putRevision(projection);
@@ -35,7 +35,7 @@ export const projectRecord = async (
 /** Where a revision is in the journal: the read the backstop decides by. */
 export type JournalStateOf = (taskId: string, revision: number) => Promise<JournalState>;
 
-/** A revision the backstop finds there — its event, the view at or past it — writes nothing (decision 0043). */
+/** A revision the backstop finds there — its event, the view at or past it — writes nothing. */
 const isProjected = (state: JournalState, revision: number): boolean =>
   state.event && (state.viewRevision ?? 0) >= revision;
 
@@ -46,8 +46,8 @@ const stateIn = (ledger: JournalLedger, revision: number): JournalState => ({
 
 /**
  * How long after its commit a revision is left to its writer's write-through before the backstop
- * writes it itself (decision 0076): the write-through lands a few milliseconds after the commit,
- * and only a crashed or failed one needs the backstop. 400 ms (decision 0095): under load a
+ * writes it itself: the write-through lands a few milliseconds after the commit,
+ * and only a crashed or failed one needs the backstop. 400 ms: under load a
  * write-through can land more than 200 ms after its status timestamp, and a revision the backstop
  * writes beside it is written twice.
  */
@@ -75,8 +75,7 @@ const merge = (seen: JournalLedger | undefined, again: JournalLedger | undefined
 };
 
 /**
- * The backstop's reads for one stream batch (decision 0076, superseding the per-task read of
- * 0070): one read (`projectedAll`) of every new revision's event and every task's view in the
+ * The backstop's reads for one stream batch: one read (`projectedAll`) of every new revision's event and every task's view in the
  * batch, instead of one per task. A revision that read shows unprojected, committed less than
  * the grace ago (its `statusTimestamp`, set by its writer just before the commit), is most likely
  * its writer's write-through in flight: the backstop waits until the youngest such revision is

@@ -38,7 +38,11 @@ export interface AgentCard {
   readonly name: string;
   readonly description: string;
   readonly version: string;
-  readonly supportedInterfaces: { url: string; protocolBinding: 'JSONRPC'; protocolVersion: string }[];
+  readonly supportedInterfaces: {
+    url: string;
+    protocolBinding: 'JSONRPC' | 'HTTP+JSON';
+    protocolVersion: string;
+  }[];
   readonly provider?: { organization: string; url: string };
   readonly capabilities: ImplementedCapabilities & { readonly extensions?: AgentExtension[] };
   readonly securitySchemes?: Record<string, SecurityScheme>;
@@ -87,7 +91,7 @@ export interface V03CardFields {
 export const v03CardProtocolVersion = '0.3.0';
 
 export const v03CardFieldsOf = (card: AgentCard): V03CardFields => {
-  const url = card.supportedInterfaces[0]?.url ?? '';
+  const url = card.supportedInterfaces.find((entry) => entry.protocolBinding === 'JSONRPC')?.url ?? '';
   return {
     protocolVersion: v03CardProtocolVersion,
     url,
@@ -223,8 +227,11 @@ const buildV1AgentCard = (
     name: profile.name,
     description: profile.description,
     version: profile.version,
+    // Both bindings at the agent's one base URL (docs/protocol.md §14): JSON-RPC posts to it,
+    // HTTP+JSON appends its routes. JSON-RPC first: the SDKs pick the first they speak.
     supportedInterfaces: [
       { url: rpcUrlOf(baseUrl, profileId), protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: rpcUrlOf(baseUrl, profileId), protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
     ],
     capabilities: {
       ...capabilities,

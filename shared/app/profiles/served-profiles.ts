@@ -86,6 +86,7 @@ export const runProfileOf = (profile: ProfileConfig): RunProfile => ({
   providers: profile.providers,
   instructions: profile.instructions,
   tools: profile.tools,
+  ...(Object.keys(profile.mcp).length > 0 && { mcp: profile.mcp }),
   maxToolRounds: profile.maxToolRounds,
 });
 

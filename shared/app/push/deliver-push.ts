@@ -13,7 +13,7 @@ import {
   type AttemptContext,
   type AttemptResult,
   describeAttempt,
-  isSettledDelivery,
+  isFinalDelivery,
   owedRevisions,
   type PushDelivery,
   type StoredPushConfig,
@@ -42,23 +42,23 @@ export interface DeliverDeps {
   readonly clock: Clock;
   /** Where attempts are recorded for the caller; best effort, never in the way. */
   readonly deliveryLog?: PushDeliveryLog;
-  /** What this container recorded settled; only with a delivery log. */
-  readonly settledHere?: SettledHere;
+  /** What this container recorded final; only with a delivery log. */
+  readonly finalHere?: FinalHere;
   readonly logger?: Pick<Logger, 'warn'>;
 }
 
-/** (task, config) pairs a container remembers its settled records of. */
-const settledHereEntries = 10_000;
+/** (task, config) pairs a container remembers its final records of. */
+const finalHereEntries = 10_000;
 
 /**
- * The newest revision this container recorded settled per (task, config): a lower
- * bound of what the delivery log's watermark reads (`settledThrough`), since a record stays and
+ * The newest revision this container recorded final per (task, config): a lower
+ * bound of what the delivery log's watermark reads (`finalThrough`), since a record stays and
  * the watermark only rises. A message at or below it owes nothing, known without its three reads —
  * the messages of revisions an earlier message delivered ahead (`runAhead`), which reach the same
  * container behind it in their group. Remembered only once a record is written.
  */
-export class SettledHere {
-  private readonly revisions = new BoundedMap<string, number>(settledHereEntries);
+export class FinalHere {
+  private readonly revisions = new BoundedMap<string, number>(finalHereEntries);
 
   covers(delivery: PushDelivery): boolean {
     return (this.revisions.get(keyOf(delivery)) ?? 0) >= delivery.revision;
@@ -118,7 +118,7 @@ export class RevisionNotProjectedError extends WebhookDeliveryFailedError {
 }
 
 /**
- * An older revision a message delivered first (it is settled: delivered, refused or given up)
+ * An older revision a message delivered first (it is final: delivered, refused or given up)
  * could not be recorded. The message stops before its next revision and is retried: the record is
  * the watermark that keeps every later message from posting this revision again after a newer one
  * (I-ORDER). The retry posts the revision again, a duplicate, never out of order.
@@ -187,7 +187,7 @@ const postRevision = async (
  * and error name only). Best effort, like the audit trail, for the message's own revision: the
  * watermark then stays below it, and a later message delivers it again first (a duplicate, never
  * a reordering). `ordersNext`: the message goes on to a newer revision after this one, so a
- * settled outcome must be durable first — otherwise `DeliveryNotRecordedError`.
+ * final outcome must be durable first — otherwise `DeliveryNotRecordedError`.
  * Resolves whether the attempt is recorded.
  */
 const recordAttempt = async (
@@ -208,7 +208,7 @@ const recordAttempt = async (
       attemptId: context.attemptId,
       expiresAt: event.expiresAt,
     });
-    if (isSettledDelivery(state)) deps.settledHere?.note(delivery);
+    if (isFinalDelivery(state)) deps.finalHere?.note(delivery);
     return true;
   } catch (error) {
     deps.logger?.warn('delivery record not written', {
@@ -216,7 +216,7 @@ const recordAttempt = async (
       attempt: context.attempt,
       error: error instanceof Error ? error.name : 'error',
     });
-    if (ordersNext && isSettledDelivery(state)) throw new DeliveryNotRecordedError(delivery.revision);
+    if (ordersNext && isFinalDelivery(state)) throw new DeliveryNotRecordedError(delivery.revision);
     return false;
   }
 };
@@ -253,11 +253,11 @@ const attemptRevision = async (
  * With a delivery log, the message delivers every revision its config is still owed up to its
  * own, oldest first (`owedRevisions`): a revision fanned out directly by its writer
  * can reach the queue before an older one that waits for the stream backstop, and the webhook must
- * still get the older one first; a message for a revision already settled (a late duplicate)
+ * still get the older one first; a message for a revision already final (a late duplicate)
  * posts nothing. At the queue's last attempt an older revision that fails is given up and the
  * next one is tried, as its own message would have been. A newer revision is posted only once the
- * older one's settled record is written: once any revision is posted, the log says
- * every older one is settled, so no later message — a retry, a late backstop copy — posts one.
+ * older one's final record is written: once any revision is posted, the log says
+ * every older one is final, so no later message — a retry, a late backstop copy — posts one.
  * Once its own revision is delivered and recorded, the message goes on to the newer revisions
  * the journal already holds (`runAhead`), so a task's last revision does not wait
  * one queue receive per revision before it.
@@ -268,22 +268,22 @@ export const deliverPush = async (
   context?: AttemptContext,
 ): Promise<DeliveryOutcome> => {
   // Settled here already: the message of a revision delivered ahead of it.
-  if (deps.deliveryLog !== undefined && deps.settledHere?.covers(delivery)) return { kind: 'not-owed' };
+  if (deps.deliveryLog !== undefined && deps.finalHere?.covers(delivery)) return { kind: 'not-owed' };
   const now = epochSeconds(deps.clock.now());
   // The three reads at once: the config, the watermark, and the events from the
   // message's own revision — what a v1.0 config owes in the common case. None depends on when the
   // others are read: a config is deleted, never changed; the watermark only rises, and no other
   // message of the group runs meanwhile; events of a revision already queued only stay.
-  const [config, settledThrough, ownEvents] = await Promise.all([
+  const [config, finalThrough, ownEvents] = await Promise.all([
     deps.pushConfigs.get(delivery.taskId, delivery.configId),
-    deps.deliveryLog?.settledThrough(delivery.taskId, delivery.configId),
+    deps.deliveryLog?.finalThrough(delivery.taskId, delivery.configId),
     deps.journal.listEvents(delivery.taskId, delivery.revision - 1),
   ]);
   if (config === undefined || config.expiresAt <= now) return { kind: 'config-gone' };
   const owed =
     deps.deliveryLog === undefined
       ? [delivery.revision]
-      : owedRevisions(config, delivery.revision, settledThrough);
+      : owedRevisions(config, delivery.revision, finalThrough);
   const oldest = owed[0];
   if (oldest === undefined) return { kind: 'not-owed' };
   // A v0.3 body is the task as of the revision: its artifacts may come from an earlier event. An
@@ -346,7 +346,7 @@ const runAheadBudgetMs = 10_000;
 /**
  * The newer revisions the journal already holds, delivered right after the message's own, in
  * order: their own messages wait behind this one in the (task, config) group,
- * each a receive later; delivered and recorded here, each finds its revision settled and posts
+ * each a receive later; delivered and recorded here, each finds its revision final and posts
  * nothing. Only a revision delivered and recorded moves it on — the log is the watermark that
  * keeps a later message from posting an older revision after a newer one (I-ORDER). The
  * first that is not ends it, unrecorded: its own message makes that revision's first counted

@@ -79,6 +79,7 @@ export const createA2aMethods = (deps: A2aMethodsDeps): A2aMethodTable => ({
         message: params.message,
         configuration: params.configuration,
         protocolVersion: ctx.a2aVersion,
+        binding: ctx.binding,
       }),
     ),
   ),
@@ -96,6 +97,7 @@ export const createA2aMethods = (deps: A2aMethodsDeps): A2aMethodTable => ({
         // send exactly as to SendMessage (docs/protocol.md §7).
         configuration: params.configuration,
         protocolVersion: ctx.a2aVersion,
+        binding: ctx.binding,
         historyLength: params.configuration?.historyLength,
       }),
     );

@@ -28,7 +28,13 @@ export type AuthFailure =
   | TokenRejection;
 
 export type Authentication =
-  | { readonly kind: 'authenticated'; readonly identity: Identity; readonly scheme: CredentialScheme }
+  | {
+      readonly kind: 'authenticated';
+      readonly identity: Identity;
+      readonly scheme: CredentialScheme;
+      /** A JWT's `exp` (epoch seconds): the credential is not valid from then on, cached or not. */
+      readonly expiresAt?: number;
+    }
   /** The installation configures no scheme: everyone is `local`/`local` (docs/configuration.md). */
   | { readonly kind: 'anonymous'; readonly identity: Identity }
   | { readonly kind: 'unauthenticated'; readonly reason: AuthFailure };
@@ -122,10 +128,11 @@ export const createAuthenticator = (settings: AuthSettings, deps: AuthenticateDe
   const open = !hasAuthScheme(settings);
 
   const fail = (reason: AuthFailure): Authentication => ({ kind: 'unauthenticated', reason });
-  const ok = (identity: Identity, scheme: CredentialScheme): Authentication => ({
+  const ok = (identity: Identity, scheme: CredentialScheme, expiresAt?: number): Authentication => ({
     kind: 'authenticated',
     identity,
     scheme,
+    ...(expiresAt !== undefined && { expiresAt }),
   });
 
   const byApiKey = (key: string): Authentication => {
@@ -144,7 +151,10 @@ export const createAuthenticator = (settings: AuthSettings, deps: AuthenticateDe
     const verified = await verifier.verify(token);
     if (!verified.ok) return fail(verified.reason);
     const fromClaims = identityFromClaims(verified.claims, jwt);
-    return fromClaims ? ok(fromClaims, 'jwt') : fail('identity-claims');
+    const { exp } = verified.claims;
+    return fromClaims
+      ? ok(fromClaims, 'jwt', typeof exp === 'number' && Number.isFinite(exp) ? exp : undefined)
+      : fail('identity-claims');
   };
 
   return async (headers) => {

@@ -47,6 +47,8 @@ export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
  */
 export type SseEvent =
   | { readonly eventId?: string; readonly message: JsonRpcResponse }
+  /** An event of another binding (HTTP+JSON): its data as it is, and an event type if any. */
+  | { readonly eventId?: string; readonly event?: string; readonly data: JsonValue }
   | { readonly comment: string };
 
 /**
@@ -79,7 +81,12 @@ export interface RequestContext {
   readonly baseUrl: string;
   /** The SSE `Last-Event-ID` header of a re-attaching client, if any (docs/protocol.md §17). */
   readonly lastEventId?: string;
+  /** The protocol binding the request came over: `JSONRPC` or `HTTP+JSON`. */
+  readonly binding: ProtocolBinding;
 }
+
+/** The transport bindings served (docs/protocol.md §2, §14). */
+export type ProtocolBinding = 'JSONRPC' | 'HTTP+JSON';
 
 /** An event for the SSE stream, with the id that lets a client re-attach after it (docs/protocol.md §17). */
 export interface IdentifiedStreamResponse {
@@ -168,10 +175,32 @@ export interface RequestInfo {
   readonly requestId?: string;
   readonly profileId?: string;
   readonly baseUrl?: string;
+  /** The binding the request came over (JSON-RPC unless told). */
+  readonly binding?: ProtocolBinding;
 }
 
+/** One event of an invoked stream, in no binding's envelope (docs/protocol.md §2 and §14 wrap it). */
+export type InvokedEvent =
+  | { readonly eventId?: string; readonly result: JsonValue }
+  | { readonly comment: string }
+  /** A failure mid-stream: the stream's last event. */
+  | { readonly failure: JsonRpcErrorObject };
+
+/** What one method call came to, for a binding to put on its wire. */
+export type Invocation =
+  | { readonly kind: 'value'; readonly value: JsonValue }
+  | { readonly kind: 'stream'; readonly events: AsyncIterable<InvokedEvent> }
+  | { readonly kind: 'failure'; readonly error: JsonRpcErrorObject };
+
 export interface Dispatcher {
+  /** A JSON-RPC request body: its envelope checked, its method invoked, the answer enveloped. */
   dispatch(rawBody: string, headers: HeaderMap, request?: RequestInfo): Promise<DispatchResult>;
+  /**
+   * One method by name with its params, as another binding's adapter calls it (HTTP+JSON,
+   * docs/protocol.md §14): the same negotiation, schemas and use cases as `dispatch`, the
+   * failure as the error object JSON-RPC would send. Never throws.
+   */
+  invoke(method: string, params: unknown, headers: HeaderMap, request?: RequestInfo): Promise<Invocation>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -232,7 +261,7 @@ const taskIdIn = (value: unknown, depth = 0): string | undefined => {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const headerValue = (map: HeaderMap | undefined, name: string): string | undefined => {
+export const headerValue = (map: HeaderMap | undefined, name: string): string | undefined => {
   if (map === undefined) return undefined;
   for (const [key, value] of Object.entries(map)) {
     if (key.toLowerCase() !== name || value === undefined) continue;
@@ -252,7 +281,7 @@ export const parseExtensionsHeader = (value: string | undefined): string[] => [
 ];
 
 /** JSON-RPC bodies are JSON; a declared other media type is refused, a missing one tolerated. */
-const isJsonMediaType = (contentType: string | undefined): boolean => {
+export const isJsonMediaType = (contentType: string | undefined): boolean => {
   if (contentType === undefined) return true;
   const mediaType = (contentType.split(';')[0] ?? '').trim().toLowerCase();
   return (
@@ -281,6 +310,24 @@ const readEnvelope = (body: unknown): Envelope => {
   if (violations.length > 0) throw new JsonRpcProtocolError('INVALID_REQUEST', violations);
   return { method: body.method as string, params: body.params };
 };
+
+const withEventId = (eventId: string | undefined, result: JsonValue): InvokedEvent =>
+  eventId === undefined ? { result } : { eventId, result };
+
+/** JSON-RPC's SSE events: each result in a response envelope with the request id (docs/protocol.md §2). */
+async function* toJsonRpcEvents(
+  id: JsonRpcId,
+  events: AsyncIterable<InvokedEvent>,
+): AsyncGenerator<SseEvent> {
+  for await (const event of events) {
+    if ('comment' in event) yield event;
+    else if ('failure' in event) yield { message: { jsonrpc: '2.0', id, error: event.failure } };
+    else {
+      const message: JsonRpcSuccess = { jsonrpc: '2.0', id, result: event.result };
+      yield event.eventId === undefined ? { message } : { eventId: event.eventId, message };
+    }
+  }
+}
 
 export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
   methods: MethodTable<S>,
@@ -312,49 +359,48 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
     }
   };
 
-  const failure = (id: JsonRpcId, error: unknown): JsonRpcFailure => {
+  /** The error object of a failure; never throws (a failing mapping becomes a plain -32603). */
+  const errorObjectOf = (error: unknown): JsonRpcErrorObject => {
     try {
-      return { jsonrpc: '2.0', id, error: toJsonRpcError(error, { errorDomain: options.errorDomain, now }) };
+      return toJsonRpcError(error, { errorDomain: options.errorDomain, now });
     } catch (mappingError) {
       logInternal(new Error('Error mapping failed', { cause: mappingError }), { phase: 'error-mapping' });
       const { code, message } = jsonRpcErrorTable.INTERNAL_ERROR;
-      return { jsonrpc: '2.0', id, error: { code, message } };
+      return { code, message };
     }
   };
 
-  const toSseEvent = (id: JsonRpcId, item: StreamItem): SseEvent => {
+  const failure = (id: JsonRpcId, error: unknown): JsonRpcFailure => ({
+    jsonrpc: '2.0',
+    id,
+    error: errorObjectOf(error),
+  });
+
+  const toInvokedEvent = (item: StreamItem): InvokedEvent => {
     if ('comment' in item) return { comment: item.comment };
-    if ('wire' in item) {
-      return { eventId: item.eventId, message: { jsonrpc: '2.0', id, result: toProtoJson(item.wire) } };
-    }
-    if ('response' in item) {
-      return { eventId: item.eventId, message: { jsonrpc: '2.0', id, result: toProtoJson(item.response) } };
-    }
-    return { message: { jsonrpc: '2.0', id, result: toProtoJson(item) } };
+    if ('wire' in item) return withEventId(item.eventId, toProtoJson(item.wire));
+    if ('response' in item) return withEventId(item.eventId, toProtoJson(item.response));
+    return { result: toProtoJson(item) };
   };
 
   /**
-   * Pulls the first event before choosing SSE, so an early failure (unknown task, terminal task)
-   * is still a plain JSON error (docs/protocol.md §5 "Errors before and during a stream").
+   * Pulls the first event before answering with a stream, so an early failure (unknown task,
+   * terminal task) is still a plain error (docs/protocol.md §5 "Errors before and during a stream").
    */
-  const openStream = async (
-    id: JsonRpcId,
-    result: StreamResult,
-    attributes: LogAttributes,
-  ): Promise<DispatchResult> => {
+  const openStream = async (result: StreamResult, attributes: LogAttributes): Promise<Invocation> => {
     const iterator = result.stream[Symbol.asyncIterator]();
     const first = await iterator.next();
     if (first.done === true) throw new Error('The stream ended before its first event');
     logHandled(attributes, first.value);
-    let firstEvent: SseEvent;
+    let firstEvent: InvokedEvent;
     try {
-      firstEvent = toSseEvent(id, first.value);
+      firstEvent = toInvokedEvent(first.value);
     } catch (error) {
       await closeQuietly(iterator);
       throw error;
     }
 
-    async function* continueStream(): AsyncGenerator<SseEvent> {
+    async function* continueStream(): AsyncGenerator<InvokedEvent> {
       let finished = false;
       try {
         yield firstEvent;
@@ -364,19 +410,19 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
             finished = true;
             return;
           }
-          yield toSseEvent(id, next.value);
+          yield toInvokedEvent(next.value);
         }
       } catch (error) {
-        // A mid-stream failure is the stream's last event: an error envelope with the request id.
+        // A mid-stream failure is the stream's last event.
         logInternal(error, attributes);
-        yield { message: failure(id, error) };
+        yield { failure: errorObjectOf(error) };
       } finally {
         // The client went away or the stream failed: let the use case release what it holds.
         if (!finished) await closeQuietly(iterator);
       }
     }
 
-    return { kind: 'sse', status: 200, events: continueStream() };
+    return { kind: 'stream', events: continueStream() };
   };
 
   const closeQuietly = async (iterator: AsyncIterator<StreamItem>): Promise<void> => {
@@ -387,17 +433,18 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
     }
   };
 
-  const serve = async (
-    id: JsonRpcId,
+  /** Negotiates, parses and runs one method; throws what fails. */
+  const run = async (
     envelope: Envelope,
     headers: HeaderMap,
     request: RequestInfo,
     attributes: LogAttributes,
-  ): Promise<DispatchResult> => {
+  ): Promise<Invocation> => {
     const requested = headerValue(headers, 'a2a-version') || headerValue(request.query, 'a2a-version');
     const version = resolveProtocolVersion(requested, envelope.method);
-    // v0.3 requests go to the v0.3 table (docs/protocol.md §1, §17), when this installation has one.
-    const table = tables[version];
+    // v0.3 requests go to the v0.3 table (docs/protocol.md §1, §17), when this installation has
+    // one; v0.3 had no HTTP+JSON binding of these routes.
+    const table = request.binding === 'HTTP+JSON' && version === '0.3' ? undefined : tables[version];
     if (table === undefined) throw new VersionNotSupportedError(truncate(requested?.trim() || version));
     if (!Object.hasOwn(table, envelope.method)) throw new JsonRpcProtocolError('METHOD_NOT_FOUND');
     const spec = table[envelope.method] as MethodSpec;
@@ -419,11 +466,27 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
       profileId: request.profileId ?? 'default',
       baseUrl: request.baseUrl ?? '',
       lastEventId: headerValue(headers, 'last-event-id'),
+      binding: request.binding ?? 'JSONRPC',
     };
     const result = await spec.run(params, ctx);
-    if (isStreamResult(result)) return openStream(id, result, attributes);
+    if (isStreamResult(result)) return openStream(result, attributes);
     logHandled(attributes, result);
-    return { kind: 'json', status: 200, body: { jsonrpc: '2.0', id, result: toProtoJson(result) } };
+    return { kind: 'value', value: toProtoJson(result) };
+  };
+
+  const invoke = async (
+    method: string,
+    params: unknown,
+    headers: HeaderMap,
+    request: RequestInfo = {},
+  ): Promise<Invocation> => {
+    const attributes: LogAttributes = { requestId: request.requestId ?? randomUUID(), method };
+    try {
+      return await run({ method, params }, headers, request, attributes);
+    } catch (error) {
+      logInternal(error, attributes);
+      return { kind: 'failure', error: errorObjectOf(error) };
+    }
   };
 
   const dispatch = async (
@@ -446,12 +509,19 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
       if (isObject(body) && isJsonRpcId(body.id)) id = body.id;
       const envelope = readEnvelope(body);
       attributes = { ...attributes, method: envelope.method };
-      return await serve(id, envelope, headers, request, attributes);
+      const invocation = await run(envelope, headers, request, attributes);
+      if (invocation.kind === 'stream') {
+        return { kind: 'sse', status: 200, events: toJsonRpcEvents(id, invocation.events) };
+      }
+      if (invocation.kind === 'failure') {
+        return { kind: 'json', status: 200, body: { jsonrpc: '2.0', id, error: invocation.error } };
+      }
+      return { kind: 'json', status: 200, body: { jsonrpc: '2.0', id, result: invocation.value } };
     } catch (error) {
       logInternal(error, attributes);
       return { kind: 'json', status: 200, body: failure(id, error) };
     }
   };
 
-  return { dispatch };
+  return { dispatch, invoke };
 };

@@ -97,10 +97,10 @@ export const jsonRpcErrorTable: Readonly<Record<WireErrorCode, WireErrorRow>> = 
     detail: { kind: 'errorInfo', reason: 'TASK_BUSY', domain: 'installation' },
   },
   INVALID_PARAMS: { code: -32602, message: 'Invalid parameters', detail: { kind: 'badRequest' } },
-  // I-RETRY: a messageId sent again with other content.
+  // I-RETRY: one send started as many tasks as one messageId may (docs/protocol.md §4 "Retries").
   MESSAGE_ID_REUSED: {
     code: -32602,
-    message: 'Invalid parameters: the messageId was already used for another message',
+    message: 'Invalid parameters: this messageId has started as many tasks as it may',
     detail: { kind: 'errorInfo', reason: 'MESSAGE_ID_REUSED', domain: 'installation' },
   },
   // A request above a documented limit (docs/configuration.md `limits`): the reason names it.
@@ -112,6 +112,11 @@ export const jsonRpcErrorTable: Readonly<Record<WireErrorCode, WireErrorRow>> = 
   STREAM_LIMIT_EXCEEDED: {
     code: -32004,
     message: 'This operation is not supported right now: too many open streams',
+    detail: { kind: 'limit' },
+  },
+  BLOCKING_LIMIT_EXCEEDED: {
+    code: -32004,
+    message: 'This operation is not supported right now: too many blocking sends waiting',
     detail: { kind: 'limit' },
   },
   // A body above `maxRequestBytes`: an envelope refusal (-32600) whose reason names the limit.

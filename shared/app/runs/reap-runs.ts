@@ -46,6 +46,10 @@ export interface ReapRunsDeps extends CommitDeps {
 
 export const abandonedRunText = 'The agent stopped unexpectedly; the task was not completed.';
 export const abandonedRunReason = 'RUN_LEASE_EXPIRED';
+/** A RUNNING run whose row holds a fence (I-EFFECT): it stopped in or after a call that may have changed something. */
+export const interruptedToolCallText =
+  'The agent stopped during a tool call that may have changed something; the call was not sent again.';
+export const interruptedToolCallReason = 'TOOL_CALL_INTERRUPTED';
 /** A QUEUED run past its start deadline: its queue message was lost (a crash between commit and enqueue). */
 export const unstartedRunText = 'The task could not be started; please try again.';
 export const unstartedRunReason = 'RUN_NOT_STARTED';
@@ -136,7 +140,7 @@ const handleExpired = async (
       await endTask(deps, {
         task,
         end: failedEnd(run, expiresAt),
-        run: { settle: 'FAILED', run, expiresAt },
+        run: { read: run, next: () => settleRun(run, 'FAILED', now, expiresAt) },
         expect: fence,
         now,
       });
@@ -192,6 +196,7 @@ const neverStarted = async (deps: ReapRunsDeps, run: RunRecord): Promise<boolean
   run.attempts.length === 0 &&
   run.approval === undefined &&
   run.sealedSuspension === undefined &&
+  run.fence === undefined &&
   run.auditCeiling !== 'none' &&
   !(await deps.starts.anyStarted(run.taskId, run.runId));
 
@@ -264,8 +269,18 @@ const deferStart = async (
 const failedEnd = (run: RunRecord, expiresAt: number): FixedEnd => ({
   state: 'TASK_STATE_FAILED',
   messageId: `${run.runId}-failed`,
-  text: run.status === 'QUEUED' ? unstartedRunText : abandonedRunText,
-  reason: run.status === 'QUEUED' ? unstartedRunReason : abandonedRunReason,
+  text:
+    run.status === 'QUEUED'
+      ? unstartedRunText
+      : run.fence !== undefined
+        ? interruptedToolCallText
+        : abandonedRunText,
+  reason:
+    run.status === 'QUEUED'
+      ? unstartedRunReason
+      : run.fence !== undefined
+        ? interruptedToolCallReason
+        : abandonedRunReason,
   dropContent: answerOutcome(run.answerCeiling) === 'not-retainable',
   expiresAt,
 });

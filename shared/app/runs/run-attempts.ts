@@ -5,10 +5,11 @@ import {
   ApprovalRequiredError,
   ProviderUnavailableError,
   SealingFailedError,
+  ToolFenceLostError,
   VersionConflictError,
 } from '../../domain/errors.ts';
 import type { AgentSession } from '../../domain/model.ts';
-import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
+import type { AgentOutcome, AgentProvider, AgentResult } from '../../domain/ports.ts';
 import { answerOutcome } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import {
@@ -31,7 +32,7 @@ import {
 } from './run-context.ts';
 import { fail, failNotRetainable, reread } from './run-ending.ts';
 import { tightenForAttempt } from './run-tightening.ts';
-import { enabledToolsOf } from './run-tools.ts';
+import { runToolsOf } from './run-tools.ts';
 import { suspendRun } from './suspend-run.ts';
 
 /** How a claimed run works: where it starts in its provider chain and what it answers. */
@@ -96,12 +97,7 @@ export const runAttempts = async (
     runtime.progress.providerCalled = true;
     const chunks = answerChunksFor(deps, run, current, chain.slice(index));
     try {
-      const result = await callProvider(
-        deps,
-        provider,
-        { run, task, profile, history, onAnswer: chunks?.onAnswer },
-        runtime,
-      );
+      const result = await callProvider(deps, provider, { run, task, profile, history, chunks }, runtime);
       if (chunks !== undefined) ({ run, task: current } = await chunks.close());
       const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), result);
       // The attempt's own fields (provider, outcome, duration, tokens); auditEntryAt keeps only those it lists.
@@ -137,8 +133,9 @@ export const runAttempts = async (
         ...attempt,
         reason: error instanceof ProviderUnavailableError ? 'PROVIDER_UNAVAILABLE' : 'PROVIDER_ERROR',
       });
-      if (runtime.signal.aborted) {
-        // The lease keeper aborted the call: the run was canceled, or settled by someone else.
+      if (runtime.signal.aborted || error instanceof ToolFenceLostError) {
+        // The lease keeper aborted the call, or a fence found the run moved: it was canceled, or
+        // settled by someone else.
         const fresh = await reread(deps, run, current);
         if (fresh.kind === 'ended') return fresh.result;
       }
@@ -150,8 +147,8 @@ export const runAttempts = async (
   return fail(deps, run, current, failureTexts.providerFailed, 'PROVIDER_FAILED');
 };
 
-/** The one place a run calls its provider: the history it answers, its tools, its step observers. */
-const callProvider = (
+/** The one place a run calls its provider: the history it answers, its tools, its step observers, its fence. */
+const callProvider = async (
   deps: RunDeps,
   provider: AgentProvider,
   {
@@ -159,13 +156,14 @@ const callProvider = (
     task,
     profile,
     history,
-    onAnswer,
+    chunks,
   }: {
     readonly run: RunRecord;
     readonly task: StoredTask;
     readonly profile: RunProfile;
     readonly history: readonly HistoryEntry[];
-    readonly onAnswer: AgentRequest['onAnswer'];
+    /** The attempt's answer chunks, when it commits any: each moves the run's version. */
+    readonly chunks: AnswerChunks | undefined;
   },
   runtime: AttemptsRuntime,
 ): Promise<AgentResult> =>
@@ -176,13 +174,24 @@ const callProvider = (
     instructions: profile.instructions,
     history: historyAsOf(history, runtime.historyRevision),
     signal: runtime.signal,
-    tools: enabledToolsOf(profile, deps.tools),
+    tools: await runToolsOf(profile, deps, runtime.signal),
     maxToolRounds: profile.maxToolRounds,
     session: runtime.session,
-    ...(onAnswer !== undefined && { onAnswer }),
+    ...(chunks !== undefined && { onAnswer: chunks.onAnswer }),
     onStep: async (step) => {
       await recordAgentStep(deps, run, step);
       await deps.onAgentStep?.(run, step);
+    },
+    // I-EFFECT: the run row records the call before it is sent, at the version the run holds now:
+    // an answer chunk committed during the attempt moved it, so the fence goes between chunk writes,
+    // at the version the last one left, and the chunks after it keep the fence.
+    fence: async (call) => {
+      const fence = { callId: call.id, tool: call.name, at: deps.clock.now().toISOString() };
+      const outcome =
+        chunks === undefined
+          ? await deps.tasks.fenceRun(run, fence)
+          : await chunks.between((current) => deps.tasks.fenceRun(current, fence), { fence });
+      if (outcome !== 'fenced') throw new ToolFenceLostError(outcome);
     },
   });
 

@@ -1,5 +1,5 @@
 import { VersionConflictError } from '../../domain/errors.ts';
-import type { AnswerProgress } from '../../domain/ports.ts';
+import type { AnswerProgress, TaskRepository } from '../../domain/ports.ts';
 import { answerOutcome, ceilingsForAttempt } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import { redactText } from '../../domain/redaction.ts';
@@ -17,6 +17,9 @@ import { leaseUntilFrom } from './run-lease.ts';
  * wait. Nothing reaches a channel before it is committed; the completing write still holds the
  * whole result (I-RESULT), and the text after the last chunk arrives with it.
  */
+
+/** What a write between chunks (`fenceRun`) answers. */
+type FenceOutcome = Awaited<ReturnType<TaskRepository['fenceRun']>>;
 
 export interface ChunkCadence {
   readonly ms: number;
@@ -92,6 +95,29 @@ export class AnswerChunks {
     if (this.waitingBytes >= this.cadence.bytes) this.flush();
     else if (this.timer === undefined) this.timer = setTimeout(() => this.flush(), this.cadence.ms);
   };
+
+  /**
+   * Runs another write of the run row between chunk writes (a tool call's fence, I-EFFECT): after
+   * the chunk in flight, with the run as the last chunk left it (each chunk moves its version).
+   * When `write` returns 'fenced', the run keeps `kept` (version unchanged), so the chunks after it
+   * write it on.
+   */
+  async between(
+    write: (run: RunRecord) => Promise<FenceOutcome>,
+    kept: Partial<Omit<RunRecord, 'status' | 'version' | 'runId' | 'taskId'>>,
+  ): Promise<FenceOutcome> {
+    const turn = this.writing.then(async () => {
+      const result = await write(this.state.run);
+      if (result === 'fenced')
+        this.state = { ...this.state, run: reviseRun(this.state.run, kept, { keepVersion: true }) };
+      return result;
+    });
+    this.writing = turn.then(
+      () => undefined,
+      () => undefined,
+    );
+    return turn;
+  }
 
   /** Stops committing and waits for the chunk in flight: the state the completion continues from. */
   async close(): Promise<ChunkedState> {

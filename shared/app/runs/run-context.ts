@@ -7,7 +7,7 @@ import type { AgentProvider, Clock, RunLeases, WritePlan } from '../../domain/po
 import { retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import type { RunRecord } from '../../domain/task.ts';
-import type { ToolRegistry } from '../../domain/tools.ts';
+import type { RemoteToolSource, ToolRegistry } from '../../domain/tools.ts';
 import {
   type CommitDeps,
   commitAndProject,
@@ -30,8 +30,10 @@ export interface ExecuteRunDeps extends CommitDeps {
   readonly leaseRenewMs?: number;
   /** How often a working run looks for a cancel between renewals. */
   readonly cancelWatchMs?: number;
-  /** The tools profiles may enable. */
-  readonly tools?: ToolRegistry;
+  /** The tools profiles may enable, or how to load them when a run first needs them. */
+  readonly tools?: ToolRegistry | (() => Promise<ToolRegistry>);
+  /** The MCP servers' tools profiles may allow (`profiles.<id>.mcp`); absent: such a profile's runs fail TOOL_UNAVAILABLE. */
+  readonly remoteTools?: RemoteToolSource;
   /**
    * Observer of every model turn and tool call, arguments and results included; never journaled.
    * The audit trail records them itself (`recordAgentStep`, at the audit ceiling).

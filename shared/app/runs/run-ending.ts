@@ -18,18 +18,6 @@ import {
  * alone settled because a cancel or another run took its task (`reread`, `settleRunAlone`).
  */
 
-/** Ends run and task FAILED with a fixed text and a public reason. */
-export const fail = async (
-  deps: RunDeps,
-  run: RunRecord,
-  task: StoredTask,
-  text: string,
-  reason: string,
-): Promise<ExecuteRunResult> => {
-  await failRun(deps, run, task, text, reason, run.version);
-  return 'failed';
-};
-
 /** I-TIGHTEN: nothing of the content is stored; the task says FAILED with the reason. */
 export const failNotRetainable = async (
   deps: RunDeps,
@@ -37,23 +25,27 @@ export const failNotRetainable = async (
   task: StoredTask,
   expectedVersion: number,
 ): Promise<ExecuteRunResult> => {
-  await failRun(deps, run, task, failureTexts.notRetainable, 'RESULT_NOT_RETAINABLE', expectedVersion);
+  await fail(deps, run, task, failureTexts.notRetainable, 'RESULT_NOT_RETAINABLE', expectedVersion);
   return 'not-retainable';
 };
 
 /**
  * Ends run and task FAILED with a fixed status message and a public reason (`endTask`). Prior
  * artifacts and history are dropped when the answer ceiling no longer allows keeping them.
+ * `expectedVersion` is the run version read, when a change of the run not yet committed (a
+ * tightening) rides on this write.
  */
-const failRun = async (
+export const fail = async (
   deps: RunDeps,
   run: RunRecord,
   task: StoredTask,
   text: string,
   reason: string,
-  expectedVersion: number,
-): Promise<void> => {
+  expectedVersion = run.version,
+): Promise<'failed'> => {
   const now = deps.clock.now();
+  // The run as it was read: a tightening not yet committed rides on this write (`expectedVersion`).
+  const read: RunRecord = { ...run, version: expectedVersion };
   try {
     const { projected } = await endTask(deps, {
       task,
@@ -66,8 +58,7 @@ const failRun = async (
         // Retention runs from the end of the run, failed ones included (I-PURGE).
         expiresAt: retentionFrom(deps, now),
       },
-      // The run as it was read: a tightening not yet committed rides on this write (`expectedVersion`).
-      run: { settle: 'FAILED', run: { ...run, version: expectedVersion } },
+      run: { read, next: (ended) => settleRun(read, 'FAILED', now, ended.expiresAt) },
       after: deps.runJournal.place,
       now,
     });
@@ -78,6 +69,7 @@ const failRun = async (
     const fresh = await deps.tasks.getRunWithTask(run.taskId, run.runId);
     if (fresh.run?.status === 'RUNNING') await settleRunAlone(deps, fresh.task, fresh.run, 'CANCELED');
   }
+  return 'failed';
 };
 
 /**

@@ -98,15 +98,14 @@ export const suspendRun = async (
   );
   // Runs waiting for an approval are kept for `privacy.retention.approval` (I-PURGE).
   const expiresAt = retentionExpiry(deps.config.privacy.retention, 'approval', now);
-  const approval = newApproval({
-    taskId: task.taskId,
-    runId: run.runId,
+  const approval = newApproval(
+    run,
     revision,
-    digest: approvalDigest(run.runId, state),
-    toolNames: input.pending.toolCalls.map((call) => call.name),
+    approvalDigest(run.runId, state),
+    input.pending.toolCalls.map((call) => call.name),
     now,
     expiresAt,
-  });
+  );
   const waitingRun = moveRun(run, 'AWAITING_APPROVAL', {
     leaseUntil: undefined,
     sealedSuspension,

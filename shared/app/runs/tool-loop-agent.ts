@@ -144,20 +144,34 @@ export class ToolLoopAgent implements AgentProvider {
   ): Promise<ToolResult> {
     const started = performance.now();
     let result: ToolResult;
+    let outcomeUnknown = false;
+    const effect = enabled?.tool.effect ?? 'read-only';
     if (enabled === undefined) {
       result = errorResult(call, `Tool ${call.name} is not available to this agent.`);
     } else {
+      // A call that may change something outside is recorded before it is sent (I-EFFECT).
+      if (effect === 'write') await request.fence?.(call);
       try {
         const output = await enabled.tool.invoke(call.arguments, {
           runId: request.runId,
           signal: request.signal,
         });
-        result = output.ok
-          ? { callId: call.id, name: call.name, content: JSON.stringify(output.content), isError: false }
-          : errorResult(call, output.error);
+        if (output.ok) {
+          result = {
+            callId: call.id,
+            name: call.name,
+            content: JSON.stringify(output.content),
+            isError: false,
+          };
+        } else {
+          result = errorResult(call, output.error);
+          outcomeUnknown = output.outcomeUnknown === true;
+        }
       } catch (error) {
         request.signal?.throwIfAborted();
         result = errorResult(call, `Tool ${call.name} failed: ${(error as Error).name}`);
+        // A tool that threw may have sent its request: its outcome is unknown.
+        outcomeUnknown = true;
       }
     }
     await request.onStep?.({
@@ -166,11 +180,23 @@ export class ToolLoopAgent implements AgentProvider {
       call,
       result,
       readOnly: enabled?.tool.readOnly ?? true,
+      effect,
       durationMs: Math.round(performance.now() - started),
     });
+    // A write whose outcome is unknown is never sent again, and the model is not asked to
+    // guess: the run ends (I-EFFECT, docs/architecture.md "Tools").
+    if (outcomeUnknown && effect === 'write') {
+      throw new AgentStoppedError(
+        toolCallInterruptedReason,
+        'A tool call that may have changed something was interrupted; it was not sent again.',
+      );
+    }
     return result;
   }
 }
+
+/** The reason a run ends with when a fenced tool call's outcome is unknown (I-EFFECT). */
+export const toolCallInterruptedReason = 'TOOL_CALL_INTERRUPTED';
 
 const errorResult = (call: ToolCall, message: string): ToolResult => ({
   callId: call.id,

@@ -9,9 +9,17 @@ import {
 } from '../../domain/errors.ts';
 import { retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
-import { type AgentCaller, isExpired, isOwnTask, isSettled, type RunRecord } from '../../domain/task.ts';
+import {
+  type AgentCaller,
+  isExpired,
+  isOwnTask,
+  isSettled,
+  type RunRecord,
+  reviseRun,
+  settleRun,
+} from '../../domain/task.ts';
 import type { CommitDeps } from '../journal/write-through.ts';
-import { endTask } from './end-task.ts';
+import { endTask, type RunAtEnd } from './end-task.ts';
 import {
   projectedWait,
   type ReadOptions,
@@ -73,9 +81,6 @@ const commitCancel = async (
   run: RunRecord | undefined,
 ): Promise<StoredTask> => {
   const now = deps.clock.now();
-  // Nothing executes a QUEUED or AWAITING_APPROVAL run right now: it ends here. A RUNNING run
-  // only gets the flag; its executor settles it (runs/run-ending.ts `reread`).
-  const idle = run?.status === 'QUEUED' || run?.status === 'AWAITING_APPROVAL';
   const { task: canceled } = await endTask(deps, {
     task,
     end: {
@@ -86,17 +91,36 @@ const commitCancel = async (
       // Retention runs from the end of the task (I-PURGE).
       expiresAt: retentionExpiry(deps.config.privacy.retention, 'agentRun', now),
     },
-    run:
-      run === undefined || isSettled(run.status)
-        ? undefined
-        : idle
-          ? // A run waiting for an approval never resumes: its sealed transcript goes (I-APPROVAL).
-            { settle: 'CANCELED', run, changes: { cancelRequested: true, sealedSuspension: undefined } }
-          : { flagCancel: run },
+    run: runAtCancel(run, now),
     // A cancel knows nothing of the journal: its revision is projected after one read.
     now,
   });
   return canceled;
+};
+
+/**
+ * A RUNNING run only gets the cancel flag: its executor settles it (`reread` in
+ * `runs/run-ending.ts`). Nothing executes a QUEUED or AWAITING_APPROVAL run right now: it is
+ * settled CANCELED here, and a run waiting for an approval never resumes, so its sealed
+ * transcript goes (I-APPROVAL). A settled run, or none, is not written.
+ */
+const runAtCancel = (run: RunRecord | undefined, now: Date): RunAtEnd | undefined => {
+  if (run === undefined || isSettled(run.status)) return undefined;
+  if (run.status === 'RUNNING') {
+    return {
+      read: run,
+      next: (ended) =>
+        reviseRun(run, { cancelRequested: true, expiresAt: Math.max(run.expiresAt, ended.expiresAt) }),
+    };
+  }
+  return {
+    read: run,
+    next: (ended) =>
+      settleRun(run, 'CANCELED', now, ended.expiresAt, {
+        cancelRequested: true,
+        sealedSuspension: undefined,
+      }),
+  };
 };
 
 /** The task as the journal shows it at (or after) the row's revision (I-RYW). */

@@ -1,34 +1,12 @@
 import type { Config } from '../../config/config.ts';
-import type { Message, Part, ProtocolVersion, SendMessageConfiguration } from '../../domain/a2a.ts';
-import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
-import {
-  ContentTypeNotSupportedError,
-  InvalidParamsError,
-  MessageIdReusedError,
-  PushNotificationNotSupportedError,
-  ResultNotRetainableError,
-  TaskAlreadyWorkingError,
-  TaskBusyError,
-  TaskNotFoundError,
-  UnsupportedOperationError,
-  VersionConflictError,
-} from '../../domain/errors.ts';
+import type { Message, ProtocolVersion, SendMessageConfiguration } from '../../domain/a2a.ts';
+import { MessageIdReusedError, TaskBusyError, VersionConflictError } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
 import type { Metrics } from '../../domain/metrics.ts';
-import type { Clock, IdGenerator, PushConfigRepository, RunQueue, TaskRowWrite } from '../../domain/ports.ts';
-import { resolveProfilePrivacy, retentionExpiry } from '../../domain/privacy.ts';
+import type { Clock, IdGenerator, PushConfigRepository, RunQueue } from '../../domain/ports.ts';
+import { retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
-import {
-  type AgentCaller,
-  advanceTask,
-  appendHistory,
-  isExpired,
-  isOwnTask,
-  newRun,
-  newTask,
-  type Owner,
-  type RunRecord,
-} from '../../domain/task.ts';
+import { newRun, type Owner, type RunRecord, settleRun } from '../../domain/task.ts';
 import type { WebhookPolicy } from '../../domain/webhook-address.ts';
 import {
   type CommitDeps,
@@ -39,13 +17,15 @@ import {
 } from '../journal/write-through.ts';
 import { failpoint } from '../operations/failpoints.ts';
 import { runProfileOf } from '../profiles/served-profiles.ts';
-import { buildPushConfig, type PushConfigCodec, validatePushConfigInput } from '../push/push-configs.ts';
+import { buildPushConfig, type PushConfigCodec } from '../push/push-configs.ts';
 import { defaultLeaseMs } from '../runs/run-lease.ts';
+import { type Plan, planFollowUp, planNewTask } from './create-planning.ts';
+import { checkSend } from './create-validation.ts';
 import { endTask } from './end-task.ts';
-import { checkHistoryLimit, checkMessageLimits, checkPushConfigLimit, limitsOf } from './limits.ts';
-import { runIdOf, taskIdOf } from './message-identity.ts';
+import { checkPushConfigLimit, limitsOf } from './limits.ts';
+import { maxSendLevels, runIdOf, type SendIdentity, senderOf, taskIdOf } from './message-identity.ts';
+import { answerRetry, type Earlier, earlierCreate } from './retry-detection.ts';
 import type { TaskContentCodec } from './task-content.ts';
-import { historyFieldsFor, loadHistory } from './task-history.ts';
 
 export interface CreateTaskDeps extends CommitDeps {
   readonly queue: RunQueue;
@@ -54,7 +34,7 @@ export interface CreateTaskDeps extends CommitDeps {
   readonly ids: IdGenerator;
   readonly config: Config;
   readonly logger?: Pick<Logger, 'warn'>;
-  /** Counts refusals (decision 0020). */
+  /** Counts refusals (docs/operations.md, metrics). */
   readonly metrics?: Metrics;
   /** Push support (docs/protocol.md §7): an inline config is stored in the transaction that creates the task. */
   readonly pushCodec?: PushConfigCodec;
@@ -62,9 +42,9 @@ export interface CreateTaskDeps extends CommitDeps {
   readonly webhookPolicy?: WebhookPolicy;
   /** How long a queued run may wait for an executor before the reaper settles it FAILED. */
   readonly runStartDeadlineMs?: number;
-  /** Ids of `config.profiles` that are saved profiles: their runs carry their settings (decision 0024). */
+  /** Ids of `config.profiles` that are saved profiles: their runs carry their settings. */
   readonly savedProfiles?: ReadonlySet<string>;
-  /** The executor's run lease (decision 0011): a queued run carries it for its claim to keep. */
+  /** The executor's run lease: a queued run carries it for its claim to keep. */
   readonly runLeaseMs?: number;
   /**
    * The W3C traceparent the caller sent with this request, if a valid one (the rpc's trace): a
@@ -73,7 +53,7 @@ export interface CreateTaskDeps extends CommitDeps {
   readonly callerTraceparent?: () => string | undefined;
 }
 
-/** A run not claimed within this is taken as never queued (decision 0014); far above any queue wait. */
+/** A run not claimed within this is taken as never queued; far above any queue wait. */
 export const defaultRunStartDeadlineMs = 30 * 60_000;
 
 export interface CreateTaskInput {
@@ -83,14 +63,23 @@ export interface CreateTaskInput {
   readonly configuration?: SendMessageConfiguration;
   /** The version the request came in; an inline push config keeps it (its webhook body). */
   readonly protocolVersion?: ProtocolVersion;
+  /** The protocol binding the request came over (`JSONRPC` when absent): part of a retry's identity. */
+  readonly binding?: string;
+  /** SendStreamingMessage (not SendMessage): part of a retry's identity. */
+  readonly streaming?: boolean;
 }
 
-/** The sender at the agent it sent to: the scope in which it reads the task it created (I-OWNER). */
-export const senderOf = (input: CreateTaskInput): AgentCaller => ({
-  tenant: input.caller.tenant,
-  principal: input.caller.principal,
-  profileId: input.profileId,
+/** What a retry of this send repeats (I-RETRY): who sent what where, and how. */
+const sendIdentityOf = (input: CreateTaskInput): SendIdentity => ({
+  sender: senderOf(input),
+  message: input.message,
+  configuration: input.configuration,
+  binding: input.binding,
+  protocolVersion: input.protocolVersion,
+  streaming: input.streaming,
 });
+
+export { senderOf } from './message-identity.ts';
 
 /** The committed revision a caller may wait for, and the task it belongs to. */
 export interface CreatedTask {
@@ -98,7 +87,7 @@ export interface CreatedTask {
   readonly revision: number;
   /**
    * The run this call committed RUNNING and did not queue, with the task as its commit returned
-   * it, for the caller to run at once (`handOver`, decisions 0091 and 0096); absent when the run
+   * it, for the caller to run at once (`handOver`, docs/how-a-task-flows.md §1); absent when the run
    * was queued, or when it is no longer the one this call committed.
    */
   readonly handedOver?: HandedOver;
@@ -114,73 +103,36 @@ export interface HandedOver {
 
 export interface CreateTaskOptions {
   /**
-   * The caller runs the run itself (a blocking send in the rpc, decision 0091): the run is
-   * committed RUNNING, claimed by the create's own conditional write (decision 0096), with a new
+   * The caller runs the run itself (a blocking send in the rpc): the run is
+   * committed RUNNING, claimed by the create's own conditional write (I-ONCE), with a new
    * task WORKING at its first revision, and handed over with the row as its commit returned it
    * (`CommitResult.committed`), or as read back when the commit returned no image. A retry, or a
-   * send with an inline push config (decision 0093), is queued as without the option.
+   * send with an inline push config, is queued as without the option.
    */
   readonly handOver?: boolean;
 }
-
-/** The media type a part declares, or the one its kind implies. */
-const mediaTypeOf = (part: Part): string => {
-  if (part.mediaType) return part.mediaType;
-  if ('text' in part) return 'text/plain';
-  if ('data' in part) return 'application/json';
-  return 'application/octet-stream';
-};
-
-const accepts = (modes: readonly string[], mediaType: string): boolean =>
-  modes.some((mode) => {
-    if (mode === '*/*' || mode === mediaType) return true;
-    if (mode.endsWith('/*')) return mediaType.startsWith(mode.slice(0, -1));
-    // Cards written with short modes ("text") accept that whole family.
-    return !mode.includes('/') && mediaType.startsWith(`${mode}/`);
-  });
 
 /**
  * SendMessage's write side: refuse what cannot be kept (I-REFUSE) before anything is written,
  * then create the task, its first run and its sealed history in one atomic commit, and queue the
  * run. A run that cannot be queued is settled FAILED at once (enqueue fails closed).
- * A retry of a message already accepted (same caller, agent, messageId and content) creates and
- * runs nothing: it answers with the task the first send created or continued (I-RETRY, decision
- * 0051); the same messageId with other content is refused (MESSAGE_ID_REUSED).
+ * A retry of a message already accepted (the same send: caller, agent, binding, message and
+ * configuration) creates and runs nothing: it answers with the task the first send created or
+ * continued, until the caller acted on that task (I-RETRY, docs/protocol.md §4 "Retries").
  */
 export const createTask = async (
   deps: CreateTaskDeps,
   input: CreateTaskInput,
   options: CreateTaskOptions = {},
 ): Promise<CreatedTask> => {
-  const profile = deps.config.profiles[input.profileId];
-  if (profile === undefined) throw new TaskNotFoundError(input.profileId);
-  const privacy = resolveProfilePrivacy(deps.config, input.profileId);
-  if (privacy.refusal) {
-    deps.metrics?.add('Refusals');
-    throw new ResultNotRetainableError(input.profileId, privacy.refusal.setting);
-  }
-
-  const inlinePush = input.configuration?.taskPushNotificationConfig;
-  if (inlinePush !== undefined) {
-    if (deps.pushCodec === undefined || deps.webhookPolicy === undefined) {
-      throw new PushNotificationNotSupportedError();
-    }
-    validatePushConfigInput(inlinePush, deps.webhookPolicy, 'configuration.taskPushNotificationConfig.');
-  }
-
-  checkMessageLimits(input.message, limitsOf(deps.config));
-  for (const part of input.message.parts) {
-    const mediaType = mediaTypeOf(part);
-    if (!accepts(profile.inputModes, mediaType)) throw new ContentTypeNotSupportedError(mediaType);
-  }
-
+  const { profile, ceilings, inlinePush } = checkSend(deps, input);
   const now = deps.clock.now();
   const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
-  // Derived ids (decision 0051): a retry derives the same task and run, another content another run.
-  const taskId = input.message.taskId ?? taskIdOf(senderOf(input), input.message);
+  // Derived ids (I-RETRY): a retry derives the same task and run, another send another task.
+  const taskId = input.message.taskId ?? taskIdOf(sendIdentityOf(input));
   const runId = runIdOf(taskId, input.message);
   const startDeadlineMs = deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs;
-  // A send with an inline push config is queued (decision 0093): its run's revisions, committed in
+  // A send with an inline push config is queued: its run's revisions, committed in
   // a burst here, would each wait for the one before to be delivered to the webhook.
   const claimHere = options.handOver === true && inlinePush === undefined;
   const run = newRun({
@@ -190,7 +142,7 @@ export const createTask = async (
     // Claimed by its create: the conditional create is the one write that claims it (I-ONCE), and
     // the caller runs it at once, so it is never QUEUED and has no start deadline.
     status: claimHere ? 'RUNNING' : 'QUEUED',
-    ceilings: privacy.ceilings,
+    ceilings,
     now,
     expiresAt,
     // The lease its claim will keep: its lease index entry is written once here and removed when
@@ -206,16 +158,20 @@ export const createTask = async (
   });
 
   const plan = await commitPlanned(deps, input, run, now, expiresAt, inlinePush);
-  if ('earlier' in plan) return answerRetry(deps, plan.earlier, runId);
+  if ('earlier' in plan) return answerRetry(deps, plan.earlier, plan.runId);
   failpoint('create.afterCommit');
   if (claimHere) return handOver(deps, plan);
   try {
     // The message says which revision this call projected in full: the claim need not read it.
-    await deps.queue.enqueue({ taskId: plan.task.taskId, runId, ...journaledRevisionOf(plan.journaled) });
+    await deps.queue.enqueue({
+      taskId: plan.task.taskId,
+      runId: plan.run.runId,
+      ...journaledRevisionOf(plan.journaled),
+    });
   } catch (error) {
     deps.logger?.warn('Run could not be queued; settling it FAILED', {
       taskId: plan.task.taskId,
-      runId,
+      runId: plan.run.runId,
       error: error instanceof Error ? error.name : 'unknown',
     });
     return failUnqueued(deps, plan);
@@ -224,7 +180,7 @@ export const createTask = async (
 };
 
 /**
- * The run this call committed RUNNING, for its caller to run (decision 0096). Its commit returns
+ * The run this call committed RUNNING, for its caller to run. Its commit returns
  * the row when it can (`CommitResult.committed`); when it could not (a transaction whose push mark
  * is uncertain, or an update retried by the SDK that found itself applied) the row is read back,
  * and the run is handed over only while it is still the version this call committed.
@@ -250,23 +206,6 @@ const handOver = async (deps: CreateTaskDeps, plan: Plan): Promise<CreatedTask> 
     : { taskId, revision };
 };
 
-/**
- * A retry answers from the task as it is now (I-RYW: at its current revision or later). Its run
- * still QUEUED may be one whose first send crashed between its commit and its enqueue: it is
- * queued again — a duplicate wake-up is harmless, the claim is one conditional write (I-ONCE).
- * A run its create claimed (decision 0096) is RUNNING: its first send may still be running it,
- * so only its lease tells, and the reaper queues it again once that is over (decision 0072).
- */
-const answerRetry = async (deps: CreateTaskDeps, task: StoredTask, runId: string): Promise<CreatedTask> => {
-  const run = await deps.tasks.getRun(task.taskId, runId);
-  if (run?.status === 'QUEUED') await deps.queue.enqueue({ taskId: task.taskId, runId });
-  return { taskId: task.taskId, revision: task.revision };
-};
-
-/** Whether the run this message derives exists in the task: then the message was accepted before. */
-const sentBefore = async (deps: CreateTaskDeps, task: StoredTask, runId: string): Promise<boolean> =>
-  task.currentRunId === runId || (await deps.tasks.getRun(task.taskId, runId)) !== undefined;
-
 /** Of racing follow-ups exactly one wins the conditional write; a loser re-reads and answers for the task as it is. */
 const maxFollowUpAttempts = 3;
 
@@ -274,17 +213,19 @@ const maxFollowUpAttempts = 3;
  * Plans the task write and commits it with the run (and an inline push config). A follow-up that
  * loses its conditional write re-reads the task: another follow-up continued it (TaskAlreadyWorking),
  * or it ended or went (the refusals of `planFollowUp`); when the task still waits for input, it
- * tries again, a bounded number of times.
+ * tries again, a bounded number of times. A new task whose id is taken by a task its send created
+ * and the caller acted on since tries the send's next level (I-RETRY).
  */
 const commitPlanned = async (
   deps: CreateTaskDeps,
   input: CreateTaskInput,
-  run: RunRecord,
+  firstRun: RunRecord,
   now: Date,
   expiresAt: number,
   inlinePush: SendMessageConfiguration['taskPushNotificationConfig'],
 ): Promise<Plan | Earlier> => {
-  for (let attempt = 1; ; attempt++) {
+  let run = firstRun;
+  for (let attempt = 1, level = 0; ; attempt++) {
     const plan = input.message.taskId
       ? await planFollowUp(deps, input, run, now, expiresAt)
       : await planNewTask(deps, input, run, now, expiresAt);
@@ -318,7 +259,7 @@ const commitPlanned = async (
             },
           ]
         : [];
-    // One commit: the task row holds its current run (decision 0038), so without an inline push
+    // One commit: the task row holds its current run (docs/data-model.md), so without an inline push
     // config this is one single-item write; with one, one transaction (a push config must not
     // attach itself to a task whose follow-up lost its race). Nothing is queued before it.
     // A new task whose run this call hands over has its first event only projected: the run's
@@ -333,154 +274,30 @@ const commitPlanned = async (
       return { ...plan, ...(committed && { committed }), ...(journaled && { journaled }) };
     } catch (error) {
       if (!(error instanceof VersionConflictError)) throw error;
-      // A new task's derived id is taken: by an earlier send of this message, or of another one
-      // with the same messageId (I-RETRY). Concurrent duplicates all end here but one.
-      if (input.message.taskId === undefined) return earlierCreate(deps, input, plan.task, run.runId, error);
+      // A new task's derived id is taken by an earlier send of this message (I-RETRY): a retry
+      // answers from it, unless the caller acted on it since. Concurrent duplicates all end here but one.
+      if (input.message.taskId === undefined) {
+        const earlier = await earlierCreate(deps, input, plan.task, run.runId, error);
+        if (earlier !== undefined) return earlier;
+        level += 1;
+        if (level >= maxSendLevels) throw new MessageIdReusedError(input.message.messageId);
+        run = runAtLevel(input, run, level);
+        continue;
+      }
       if (attempt >= maxFollowUpAttempts) throw new TaskBusyError(input.message.taskId);
     }
   }
 };
 
-interface Plan {
-  readonly task: StoredTask;
-  readonly run: RunRecord;
-  readonly row: TaskRowWrite;
-  /** A new task whose run this call runs at once: its first revision's event only is projected. */
-  readonly eventOnly?: boolean;
-  /** The row as its commit returned it (`CommitResult.committed`). */
-  readonly committed?: StoredTask;
-  /** Where its journal write left the revision this call committed. */
-  readonly journaled?: JournalPlace;
-}
-
-/** The message was accepted before (I-RETRY): the task it created or continued, as read now. */
-interface Earlier {
-  readonly earlier: StoredTask;
-}
-
-const earlierCreate = async (
-  deps: CreateTaskDeps,
-  input: CreateTaskInput,
-  planned: StoredTask,
-  runId: string,
-  conflict: VersionConflictError,
-): Promise<Earlier> => {
-  const current = await deps.tasks.getTask(planned.taskId);
-  // The id is derived from the sender and the messageId: a row of someone else's cannot hold it.
-  if (current === undefined || !isOwnTask(current, senderOf(input))) throw conflict;
-  if (!isExpired(current.expiresAt, deps.clock.now()) && (await sentBefore(deps, current, runId))) {
-    return { earlier: current };
-  }
-  // Other content, or a task of this messageId whose retention has passed (I-PURGE).
-  throw new MessageIdReusedError(input.message.messageId);
-};
-
-const planNewTask = async (
-  deps: CreateTaskDeps,
-  input: CreateTaskInput,
-  run: RunRecord,
-  now: Date,
-  expiresAt: number,
-): Promise<Plan> => {
-  const { taskId } = run;
-  const contextId = input.message.contextId ?? deps.ids.newId();
-  const message: Message = { ...input.message, taskId, contextId };
-  const history = appendHistory([], 1, [message]);
-  checkHistoryLimit(history, limitsOf(deps.config));
-  const sealed = await deps.codec.seal(taskId, { history });
-  const traceparent = deps.callerTraceparent?.();
-  const task = newTask({
-    taskId,
-    contextId,
-    owner: input.caller,
-    profileId: input.profileId,
-    run,
-    now,
-    expiresAt,
-    sealedHistory: sealed.sealedHistory,
-    ...(traceparent !== undefined && { traceparent }),
-  });
-  const taskRun: RunRecord = { ...run, taskId };
-  return {
-    task,
-    run: taskRun,
-    row: { taskId, task, run: taskRun, expect: { revision: 'absent' } },
-    // Its run runs here at once: its view waits for the run's next revision.
-    eventOnly: run.status === 'RUNNING',
-  };
-};
-
-/**
- * A follow-up message continues an interrupted task as a new run (multi-turn, docs/protocol.md §10). The task moves on
- * to WORKING at once: SUBMITTED is only a new task's first state, and no channel ever shows a task
- * going back to it (decision 0050). The run's claim then leaves the task as it is.
- */
-const planFollowUp = async (
-  deps: CreateTaskDeps,
-  input: CreateTaskInput,
-  run: RunRecord,
-  now: Date,
-  expiresAt: number,
-): Promise<Plan | Earlier> => {
-  const { taskId } = run;
-  const current = await deps.tasks.getTask(taskId);
-  if (current === undefined || !isOwnTask(current, senderOf(input)) || isExpired(current.expiresAt, now)) {
-    throw new TaskNotFoundError(taskId);
-  }
-  if (input.message.contextId !== undefined && input.message.contextId !== current.contextId) {
-    throw new InvalidParamsError([
-      { field: 'message.contextId', description: 'contextId does not match the task identified by taskId' },
-    ]);
-  }
-  // A retry of this follow-up (I-RETRY): the run it derives is there already (decision 0051). Only
-  // looked up when the task would refuse a new message, so a first follow-up costs no extra read.
-  if (current.currentRunId === run.runId) return { earlier: current };
-  if (!isInterrupted(current.state)) {
-    if (await sentBefore(deps, current, run.runId)) return { earlier: current };
-    if (isTerminal(current.state)) {
-      throw new UnsupportedOperationError('Task is in a terminal state and cannot accept messages', {
-        taskId,
-        state: current.state,
-      });
-    }
-    throw new TaskAlreadyWorkingError(taskId, current.state);
-  }
-  const message: Message = { ...input.message, taskId, contextId: current.contextId };
-  const history = await loadHistory(deps, current);
-  if (history.some((entry) => entry.message.messageId === input.message.messageId)) {
-    // This messageId is in the task already: a retry whose turn has come back to input, or another message.
-    if (await sentBefore(deps, current, run.runId)) return { earlier: current };
-    throw new MessageIdReusedError(input.message.messageId, taskId);
-  }
-  const revision = current.revision + 1;
-  const extended = appendHistory(history, revision, [message]);
-  checkHistoryLimit(extended, limitsOf(deps.config));
-  const task = advanceTask(current, 'TASK_STATE_WORKING', now, {
-    currentRunId: run.runId,
-    sealedStatusMessage: undefined,
-    // The turn writes what it adds: the row lets its older entries go as segments (docs/data-model.md, "History").
-    ...(await historyFieldsFor(deps.codec, current, history, extended, { revision })),
-    expiresAt: Math.max(current.expiresAt, expiresAt),
-  });
-  // The new run replaces the row's run, which moves to its own row.
-  const replaced = (await deps.tasks.getRunWithTask(taskId, current.currentRunId)).run;
-  const taskRun: RunRecord = { ...run, taskId };
-  return {
-    task,
-    run: taskRun,
-    row: {
-      taskId,
-      task,
-      run: taskRun,
-      expect: { revision: current.revision },
-      before: current,
-      archive: replaced ?? 'none',
-    },
-  };
+/** The run of a send at the next level of its identity: another task id, the run derived in it. */
+const runAtLevel = (input: CreateTaskInput, run: RunRecord, level: number): RunRecord => {
+  const taskId = taskIdOf(sendIdentityOf(input), level);
+  return { ...run, taskId, runId: runIdOf(taskId, input.message) };
 };
 
 /** A run that could not be queued ends its task FAILED at once (enqueue fails closed). */
 const failUnqueued = async (deps: CreateTaskDeps, { task, run, journaled }: Plan): Promise<CreatedTask> => {
+  const now = deps.clock.now();
   try {
     const { task: failed } = await endTask(deps, {
       task,
@@ -490,9 +307,9 @@ const failUnqueued = async (deps: CreateTaskDeps, { task, run, journaled }: Plan
         text: 'The task could not be started; please try again.',
         reason: 'ENQUEUE_FAILED',
       },
-      run: { settle: 'FAILED', run, expiresAt: run.expiresAt },
+      run: { read: run, next: () => settleRun(run, 'FAILED', now, run.expiresAt) },
       after: journaled,
-      now: deps.clock.now(),
+      now,
     });
     return { taskId: failed.taskId, revision: failed.revision };
   } catch (error) {

@@ -2,7 +2,7 @@ import type { Message } from '../../domain/a2a.ts';
 import type { RowExpectation, TaskRowWrite } from '../../domain/ports.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import { taskAndRunWrite } from '../../domain/row-writes.ts';
-import { advanceTask, appendHistory, type RunRecord, reviseRun, settleRun } from '../../domain/task.ts';
+import { advanceTask, appendHistory, type RunRecord } from '../../domain/task.ts';
 import {
   type CommitDeps,
   commitAndProject,
@@ -28,20 +28,13 @@ export interface FixedEnd {
   readonly expiresAt?: number;
 }
 
-/** What the ending write does with the task's current run. */
-export type RunAtEnd =
-  /**
-   * The run ends with its task (`settleRun`). `run` is the run as read: its version conditions
-   * the write. It is kept at least until `expiresAt`, by default as long as the ended task.
-   */
-  | {
-      readonly settle: 'FAILED' | 'CANCELED';
-      readonly run: RunRecord;
-      readonly expiresAt?: number;
-      readonly changes?: Partial<Omit<RunRecord, 'status' | 'version'>>;
-    }
-  /** The run is executing: it only gets the cancel flag, and its executor settles it. */
-  | { readonly flagCancel: RunRecord };
+/** The task's current run in the ending write. */
+export interface RunAtEnd {
+  /** The run as read: its version conditions the write. */
+  readonly read: RunRecord;
+  /** The run as the ending writes it (settled with its task, or flagged for its executor). */
+  readonly next: (ended: StoredTask) => RunRecord;
+}
 
 export interface TaskEnding {
   /** The task as read: its revision conditions the write (I-LOCK). */
@@ -81,22 +74,10 @@ export const endTask = async (
           expect: { ...ending.expect, revision: task.revision },
           before: task,
         }
-      : 'flagCancel' in run
-        ? taskAndRunWrite(task, ended, run.flagCancel, flagged(run.flagCancel, ended), ending.expect)
-        : taskAndRunWrite(
-            task,
-            ended,
-            run.run,
-            settleRun(run.run, run.settle, now, run.expiresAt ?? ended.expiresAt, run.changes),
-            ending.expect,
-          );
+      : taskAndRunWrite(task, ended, run.read, run.next(ended), ending.expect);
   const { projected } = await commitAndProject(deps, { row }, { after: ending.after });
   return { task: ended, projected };
 };
-
-/** An executing run asked to stop, kept at least as long as its ended task. */
-const flagged = (run: RunRecord, ended: StoredTask): RunRecord =>
-  reviseRun({ ...run, cancelRequested: true }, { expiresAt: Math.max(run.expiresAt, ended.expiresAt) });
 
 /** The task's next revision, with the fixed message sealed as its status message. */
 const endedTask = async (

@@ -1,7 +1,7 @@
 import type { Config } from '../../config/config.ts';
 import type { Message } from '../../domain/a2a.ts';
 import { LimitExceededError } from '../../domain/errors.ts';
-import type { PushConfigRepository, StreamSlots } from '../../domain/ports.ts';
+import type { PushConfigRepository, StreamSlot, StreamSlots } from '../../domain/ports.ts';
 import type { HistoryEntry, Owner } from '../../domain/task.ts';
 
 /**
@@ -17,6 +17,7 @@ export const defaultLimits: Limits = {
   partsPerMessage: 100,
   metadataBytes: 16_384,
   streamsPerCaller: 10,
+  blockingSendsPerCaller: 10,
   historyBytes: 2.5 * 1024 * 1024,
 };
 
@@ -104,16 +105,15 @@ export const withStreamSlot = async <T>(
 ): Promise<AsyncGenerator<T>> => {
   const slots = deps.streamSlots;
   if (slots === undefined) return open();
-  const limits = limitsOf(deps.config);
+  const max = limitsOf(deps.config).streamsPerCaller;
   const leaseMs = ((deps.config.streaming?.maxStreamSeconds ?? 840) + 60) * 1000;
-  const slot = await slots.acquire(caller, streamId, { max: limits.streamsPerCaller, leaseMs });
-  if (slot === undefined) {
-    throw new LimitExceededError('STREAMS_PER_CALLER', {
-      setting: 'limits.streamsPerCaller',
-      max: limits.streamsPerCaller,
-      description: `At most ${limits.streamsPerCaller} open streams per caller; close one or retry later`,
-    });
-  }
+  const slot = await acquireOrRefuse(slots, caller, streamId, {
+    max,
+    leaseMs,
+    limit: 'STREAMS_PER_CALLER',
+    setting: 'limits.streamsPerCaller',
+    description: `At most ${max} open streams per caller; close one or retry later`,
+  });
   let stream: AsyncGenerator<T>;
   try {
     stream = await open();
@@ -122,6 +122,55 @@ export const withStreamSlot = async <T>(
     throw error;
   }
   return releasing(stream, () => slots.release(caller, slot));
+};
+
+/** One of the caller's slots, or the refusal that names the limit. */
+const acquireOrRefuse = async (
+  slots: StreamSlots,
+  caller: Owner,
+  holderId: string,
+  options: {
+    readonly max: number;
+    readonly leaseMs: number;
+    readonly limit: 'STREAMS_PER_CALLER' | 'BLOCKING_SENDS_PER_CALLER';
+    readonly setting: string;
+    readonly description: string;
+  },
+): Promise<StreamSlot> => {
+  const { limit, setting, max, description } = options;
+  const slot = await slots.acquire(caller, holderId, options);
+  if (slot === undefined) throw new LimitExceededError(limit, { setting, max, description });
+  return slot;
+};
+
+/**
+ * Holds one of the caller's blocking-send slots while `send` waits (`limits.blockingSendsPerCaller`),
+ * across every rpc instance: one caller's burst of blocking sends cannot take every rpc instance
+ * the account's concurrency allows. Refused before the task exists; the slot is leased for the
+ * blocking cap and a minute, so an instance that dies frees it then.
+ */
+export const withBlockingSlot = async <T>(
+  deps: { readonly blockingSlots?: StreamSlots; readonly config: Pick<Config, 'limits'> },
+  caller: Owner,
+  sendId: string,
+  capMs: number,
+  send: () => Promise<T>,
+): Promise<T> => {
+  const slots = deps.blockingSlots;
+  if (slots === undefined) return send();
+  const max = limitsOf(deps.config).blockingSendsPerCaller;
+  const slot = await acquireOrRefuse(slots, caller, sendId, {
+    max,
+    leaseMs: capMs + 60_000,
+    limit: 'BLOCKING_SENDS_PER_CALLER',
+    setting: 'limits.blockingSendsPerCaller',
+    description: `At most ${max} blocking sends per caller at once; wait for one, or send with returnImmediately`,
+  });
+  try {
+    return await send();
+  } finally {
+    await slots.release(caller, slot).catch(() => undefined);
+  }
 };
 
 /** The stream, releasing its slot however it ends: done, failed, or closed by its consumer. */

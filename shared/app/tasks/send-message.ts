@@ -2,6 +2,7 @@ import type { Config } from '../../config/config.ts';
 import type { Message, Task } from '../../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
 import type { Logger } from '../../domain/logger.ts';
+import type { StreamSlots } from '../../domain/ports.ts';
 import { type JournalView, viewAtEvent } from '../../domain/projection.ts';
 import type { JournaledRevision } from '../journal/write-through.ts';
 import {
@@ -12,6 +13,7 @@ import {
   type HandedOver,
   senderOf,
 } from './create-task.ts';
+import { withBlockingSlot } from './limits.ts';
 import {
   projectedWait,
   type ReadOptions,
@@ -22,7 +24,7 @@ import {
 } from './read-task.ts';
 
 /**
- * A blocking send's run, run by the function that created it (decision 0091): no queue hop and
+ * A blocking send's run, run by the function that created it (docs/how-a-task-flows.md §1): no queue hop and
  * no journal polls. Absent, every run is queued for the executor.
  */
 export interface RunsHere {
@@ -38,7 +40,12 @@ export interface RunsHere {
 }
 
 export type SendMessageDeps = CreateTaskDeps &
-  ReadTaskDeps & { readonly runsHere?: RunsHere; readonly logger?: Pick<Logger, 'warn'> };
+  ReadTaskDeps & {
+    readonly runsHere?: RunsHere;
+    readonly logger?: Pick<Logger, 'warn'>;
+    /** The caller's blocking sends, counted across rpc instances (`limits.blockingSendsPerCaller`); none: uncounted. */
+    readonly blockingSlots?: StreamSlots;
+  };
 
 export type SendMessageInput = CreateTaskInput;
 
@@ -60,10 +67,20 @@ export const settledWait = (profileId: string): string => `settled:${profileId}`
  * SendMessage: blocking by default (returns at a terminal or interrupted state, or at the
  * profile's cap, after which GetTask continues); `returnImmediately` returns the
  * first committed revision. Either way the answer is a revision the journal holds: read from it, or
- * the one a run here (`runsHere`, decision 0091) committed and projected into it itself.
+ * the one a run here (`runsHere`) committed and projected into it itself.
  */
-export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput): Promise<Task> => {
-  const blocking = input.configuration?.returnImmediately !== true;
+export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput): Promise<Task> =>
+  input.configuration?.returnImmediately === true
+    ? send(deps, input, false)
+    : withBlockingSlot(
+        deps,
+        senderOf(input),
+        deps.ids.newId(),
+        blockingCapMs(deps.config, input.profileId),
+        () => send(deps, input, true),
+      );
+
+const send = async (deps: SendMessageDeps, input: SendMessageInput, blocking: boolean): Promise<Task> => {
   const providers = deps.config.profiles[input.profileId]?.providers ?? [];
   const runsHere = blocking && deps.runsHere?.canRun(providers) ? deps.runsHere : undefined;
   const created = await createTask(deps, input, { handOver: runsHere !== undefined });
@@ -100,7 +117,7 @@ export const sendMessage = async (deps: SendMessageDeps, input: SendMessageInput
 };
 
 /**
- * Runs a handed-over run here (decision 0091) and answers from the revision it settled with, as
+ * Runs a handed-over run here and answers from the revision it settled with, as
  * this container committed and projected it: that view is in the journal (I-RYW), and its history
  * comes from the row its commit returned (I-HISTORY). A run still working at the cap goes on after
  * the answer. A run that failed here (a DynamoDB, KMS or sealing fault) is queued, as the
@@ -122,7 +139,7 @@ const runHere = async (
       runId,
       error: error instanceof Error ? error.name : 'unknown',
     });
-    // Unqueued, the run's lease runs out and the reaper queues it (decision 0053).
+    // Unqueued, the run's lease runs out and the reaper queues it.
     await deps.queue.enqueue({ taskId, runId }).catch(() => undefined);
     return { journaled: undefined };
   });
@@ -160,7 +177,7 @@ const viewAtRevision = async (
 /** The SendMessage result: exactly one of a Task or a Message (docs/protocol.md §2.1). */
 export type SendMessageResponse = { readonly task: Task } | { readonly message: Message };
 
-/** Task metadata key the executor sets when the agent answered with a Message (decision 0006). */
+/** Task metadata key the executor sets when the agent answered with a Message (docs/protocol.md). */
 export const responseKindKey = 'responseKind';
 
 /**

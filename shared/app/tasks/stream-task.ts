@@ -419,7 +419,7 @@ export const sendStreamingMessage = async (
 ): Promise<AsyncGenerator<StreamItem>> =>
   // The slot first: a caller at the limit is refused before the task is created.
   withStreamSlot(deps, input.caller, deps.ids.newId(), async () => {
-    const created = await createTask(deps, input);
+    const created = await createTask(deps, { ...input, streaming: true });
     return streamTask(
       { ...deps, streamTiming: streamTimingOf(deps) },
       {
