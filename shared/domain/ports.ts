@@ -1,7 +1,7 @@
 import type { Artifact, Message, TaskState } from './a2a.ts';
 import type { ApprovalDecision, ApprovalRecord } from './approvals.ts';
 import type { AgentSession, AgentStep, ToolCall } from './model.ts';
-import type { JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
+import type { HistorySegment, JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
 import type { DeliveryAttemptEntry, PushDelivery, PushDeliveryRecord, StoredPushConfig } from './push.ts';
 import type { AgentCaller, Owner, RunFence, RunRecord } from './task.ts';
 import type { EnabledTool } from './tools.ts';
@@ -135,6 +135,11 @@ export interface TaskRepository {
    */
   markPushConfigured(taskId: string): Promise<StoredTask | undefined>;
   getRun(taskId: string, runId: string): Promise<RunRecord | undefined>;
+  /**
+   * The task's history segments of revisions before `below` (docs/data-model.md, "History"), in
+   * revision order; with `last`, only the newest that hold at least `last` messages.
+   */
+  readHistorySegments(taskId: string, below: number, last?: number): Promise<readonly HistorySegment[]>;
   /** The run and its task, strongly consistent, read together (one Query of the task's partition). */
   getRunWithTask(
     taskId: string,

@@ -8,11 +8,64 @@ import type { TaskRecord } from './task.ts';
 
 export type SealedBlob = Uint8Array;
 
+/** The sealed history entries of one revision, stored as an item of their own (docs/data-model.md, "History"). */
+export interface HistorySegment {
+  readonly revision: number;
+  readonly sealed: SealedBlob;
+  /** How many messages it holds: a reader of the last few messages knows when to stop. */
+  readonly messages: number;
+}
+
+/**
+ * The history segments a task write puts (new ones, or redacted ones in place of theirs) or drops
+ * (all of them: the answer ceiling keeps no content), before the row write that refers to them.
+ */
+export interface HistoryWrite {
+  /** The task revision of the write this belongs to. */
+  readonly at: number;
+  /** The write keeps the revision (a scrub in place). */
+  readonly inPlace?: true;
+  readonly put?: readonly HistorySegment[];
+  readonly drop?: true;
+}
+
+/**
+ * A revision that commits the answer so far while the model works (docs/architecture.md,
+ * "Progressive output"): its artifacts hold the answer's text so far, of which earlier chunks of
+ * the same attempt showed the first `from` characters. Channels show the rest, appended (`from`
+ * > 0) or replacing the artifact (`from` 0: the first chunk, or one after a reset).
+ */
+export interface AnswerChunk {
+  readonly artifactId: string;
+  readonly from: number;
+}
+
 /** The task row as stored: the record plus its sealed content fields. */
 export interface StoredTask extends TaskRecord {
   readonly sealedStatusMessage?: SealedBlob;
   readonly sealedArtifacts?: SealedBlob;
+  /**
+   * The history's newest entries, sealed as one blob (docs/data-model.md, "History"): those of
+   * revision `historyFrom` and later. Earlier entries are in the task's history segments.
+   */
   readonly sealedHistory?: SealedBlob;
+  /**
+   * The first revision whose history entries the row holds itself; the entries of earlier revisions
+   * are history segments, one item per revision. Unset: the row holds the whole history.
+   */
+  readonly historyFrom?: number;
+  /**
+   * When the task's history segments expire (their TTL): never before the task row. Unset while the
+   * task has none.
+   */
+  readonly historyExpiresAt?: number;
+  /**
+   * What the write of this task does to its history segments beside the row; never stored. Applied
+   * only by the write of revision `at` (a task carried on to a later write carries a spent one).
+   */
+  readonly historyWrite?: HistoryWrite;
+  /** Set on a revision that commits the answer so far; every other revision clears it. */
+  readonly answerChunk?: AnswerChunk;
   /**
    * The row's push mark (docs/data-model.md, "State table"): set once a push config was stored for the task
    * and never cleared. Task writes neither set nor remove it; the projector copies it into the events.
@@ -72,6 +125,7 @@ export const eventFields = [
   'metadata',
   'expiresAt',
   'traceparent',
+  'answerChunk',
 ] as const satisfies readonly (keyof StoredTask)[];
 
 /**

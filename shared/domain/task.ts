@@ -283,7 +283,15 @@ export const advanceTask = <T extends TaskRecord>(
   changes: Partial<Omit<T, 'state' | 'revision' | 'statusTimestamp'>> = {},
 ): T => {
   if (!canTransitionTask(task.state, state)) throw new IllegalTransitionError('task', task.state, state);
-  return { ...task, ...changes, state, revision: task.revision + 1, statusTimestamp: now.toISOString() };
+  // A revision is a chunk of the answer only when its writer says so (`AnswerChunk`).
+  return {
+    ...task,
+    answerChunk: undefined,
+    ...changes,
+    state,
+    revision: task.revision + 1,
+    statusTimestamp: now.toISOString(),
+  };
 };
 
 /**

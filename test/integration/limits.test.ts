@@ -67,6 +67,8 @@ describe('limits', () => {
       getRun: (taskId, runId) => repositories.tasks.getRun(taskId, runId),
       getRunWithTask: (taskId, runId) => repositories.tasks.getRunWithTask(taskId, runId),
       markPushConfigured: (taskId) => repositories.tasks.markPushConfigured(taskId),
+      readHistorySegments: (taskId, below, last) =>
+        repositories.tasks.readHistorySegments(taskId, below, last),
       fenceRun: (run, fence) => repositories.tasks.fenceRun(run, fence),
     };
     return { tasks, counter };

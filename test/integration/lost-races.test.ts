@@ -69,6 +69,7 @@ describe('lost races answer precisely', () => {
       getRun: (taskId, runId) => tasks.getRun(taskId, runId),
       getRunWithTask: (taskId, runId) => tasks.getRunWithTask(taskId, runId),
       markPushConfigured: (taskId) => tasks.markPushConfigured(taskId),
+      readHistorySegments: (taskId, below, last) => tasks.readHistorySegments(taskId, below, last),
       fenceRun: (run, fence) => tasks.fenceRun(run, fence),
       getTask: async (taskId) => {
         const task = await tasks.getTask(taskId);

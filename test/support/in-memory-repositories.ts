@@ -1,5 +1,6 @@
 import type { ApprovalRecord } from '../../shared/domain/approvals.ts';
 import { VersionConflictError } from '../../shared/domain/errors.ts';
+import { historyExpiryOf, historyWriteOf, newestSegments } from '../../shared/domain/history.ts';
 import type {
   CommitResult,
   JournalLedger,
@@ -14,7 +15,13 @@ import type {
   ViewQuery,
   WritePlan,
 } from '../../shared/domain/ports.ts';
-import type { JournalEvent, JournalView, Projection, StoredTask } from '../../shared/domain/projection.ts';
+import type {
+  HistorySegment,
+  JournalEvent,
+  JournalView,
+  Projection,
+  StoredTask,
+} from '../../shared/domain/projection.ts';
 import {
   type DeliveryAttemptEntry,
   isFinalDelivery,
@@ -34,6 +41,8 @@ export class InMemoryTaskRepository implements TaskRepository {
   /** Push configs committed with a task (inline SendMessage config), by `taskId#configId`. */
   readonly pushConfigs = new Map<string, StoredPushConfig>();
   readonly approvals = new Map<string, ApprovalRecord>();
+  /** History segments by task and revision. */
+  readonly historySegments = new Map<string, Map<number, HistorySegment>>();
   commits = 0;
   /** Runs before each commit is applied; lets a test interleave a concurrent writer. */
   beforeCommit: ((plan: WritePlan) => Promise<void> | void) | undefined;
@@ -94,7 +103,11 @@ export class InMemoryTaskRepository implements TaskRepository {
     const marked = items.some((write) => write.entity === 'push');
     let committed: StoredTask | undefined;
     if (row?.task) {
-      const { pushConfigured: _ignored, ...task } = row.task;
+      const {
+        pushConfigured: _ignored,
+        historyWrite: _written,
+        ...task
+      } = this.writeHistory(row.task, row.before);
       const mark = marked || this.tasks.get(task.taskId)?.pushConfigured;
       committed = mark ? { ...task, pushConfigured: true } : task;
       this.tasks.set(task.taskId, committed);
@@ -109,6 +122,28 @@ export class InMemoryTaskRepository implements TaskRepository {
     // As the adapter: a single row write returns the row; a transaction, the row it wrote when its push mark is certain.
     const image = items.length === 0 ? committed : row && transactedImage(row, marked);
     return image ? { committed: image } : {};
+  }
+
+  /** As the adapter (docs/data-model.md, "History"): the segments of a task write, and the row it stores. */
+  private writeHistory(task: StoredTask, before: StoredTask | undefined): StoredTask {
+    const write = historyWriteOf(task, before);
+    const segments = this.historySegments.get(task.taskId) ?? new Map<number, HistorySegment>();
+    this.historySegments.set(task.taskId, segments);
+    if (write?.drop) {
+      segments.clear();
+      return { ...task, historyFrom: undefined, historyExpiresAt: undefined };
+    }
+    for (const segment of write?.put ?? []) segments.set(segment.revision, segment);
+    const expiry = historyExpiryOf(task, before);
+    return expiry.expiresAt === undefined ? task : { ...task, historyExpiresAt: expiry.expiresAt };
+  }
+
+  async readHistorySegments(
+    taskId: string,
+    below: number,
+    last?: number,
+  ): Promise<readonly HistorySegment[]> {
+    return newestSegments([...(this.historySegments.get(taskId)?.values() ?? [])], below, last);
   }
 
   async getTask(taskId: string): Promise<StoredTask | undefined> {

@@ -10,7 +10,7 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { ItemTooLargeError, VersionConflictError } from '../../domain/errors.ts';
 import type { CommitResult, ItemWrite, TaskRepository, WritePlan } from '../../domain/ports.ts';
-import type { StoredTask } from '../../domain/projection.ts';
+import type { HistorySegment, StoredTask } from '../../domain/projection.ts';
 import { transactedImage } from '../../domain/row-writes.ts';
 import type { RunFence, RunRecord } from '../../domain/task.ts';
 import { isCanceledByCondition, isItemTooLarge } from './condition-failures.ts';
@@ -20,6 +20,7 @@ import {
   transactionContentBytes,
   transactionItems,
 } from './content-chunks.ts';
+import { DynamoDbHistorySegments } from './dynamodb-history-segments.ts';
 import {
   fromRunItem,
   fromTaskItem,
@@ -46,10 +47,14 @@ import {
  * transaction's units).
  */
 export class DynamoDbTaskRepository implements TaskRepository {
+  private readonly history: DynamoDbHistorySegments;
+
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
-  ) {}
+  ) {
+    this.history = new DynamoDbHistorySegments(client, tableName);
+  }
 
   /**
    * A plan of one write is one conditional write; the row write returns the row as
@@ -70,7 +75,7 @@ export class DynamoDbTaskRepository implements TaskRepository {
   }
 
   private async write(planned: WritePlan): Promise<CommitResult> {
-    const { plan, chunks } = this.withChunks(planned);
+    const { plan, chunks } = this.withChunks(await this.withHistorySegments(planned));
     const row = rowUpdateOf(plan);
     const items = plan.items ?? [];
     if (row?.archive !== undefined && row.archive !== 'none')
@@ -95,6 +100,21 @@ export class DynamoDbTaskRepository implements TaskRepository {
       }
       throw error;
     }
+  }
+
+  /**
+   * The plan after its history segment writes, which go before the row write that refers to them
+   * (docs/data-model.md, "History"): its task as the row stores it.
+   */
+  private async withHistorySegments(plan: WritePlan): Promise<WritePlan> {
+    const row = plan.row;
+    if (row?.task === undefined) return plan;
+    const task = await this.history.beforeRowWrite(row.task, row.before);
+    return task === row.task ? plan : { ...plan, row: { ...row, task } };
+  }
+
+  readHistorySegments(taskId: string, below: number, last?: number): Promise<readonly HistorySegment[]> {
+    return this.history.read(taskId, below, last);
   }
 
   /**

@@ -115,7 +115,8 @@ const ceiling = z.enum(['none', 'metadata', 'redacted', 'full']);
 /** The push mark attribute of the task row and of its journal events (docs/data-model.md, "State table"). */
 export const pushMark = 'pushConfigured' satisfies keyof StoredTask;
 
-type TaskField = Exclude<keyof StoredTask, typeof pushMark>;
+/** `historyWrite` is a write's instruction, never an attribute. */
+type TaskField = Exclude<keyof StoredTask, typeof pushMark | 'historyWrite'>;
 
 /**
  * A stored task's fields but the push mark: the task row holds them all, its view and its events
@@ -136,6 +137,9 @@ const taskFields = {
   sealedStatusMessage: z.optional(blob),
   sealedArtifacts: z.optional(blob),
   sealedHistory: z.optional(blob),
+  historyFrom: z.optional(z.int().check(z.positive())),
+  historyExpiresAt: z.optional(z.number()),
+  answerChunk: z.optional(z.object({ artifactId: z.string(), from: z.int().check(z.nonnegative()) })),
   /** The creator's W3C traceparent, on the row and its events (docs/operations.md): for logs only. */
   traceparent: z.optional(z.string()),
 } satisfies Record<TaskField, unknown>;
@@ -295,6 +299,19 @@ export const eventItemSchema = sealedItem({
   pushConfigured: z.optional(z.boolean()),
 });
 export type EventItem = z.infer<typeof eventItemSchema>;
+
+/** A part of a history segment; its first part says how many parts and messages the segment has. */
+export const historySegmentItemSchema = z.object({
+  pk: z.string(),
+  sk: z.string().check(z.startsWith(keys.historyPrefix)),
+  revision: z.int().check(z.positive()),
+  part: z.int().check(z.nonnegative()),
+  parts: z.int().check(z.positive()),
+  messages: z.int().check(z.nonnegative()),
+  data: blob,
+  expiresAt: z.number(),
+});
+export type HistorySegmentItem = z.infer<typeof historySegmentItemSchema>;
 
 export const approvalItemSchema = z.object({
   pk: z.string(),

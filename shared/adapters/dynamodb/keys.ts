@@ -13,6 +13,7 @@ export const taskPrefix = 'TASK#';
 /** Every run row's sort key starts with this (they sort before the task row, `TASK`). */
 export const runPrefix = 'RUN#';
 const eventPrefix = 'EVT#';
+const historyPrefix = 'HIST#';
 /** The task row's sort key: the projector's stream filter passes only these items. */
 export const taskRowSort = 'TASK';
 const taskPk = (taskId: string): string => `TASK#${taskId}`;
@@ -37,6 +38,15 @@ export const keys = {
    * `chunkSortKey`.
    */
   chunk: (taskId: string, sk: string) => ({ pk: taskPk(taskId), sk }),
+  /**
+   * A part of a history segment (docs/data-model.md, "History"): the sealed entries of one revision,
+   * in parts of at most `historyPartBytes`. Keys sort by revision, then part.
+   */
+  historySegment: (taskId: string, revision: number, part: number) => ({
+    pk: taskPk(taskId),
+    sk: `${historyPrefix}${String(revision).padStart(10, '0')}#${String(part).padStart(3, '0')}`,
+  }),
+  historyPrefix,
   view: (taskId: string) => ({ pk: taskPk(taskId), sk: 'VIEW' as const }),
   event: (taskId: string, revision: number) => ({
     pk: taskPk(taskId),

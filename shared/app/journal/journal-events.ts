@@ -5,18 +5,31 @@ import type { TaskContentCodec } from '../tasks/task-content.ts';
 /**
  * One committed revision as v1.0 StreamResponses, the same mapping the SSE streams use
  * (shared/app/tasks/stream-task.ts): one artifactUpdate per artifact when the revision changed the
- * artifacts (each the whole committed artifact: `lastChunk`, never `append`), then the
+ * artifacts (the whole committed artifact with `lastChunk`, or for a chunk of the answer the text the chunks
+ * before it did not show, appended: docs/architecture.md "Progressive output"), then the
  * statusUpdate. Webhook bodies are these responses, one POST each, in this order.
  */
 export const toStreamResponses = (
   event: JournalEvent,
   content: { readonly statusMessage?: Message; readonly artifacts?: readonly Artifact[] },
 ): StreamResponse[] => [
-  ...(content.artifacts ?? []).map(
-    (artifact): StreamResponse => ({
-      artifactUpdate: { taskId: event.taskId, contextId: event.contextId, artifact, lastChunk: true },
-    }),
-  ),
+  ...(content.artifacts ?? []).map((artifact): StreamResponse => {
+    const chunk = event.answerChunk;
+    if (chunk === undefined || chunk.artifactId !== artifact.artifactId)
+      return {
+        artifactUpdate: { taskId: event.taskId, contextId: event.contextId, artifact, lastChunk: true },
+      };
+    // A chunk of the answer while the model works: the text earlier chunks did not show yet.
+    return {
+      artifactUpdate: {
+        taskId: event.taskId,
+        contextId: event.contextId,
+        artifact: { ...artifact, parts: [{ text: textOfParts(artifact).slice(chunk.from) }] },
+        append: chunk.from > 0,
+        lastChunk: false,
+      },
+    };
+  }),
   {
     statusUpdate: {
       taskId: event.taskId,
@@ -26,6 +39,9 @@ export const toStreamResponses = (
     },
   },
 ];
+
+const textOfParts = (artifact: Artifact): string =>
+  artifact.parts.map((part) => ('text' in part && typeof part.text === 'string' ? part.text : '')).join('');
 
 const statusOf = (event: JournalEvent, statusMessage: Message | undefined): TaskStatus => ({
   state: event.state,

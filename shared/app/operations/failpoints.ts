@@ -19,6 +19,8 @@ export const failpointNames = [
   'create.afterCommit',
   /** executeRun: the run is claimed (RUNNING, lease taken), the provider not yet called. */
   'executor.afterClaim',
+  /** A chunk of the answer is committed while the model works; the executor crashes mid-stream. */
+  'executor.afterChunk',
   /** The completing transaction is about to be sent: nothing of the result is stored. */
   'executor.beforeSettle',
   /** The completing transaction was applied, but the executor fails before it hears so. */

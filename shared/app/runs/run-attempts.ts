@@ -19,7 +19,9 @@ import {
   type RunProfile,
   type RunRecord,
 } from '../../domain/task.ts';
+import { loadHistory } from '../tasks/task-history.ts';
 import { recordAgentStep, recordAuditStep, recordStart } from './record-audit.ts';
+import { AnswerChunks, chunkLevelOf } from './run-chunks.ts';
 import { completeRun } from './run-completion.ts';
 import {
   type ExecuteRunResult,
@@ -61,7 +63,8 @@ export const runAttempts = async (
   const profile = startRun.profile ?? deps.config.profiles[startRun.profileId];
   if (profile === undefined)
     return fail(deps, startRun, task, failureTexts.providerFailed, 'PROFILE_MISSING');
-  const history = await deps.codec.openHistory(task.taskId, task.sealedHistory);
+  // The whole history, its segments included (docs/data-model.md, "History").
+  const history = await loadHistory(deps, task);
   // One level of fallback: the primary and at most one further provider.
   const chain = profile.providers.slice(0, 2);
   let run = startRun;
@@ -92,8 +95,10 @@ export const runAttempts = async (
     const startedAt = deps.clock.now();
     const provider = deps.providerFor(providerId);
     runtime.progress.providerCalled = true;
+    const chunks = answerChunksFor(deps, run, current, chain.slice(index));
     try {
-      const result = await callProvider(deps, provider, run, task, profile, history, runtime);
+      const result = await callProvider(deps, provider, { run, task, profile, history, chunks }, runtime);
+      if (chunks !== undefined) ({ run, task: current } = await chunks.close());
       const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), result);
       // The attempt's own fields (provider, outcome, duration, tokens); auditEntryAt keeps only those it lists.
       await recordAuditStep(deps, run, {
@@ -109,6 +114,7 @@ export const runAttempts = async (
         history,
       );
     } catch (error) {
+      if (chunks !== undefined) ({ run, task: current } = await chunks.close());
       if (error instanceof ApprovalRequiredError) {
         const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), error.tokens);
         await recordAuditStep(deps, run, { kind: 'attempt', ...attempt, reason: 'AWAITING_APPROVAL' });
@@ -145,10 +151,20 @@ export const runAttempts = async (
 const callProvider = async (
   deps: RunDeps,
   provider: AgentProvider,
-  run: RunRecord,
-  task: StoredTask,
-  profile: RunProfile,
-  history: readonly HistoryEntry[],
+  {
+    run,
+    task,
+    profile,
+    history,
+    chunks,
+  }: {
+    readonly run: RunRecord;
+    readonly task: StoredTask;
+    readonly profile: RunProfile;
+    readonly history: readonly HistoryEntry[];
+    /** The attempt's answer chunks, when it commits any: each moves the run's version. */
+    readonly chunks: AnswerChunks | undefined;
+  },
   runtime: AttemptsRuntime,
 ): Promise<AgentResult> =>
   provider.run({
@@ -161,20 +177,40 @@ const callProvider = async (
     tools: await runToolsOf(profile, deps, runtime.signal),
     maxToolRounds: profile.maxToolRounds,
     session: runtime.session,
+    ...(chunks !== undefined && { onAnswer: chunks.onAnswer }),
     onStep: async (step) => {
       await recordAgentStep(deps, run, step);
       await deps.onAgentStep?.(run, step);
     },
-    // I-EFFECT: the run row records the call before it is sent, at the version this attempt holds.
+    // I-EFFECT: the run row records the call before it is sent, at the version the run holds now:
+    // an answer chunk committed during the attempt moved it, so the fence goes between chunk writes,
+    // at the version the last one left, and the chunks after it keep the fence.
     fence: async (call) => {
-      const outcome = await deps.tasks.fenceRun(run, {
-        callId: call.id,
-        tool: call.name,
-        at: deps.clock.now().toISOString(),
-      });
+      const fence = { callId: call.id, tool: call.name, at: deps.clock.now().toISOString() };
+      const outcome =
+        chunks === undefined
+          ? await deps.tasks.fenceRun(run, fence)
+          : await chunks.between((current) => deps.tasks.fenceRun(current, fence), { fence });
       if (outcome !== 'fenced') throw new ToolFenceLostError(outcome);
     },
   });
+
+/**
+ * The chunks of an attempt whose profile asks for progressive output, when its ceilings allow
+ * them (docs/architecture.md, "Progressive output"); none otherwise, and the provider does not stream.
+ */
+const answerChunksFor = (
+  deps: RunDeps,
+  run: RunRecord,
+  task: StoredTask,
+  providersLeft: readonly string[],
+): AnswerChunks | undefined => {
+  const output = deps.config.profiles[run.profileId]?.output;
+  const level = output?.progressive === true ? chunkLevelOf(deps, run, providersLeft) : undefined;
+  return output === undefined || level === undefined
+    ? undefined
+    : new AnswerChunks(deps, { run, task }, output.cadence, level);
+};
 
 /**
  * The last step before the first provider call: the start marker, the run's `claim` audit row, in

@@ -13,6 +13,7 @@ import {
   settleRun,
 } from '../../domain/task.ts';
 import { failpoint } from '../operations/failpoints.ts';
+import { historyFieldsFor, loadHistory } from '../tasks/task-history.ts';
 import {
   commitRevision,
   type ExecuteRunResult,
@@ -90,7 +91,7 @@ export const completeRun = async (
     const keep = decision === 'keep-redacted' ? redactContent(content) : content;
     const keptHistory = decision === 'keep-redacted' ? redactHistory(currentHistory) : currentHistory;
     try {
-      await commitFinal(deps, currentRun, currentTask, keptHistory, keep);
+      await commitFinal(deps, currentRun, currentTask, { stored: currentHistory, kept: keptHistory }, keep);
       return keep.result;
     } catch (error) {
       if (error instanceof SealingFailedError)
@@ -105,7 +106,7 @@ export const completeRun = async (
       if (attempt >= maxCompleteAttempts) throw error;
       currentRun = { ...fresh.run, attempts: currentRun.attempts };
       currentTask = fresh.task;
-      currentHistory = await deps.codec.openHistory(currentTask.taskId, currentTask.sealedHistory);
+      currentHistory = await loadHistory(deps, currentTask);
     }
   }
 };
@@ -120,20 +121,27 @@ const commitFinal = async (
   deps: RunDeps,
   run: RunRecord,
   task: StoredTask,
-  history: readonly HistoryEntry[],
+  /** The history as stored and as this write keeps it (redacted at `redacted`), before its new entry. */
+  history: { readonly stored: readonly HistoryEntry[]; readonly kept: readonly HistoryEntry[] },
   content: FinalContent,
 ): Promise<void> => {
   const now = deps.clock.now();
   const revision = task.revision + 1;
-  const sealed = await deps.codec.seal(task.taskId, {
-    statusMessage: content.statusMessage,
-    artifacts: content.artifacts,
-    history: appendHistory(history, revision, [content.statusMessage]),
-  });
+  const [sealed, historyFields] = await Promise.all([
+    deps.codec.seal(task.taskId, { statusMessage: content.statusMessage, artifacts: content.artifacts }),
+    // The turn writes what it adds, and the segments redaction changed (docs/data-model.md, "History").
+    historyFieldsFor(
+      deps.codec,
+      task,
+      history.stored,
+      appendHistory(history.kept, revision, [content.statusMessage]),
+      { revision },
+    ),
+  ]);
   const finalTask = advanceTask(task, content.state, now, {
     sealedStatusMessage: sealed.sealedStatusMessage,
     sealedArtifacts: sealed.sealedArtifacts ?? task.sealedArtifacts,
-    sealedHistory: sealed.sealedHistory,
+    ...historyFields,
     ...(content.metadata && { metadata: { ...task.metadata, ...content.metadata } }),
     expiresAt: Math.max(task.expiresAt, retentionFrom(deps, now)),
   });

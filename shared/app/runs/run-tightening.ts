@@ -3,6 +3,7 @@ import type { StoredTask } from '../../domain/projection.ts';
 import { redactMessage } from '../../domain/redaction.ts';
 import { taskAndRunWrite } from '../../domain/row-writes.ts';
 import { type HistoryEntry, type RunRecord, reviseRun } from '../../domain/task.ts';
+import { historyFieldsFor } from '../tasks/task-history.ts';
 import { recordTightening } from './record-audit.ts';
 import type { Continued, RunDeps } from './run-context.ts';
 import { failNotRetainable } from './run-ending.ts';
@@ -52,9 +53,14 @@ export const tightenForAttempt = async (
     await recordTightening(deps, tightenedRun, tightening);
     return { kind: 'ready', run: tightenedRun, task };
   }
-  // Scrubbing rewrites the row in place; the revision stays, so there is nothing to project.
-  const sealed = await deps.codec.seal(task.taskId, { history: redactHistory(history) });
-  const scrubbedTask: StoredTask = { ...task, sealedHistory: sealed.sealedHistory };
+  // Scrubbing rewrites the row and the segments in place; the revision stays, so there is nothing to project.
+  const scrubbedTask: StoredTask = {
+    ...task,
+    ...(await historyFieldsFor(deps.codec, task, history, redactHistory(history), {
+      revision: task.revision,
+      inPlace: true,
+    })),
+  };
   await deps.tasks.commit({ row: taskAndRunWrite(task, scrubbedTask, run, tightenedRun) });
   await recordTightening(deps, tightenedRun, tightening);
   return { kind: 'ready', run: tightenedRun, task: scrubbedTask };

@@ -20,6 +20,7 @@ import {
   type JournalPlace,
 } from '../journal/write-through.ts';
 import type { TaskContentCodec } from '../tasks/task-content.ts';
+import { historyFieldsFor } from '../tasks/task-history.ts';
 import { type RecordAuditDeps, recordAuditStep } from './record-audit.ts';
 
 /**
@@ -86,11 +87,15 @@ export const suspendRun = async (
   };
   const [sealedSuspension, sealed] = await Promise.all([
     deps.codec.sealSuspension(task.taskId, run.runId, state),
-    deps.codec.seal(task.taskId, {
-      statusMessage,
-      history: appendHistory(input.history, revision, [statusMessage]),
-    }),
+    deps.codec.seal(task.taskId, { statusMessage }),
   ]);
+  const history = await historyFieldsFor(
+    deps.codec,
+    task,
+    input.history,
+    appendHistory(input.history, revision, [statusMessage]),
+    { revision },
+  );
   // Runs waiting for an approval are kept for `privacy.retention.approval` (I-PURGE).
   const expiresAt = retentionExpiry(deps.config.privacy.retention, 'approval', now);
   const approval = newApproval(
@@ -109,7 +114,7 @@ export const suspendRun = async (
   });
   const waitingTask = advanceTask(task, 'TASK_STATE_WORKING', now, {
     sealedStatusMessage: sealed.sealedStatusMessage,
-    sealedHistory: sealed.sealedHistory,
+    ...history,
     expiresAt,
   });
   const committed = await commitAndProject(

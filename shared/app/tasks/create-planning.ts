@@ -22,6 +22,7 @@ import type { CreateTaskDeps, CreateTaskInput } from './create-task.ts';
 import { checkHistoryLimit, limitsOf } from './limits.ts';
 import { senderOf } from './message-identity.ts';
 import { type Earlier, sentBefore } from './retry-detection.ts';
+import { historyFieldsFor, loadHistory } from './task-history.ts';
 
 /** The task write a send plans: a new task, or the next revision of an interrupted one. */
 export interface Plan {
@@ -107,7 +108,7 @@ export const planFollowUp = async (
     throw new TaskAlreadyWorkingError(taskId, current.state);
   }
   const message: Message = { ...input.message, taskId, contextId: current.contextId };
-  const history = await deps.codec.openHistory(taskId, current.sealedHistory);
+  const history = await loadHistory(deps, current);
   // This messageId is in the task already: a retry whose turn has come back to input, or another
   // message under a reused messageId, which is a new message (I-RETRY).
   if (
@@ -120,11 +121,11 @@ export const planFollowUp = async (
   // Appended as it is: a reused messageId already in the history is another message (above).
   const extended: HistoryEntry[] = [...history, { revision, message }];
   checkHistoryLimit(extended, limitsOf(deps.config));
-  const sealed = await deps.codec.seal(taskId, { history: extended });
   const task = advanceTask(current, 'TASK_STATE_WORKING', now, {
     currentRunId: run.runId,
     sealedStatusMessage: undefined,
-    sealedHistory: sealed.sealedHistory,
+    // The turn writes what it adds: the row lets its older entries go as segments (docs/data-model.md, "History").
+    ...(await historyFieldsFor(deps.codec, current, history, extended, { revision })),
     expiresAt: Math.max(current.expiresAt, expiresAt),
   });
   // The new run replaces the row's run, which moves to its own row.

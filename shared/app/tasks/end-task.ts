@@ -10,6 +10,7 @@ import {
   type Projected,
 } from '../journal/write-through.ts';
 import type { TaskContentCodec } from './task-content.ts';
+import { droppedHistory, historyFieldsFor } from './task-history.ts';
 
 /** How a task is ended without an agent answer: a fixed status message that names no content. */
 export interface FixedEnd {
@@ -93,14 +94,16 @@ const endedTask = async (
     contextId: task.contextId,
     parts: [{ text: end.text }],
   };
-  const history = end.recordInHistory
-    ? appendHistory(await codec.openHistory(task.taskId, task.sealedHistory), revision, [statusMessage])
-    : undefined;
-  const sealed = await codec.seal(task.taskId, { statusMessage, ...(history && { history }) });
+  // The row's own entries suffice: a fixed message changes none that it let go (docs/data-model.md, "History").
+  const kept = end.recordInHistory ? await codec.openHistory(task.taskId, task.sealedHistory) : undefined;
+  const history =
+    kept &&
+    (await historyFieldsFor(codec, task, kept, appendHistory(kept, revision, [statusMessage]), { revision }));
+  const sealed = await codec.seal(task.taskId, { statusMessage });
   return advanceTask(task, end.state, now, {
     sealedStatusMessage: sealed.sealedStatusMessage,
-    ...(history && { sealedHistory: sealed.sealedHistory }),
-    ...(end.dropContent && { sealedArtifacts: undefined, sealedHistory: undefined }),
+    ...history,
+    ...(end.dropContent && { sealedArtifacts: undefined, ...droppedHistory(revision) }),
     ...(end.reason !== undefined && { metadata: { ...task.metadata, reason: end.reason } }),
     ...(end.expiresAt !== undefined && { expiresAt: Math.max(task.expiresAt, end.expiresAt) }),
   });

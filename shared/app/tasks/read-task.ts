@@ -4,6 +4,7 @@ import type { Clock, JournalRepository, TaskRepository } from '../../domain/port
 import { type JournalView, type StoredTask, viewOf } from '../../domain/projection.ts';
 import { type AgentCaller, historyAsOf, isExpired, isOwnTask } from '../../domain/task.ts';
 import type { TaskContentCodec } from './task-content.ts';
+import { loadHistory } from './task-history.ts';
 
 export interface ReadTaskDeps {
   readonly journal: JournalRepository;
@@ -56,7 +57,7 @@ export const toTask = async (
   const [statusMessage, artifacts, history] = await Promise.all([
     deps.codec.openStatusMessage(view.taskId, view.sealedStatusMessage),
     includeArtifacts ? deps.codec.openArtifacts(view.taskId, view.sealedArtifacts) : undefined,
-    wantsHistory ? readHistory(deps, view, row) : undefined,
+    wantsHistory ? readHistory(deps, view, options.historyLength, row) : undefined,
   ]);
   const task: Task = {
     id: view.taskId,
@@ -78,23 +79,28 @@ export const toTask = async (
 const readHistory = async (
   deps: ReadTaskDeps,
   view: JournalView,
+  last: number | undefined,
   knownRow?: StoredTask,
 ): Promise<Message[]> => {
   const row = knownRow ?? (await deps.tasks.getTask(view.taskId));
   if (row === undefined) return [];
   try {
-    return await openHistoryAsOf(deps, view, row);
+    return await openHistoryAsOf(deps, view, row, last);
   } catch (error) {
-    // A history kept in chunks that a newer revision replaced between the row's read and the
-    // chunks' (docs/data-model.md, "Large content"): the row read again holds the newer one.
-    if (!(error instanceof SealingFailedError) || knownRow !== undefined) throw error;
+    // History kept in chunks or segments that a newer revision replaced between the row's read and
+    // theirs (docs/data-model.md, "Large content", "History"): the row read again holds the newer one.
+    if (!(error instanceof SealingFailedError)) throw error;
     const fresh = await deps.tasks.getTask(view.taskId);
-    return fresh === undefined ? [] : openHistoryAsOf(deps, view, fresh);
+    return fresh === undefined ? [] : openHistoryAsOf(deps, view, fresh, last);
   }
 };
 
-const openHistoryAsOf = async (deps: ReadTaskDeps, view: JournalView, row: StoredTask) =>
-  historyAsOf(await deps.codec.openHistory(view.taskId, row.sealedHistory), view.revision);
+/** Only the segments the answer needs: the last `last` messages as of the view's revision (I-HISTORY). */
+const openHistoryAsOf = async (deps: ReadTaskDeps, view: JournalView, row: StoredTask, last?: number) =>
+  historyAsOf(
+    await loadHistory(deps, row, { asOf: view.revision, ...(last !== undefined && { last }) }),
+    view.revision,
+  );
 
 export const getTask = async (
   deps: ReadTaskDeps,

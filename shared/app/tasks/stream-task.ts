@@ -247,7 +247,8 @@ async function* messageAnswerOf(
 
 /**
  * One revision as stream items: one artifactUpdate per artifact when the revision changed the
- * artifacts (each the whole committed artifact: `lastChunk`, never `append`), then the
+ * artifacts (the whole committed artifact with `lastChunk`, or for a chunk of the answer the text the chunks
+ * before it did not show, appended: docs/architecture.md "Progressive output"), then the
  * statusUpdate. Only the revision's last item carries the `id:`, so a client cut off in the middle
  * of a revision re-attaches before it and receives the whole revision again (no half revision).
  */

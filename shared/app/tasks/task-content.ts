@@ -19,6 +19,9 @@ export type ContentField = keyof typeof contentFields;
 
 type SuspensionField = `suspension:${string}`;
 const suspensionField = (runId: string): SuspensionField => `suspension:${runId}`;
+/** A history segment is bound to its place too: moved to another revision, it fails to open. */
+type SegmentField = `history:${number}`;
+const segmentField = (revision: number): SegmentField => `history:${revision}`;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -58,7 +61,7 @@ export class TaskContentCodec {
 
   private async sealField(
     taskId: string,
-    field: ContentField | SuspensionField,
+    field: ContentField | SuspensionField | SegmentField,
     value: unknown,
   ): Promise<SealedBlob | undefined> {
     if (value === undefined) return undefined;
@@ -79,13 +82,26 @@ export class TaskContentCodec {
     return (await this.openField<Artifact[]>(taskId, 'artifacts', blob)) ?? [];
   }
 
+  /** The entries of one revision as a history segment (docs/data-model.md, "History"). */
+  async sealHistorySegment(
+    taskId: string,
+    revision: number,
+    entries: readonly HistoryEntry[],
+  ): Promise<SealedBlob> {
+    return (await this.sealField(taskId, segmentField(revision), entries)) as SealedBlob;
+  }
+
+  async openHistorySegment(taskId: string, revision: number, blob: SealedBlob): Promise<HistoryEntry[]> {
+    return (await this.openField<HistoryEntry[]>(taskId, segmentField(revision), blob)) ?? [];
+  }
+
   async openHistory(taskId: string, blob: SealedBlob | undefined): Promise<HistoryEntry[]> {
     return (await this.openField<HistoryEntry[]>(taskId, 'history', blob)) ?? [];
   }
 
   private async openField<T>(
     taskId: string,
-    field: ContentField | SuspensionField,
+    field: ContentField | SuspensionField | SegmentField,
     blob: SealedBlob | undefined,
   ): Promise<T | undefined> {
     if (blob === undefined) return undefined;
