@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { runAdmin } from '../../infra/admin/cli.ts';
 import { type LocalStack, localCredentials, startLocalStack } from '../../infra/local/local-stack.ts';
 import { armFailpoints, disarmFailpoints, failpointCounts } from '../../shared/app/operations/failpoints.ts';
 import { parseConfig } from '../../shared/config/config.ts';
+import { adminOn, scanAll } from '../support/admin-on.ts';
 import {
   type FakeModelServer,
   openAiText,
@@ -166,46 +165,8 @@ const redeliver = async (taskId: string): Promise<void> => {
   }
 };
 
-const scan = async (table: string): Promise<Json[]> => {
-  const items: Json[] = [];
-  let start: Json | undefined;
-  do {
-    const page = await inspect.clients.doc.send(
-      new ScanCommand({ TableName: table, ExclusiveStartKey: start }),
-    );
-    items.push(...((page.Items ?? []) as Json[]));
-    start = page.LastEvaluatedKey as Json | undefined;
-  } while (start);
-  return items;
-};
-
-const admin = async (...args: string[]) => {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await runAdmin(
-    [
-      ...args,
-      '--endpoint',
-      stack.endpoints.dynamodb,
-      '--state-table',
-      stack.resources.tables.State.name,
-      '--journal-table',
-      stack.resources.tables.Journal.name,
-      '--audit-table',
-      stack.resources.tables.Audit.name,
-      '--queue-url',
-      stack.resources.queues.RunQueue.url,
-      '--sqs-endpoint',
-      stack.endpoints.sqs,
-    ],
-    {
-      out: (text) => void out.push(text),
-      err: (text) => void err.push(text),
-      env: { AWS_REGION: 'us-east-1' },
-    },
-  );
-  return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-};
+const scan = (table: string) => scanAll(inspect.clients.doc, table);
+const admin = (...args: string[]) => adminOn(stack, ...args);
 
 describe('MCP tools through the local stack', () => {
   it('one write call from an OpenAI-compatible model: sent once, its effect audited, nothing of it in the journal (I-LEAVE)', async () => {
