@@ -1425,6 +1425,21 @@ describe('provider key secrets (decision 0026)', () => {
   };
   let secretInstallation: Installation;
   let template: Template;
+  /** The grant of a secret named without its ARN: any of the names Secrets Manager's suffix makes. */
+  const namedSecretArn = (name: string) => ({
+    'Fn::Join': [
+      '',
+      [
+        'arn:',
+        { Ref: 'AWS::Partition' },
+        ':secretsmanager:',
+        { Ref: 'AWS::Region' },
+        ':',
+        { Ref: 'AWS::AccountId' },
+        `:secret:${name}-??????`,
+      ],
+    ],
+  });
 
   beforeAll(() => {
     secretInstallation = installationOf(secretConfig);
@@ -1458,21 +1473,8 @@ describe('provider key secrets (decision 0026)', () => {
         Effect: 'Allow',
         Action: 'secretsmanager:GetSecretValue',
         Resource: [
-          {
-            'Fn::Join': [
-              '',
-              [
-                'arn:',
-                { Ref: 'AWS::Partition' },
-                ':secretsmanager:',
-                { Ref: 'AWS::Region' },
-                ':',
-                { Ref: 'AWS::AccountId' },
-                // Secrets Manager appends a 6-character suffix to every secret's ARN.
-                ':secret:a2a/openai-??????',
-              ],
-            ],
-          },
+          // Secrets Manager appends a 6-character suffix to every secret's ARN.
+          namedSecretArn('a2a/openai'),
           // A complete ARN as given; since a name may end like a suffix, also as a partial one.
           secretArn,
           `${secretArn}-??????`,
@@ -1594,24 +1596,7 @@ describe('provider key secrets (decision 0026)', () => {
       {
         Effect: 'Allow',
         Action: 'secretsmanager:GetSecretValue',
-        Resource: [
-          {
-            'Fn::Join': [
-              '',
-              [
-                'arn:',
-                { Ref: 'AWS::Partition' },
-                ':secretsmanager:',
-                { Ref: 'AWS::Region' },
-                ':',
-                { Ref: 'AWS::AccountId' },
-                ':secret:mcp/tickets-??????',
-              ],
-            ],
-          },
-          secretArn,
-          `${secretArn}-??????`,
-        ],
+        Resource: [namedSecretArn('mcp/tickets'), secretArn, `${secretArn}-??????`],
       },
     ]);
     expect(statementsOf(tmpl, stack, stack.executor)).toContainEqual(
