@@ -275,13 +275,13 @@ const measured = async (
   clients: readonly RpcClient[],
   work: () => Promise<number>,
 ): Promise<Measured & { wallMs: number }> => {
-  await meter.settle();
+  await meter.untilIdle();
   const before = meter.snapshot();
   const requestsBefore = clients.reduce((total, client) => total + client.requests, 0);
   const began = performance.now();
   const tasks = await work();
   const wallMs = performance.now() - began;
-  await meter.settle();
+  await meter.untilIdle();
   const delta = diffSnapshots(meter.snapshot(), before);
   const apiRequests = clients.reduce((total, client) => total + client.requests, 0) - requestsBefore;
   const usage = usageOf(delta, tasks, apiRequests, deployment);
@@ -720,7 +720,7 @@ const scalePhase = async (stack: LocalStack, deployment: Deployment, hasListTask
   for (const [k, size] of sizes.entries()) {
     log(`scale: seeding ${size.stored} tasks for ${size.principal}`);
     const seedMs = await seedJournal({ tenant: 'bench', principal: size.principal }, size.stored);
-    await meter.settle();
+    await meter.untilIdle();
     let afterOwnSeeding: LatencySummary | undefined;
     if (hasListTasks) {
       for (let i = 0; i < 5; i++) await listTasks(k)();
@@ -1020,7 +1020,7 @@ const warmUp = async (main: RpcClient): Promise<void> => {
   await pool(WARM_UP_TASKS, CONCURRENCY, async (i) => {
     expectState(await main.send(`warm-up ${i}`), 'TASK_STATE_COMPLETED', 'warm-up');
   });
-  await meter.settle();
+  await meter.untilIdle();
 };
 
 /**
@@ -1083,7 +1083,7 @@ const floorTaskPhase = async (stack: LocalStack, main: RpcClient, sqs: Emulators
   };
   const floorRun = await runFloorShape('design');
   const fewestRun = await runFloorShape('fewest');
-  await meter.settle();
+  await meter.untilIdle();
   return { floorRun, fewestRun };
 };
 
@@ -1101,7 +1101,7 @@ const singleTurnPhase = async (
   const rounds: RoundSummary[] = [];
   let completedIds: string[] = [];
   const cpu = { node: 0, children: 0, mainThread: 0, generator: 0 };
-  await meter.settle();
+  await meter.untilIdle();
   meter.pause();
   for (let r = 0; r < ROUNDS; r++) {
     const cpuBefore = cpuSeconds();
@@ -1199,7 +1199,7 @@ const sequentialPhase = async (main: RpcClient, deployment: Deployment) => {
   // queueing, and the cost with the Lambda durations of an unloaded stack.
   // Its latency unmetered, its cost from a metered run after it (decision 0080).
   const sequential: number[] = [];
-  await meter.settle();
+  await meter.untilIdle();
   meter.pause();
   await sequentialTasks(main, 'sequential', sequential);
   meter.resume();

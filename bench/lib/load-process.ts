@@ -80,16 +80,16 @@ export const roundInItsOwnProcess = (round: LoadRound): Promise<LoadRoundResult>
       execArgv: ['--import', 'tsx'],
       stdio: 'inherit',
     });
-    let settled = false;
+    let answered = false;
     child.once('message', (message: { ok: true; result: LoadRoundResult } | { ok: false; error: string }) => {
-      settled = true;
+      answered = true;
       if (message.ok) resolve(message.result);
       else reject(new Error(message.error));
       child.disconnect();
     });
     child.once('error', reject);
     child.once('exit', (code) => {
-      if (!settled) reject(new Error(`the load process exited with ${code} before it answered`));
+      if (!answered) reject(new Error(`the load process exited with ${code} before it answered`));
     });
     child.send(round);
   });

@@ -133,7 +133,7 @@ const unexercisedGrants: Record<string, string> = {
   [`executor secretsmanager:GetSecretValue ${mcpSecret}`]:
     "an MCP server's credential (mcpServers.tools.headers.x-api-key.secret), read through the Parameters and Secrets extension in Lambda only; the local stack reads the environment variable the same credential names",
   [`rpc secretsmanager:GetSecretValue ${mcpSecret}`]:
-    "the rpc runs blocking sends' runs (decision 0091) and their tool calls: an MCP server's credential, read through the Parameters and Secrets extension in Lambda only; the local stack reads the environment variable",
+    "the rpc runs blocking sends' runs and their tool calls (docs/configuration.md `deployment.blockingRunsInRpc`): an MCP server's credential, read through the Parameters and Secrets extension in Lambda only; the local stack reads the environment variable",
   'rpc dynamodb:DeleteItem table/Audit':
     "the rpc runs blocking sends' runs (decision 0091): the run's audit rows: a lost start-slot race reads the slot's kind (GetItem); a fallback that tightens the ceiling scrubs the run's rows (Query, UpdateItem, DeleteItem; decision 0010), driven by test/e2e/privacy.test.ts",
   'rpc dynamodb:GetItem table/Audit':

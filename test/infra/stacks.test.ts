@@ -1602,7 +1602,7 @@ describe('provider key secrets (decision 0026)', () => {
     expect(statementsOf(tmpl, stack, stack.executor)).toContainEqual(
       expect.objectContaining({ Action: 'kms:Decrypt', Resource: keyArn }),
     );
-    // The rpc runs blocking sends' runs and their tool calls (decision 0091): the same secrets.
+    // The rpc runs blocking sends' runs and their tool calls (`deployment.blockingRunsInRpc`): the same secrets.
     expect(
       statementsOf(tmpl, stack, stack.rpc).filter((statement) =>
         [statement.Action].flat().some((action) => String(action).startsWith('secretsmanager:')),

@@ -1,12 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchConfig, benchTokens } from '../../bench/lib/bench-config.ts';
+import { RpcClient, stateOf } from '../../bench/lib/client.ts';
 import { roundInItsOwnProcess } from '../../bench/lib/load-process.ts';
+import { diffSnapshots, Meter, type MeterSnapshot } from '../../bench/lib/meter.ts';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 
-/** The benchmark's clients in a process of their own (decision 0082), against the local stack. */
+/**
+ * The benchmark's clients in a process of their own, against the local stack with the benchmark's
+ * configuration; and the write units of the benchmark's single-turn task, metered as the benchmark
+ * meters them (bench/README.md, "Method").
+ */
 let stack: LocalStack;
+const meter = new Meter();
 beforeAll(async () => {
+  // Before the stack: the meter hooks the SDK clients the handlers create.
+  meter.install();
   stack = await startLocalStack({
     port: 0,
     config: benchConfig,
@@ -17,6 +26,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await stack?.stop();
+  meter.uninstall();
 });
 
 describe('a load round in its own process', () => {
@@ -44,5 +54,45 @@ describe('a load round in its own process', () => {
         label: 'refused',
       }),
     ).rejects.toThrow(/refused: expected TASK_STATE_COMPLETED/);
+  });
+});
+
+/** Write units per function and table (or `table/index`), as AWS bills them. */
+const writeUnits = (snapshot: MeterSnapshot) =>
+  Object.fromEntries(
+    Object.entries(snapshot.capacity).flatMap(([fn, tables]) =>
+      Object.entries(tables)
+        .filter(([, units]) => units.write > 0)
+        .map(([table, units]) => [`${fn}: ${table}`, units.write]),
+    ),
+  );
+
+describe("the benchmark's single-turn task", () => {
+  it('writes 18 units: the blocking slot 2, the task row 4 and its lease index 2, the journal 6 and its owner index 2, the audit 2', async () => {
+    const client = new RpcClient(`${stack.baseUrl}/agents/default`, benchTokens.main);
+    // The first tasks create the owner's counter and warm the caches; one at a time, so no slot
+    // put meets another send's slot.
+    for (let i = 0; i < 2; i++)
+      expect(stateOf(await client.send(`warm-up ${i}`))).toBe('TASK_STATE_COMPLETED');
+    await meter.untilIdle();
+    for (let i = 0; i < 3; i++) {
+      const before = meter.snapshot();
+      expect(stateOf(await client.send(`single-turn task ${i}`))).toBe('TASK_STATE_COMPLETED');
+      await meter.untilIdle();
+      // The rpc runs the blocking send's run itself (deployment.blockingRunsInRpc): every write is its.
+      expect(writeUnits(diffSnapshots(meter.snapshot(), before))).toEqual({
+        // The caller's blocking slot (put, delete: limits.blockingSendsPerCaller), the task row
+        // created with its run claimed and completed (1–2 KB each).
+        'rpc: State': 6,
+        // The run's lease in the reaper's index, put with the claim and deleted at completion.
+        'rpc: State/byLease': 2,
+        // Two events (1 each), the view with the owner's counter in one transaction (2 × 2).
+        'rpc: Journal': 6,
+        // The view's entry in the owner index, counted twice for the transaction (bench/README.md).
+        'rpc: Journal/byOwner': 2,
+        // The run's start marker and its one attempt.
+        'rpc: Audit': 2,
+      });
+    }
   });
 });
