@@ -150,7 +150,8 @@ export class McpToolSource implements RemoteToolSource, RemoteToolCheck {
         : undefined;
     const { $schema: _dialect, ...inputSchema } = found?.inputSchema ?? { type: 'object' };
     return {
-      requiresApproval: override.requiresApproval ?? destructive,
+      // A tool that cannot be called sends nothing: no operator is asked to approve its error.
+      requiresApproval: unavailable === undefined && (override.requiresApproval ?? destructive),
       tool: {
         name: mcpToolName(serverId, toolName),
         description: found?.description ?? `Tool ${toolName} of the MCP server ${serverId}.`,
