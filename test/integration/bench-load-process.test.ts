@@ -1,12 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchConfig, benchTokens } from '../../bench/lib/bench-config.ts';
-import { roundInItsOwnProcess } from '../../bench/lib/load-process.ts';
+import { type LoadGenerator, startLoadGenerator } from '../../bench/lib/load-process.ts';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 
-/** The benchmark's clients in a process of their own (decision 0082), against the local stack. */
+/**
+ * The benchmark's load generator (bench/README.md, "The load generator"): one process of its own
+ * for every round, against the local stack.
+ */
 let stack: LocalStack;
+let generator: LoadGenerator;
 beforeAll(async () => {
+  generator = startLoadGenerator();
   stack = await startLocalStack({
     port: 0,
     config: benchConfig,
@@ -16,12 +21,14 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
+  await generator?.stop();
   await stack?.stop();
 });
 
-describe('a load round in its own process', () => {
-  it('sends every task, returns each latency and COMPLETED id and its own CPU', async () => {
-    const result = await roundInItsOwnProcess({
+describe('the load generator', () => {
+  it('sends every task of a round, returns each latency and COMPLETED id and its own CPU', async () => {
+    expect(generator.pid).not.toBe(process.pid);
+    const result = await generator.round({
       url: `${stack.baseUrl}/agents/default`,
       token: benchTokens.main,
       tasks: 6,
@@ -34,9 +41,9 @@ describe('a load round in its own process', () => {
     expect(result.cpuSeconds).toBeGreaterThan(0);
   });
 
-  it('fails the round when a call does not complete (a wrong token here)', async () => {
+  it('fails the round when a call does not complete (a wrong token here), and serves the next', async () => {
     await expect(
-      roundInItsOwnProcess({
+      generator.round({
         url: `${stack.baseUrl}/agents/default`,
         token: 'not-a-token',
         tasks: 2,
@@ -44,5 +51,15 @@ describe('a load round in its own process', () => {
         label: 'refused',
       }),
     ).rejects.toThrow(/refused: expected TASK_STATE_COMPLETED/);
+    // The same process, its client kept: the round's requests only, not the earlier rounds'.
+    const next = await generator.round({
+      url: `${stack.baseUrl}/agents/default`,
+      token: benchTokens.main,
+      tasks: 2,
+      concurrency: 2,
+      label: 'after a failure',
+    });
+    expect(next.ids).toHaveLength(2);
+    expect(next.requests).toBe(2);
   });
 });
