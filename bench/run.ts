@@ -275,13 +275,13 @@ const measured = async (
   clients: readonly RpcClient[],
   work: () => Promise<number>,
 ): Promise<Measured & { wallMs: number }> => {
-  await meter.settle();
+  await meter.untilIdle();
   const before = meter.snapshot();
   const requestsBefore = clients.reduce((total, client) => total + client.requests, 0);
   const began = performance.now();
   const tasks = await work();
   const wallMs = performance.now() - began;
-  await meter.settle();
+  await meter.untilIdle();
   const delta = diffSnapshots(meter.snapshot(), before);
   const apiRequests = clients.reduce((total, client) => total + client.requests, 0) - requestsBefore;
   const usage = usageOf(delta, tasks, apiRequests, deployment);
@@ -720,7 +720,7 @@ const scalePhase = async (stack: LocalStack, deployment: Deployment, hasListTask
   for (const [k, size] of sizes.entries()) {
     log(`scale: seeding ${size.stored} tasks for ${size.principal}`);
     const seedMs = await seedJournal({ tenant: 'bench', principal: size.principal }, size.stored);
-    await meter.settle();
+    await meter.untilIdle();
     let afterOwnSeeding: LatencySummary | undefined;
     if (hasListTasks) {
       for (let i = 0; i < 5; i++) await listTasks(k)();
@@ -852,7 +852,7 @@ type AnchorSession =
  * The anchor under the same load generator (decision 0083): started and warmed by the generator
  * with as many tasks as this server, then one of its rounds right after each of this server's, so
  * both servers' round `r` see the machine of the same minute; `finish` runs its `SEQUENTIAL_TASKS`
- * at one client and stops it. Before each round this server's stack is let settle (its projector
+ * at one client and stops it. Before each round this server's stack is let go idle (its projector
  * and pushers catch up on the round before), and the CPU it still spends during the SDK server's
  * round is reported beside it (bench/README.md, "The load generator").
  */
@@ -879,7 +879,7 @@ const openAnchor = async (install: AnchorInstall, generator: LoadGenerator): Pro
   return {
     ...(pid !== undefined && { pid }),
     round: async (): Promise<void> => {
-      await meter.settle();
+      await meter.untilIdle();
       const before = cpuSeconds(notTheStack);
       const began = performance.now();
       rounds.push((await offProcessRound(generator, url)).summary);
@@ -896,7 +896,7 @@ const openAnchor = async (install: AnchorInstall, generator: LoadGenerator): Pro
     },
     finish: async () => {
       try {
-        await meter.settle();
+        await meter.untilIdle();
         const sequential = await sequentialFromGenerator(generator, url, undefined, 'anchor sequential');
         return {
           rounds,
@@ -1071,7 +1071,7 @@ const warmUp = async (generator: LoadGenerator, main: RpcClient): Promise<void> 
     concurrency: CONCURRENCY,
     label: 'warm-up',
   });
-  await meter.settle();
+  await meter.untilIdle();
 };
 
 /**
@@ -1134,7 +1134,7 @@ const floorTaskPhase = async (stack: LocalStack, main: RpcClient, sqs: Emulators
   };
   const floorRun = await runFloorShape('design');
   const fewestRun = await runFloorShape('fewest');
-  await meter.settle();
+  await meter.untilIdle();
   return { floorRun, fewestRun };
 };
 
@@ -1153,13 +1153,13 @@ const singleTurnPhase = async (
   const rounds: RoundSummary[] = [];
   let completedIds: string[] = [];
   const cpu = { node: 0, children: 0, mainThread: 0, generator: 0 };
-  await meter.settle();
+  await meter.untilIdle();
   meter.pause();
   // The load generator's and the SDK server's processes are children of this one: not the stack's CPU.
   const anchorPid = 'pid' in anchorSession ? anchorSession.pid : undefined;
   const notTheStack = [generator.pid, ...(anchorPid !== undefined ? [anchorPid] : [])];
   for (let r = 0; r < ROUNDS; r++) {
-    await meter.settle();
+    await meter.untilIdle();
     const cpuBefore = cpuSeconds(notTheStack);
     const {
       ids,
@@ -1259,7 +1259,7 @@ const sequentialPhase = async (generator: LoadGenerator, main: RpcClient, deploy
   // queueing, and the cost with the Lambda durations of an unloaded stack.
   // Its latency unmetered from the load generator (as the SDK server's), its cost from a metered
   // run after it (decision 0080).
-  await meter.settle();
+  await meter.untilIdle();
   meter.pause();
   const sequential = await sequentialFromGenerator(generator, main.url, tokens.main, 'sequential');
   meter.resume();
