@@ -1,19 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchConfig, benchTokens } from '../../bench/lib/bench-config.ts';
 import { RpcClient, stateOf } from '../../bench/lib/client.ts';
-import { roundInItsOwnProcess } from '../../bench/lib/load-process.ts';
+import { type LoadGenerator, startLoadGenerator } from '../../bench/lib/load-process.ts';
 import { diffSnapshots, Meter, type MeterSnapshot } from '../../bench/lib/meter.ts';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 
 /**
- * The benchmark's clients in a process of their own, against the local stack with the benchmark's
- * configuration; and the write units of the benchmark's single-turn task, metered as the benchmark
- * meters them (bench/README.md, "Method").
+ * The benchmark's load generator (bench/README.md, "The load generator"): one process of its own
+ * for every round, against the local stack with the benchmark's configuration; and the write units
+ * of the benchmark's single-turn task, metered as the benchmark meters them (bench/README.md, "Method").
  */
 let stack: LocalStack;
+let generator: LoadGenerator;
 const meter = new Meter();
 beforeAll(async () => {
+  generator = startLoadGenerator();
   // Before the stack: the meter hooks the SDK clients the handlers create.
   meter.install();
   stack = await startLocalStack({
@@ -25,13 +27,15 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
+  await generator?.stop();
   await stack?.stop();
   meter.uninstall();
 });
 
-describe('a load round in its own process', () => {
-  it('sends every task, returns each latency and COMPLETED id and its own CPU', async () => {
-    const result = await roundInItsOwnProcess({
+describe('the load generator', () => {
+  it('sends every task of a round, returns each latency and COMPLETED id and its own CPU', async () => {
+    expect(generator.pid).not.toBe(process.pid);
+    const result = await generator.round({
       url: `${stack.baseUrl}/agents/default`,
       token: benchTokens.main,
       tasks: 6,
@@ -44,9 +48,9 @@ describe('a load round in its own process', () => {
     expect(result.cpuSeconds).toBeGreaterThan(0);
   });
 
-  it('fails the round when a call does not complete (a wrong token here)', async () => {
+  it('fails the round when a call does not complete (a wrong token here), and serves the next', async () => {
     await expect(
-      roundInItsOwnProcess({
+      generator.round({
         url: `${stack.baseUrl}/agents/default`,
         token: 'not-a-token',
         tasks: 2,
@@ -54,6 +58,16 @@ describe('a load round in its own process', () => {
         label: 'refused',
       }),
     ).rejects.toThrow(/refused: expected TASK_STATE_COMPLETED/);
+    // The same process, its client kept: the round's requests only, not the earlier rounds'.
+    const next = await generator.round({
+      url: `${stack.baseUrl}/agents/default`,
+      token: benchTokens.main,
+      tasks: 2,
+      concurrency: 2,
+      label: 'after a failure',
+    });
+    expect(next.ids).toHaveLength(2);
+    expect(next.requests).toBe(2);
   });
 });
 
