@@ -25,11 +25,17 @@ export default defineConfig({
   test: {
     maxWorkers,
     projects: [
-      { test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        // Unit files share a worker's modules (no per-file re-import of the application): they
+        // keep no state between files (failpoints are disarmed after each test that arms them).
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false },
+      },
       {
         test: {
           name: 'infra',
           include: ['test/infra/**/*.test.ts'],
+          // One load of the CDK per worker, and CDK's bundling cache shared by the files it runs.
+          isolate: false,
           testTimeout: 120_000,
           hookTimeout: 120_000,
         },
