@@ -13,6 +13,10 @@ import { defineConfig } from 'vitest/config';
  * ports, so any two can run side by side. Files are queued by project name — conformance, e2e,
  * infra, integration, unit — so the stack's long files start first and the short CPU-bound ones
  * fill in at the end; within a project the slowest file goes first once Vitest has its timings.
+ *
+ * Unit and infra files share their worker's modules (`isolate: false`): they hold no state between
+ * files, so each worker imports the application (and the CDK) once instead of once per file. The
+ * stack projects stay isolated: a local stack's handlers read their environment when imported.
  */
 const maxWorkers = Math.max(2, availableParallelism() - 1);
 
