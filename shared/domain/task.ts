@@ -157,6 +157,17 @@ export interface RunProfile {
   /** The MCP tools the profile allows (config `profiles.<id>.mcp`); absent: none. */
   readonly mcp?: RemoteToolGrants;
   readonly maxToolRounds: number;
+  /**
+   * Progressive output (config `profiles.<id>.output`, docs/architecture.md "Progressive output"):
+   * absent, the run commits no chunk.
+   */
+  readonly output?: RunOutput;
+}
+
+/** A profile's progressive output: whether the run commits chunks, and at what cadence. */
+export interface RunOutput {
+  readonly progressive: boolean;
+  readonly cadence: { readonly ms: number; readonly bytes: number };
 }
 
 const runTransitions: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
