@@ -16,6 +16,7 @@ import {
   type HistoryEntry,
   historyAsOf,
   type ProviderAttempt,
+  type RunOutput,
   type RunProfile,
   type RunRecord,
 } from '../../domain/task.ts';
@@ -96,7 +97,7 @@ export const runAttempts = async (
     const startedAt = deps.clock.now();
     const provider = deps.providerFor(providerId);
     runtime.progress.providerCalled = true;
-    const chunks = answerChunksFor(deps, run, current, chain.slice(index));
+    const chunks = answerChunksFor(deps, { run, task: current, output: profile.output }, chain.slice(index));
     try {
       const result = await callProvider(deps, provider, { run, task, profile, history, chunks }, runtime);
       if (chunks !== undefined) ({ run, task: current } = await chunks.close());
@@ -205,11 +206,13 @@ const callProvider = async (
  */
 const answerChunksFor = (
   deps: RunDeps,
-  run: RunRecord,
-  task: StoredTask,
+  {
+    run,
+    task,
+    output,
+  }: { readonly run: RunRecord; readonly task: StoredTask; readonly output: RunOutput | undefined },
   providersLeft: readonly string[],
 ): AnswerChunks | undefined => {
-  const output = deps.config.profiles[run.profileId]?.output;
   const level = output?.progressive === true ? chunkLevelOf(deps, run, providersLeft) : undefined;
   return output === undefined || level === undefined
     ? undefined
