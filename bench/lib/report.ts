@@ -653,7 +653,7 @@ export const renderMarkdown = (report: Report): string => {
       `${report.parameters.warmUpTasks ? `, each server warmed by ${report.parameters.warmUpTasks} tasks first (decision 0087)` : ''}` +
       `${report.parameters.quick ? ' — **quick run, not for final figures**' : ''}. ` +
       'Counts are exact for the tasks driven; latencies are medians over the rounds and depend on the machine load stated per round. ' +
-      'Method: docs/decisions/0012-benchmark-method.md.',
+      'Method: bench/README.md, "Method".',
   );
   out.push('');
   const targetTable = (rows: readonly TargetResult[]) =>
