@@ -1,19 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchConfig, benchTokens } from '../../bench/lib/bench-config.ts';
 import { RpcClient, stateOf } from '../../bench/lib/client.ts';
-import { roundInItsOwnProcess } from '../../bench/lib/load-process.ts';
+import { type LoadGenerator, startLoadGenerator } from '../../bench/lib/load-process.ts';
 import { diffSnapshots, Meter, type MeterSnapshot } from '../../bench/lib/meter.ts';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 
 /**
- * The benchmark's clients in a process of their own, against the local stack with the benchmark's
- * configuration; and the write units of the benchmark's single-turn task, metered as the benchmark
- * meters them (bench/README.md, "Method").
+ * The benchmark's load generator (bench/README.md, "The load generator"): one process of its own
+ * for every round, against the local stack with the benchmark's configuration; and the write units
+ * of the benchmark's single-turn task, metered as the benchmark meters them (bench/README.md, "Method").
  */
 let stack: LocalStack;
+let generator: LoadGenerator;
 const meter = new Meter();
 beforeAll(async () => {
+  generator = startLoadGenerator();
   // Before the stack: the meter hooks the SDK clients the handlers create.
   meter.install();
   stack = await startLocalStack({
@@ -25,13 +27,15 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
+  await generator?.stop();
   await stack?.stop();
   meter.uninstall();
 });
 
-describe('a load round in its own process', () => {
-  it('sends every task, returns each latency and COMPLETED id and its own CPU', async () => {
-    const result = await roundInItsOwnProcess({
+describe('the load generator', () => {
+  it('sends every task of a round, returns each latency and COMPLETED id and its own CPU', async () => {
+    expect(generator.pid).not.toBe(process.pid);
+    const result = await generator.round({
       url: `${stack.baseUrl}/agents/default`,
       token: benchTokens.main,
       tasks: 6,
@@ -44,9 +48,9 @@ describe('a load round in its own process', () => {
     expect(result.cpuSeconds).toBeGreaterThan(0);
   });
 
-  it('fails the round when a call does not complete (a wrong token here)', async () => {
+  it('fails the round when a call does not complete (a wrong token here), and serves the next', async () => {
     await expect(
-      roundInItsOwnProcess({
+      generator.round({
         url: `${stack.baseUrl}/agents/default`,
         token: 'not-a-token',
         tasks: 2,
@@ -54,6 +58,16 @@ describe('a load round in its own process', () => {
         label: 'refused',
       }),
     ).rejects.toThrow(/refused: expected TASK_STATE_COMPLETED/);
+    // The same process, its client kept: the round's requests only, not the earlier rounds'.
+    const next = await generator.round({
+      url: `${stack.baseUrl}/agents/default`,
+      token: benchTokens.main,
+      tasks: 2,
+      concurrency: 2,
+      label: 'after a failure',
+    });
+    expect(next.ids).toHaveLength(2);
+    expect(next.requests).toBe(2);
   });
 });
 
@@ -94,5 +108,67 @@ describe("the benchmark's single-turn task", () => {
         'rpc: Audit': 2,
       });
     }
+  });
+});
+
+/** One SendStreamingMessage read to its end: the states its frames showed. */
+const streamed = async (text: string): Promise<string[]> => {
+  const response = await fetch(`${stack.baseUrl}/agents/default`, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      'A2A-Version': '1.0',
+      Accept: 'text/event-stream',
+      Authorization: `Bearer ${benchTokens.main}`,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendStreamingMessage',
+      params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] } },
+    }),
+  });
+  const body = await response.text();
+  return body
+    .split('\n')
+    .filter((line) => line.startsWith('data:'))
+    .map((line) => JSON.parse(line.slice(5)).result)
+    .map((result) => result?.statusUpdate?.status?.state ?? result?.task?.status?.state)
+    .filter((state): state is string => state !== undefined);
+};
+
+/** Requests per function and `Service.Operation`. */
+const requests = (snapshot: MeterSnapshot) =>
+  Object.fromEntries(
+    Object.entries(snapshot.requests).flatMap(([fn, row]) =>
+      Object.entries(row).map(([operation, count]) => [`${fn}: ${operation}`, count]),
+    ),
+  );
+
+describe("the benchmark's streamed task", () => {
+  it('makes the blocking task’s writes: its run runs in the rpc, no queue hop, no claim of its own', async () => {
+    const client = new RpcClient(`${stack.baseUrl}/agents/default`, benchTokens.main);
+    expect(await streamed('warm-up')).toContain('TASK_STATE_COMPLETED');
+    await meter.untilIdle(1_500);
+    let before = meter.snapshot();
+    expect(stateOf(await client.send('blocking'))).toBe('TASK_STATE_COMPLETED');
+    await meter.untilIdle(1_500);
+    const blocking = diffSnapshots(meter.snapshot(), before);
+    before = meter.snapshot();
+    expect(await streamed('streamed')).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    await meter.untilIdle(1_500);
+    const streaming = diffSnapshots(meter.snapshot(), before);
+    // The same writes, from the rpc alone: the create claims the run, the rpc runs it and
+    // completes it; nothing is queued and the executor is never invoked.
+    const rpcOnly = (counts: Record<string, number>) =>
+      Object.fromEntries(Object.entries(counts).filter(([key]) => key.startsWith('rpc: ')));
+    expect(rpcOnly(writeUnits(streaming))).toEqual(rpcOnly(writeUnits(blocking)));
+    const { 'rpc: DynamoDB.Query': polls = 0, ...others } = rpcOnly(requests(streaming));
+    expect(others).toEqual(rpcOnly(requests(blocking)));
+    expect(Object.keys(requests(streaming)).filter((key) => key.includes('SQS'))).toEqual([]);
+    expect(streaming.invocations.executor).toBeUndefined();
+    // What the stream adds: its reads of the journal's events, the last one woken by the run's end.
+    expect(polls).toBeGreaterThanOrEqual(1);
+    console.info(`streamed task: ${polls} journal reads beside the blocking task's requests`);
   });
 });

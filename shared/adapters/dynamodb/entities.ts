@@ -129,6 +129,7 @@ const taskFields = {
   profileId: z.string(),
   state: z.enum(taskStates),
   revision: z.int().check(z.positive()),
+  generation: z.optional(z.int().check(z.positive())),
   currentRunId: z.string(),
   statusTimestamp: z.string(),
   createdAt: z.string(),
@@ -136,6 +137,7 @@ const taskFields = {
   expiresAt: z.number(),
   sealedStatusMessage: z.optional(blob),
   sealedArtifacts: z.optional(blob),
+  artifactCount: z.optional(z.int().check(z.nonnegative())),
   sealedHistory: z.optional(blob),
   historyFrom: z.optional(z.int().check(z.positive())),
   historyExpiresAt: z.optional(z.number()),
@@ -205,6 +207,12 @@ const runFields = {
         ),
       ),
       maxToolRounds: z.number(),
+      output: z.optional(
+        z.object({
+          progressive: z.boolean(),
+          cadence: z.object({ ms: z.number(), bytes: z.number() }),
+        }),
+      ),
     }),
   ),
   fence: z.optional(z.object({ callId: z.string(), tool: z.string(), at: z.string() })),
@@ -232,7 +240,7 @@ const pushConfigFields = {
   sealedCredentials: z.optional(blob),
   sealedToken: z.optional(blob),
   createdAt: z.string(),
-  protocolVersion: z.optional(z.enum(['1.0', '0.3'])),
+  protocolVersion: z.optional(z.enum(['1.0', '0.3', '1.1'])),
   expiresAt: z.number(),
   afterRevision: z.optional(z.number()),
 } satisfies Record<keyof StoredPushConfig, unknown>;

@@ -228,11 +228,16 @@ const buildV1AgentCard = (
     description: profile.description,
     version: profile.version,
     // Both bindings at the agent's one base URL (docs/protocol.md §14): JSON-RPC posts to it,
-    // HTTP+JSON appends its routes. JSON-RPC first: the SDKs pick the first they speak.
-    supportedInterfaces: [
-      { url: rpcUrlOf(baseUrl, profileId), protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
-      { url: rpcUrlOf(baseUrl, profileId), protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
-    ],
+    // HTTP+JSON appends its routes. JSON-RPC first: the SDKs pick the first they speak. Every
+    // protocol combination served, in preference order: 1.0, then 1.1 with its task generations
+    // at the same URL (docs/protocol.md §16), which only a client asking for 1.1 gets.
+    supportedInterfaces: (['1.0', '1.1'] as const).flatMap((protocolVersion) =>
+      (['JSONRPC', 'HTTP+JSON'] as const).map((protocolBinding) => ({
+        url: rpcUrlOf(baseUrl, profileId),
+        protocolBinding,
+        protocolVersion,
+      })),
+    ),
     capabilities: {
       ...capabilities,
       extendedAgentCard: capabilities.extendedAgentCard && declaresExtendedCard(config, profileId),

@@ -88,6 +88,8 @@ export const runProfileOf = (profile: ProfileConfig): RunProfile => ({
   tools: profile.tools,
   ...(Object.keys(profile.mcp).length > 0 && { mcp: profile.mcp }),
   maxToolRounds: profile.maxToolRounds,
+  // Only a progressive profile's: the others commit no chunk, and their runs' rows stay as they were.
+  ...(profile.output.progressive && { output: profile.output }),
 });
 
 export interface ProfileCatalog {

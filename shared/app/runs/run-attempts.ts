@@ -16,9 +16,11 @@ import {
   type HistoryEntry,
   historyAsOf,
   type ProviderAttempt,
+  type RunOutput,
   type RunProfile,
   type RunRecord,
 } from '../../domain/task.ts';
+import { failpoint, isInjectedFault } from '../operations/failpoints.ts';
 import { loadHistory } from '../tasks/task-history.ts';
 import { recordAgentStep, recordAuditStep, recordStart } from './record-audit.ts';
 import { AnswerChunks, chunkLevelOf } from './run-chunks.ts';
@@ -95,7 +97,7 @@ export const runAttempts = async (
     const startedAt = deps.clock.now();
     const provider = deps.providerFor(providerId);
     runtime.progress.providerCalled = true;
-    const chunks = answerChunksFor(deps, run, current, chain.slice(index));
+    const chunks = answerChunksFor(deps, { run, task: current, output: profile.output }, chain.slice(index));
     try {
       const result = await callProvider(deps, provider, { run, task, profile, history, chunks }, runtime);
       if (chunks !== undefined) ({ run, task: current } = await chunks.close());
@@ -115,6 +117,8 @@ export const runAttempts = async (
       );
     } catch (error) {
       if (chunks !== undefined) ({ run, task: current } = await chunks.close());
+      // An injected crash (docs/reliability.md) is a crash: nothing after it runs in this executor.
+      if (isInjectedFault(error)) throw error;
       if (error instanceof ApprovalRequiredError) {
         const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), error.tokens);
         await recordAuditStep(deps, run, { kind: 'attempt', ...attempt, reason: 'AWAITING_APPROVAL' });
@@ -192,6 +196,7 @@ const callProvider = async (
           ? await deps.tasks.fenceRun(run, fence)
           : await chunks.between((current) => deps.tasks.fenceRun(current, fence), { fence });
       if (outcome !== 'fenced') throw new ToolFenceLostError(outcome);
+      failpoint('executor.afterFence');
     },
   });
 
@@ -201,11 +206,13 @@ const callProvider = async (
  */
 const answerChunksFor = (
   deps: RunDeps,
-  run: RunRecord,
-  task: StoredTask,
+  {
+    run,
+    task,
+    output,
+  }: { readonly run: RunRecord; readonly task: StoredTask; readonly output: RunOutput | undefined },
   providersLeft: readonly string[],
 ): AnswerChunks | undefined => {
-  const output = deps.config.profiles[run.profileId]?.output;
   const level = output?.progressive === true ? chunkLevelOf(deps, run, providersLeft) : undefined;
   return output === undefined || level === undefined
     ? undefined
