@@ -3,6 +3,7 @@ import { type McpServerConfig, mcpToolName } from '../../config/config.ts';
 import type { JsonObject, JsonValue } from '../../domain/a2a.ts';
 import type {
   EnabledTool,
+  RemoteToolCheck,
   RemoteToolGrant,
   RemoteToolGrants,
   RemoteToolSource,
@@ -51,7 +52,7 @@ const loadClient = () => import('@modelcontextprotocol/sdk/client/index.js');
  * fails that tool call with an error the model reads, never the run; a `write` call that may
  * have reached it says its outcome is unknown (I-EFFECT).
  */
-export class McpToolSource implements RemoteToolSource {
+export class McpToolSource implements RemoteToolSource, RemoteToolCheck {
   private readonly lists = new Map<
     string,
     { readonly until: number; readonly tools: Promise<readonly ListedTool[]> }
