@@ -37,8 +37,10 @@ beforeAll(async () => {
     endpoints: providedEndpoints(),
     prefix,
     log: () => {},
+    // The run is queued again at each start deadline, at most 3 times, and then reaped: the
+    // streams stay idle for 4 deadlines (12 s, a dozen heartbeats).
     runLeaseMs: 1_000,
-    runStartDeadlineMs: 6_000,
+    runStartDeadlineMs: 3_000,
     reaperIntervalMs: 250,
     // Every run queued for the executor: the rpc would otherwise run a streaming send's run itself.
     blockingRunsInRpc: false,

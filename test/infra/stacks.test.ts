@@ -37,6 +37,7 @@ import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { deploymentAuthProblems } from '../../shared/config/auth.ts';
 import { defaultConfig, defaultDynamodbCapacity } from '../../shared/config/config.ts';
 import { type MetricName, metricCatalog } from '../../shared/domain/metrics.ts';
+import { templatesOnly } from '../support/templates-only.ts';
 
 /**
  * One synth for the whole file: NodejsFunction bundles with esbuild, and the built-in
@@ -1177,7 +1178,7 @@ describe('createInstallation', () => {
   const configApp = (config: unknown): App => {
     const file = join(workDir, `config-${Math.random().toString(36).slice(2)}.json`);
     writeFileSync(file, JSON.stringify(config));
-    return new App({ context: { config: file } });
+    return new App({ context: { config: file, ...templatesOnly } });
   };
 
   it('names the stacks after the stage, dev by default', () => {
@@ -1366,7 +1367,7 @@ describe('createInstallation', () => {
         { ...defaultProfile, instructions: 'x'.repeat(300) },
       ]),
     );
-    const hugeApp = new App();
+    const hugeApp = new App({ context: templatesOnly });
     const hugeStateful = new StatefulStack(hugeApp, 'huge-stateful', { prefix: 'huge' });
     expect(
       () =>
@@ -1387,7 +1388,7 @@ const installationOf = (config: unknown): Installation => {
   const stub = join(dir, 'stub.ts');
   writeFileSync(stub, 'export const handler = async () => ({});\n');
   const entries = Object.fromEntries(Object.keys(defaultEntries).map((name) => [name, stub]));
-  return createInstallation(new App({ context: { config: file, stage: 'stubbed' } }), {
+  return createInstallation(new App({ context: { config: file, stage: 'stubbed', ...templatesOnly } }), {
     entries,
     authorizerEntry: undefined,
   });
@@ -1425,6 +1426,21 @@ describe('provider key secrets (decision 0026)', () => {
   };
   let secretInstallation: Installation;
   let template: Template;
+  /** The grant of a secret named without its ARN: any of the names Secrets Manager's suffix makes. */
+  const namedSecretArn = (name: string) => ({
+    'Fn::Join': [
+      '',
+      [
+        'arn:',
+        { Ref: 'AWS::Partition' },
+        ':secretsmanager:',
+        { Ref: 'AWS::Region' },
+        ':',
+        { Ref: 'AWS::AccountId' },
+        `:secret:${name}-??????`,
+      ],
+    ],
+  });
 
   beforeAll(() => {
     secretInstallation = installationOf(secretConfig);
@@ -1458,21 +1474,8 @@ describe('provider key secrets (decision 0026)', () => {
         Effect: 'Allow',
         Action: 'secretsmanager:GetSecretValue',
         Resource: [
-          {
-            'Fn::Join': [
-              '',
-              [
-                'arn:',
-                { Ref: 'AWS::Partition' },
-                ':secretsmanager:',
-                { Ref: 'AWS::Region' },
-                ':',
-                { Ref: 'AWS::AccountId' },
-                // Secrets Manager appends a 6-character suffix to every secret's ARN.
-                ':secret:a2a/openai-??????',
-              ],
-            ],
-          },
+          // Secrets Manager appends a 6-character suffix to every secret's ARN.
+          namedSecretArn('a2a/openai'),
           // A complete ARN as given; since a name may end like a suffix, also as a partial one.
           secretArn,
           `${secretArn}-??????`,
@@ -1561,6 +1564,58 @@ describe('provider key secrets (decision 0026)', () => {
     );
     expect(() => installationOf(withSecret({ secretId: 'ok', kmsKeyArn: 'alias/mine' }))).toThrow(
       /providers\.o\.apiKeySecret\.kmsKeyArn/,
+    );
+  });
+
+  it("grants MCP servers' credentials in Secrets Manager the same way, and only them; refuses a malformed one naming the setting", () => {
+    const mcpConfig = (headerSecret: unknown) => ({
+      ...testConfig,
+      mcpServers: {
+        tickets: {
+          url: 'https://tickets.example.com/mcp',
+          headers: { 'x-api-key': { secret: headerSecret }, 'x-team': 'support' },
+        },
+        crm: {
+          url: 'https://crm.example.com/mcp',
+          oauth: {
+            tokenUrl: 'https://auth.example.com/token',
+            clientId: 'agent',
+            clientSecret: { secret: { secretId: secretArn, kmsKeyArn: keyArn } },
+          },
+        },
+        // A credential from the environment only: nothing to grant.
+        local: { url: 'https://local.example.com/mcp', headers: { 'x-api-key': { env: 'LOCAL_KEY' } } },
+      },
+    });
+    const installation = installationOf(mcpConfig({ secretId: 'mcp/tickets', jsonKey: 'key' }));
+    const tmpl = Template.fromStack(installation.service);
+    const { service: stack } = installation;
+    const secretStatements = statementsOf(tmpl, stack, stack.executor).filter((statement) =>
+      [statement.Action].flat().some((action) => String(action).startsWith('secretsmanager:')),
+    );
+    expect(secretStatements).toEqual([
+      {
+        Effect: 'Allow',
+        Action: 'secretsmanager:GetSecretValue',
+        Resource: [namedSecretArn('mcp/tickets'), secretArn, `${secretArn}-??????`],
+      },
+    ]);
+    expect(statementsOf(tmpl, stack, stack.executor)).toContainEqual(
+      expect.objectContaining({ Action: 'kms:Decrypt', Resource: keyArn }),
+    );
+    // The rpc runs blocking sends' runs and their tool calls (`deployment.blockingRunsInRpc`): the same secrets.
+    expect(
+      statementsOf(tmpl, stack, stack.rpc).filter((statement) =>
+        [statement.Action].flat().some((action) => String(action).startsWith('secretsmanager:')),
+      ),
+    ).toEqual(secretStatements);
+    const functions = tmpl.toJSON().Resources as Record<string, Resource>;
+    expect((functions[logicalIdOf(stack, stack.executor)] as Resource).Properties.Layers).toHaveLength(1);
+    for (const fn of [stack.projector, stack.pusher, stack.deliverer, stack.reaper]) {
+      expect(JSON.stringify(statementsOf(tmpl, stack, fn))).not.toContain('secretsmanager');
+    }
+    expect(() => installationOf(mcpConfig({ secretId: 'bad name with spaces' }))).toThrow(
+      /mcpServers\.tickets\.headers\.x-api-key\.secret\.secretId/,
     );
   });
 

@@ -21,6 +21,10 @@ export const failpointNames = [
   'executor.afterClaim',
   /** A chunk of the answer is committed while the model works; the executor crashes mid-stream. */
   'executor.afterChunk',
+  /** A `write` tool call is fenced on the run row, not yet sent; the executor crashes (I-EFFECT). */
+  'executor.afterFence',
+  /** A fenced tool call was sent and answered; the executor crashes before the model reads the result. */
+  'executor.afterToolCall',
   /** The completing transaction is about to be sent: nothing of the result is stored. */
   'executor.beforeSettle',
   /** The completing transaction was applied, but the executor fails before it hears so. */
@@ -175,3 +179,6 @@ export const failpoint = (name: FailpointName): void => {
   // `compiledIn` first: esbuild folds the constant and drops the rest, class included.
   if (compiledIn && failpointFires(name)) throw new InjectedFaultError(name);
 };
+
+/** True for the error a failpoint threw (a simulated crash); always false in a deployed bundle. */
+export const isInjectedFault = (error: unknown): boolean => compiledIn && error instanceof InjectedFaultError;

@@ -20,6 +20,7 @@ import {
   type RunProfile,
   type RunRecord,
 } from '../../domain/task.ts';
+import { failpoint, isInjectedFault } from '../operations/failpoints.ts';
 import { loadHistory } from '../tasks/task-history.ts';
 import { recordAgentStep, recordAuditStep, recordStart } from './record-audit.ts';
 import { AnswerChunks, chunkLevelOf } from './run-chunks.ts';
@@ -116,6 +117,8 @@ export const runAttempts = async (
       );
     } catch (error) {
       if (chunks !== undefined) ({ run, task: current } = await chunks.close());
+      // An injected crash (docs/reliability.md) is a crash: nothing after it runs in this executor.
+      if (isInjectedFault(error)) throw error;
       if (error instanceof ApprovalRequiredError) {
         const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), error.tokens);
         await recordAuditStep(deps, run, { kind: 'attempt', ...attempt, reason: 'AWAITING_APPROVAL' });
@@ -193,6 +196,7 @@ const callProvider = async (
           ? await deps.tasks.fenceRun(run, fence)
           : await chunks.between((current) => deps.tasks.fenceRun(current, fence), { fence });
       if (outcome !== 'fenced') throw new ToolFenceLostError(outcome);
+      failpoint('executor.afterFence');
     },
   });
 

@@ -15,6 +15,7 @@ import {
 } from '../../domain/model.ts';
 import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
 import type { EnabledTool } from '../../domain/tools.ts';
+import { failpoint } from '../operations/failpoints.ts';
 
 export const defaultMaxToolRounds = 8;
 
@@ -173,6 +174,7 @@ export class ToolLoopAgent implements AgentProvider {
         // A tool that threw may have sent its request: its outcome is unknown.
         outcomeUnknown = true;
       }
+      if (effect === 'write') failpoint('executor.afterToolCall');
     }
     await request.onStep?.({
       kind: 'tool-call',
