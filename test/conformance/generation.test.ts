@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../shared/config/config.ts';
 import { drain, rpc as streamRpc } from './sse.ts';
 import {
   type ConformanceStack,
-  conformanceConfig,
+  conformanceConfigWith,
   errorInfoOf,
   type JsonObject,
   startConformanceStack,
@@ -23,17 +22,11 @@ import {
 let sut: ConformanceStack;
 
 beforeAll(async () => {
-  const base = conformanceConfig as unknown as JsonObject & {
-    providers: JsonObject;
-    profiles: JsonObject;
-  };
   sut = await startConformanceStack(
     'conf-generation',
-    parseConfig({
-      ...base,
-      providers: { ...base.providers, streamer: { type: 'scripted', behavior: 'stream', paceMs: 5 } },
+    conformanceConfigWith({
+      providers: { streamer: { type: 'scripted', behavior: 'stream', paceMs: 5 } },
       profiles: {
-        ...base.profiles,
         // Progressive output: the answer is committed in chunks, each a revision of its own.
         streams: {
           name: 'Streams',

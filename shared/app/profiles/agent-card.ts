@@ -213,6 +213,24 @@ export function buildAgentCard(
   return card === undefined || version === '1.0' ? card : toV03AgentCard(card);
 }
 
+/** This server's own extensions where it serves them, then the profile's (docs/protocol.md §9). */
+const extensionsOf = (
+  profile: { readonly extensions?: readonly AgentExtension[] },
+  capabilities: ImplementedCapabilities,
+): { extensions?: AgentExtension[] } => {
+  const extensions = [
+    ...(capabilities.pushNotifications ? [{ ...pushDeliveriesExtension }] : []),
+    ...(profile.extensions ?? []).map((extension) => ({ ...extension })),
+  ];
+  return extensions.length > 0 ? { extensions } : {};
+};
+
+/** The extension URIs a profile declares `required`: every request to it must list them (-32008). */
+export const requiredExtensionsOf = (config: Config, profileId: string): string[] =>
+  (config.profiles[profileId]?.extensions ?? [])
+    .filter((extension) => extension.required)
+    .map((extension) => extension.uri);
+
 const buildV1AgentCard = (
   config: Config,
   profileId: string,
@@ -241,7 +259,7 @@ const buildV1AgentCard = (
     capabilities: {
       ...capabilities,
       extendedAgentCard: capabilities.extendedAgentCard && declaresExtendedCard(config, profileId),
-      ...(capabilities.pushNotifications ? { extensions: [{ ...pushDeliveriesExtension }] } : {}),
+      ...extensionsOf(profile, capabilities),
     },
     ...securityOf(config.auth),
     defaultInputModes: [...profile.inputModes],

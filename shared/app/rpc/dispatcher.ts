@@ -159,8 +159,11 @@ export interface DispatcherOptions {
    * `info`, one line per answered request that names a task: its id as `correlation_id`.
    */
   readonly logger: Pick<Logger, 'error'> & Partial<Pick<Logger, 'info'>>;
-  /** Extension URIs the profile declares `required: true`; a request without one gets -32008. */
-  readonly requiredExtensions?: readonly string[];
+  /**
+   * Extension URIs declared `required: true` — for every profile, or per profile (docs/protocol.md §9);
+   * a request without one gets -32008.
+   */
+  readonly requiredExtensions?: readonly string[] | ((profileId: string) => Promise<readonly string[]>);
   /**
    * The v0.3 method table (`message/send`, …; rpc/v03-methods.ts), served to requests negotiated
    * as 0.3. Without it such requests get -32009 (docs/protocol.md §17).
@@ -343,7 +346,10 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
   options: DispatcherOptions,
 ): Dispatcher => {
   const now = options.now ?? (() => new Date());
-  const requiredExtensions = options.requiredExtensions ?? [];
+  const requiredOf = async (profileId: string): Promise<readonly string[]> => {
+    const required = options.requiredExtensions ?? [];
+    return typeof required === 'function' ? required(profileId) : required;
+  };
   const tables: Readonly<Record<ProtocolVersion, Readonly<Record<string, MethodSpec>> | undefined>> = {
     '1.0': methods,
     // 1.1 is 1.0's methods with the task generations they keep shown (docs/protocol.md §16).
@@ -469,7 +475,8 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
       headerValue(headers, 'a2a-extensions') ??
         (version === '0.3' ? headerValue(headers, 'x-a2a-extensions') : undefined),
     );
-    const missing = requiredExtensions.find((uri) => !extensions.includes(uri));
+    const required = await requiredOf(request.profileId ?? 'default');
+    const missing = required.find((uri) => !extensions.includes(uri));
     if (missing !== undefined) throw new ExtensionSupportRequiredError(missing);
 
     const params = parseParams(spec.params, envelope.params);
