@@ -32,12 +32,16 @@ export const createProviderFor = (
     if (provider.type === 'scripted' && provider.behavior === 'call-tool') {
       if (provider.tool === undefined)
         throw new Error(`providers.${providerId}.tool is required by the call-tool behaviour`);
-      providers.set(
-        providerId,
-        new ToolLoopAgent(
-          lazyScriptedToolModel(providerId, provider.tool, provider.arguments as JsonObject | undefined),
-        ),
+      const agent = new ToolLoopAgent(
+        lazyScriptedToolModel(providerId, provider.tool, provider.arguments as JsonObject | undefined),
       );
+      // Counted like every scripted provider, so the proofs see a run that called it twice (I-ONCE).
+      providers.set(providerId, {
+        run: (request) => {
+          ScriptedProvider.countCall(request.runId);
+          return agent.run(request);
+        },
+      });
     } else if (provider.type === 'scripted') {
       const { behavior, paceMs, failAfterWords } = provider;
       providers.set(

@@ -13,7 +13,11 @@ import {
 } from '../support/fake-model-servers.ts';
 import { readTaskRows } from '../support/fault-stack.ts';
 import { createTestResources, providedEndpoints, type TestResources } from '../support/local-guard.ts';
-import { type McpServerProcess, startMcpTestServer } from '../support/mcp-server-process.ts';
+import {
+  type McpServerProcess,
+  startMcpTestServer,
+  startServerEverything,
+} from '../support/mcp-server-process.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 /**
@@ -23,18 +27,20 @@ import { waitFor } from '../support/wait-for.ts';
  * at the server, not assumed. Faults: a crash right after the fence (failpoint
  * `executor.afterFence`), a crash after the call was answered (`executor.afterToolCall`), each
  * followed by a redelivered run message and the reaper; a server that hangs past the deadline; a
- * result above the size cap; a destructive tool that waits for an operator's approval.
+ * result above the size cap; a destructive tool that waits for an operator's approval. And a
+ * third-party server, `@modelcontextprotocol/server-everything` from the npm registry.
  */
 
 const prefix = `e2e-mcp-${randomUUID().slice(0, 8)}`;
 const argMarker = 'ARG-5b2e-note';
 let server: McpServerProcess;
+let everything: McpServerProcess;
 let model: FakeModelServer;
 let stack: LocalStack;
 let inspect: TestResources;
 
 beforeAll(async () => {
-  server = await startMcpTestServer();
+  [server, everything] = await Promise.all([startMcpTestServer(), startServerEverything()]);
   // An OpenAI-compatible model that calls the note tool with the marker, then answers plainly.
   model = await startFakeModelServer((request) => {
     const messages = (request.body.messages ?? []) as { role: string }[];
@@ -55,18 +61,28 @@ beforeAll(async () => {
   });
   const config = parseConfig({
     privacy: { level: 'full' },
-    mcpServers: { tools: { url: server.url, timeoutMs: 1_500, maxResultBytes: 4_096 } },
+    mcpServers: {
+      tools: { url: server.url, timeoutMs: 1_500, maxResultBytes: 4_096 },
+      everything: { url: everything.url },
+    },
     providers: {
       model: { type: 'openai', baseUrl: `${model.url}/v1`, model: 'gpt-test' },
       note: scripted('tools__append_note'),
       big: scripted('tools__big', { arguments: { bytes: 10_000 } }),
       deleter: scripted('tools__delete_record'),
+      echoer: scripted('everything__echo', { arguments: { message: 'hello from a task' } }),
     },
     profiles: {
       default: profile('model', { append_note: {} }),
       note: profile('note', { append_note: {} }),
       big: profile('big', { big: {} }),
       deleter: profile('deleter', { delete_record: {} }),
+      everything: {
+        name: 'Everything',
+        description: 'Calls a third-party MCP server',
+        providers: ['echoer'],
+        mcp: { everything: { tools: { echo: {} } } },
+      },
     },
   });
   stack = await startLocalStack({
@@ -88,7 +104,7 @@ afterAll(async () => {
   disarmFailpoints();
   inspect?.destroy();
   await stack?.stop();
-  await Promise.all([server?.stop(), model?.stop()]);
+  await Promise.all([server?.stop(), everything?.stop(), model?.stop()]);
 });
 afterEach(async () => {
   disarmFailpoints();
@@ -284,5 +300,12 @@ describe('MCP tools through the local stack', () => {
     expect(task.status.state).toBe('TASK_STATE_COMPLETED');
     expect(answerOf(task)).toContain(`record ${marker} deleted`);
     expect(await callsWith(marker)).toHaveLength(1);
+  });
+
+  it('calls a third-party MCP server (server-everything from the npm registry) from a run', async () => {
+    const taskId = await send('everything', 'Echo something.');
+    const task = await settled('everything', taskId);
+    expect(task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(answerOf(task)).toMatch(/^Tool everything__echo answered: .*hello from a task/);
   });
 });

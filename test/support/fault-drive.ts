@@ -13,7 +13,7 @@ import type { ReceivedPost } from './webhook-receiver.ts';
  */
 
 /** Profiles the proofs drive: the TCK's scripted scenarios, and a provider that always fails. */
-export const faultProofConfig = parseConfig({
+const faultProofInput = {
   privacy: { level: 'metadata' },
   providers: {
     tck: { type: 'scripted', behavior: 'tck' },
@@ -45,15 +45,58 @@ export const faultProofConfig = parseConfig({
   webhooks: { retryBaseSeconds: 1 },
   // Every driven task holds an SSE stream (and re-attaches) at once, or a blocking send: one caller, 20+ of each.
   limits: { streamsPerCaller: 200, blockingSendsPerCaller: 200 },
-});
+};
+export const faultProofConfig = parseConfig(faultProofInput);
 
-export type TaskKind = 'complete' | 'artifact' | 'multiTurn' | 'canceled' | 'failed' | 'rejected';
+export type TaskKind =
+  | 'complete'
+  | 'artifact'
+  | 'multiTurn'
+  | 'canceled'
+  | 'failed'
+  | 'rejected'
+  | 'toolCall';
 
 /** The mix: every kind, multi-turn and cancel through INPUT_REQUIRED. */
-export const kindFor = (index: number): TaskKind =>
-  (['artifact', 'multiTurn', 'complete', 'canceled', 'artifact', 'failed', 'multiTurn', 'rejected'] as const)[
-    index % 8
-  ]!;
+export const defaultMix: readonly TaskKind[] = [
+  'artifact',
+  'multiTurn',
+  'complete',
+  'canceled',
+  'artifact',
+  'failed',
+  'multiTurn',
+  'rejected',
+];
+
+/** The kind of the `index`th task of a mix. */
+export const kindFor = (index: number, mix: readonly TaskKind[] = defaultMix): TaskKind =>
+  mix[index % mix.length]!;
+
+/**
+ * The fault proofs' profiles, and `tools`: a profile whose scripted model calls the non-idempotent
+ * `append_note` of an MCP server (test/support/mcp-test-server.ts) with the message's JSON — the
+ * `toolCall` kind, a fenced write call under the faults (I-EFFECT).
+ */
+export const faultProofConfigWithTools = (mcpUrl: string) =>
+  parseConfig({
+    ...faultProofInput,
+    providers: {
+      ...faultProofInput.providers,
+      noter: { type: 'scripted', behavior: 'call-tool', tool: 'tools__append_note' },
+    },
+    profiles: {
+      ...faultProofInput.profiles,
+      tools: {
+        name: 'Tools',
+        description: 'Adds a note through an MCP tool',
+        providers: ['noter'],
+        privacyLevel: 'full',
+        mcp: { tools: { tools: { append_note: {} } } },
+      },
+    },
+    mcpServers: { tools: { url: mcpUrl, timeoutMs: 5_000 } },
+  });
 
 const firstMessageOf: Record<TaskKind, string> = {
   complete: 'tck-complete-task',
@@ -62,6 +105,7 @@ const firstMessageOf: Record<TaskKind, string> = {
   canceled: 'tck-input-required',
   failed: 'tck-complete-task',
   rejected: 'tck-reject-task',
+  toolCall: 'tool-call',
 };
 
 export const terminalStates = new Set([
@@ -162,6 +206,8 @@ export interface DriveOptions {
   readonly webhookUrl: string;
   readonly tasks: number;
   readonly concurrency: number;
+  /** The kinds of task, in turn (default `defaultMix`). */
+  readonly mix?: readonly TaskKind[];
   /**
    * Drop a stream that shows nothing for this long (default 60 s); it is re-subscribed with
    * Last-Event-ID. Must exceed `stallMs` of the judge, which checks what such a stream missed.
@@ -262,7 +308,7 @@ const lastRevisionOf = (trace: TaskTrace): number | undefined =>
   trace.streams.flat().findLast((seen) => seen.revision !== undefined)?.revision;
 
 const urlOf = (baseUrl: string, trace: TaskTrace): string =>
-  `${baseUrl}/agents/${trace.kind === 'failed' ? 'failing' : 'default'}`;
+  `${baseUrl}/agents/${trace.kind === 'failed' ? 'failing' : trace.kind === 'toolCall' ? 'tools' : 'default'}`;
 
 /** Drives one task: create by SendStreamingMessage, then (INPUT_REQUIRED) subscribe and answer or cancel. */
 const driveTask = async (
@@ -278,12 +324,16 @@ const driveTask = async (
   for (let attempt = 1; taskId === undefined && attempt <= 3; attempt++) {
     const created: Sighting[] = [];
     trace.streams.push(created);
+    const messageId = `${firstMessageOf[trace.kind]}-${randomUUID()}`;
     taskId = await readStream(
       await call(trace, url, 'SendStreamingMessage', {
         message: {
-          messageId: `${firstMessageOf[trace.kind]}-${randomUUID()}`,
+          messageId,
           role: 'ROLE_USER',
-          parts: [{ text: `task ${trace.index}` }],
+          // A tool call's arguments: the message id, so the MCP server's log tells each send's call.
+          parts: [
+            { text: trace.kind === 'toolCall' ? JSON.stringify({ text: messageId }) : `task ${trace.index}` },
+          ],
         },
         configuration: { taskPushNotificationConfig: { url: `${options.webhookUrl}/hook/${trace.index}` } },
       }),
@@ -390,7 +440,7 @@ export interface DriveResult {
 export const driveTasks = async (options: DriveOptions): Promise<DriveResult> => {
   const traces: TaskTrace[] = Array.from({ length: options.tasks }, (_, index) => ({
     index,
-    kind: kindFor(index),
+    kind: kindFor(index, options.mix),
     streams: [],
     idleDrops: [],
     errors: [],

@@ -47,6 +47,9 @@ export interface TaskRow {
   readonly reason?: string;
   /** The sealed status message and artifacts are stored (a COMPLETED task's result, I-RESULT). */
   readonly hasResult: boolean;
+  /** The sealed artifacts are stored (a tool loop's answer has no status message). */
+  readonly hasArtifacts: boolean;
+  readonly profileId: string;
 }
 
 export interface RunRow {
@@ -81,6 +84,8 @@ export const readTaskRows = async (
             currentRunId: String(item.currentRunId),
             ...(item.metadata?.reason ? { reason: String(item.metadata.reason) } : {}),
             hasResult: item.statusMessage !== undefined && item.artifacts !== undefined,
+            hasArtifacts: item.artifacts !== undefined,
+            profileId: String(item.profileId),
           });
           // The current run lives in its task row (decision 0038); it wins over an archived copy.
           if (item.run) {

@@ -1,10 +1,15 @@
 import { type Endpoints, startLocalStack } from '../../infra/local/local-stack.ts';
 import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
 import { disarmFailpoints, failpointCounts } from '../../shared/app/operations/failpoints.ts';
-import { abandonedRunReason, unstartedRunReason } from '../../shared/app/runs/reap-runs.ts';
 import {
+  abandonedRunReason,
+  interruptedToolCallReason,
+  unstartedRunReason,
+} from '../../shared/app/runs/reap-runs.ts';
+import {
+  defaultMix,
   driveTasks,
-  faultProofConfig,
+  faultProofConfigWithTools,
   finishChannels,
   judgeChannels,
   recordCommits,
@@ -13,12 +18,14 @@ import {
   webhookSightings,
 } from './fault-drive.ts';
 import { queueDepths, readTaskRows } from './fault-stack.ts';
+import { startMcpTestServer } from './mcp-server-process.ts';
 import { startWebhookReceiver } from './webhook-receiver.ts';
 
 /**
  * The soak with faults (issue #7.2, docs/reliability.md): many tasks on many clients while every
  * failpoint fires at random; then the checks. `npm run soak` runs the full size
- * (test/soak/run.ts), `test/e2e/soak.test.ts` a small one.
+ * (test/soak/run.ts), `test/e2e/soak.test.ts` a small one. One task in nine calls a non-idempotent
+ * MCP tool (the MCP test server in its own process): no call may reach it twice (I-EFFECT).
  */
 
 export interface SoakOptions {
@@ -39,6 +46,8 @@ const expectedFailures = new Set([
   unstartedRunReason,
   'SEALING_FAILED',
   'ENQUEUE_FAILED',
+  // A fault after a write tool call's fence (its outcome unknown): never sent again (I-EFFECT).
+  interruptedToolCallReason,
 ]);
 
 export interface SoakReport {
@@ -52,8 +61,9 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
   const began = performance.now();
   const recorder = recordCommits();
   const receiver = await startWebhookReceiver();
+  const mcp = await startMcpTestServer();
   const stack = await startLocalStack({
-    config: faultProofConfig,
+    config: faultProofConfigWithTools(mcp.url),
     ...(options.endpoints ? { endpoints: options.endpoints } : {}),
     prefix: options.prefix,
     failpoints: options.failpoints,
@@ -75,6 +85,7 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
       webhookUrl: receiver.url,
       tasks: options.tasks,
       concurrency: options.concurrency,
+      mix: [...defaultMix, 'toolCall'],
     });
     const drivenMs = performance.now() - began - startedMs;
     // The faults stop here; what they broke must now heal by itself (reaper, retries, redelivery).
@@ -116,7 +127,9 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
         problems.push(`task ${taskId} FAILED for ${row.reason}`);
       }
       if (row.state === 'TASK_STATE_COMPLETED') {
-        if (!row.hasResult) problems.push(`task ${taskId} COMPLETED without its stored result`);
+        // A tool loop (the `tools` profile) answers with its artifact and no status message.
+        if (!(row.profileId === 'tools' ? row.hasArtifacts : row.hasResult))
+          problems.push(`task ${taskId} COMPLETED without its stored result`);
         if (rows.runs.get(row.currentRunId)?.status !== 'COMPLETED') {
           problems.push(`task ${taskId} COMPLETED, its run ${rows.runs.get(row.currentRunId)?.status}`);
         }
@@ -134,6 +147,15 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
       const reason = row.reason ?? 'unknown';
       failedRuns[side][reason] = (failedRuns[side][reason] ?? 0) + 1;
     }
+    // Each send's tool call carries its message id: one that reached the server twice was sent again.
+    const toolCalls = await mcp.calls();
+    const sendsByArguments = new Map<string, number>();
+    for (const sent of toolCalls) {
+      const key = JSON.stringify(sent.arguments);
+      sendsByArguments.set(key, (sendsByArguments.get(key) ?? 0) + 1);
+    }
+    for (const [key, sends] of sendsByArguments)
+      if (sends > 1) problems.push(`tool call ${key} reached the MCP server ${sends}×`);
     let runsCalledTwice = 0;
     for (const [runId, calls] of ScriptedProvider.callsByRun) {
       if (calls > 1) {
@@ -179,6 +201,7 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
           deliveriesRetried: stack.pollers.deliverer?.stats().failed,
         },
         providerCalls: [...ScriptedProvider.callsByRun.values()].reduce((sum, calls) => sum + calls, 0),
+        toolCalls: toolCalls.length,
         runsCalledTwice,
         failedRuns,
         // Never started before their deadline (decision 0053), or claimed and never at their
@@ -215,7 +238,7 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
   } finally {
     disarmFailpoints();
     await stack.stop();
-    await receiver.close();
+    await Promise.all([receiver.close(), mcp.stop()]);
     recorder.stop();
   }
 };

@@ -56,8 +56,13 @@ export class ScriptedProvider implements AgentProvider {
     private readonly options: ScriptedOptions = {},
   ) {}
 
+  /** Counts one call of a run's scripted provider (this class, or the `call-tool` model's tool loop). */
+  static countCall(runId: string): void {
+    ScriptedProvider.callsByRun.set(runId, (ScriptedProvider.callsByRun.get(runId) ?? 0) + 1);
+  }
+
   async run(request: AgentRequest): Promise<AgentResult> {
-    ScriptedProvider.callsByRun.set(request.runId, (ScriptedProvider.callsByRun.get(request.runId) ?? 0) + 1);
+    ScriptedProvider.countCall(request.runId);
     const last = request.history.at(-1);
     if (last === undefined) throw new Error('A run needs at least one message');
     switch (this.behavior) {
