@@ -194,8 +194,11 @@ describe('long-poll GetTask with currentGeneration', () => {
     );
     const heldMs = Date.now() - startedAt;
     expect(heldMs).toBeGreaterThanOrEqual(450);
-    expect(heldMs).toBeLessThan(1_900);
-    expect(polled.result).toMatchObject({ id, generation: current.generation });
+    expect(polled.result.id).toBe(id);
+    // At the cap, before the run's end (2 s after the send): the task as it was. On a loaded machine
+    // the run may end within the cap: then the answer is the newer generation, as held for.
+    if (polled.result.generation === current.generation) expect(heldMs).toBeLessThan(1_900);
+    else expect(polled.result.generation as number).toBeGreaterThan(current.generation as number);
   });
 });
 
