@@ -1,4 +1,5 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type McpServerConfig, mcpToolName } from '../../config/config.ts';
 import type { JsonObject, JsonValue } from '../../domain/a2a.ts';
 import type {
@@ -39,9 +40,6 @@ export interface McpToolSourceOptions {
 
 /** An MCP failure whose request may have reached the server: sent, and no answer read. */
 const unansweredCodes = new Set([-32000, -32001]);
-
-const loadSdk = () => import('@modelcontextprotocol/sdk/client/streamableHttp.js');
-const loadClient = () => import('@modelcontextprotocol/sdk/client/index.js');
 
 /**
  * Tools of remote MCP servers (Streamable HTTP, docs/configuration.md `mcpServers`) as a profile
@@ -152,7 +150,8 @@ export class McpToolSource implements RemoteToolSource, RemoteToolCheck {
         : undefined;
     const { $schema: _dialect, ...inputSchema } = found?.inputSchema ?? { type: 'object' };
     return {
-      requiresApproval: override.requiresApproval ?? destructive,
+      // A tool that cannot be called sends nothing: no operator is asked to approve its error.
+      requiresApproval: unavailable === undefined && (override.requiresApproval ?? destructive),
       tool: {
         name: mcpToolName(serverId, toolName),
         description: found?.description ?? `Tool ${toolName} of the MCP server ${serverId}.`,
@@ -208,13 +207,9 @@ export class McpToolSource implements RemoteToolSource, RemoteToolCheck {
     serverId: string,
     server: McpServerConfig,
     signal: AbortSignal | undefined,
-    use: (client: Client) => Promise<T>,
+    use: (client: McpClient) => Promise<T>,
     onConnected?: (body: string | undefined) => void,
   ): Promise<T> {
-    const [{ Client: McpClient }, { StreamableHTTPClientTransport: Transport }] = await Promise.all([
-      loadClient(),
-      loadSdk(),
-    ]);
     const fetch = createGuardedFetch({
       policy: this.options.policy,
       timeoutMs: server.timeoutMs,

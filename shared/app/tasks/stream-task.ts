@@ -112,7 +112,7 @@ export interface StreamTaskInput {
    */
   readonly messageAnswerWaitMs?: number;
   /**
-   * Settles when the task's run, run in this function, has ended and journaled its last revision:
+   * Resolves when the task's run, run in this function, has ended and journaled its last revision:
    * the stream then reads the journal at once instead of at its next poll.
    */
   readonly runEnded?: Promise<unknown>;
