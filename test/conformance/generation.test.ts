@@ -138,6 +138,37 @@ describe('generation on Task and on both update events', () => {
   });
 });
 
+describe('SubscribeToTask under 1.1', () => {
+  it('the events after the Task go on from its generation; a re-attach with Last-Event-ID shows the same generations', async () => {
+    const task = await inputRequired();
+    const subscribed = await streamRpc(sut.agentUrl('tck'), 'SubscribeToTask', { id: task.id }, v11);
+    if (subscribed.kind !== 'sse')
+      throw new Error(`expected a stream, got ${JSON.stringify(subscribed.body)}`);
+    const sent = followUp(task.id, {});
+    const { events } = await drain(subscribed.frames);
+    await sent;
+    const generationsOf = (frames: typeof events) =>
+      frames.map((frame) => generationsIn(frame.data?.result)[0] as number);
+    const seen = generationsOf(events);
+    expect(seen[0]).toBe(task.generation);
+    expect(seen).toEqual(seen.map((_, index) => task.generation + index));
+    const final = (await sut.rpc('GetTask', { id: task.id }, { headers: v11 })).result;
+    expect(seen.at(-1)).toBe(final.generation);
+    // Re-attached after the Task it opened with: that Task again, then every event after it.
+    const resumed = await streamRpc(
+      sut.agentUrl('tck'),
+      'SubscribeToTask',
+      { id: task.id },
+      {
+        ...v11,
+        'Last-Event-ID': events[0]?.id ?? '',
+      },
+    );
+    if (resumed.kind !== 'sse') throw new Error(`expected a stream, got ${JSON.stringify(resumed.body)}`);
+    expect(generationsOf((await drain(resumed.frames)).events)).toEqual(seen);
+  });
+});
+
 describe('long-poll GetTask with currentGeneration', () => {
   it('held until the task moves past it (JSON-RPC), then answers with the newer generation', async () => {
     const task = await inputRequired();
