@@ -2,7 +2,7 @@ import type { Artifact, JsonObject, Message, TaskState } from './a2a.ts';
 import { isTerminal } from './a2a.ts';
 import type { RunApproval } from './approvals.ts';
 import type { SealedBlob, StoredTask } from './projection.ts';
-import type { RemoteToolGrants } from './tools.ts';
+import type { AgentGrants, RemoteToolGrants } from './tools.ts';
 
 /**
  * Tasks and runs as the state table holds them (docs/invariants.md "Vocabulary"; docs/data-model.md). Content fields (status
@@ -150,6 +150,8 @@ export interface RunProfile {
   readonly tools: readonly { readonly name: string; readonly requiresApproval: boolean }[];
   /** The MCP tools the profile allows (config `profiles.<id>.mcp`); absent: none. */
   readonly mcp?: RemoteToolGrants;
+  /** The remote A2A agents the profile may delegate to (config `profiles.<id>.agents`); absent: none. */
+  readonly agents?: AgentGrants;
   readonly maxToolRounds: number;
 }
 

@@ -204,6 +204,12 @@ const runFields = {
           }),
         ),
       ),
+      agents: z.optional(
+        z.record(
+          z.string(),
+          z.object({ description: z.optional(z.string()), requiresApproval: z.boolean() }),
+        ),
+      ),
       maxToolRounds: z.number(),
     }),
   ),

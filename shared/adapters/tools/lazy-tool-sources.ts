@@ -1,7 +1,14 @@
 import type { JsonObject } from '../../domain/a2a.ts';
 import type { ChatModel, ModelRequest, ModelStreamEvent, ModelTurn } from '../../domain/model.ts';
-import type { RemoteToolGrants, RemoteToolSource, ToolRegistry } from '../../domain/tools.ts';
+import type {
+  AgentGrants,
+  AgentToolSource,
+  RemoteToolGrants,
+  RemoteToolSource,
+  ToolRegistry,
+} from '../../domain/tools.ts';
 import type { WebhookPolicy } from '../../domain/webhook-address.ts';
+import type { A2aAgentSourceOptions } from './a2a-agent-source.ts';
 import type { CredentialSources } from './mcp-credentials.ts';
 import type { McpToolSourceOptions } from './mcp-tool-source.ts';
 
@@ -42,6 +49,18 @@ export class LazyMcpToolSource implements RemoteToolSource {
 
   async problemsOf(grants: RemoteToolGrants, profileId: string): Promise<string[]> {
     return (await this.get()).problemsOf(grants, profileId);
+  }
+}
+
+/** The remote A2A agents as tools (a2a-agent-source.ts), created when a run first needs them. */
+export class LazyA2aAgentSource implements AgentToolSource {
+  private source: Promise<InstanceType<ToolSources['A2aAgentSource']>> | undefined;
+
+  constructor(private readonly options: A2aAgentSourceOptions) {}
+
+  async toolsFor(grants: AgentGrants) {
+    this.source ??= load().then(({ A2aAgentSource }) => new A2aAgentSource(this.options));
+    return (await this.source).toolsFor(grants);
   }
 }
 

@@ -7,7 +7,7 @@ import type { AgentProvider, Clock, RunLeases, WritePlan } from '../../domain/po
 import { retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import type { RunRecord } from '../../domain/task.ts';
-import type { RemoteToolSource, ToolRegistry } from '../../domain/tools.ts';
+import type { AgentToolSource, RemoteToolSource, ToolRegistry } from '../../domain/tools.ts';
 import {
   type CommitDeps,
   commitAndProject,
@@ -34,6 +34,8 @@ export interface ExecuteRunDeps extends CommitDeps {
   readonly tools?: ToolRegistry | (() => Promise<ToolRegistry>);
   /** The MCP servers' tools profiles may allow (`profiles.<id>.mcp`); absent: such a profile's runs fail TOOL_UNAVAILABLE. */
   readonly remoteTools?: RemoteToolSource;
+  /** The remote A2A agents profiles may delegate to (`profiles.<id>.agents`); absent: such a profile's runs fail TOOL_UNAVAILABLE. */
+  readonly agentTools?: AgentToolSource;
   /**
    * Observer of every model turn and tool call, arguments and results included; never journaled.
    * The audit trail records them itself (`recordAgentStep`, at the audit ceiling).

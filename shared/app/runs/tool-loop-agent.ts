@@ -81,7 +81,7 @@ export class ToolLoopAgent implements AgentProvider {
       }
       const results: ToolResult[] = [];
       for (const call of turn.toolCalls) {
-        results.push(await this.invoke(request, enabled.get(call.name), call));
+        results.push(await this.invoke(request, enabled.get(call.name), call, session.rounds));
       }
       // Turn and results enter the session together: a transcript never holds a call without its result.
       session.steps.push(
@@ -126,7 +126,7 @@ export class ToolLoopAgent implements AgentProvider {
       results.push(
         decided.verdict === 'denied' && entry?.requiresApproval
           ? errorResult(call, decided.reason ? `${deniedCallText} Reason: ${decided.reason}` : deniedCallText)
-          : await this.invoke(request, entry, call),
+          : await this.invoke(request, entry, call, session.rounds),
       );
     }
     session.steps.push(
@@ -141,6 +141,7 @@ export class ToolLoopAgent implements AgentProvider {
     request: AgentRequest,
     enabled: EnabledTool | undefined,
     call: ToolCall,
+    round: number,
   ): Promise<ToolResult> {
     const started = performance.now();
     let result: ToolResult;
@@ -154,6 +155,8 @@ export class ToolLoopAgent implements AgentProvider {
       try {
         const output = await enabled.tool.invoke(call.arguments, {
           runId: request.runId,
+          callId: call.id,
+          round,
           signal: request.signal,
         });
         if (output.ok) {
