@@ -134,6 +134,21 @@ export interface RunRecord {
    * FAILED `TOOL_CALL_INTERRUPTED`; nothing sends the call again.
    */
   readonly fence?: RunFence;
+  /**
+   * The delegated call this run waits at (docs/configuration.md `a2aAgents`) and its remote task,
+   * recorded under the run lock before the call waits, with the state to continue at it in
+   * `sealedSuspension` (I-EFFECT): a run that stopped while waiting is queued again and reads the
+   * same remote task, never sends the message again. Removed when the call returns.
+   */
+  readonly delegation?: RunDelegation;
+}
+
+/** A delegated call as the run row records it: which call, which tool, which remote task, since when. */
+export interface RunDelegation {
+  readonly callId: string;
+  readonly tool: string;
+  readonly remoteTaskId: string;
+  readonly at: string;
 }
 
 /** A fenced tool call as the run row records it: which call, which tool, when it started. */
@@ -313,8 +328,11 @@ export const moveRun = (
  * The one way back from RUNNING, outside the state machine above, for a run that provably called
  * no provider (I-ONCE is about provider calls): the executor that claimed it gives it back because
  * it failed before the call (it knows that in memory), or the reaper takes it back because no
- * claim wrote its start marker and the reaper took the slot (docs/data-model.md, "Audit table"). Its lease
- * and start deadline are `leaseUntil`, so the reaper queues it again if no delivery claims it first.
+ * claim wrote its start marker and the reaper took the slot (docs/data-model.md, "Audit table");
+ * and for a run that stopped while it waited at a delegated call whose remote task and state it
+ * recorded (`delegation`): it continues at that call without calling its provider for the steps
+ * before. Its lease and start deadline are `leaseUntil`, so the reaper queues it again if no
+ * delivery claims it first.
  */
 export const giveBackRun = (run: RunRecord, leaseUntil: number): RunRecord => {
   if (run.status !== 'RUNNING') throw new IllegalTransitionError('run', run.status, 'QUEUED');

@@ -46,6 +46,15 @@ export interface ToolContext {
   readonly callId?: string;
   readonly round?: number;
   readonly signal?: AbortSignal;
+  /**
+   * Delegation (docs/configuration.md `a2aAgents`): the remote task this call started before (a
+   * run continued at it: read it, send nothing), and how to record the one it starts before it
+   * waits for it. A rejection of `record` stops the call and the run's attempt.
+   */
+  readonly remoteTask?: {
+    readonly recorded?: string;
+    record(remoteTaskId: string): Promise<void>;
+  };
 }
 
 export interface Tool extends ToolSpec {

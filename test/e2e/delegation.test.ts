@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
+import { armFailpoints, disarmFailpoints, failpointCounts } from '../../shared/app/operations/failpoints.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { rpc } from '../conformance/sse.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
@@ -60,6 +61,9 @@ beforeAll(async () => {
     config: configFor(port),
     endpoints: providedEndpoints(),
     prefix: `e2e-delegation-${randomUUID().slice(0, 6)}`,
+    // Short, so a run that stopped is found by the reaper within seconds, not the deployed 90 s.
+    runLeaseMs: 3_000,
+    reaperIntervalMs: 500,
     log: () => {},
   });
 });
@@ -83,6 +87,29 @@ const send = async (agent: string, text: string) =>
     status: { state: string };
     artifacts?: { parts: { text: string }[] }[];
   };
+
+/** A task at a profile, read until it is terminal (or the time is over). */
+const settled = async (agent: string, id: string, timeoutMs = 30_000) => {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const task = (await call(agent, 'GetTask', { id })) as
+      | (Json & { status: { state: string }; artifacts?: { parts: { text: string }[] }[] })
+      | undefined;
+    const state = task?.status.state ?? '';
+    if (
+      ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED'].includes(state) ||
+      Date.now() > until
+    )
+      return task;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+};
+
+/** The JSON the scripted model answered with: what the tool returned. */
+const toolAnswerOf = (task: { artifacts?: { parts: { text: string }[] }[] } | undefined) => {
+  const text = task?.artifacts?.[0]?.parts[0]?.text ?? '';
+  return JSON.parse(text.slice(text.indexOf('{'))) as Json & { taskId: string; state: string };
+};
 
 const tasksOf = async (agent: string) =>
   ((await call(agent, 'ListTasks', { pageSize: 100 }))?.tasks as (Json & { id: string })[]) ?? [];
@@ -112,5 +139,28 @@ describe('delegation to another profile of the same server', () => {
     expect(text).toContain(`"taskId":"${taskId}"`);
     expect(text).toContain('"state":"completed"');
     expect((await tasksOf('b')).length).toBe(before);
+  });
+});
+
+describe('a retried delegated step reaches the same remote task', () => {
+  afterAll(() => disarmFailpoints());
+
+  it('the executor stops right after recording b’s task; the reaper queues the run again, it reads that task: one task at b', async () => {
+    armFailpoints('executor.afterDelegationHeld=#1');
+    const before = (await tasksOf('b')).length;
+    const accepted = (
+      await call('a', 'SendMessage', {
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'crash while waiting' }] },
+        configuration: { returnImmediately: true },
+      })
+    )?.task as { id: string };
+    const task = await settled('a', accepted.id);
+    expect(failpointCounts()['executor.afterDelegationHeld']?.faults).toBe(1);
+    expect(task?.status.state).toBe('TASK_STATE_COMPLETED');
+    const answer = toolAnswerOf(task);
+    expect(answer.state).toBe('completed');
+    const after = await tasksOf('b');
+    expect(after.length).toBe(before + 1);
+    expect(after.map((one) => one.id)).toContain(answer.taskId);
   });
 });

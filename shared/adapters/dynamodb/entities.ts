@@ -214,6 +214,9 @@ const runFields = {
     }),
   ),
   fence: z.optional(z.object({ callId: z.string(), tool: z.string(), at: z.string() })),
+  delegation: z.optional(
+    z.object({ callId: z.string(), tool: z.string(), remoteTaskId: z.string(), at: z.string() }),
+  ),
 } satisfies Record<RunField, unknown>;
 
 const approvalFields = {

@@ -101,19 +101,23 @@ export class A2aAgentSource implements AgentToolSource {
     const taskId = typeof args.taskId === 'string' && args.taskId !== '' ? args.taskId : undefined;
     if (text === undefined && taskId === undefined)
       return { ok: false, error: 'Give a message, or the taskId of a task to read.' };
-    const sent = { message: false };
+    // A run continued at this call reads the remote task the call started: nothing is sent again.
+    const recorded = context.remoteTask?.recorded;
+    const sends = text !== undefined && recorded === undefined;
+    let client: Client;
+    let task: Task;
     try {
-      const client = await this.client(agentId, agent);
-      let task: Task;
-      if (text === undefined) {
-        task = await client.getTask(GetTaskRequest.fromJSON({ id: taskId }), requestOptions(context));
+      client = await this.client(agentId, agent);
+      if (!sends) {
+        task = await client.getTask(
+          GetTaskRequest.fromJSON({ id: recorded ?? taskId, historyLength: 0 }),
+          requestOptions(context),
+        );
       } else {
-        const messageId = delegatedMessageId(context.runId, context.round ?? 0, context.callId ?? '');
-        sent.message = true;
         const result = await client.sendMessage(
           SendMessageRequest.fromJSON({
             message: {
-              messageId,
+              messageId: delegatedMessageId(context.runId, context.round ?? 0, context.callId ?? ''),
               role: 'ROLE_USER',
               parts: [{ text }],
               ...(taskId !== undefined && { taskId }),
@@ -125,17 +129,28 @@ export class A2aAgentSource implements AgentToolSource {
         if (!('status' in result)) return sized(replyOf(result), agent.maxResultBytes);
         task = result;
       }
-      task = await this.settled(client, task, agent, context);
-      return sized(answerOf(task), agent.maxResultBytes);
     } catch (error) {
       context.signal?.throwIfAborted();
       return {
         ok: false,
         error: `The A2A agent ${agentId} failed the call: ${describe(error)}.`,
         // A message that may have been sent and whose task is unknown: its outcome is open.
-        ...(sent.message && !isAnswer(error) && { outcomeUnknown: true }),
+        ...(sends && !isAnswer(error) && { outcomeUnknown: true }),
       };
     }
+    // The remote task is recorded on the run before the call waits for it (I-EFFECT); a failure
+    // to record stops the run's attempt (it is not the tool's to answer).
+    if (sends && !settledStates.has(stateOf(task))) await context.remoteTask?.record(task.id);
+    try {
+      task = await this.settled(client, task, agent, context);
+    } catch (error) {
+      context.signal?.throwIfAborted();
+      return {
+        ok: false,
+        error: `The task ${task.id} of the A2A agent ${agentId} could not be read: ${describe(error)}. Read it later with its taskId.`,
+      };
+    }
+    return sized(answerOf(task), agent.maxResultBytes);
   }
 
   /** The task read again until it settles or the agent's wait is over; the last read otherwise. */

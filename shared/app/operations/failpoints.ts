@@ -19,6 +19,8 @@ export const failpointNames = [
   'create.afterCommit',
   /** executeRun: the run is claimed (RUNNING, lease taken), the provider not yet called. */
   'executor.afterClaim',
+  /** A delegated call's remote task is recorded on the run row; the executor crashes before it waits. */
+  'executor.afterDelegationHeld',
   /** A chunk of the answer is committed while the model works; the executor crashes mid-stream. */
   'executor.afterChunk',
   /** The completing transaction is about to be sent: nothing of the result is stored. */
@@ -175,3 +177,9 @@ export const failpoint = (name: FailpointName): void => {
   // `compiledIn` first: esbuild folds the constant and drops the rest, class included.
   if (compiledIn && failpointFires(name)) throw new InjectedFaultError(name);
 };
+
+/**
+ * Whether an error is an injected fault: it stands for the process dying where it was thrown, so
+ * nothing that catches it on the way may act on it. Always false where failpoints are compiled out.
+ */
+export const isInjectedFault = (error: unknown): boolean => compiledIn && error instanceof InjectedFaultError;

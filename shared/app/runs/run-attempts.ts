@@ -1,4 +1,5 @@
 import type { Message } from '../../domain/a2a.ts';
+import type { SuspendedRun } from '../../domain/approvals.ts';
 import type { AuditContent } from '../../domain/audit.ts';
 import {
   AgentStoppedError,
@@ -11,14 +12,17 @@ import {
 import type { AgentSession } from '../../domain/model.ts';
 import type { AgentOutcome, AgentProvider, AgentResult } from '../../domain/ports.ts';
 import { answerOutcome } from '../../domain/privacy.ts';
-import type { StoredTask } from '../../domain/projection.ts';
+import type { SealedBlob, StoredTask } from '../../domain/projection.ts';
 import {
   type HistoryEntry,
   historyAsOf,
   type ProviderAttempt,
+  type RunDelegation,
   type RunProfile,
   type RunRecord,
+  reviseRun,
 } from '../../domain/task.ts';
+import { failpoint, isInjectedFault } from '../operations/failpoints.ts';
 import { loadHistory } from '../tasks/task-history.ts';
 import { recordAgentStep, recordAuditStep, recordStart } from './record-audit.ts';
 import { AnswerChunks, chunkLevelOf } from './run-chunks.ts';
@@ -96,9 +100,16 @@ export const runAttempts = async (
     const provider = deps.providerFor(providerId);
     runtime.progress.providerCalled = true;
     const chunks = answerChunksFor(deps, run, current, chain.slice(index));
+    const ledger: DelegationLedger = { touched: false };
     try {
-      const result = await callProvider(deps, provider, { run, task, profile, history, chunks }, runtime);
+      const result = await callProvider(
+        deps,
+        provider,
+        { run, task, profile, history, chunks, providerIndex: index, ledger },
+        runtime,
+      );
       if (chunks !== undefined) ({ run, task: current } = await chunks.close());
+      run = withLedger(run, ledger);
       const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), result);
       // The attempt's own fields (provider, outcome, duration, tokens); auditEntryAt keeps only those it lists.
       await recordAuditStep(deps, run, {
@@ -114,7 +125,10 @@ export const runAttempts = async (
         history,
       );
     } catch (error) {
+      // A failpoint stands for the process dying there: nothing after it runs (docs/reliability.md).
+      if (isInjectedFault(error)) throw error;
       if (chunks !== undefined) ({ run, task: current } = await chunks.close());
+      run = withLedger(run, ledger);
       if (error instanceof ApprovalRequiredError) {
         const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), error.tokens);
         await recordAuditStep(deps, run, { kind: 'attempt', ...attempt, reason: 'AWAITING_APPROVAL' });
@@ -157,6 +171,8 @@ const callProvider = async (
     profile,
     history,
     chunks,
+    providerIndex,
+    ledger,
   }: {
     readonly run: RunRecord;
     readonly task: StoredTask;
@@ -164,6 +180,9 @@ const callProvider = async (
     readonly history: readonly HistoryEntry[];
     /** The attempt's answer chunks, when it commits any: each moves the run's version. */
     readonly chunks: AnswerChunks | undefined;
+    readonly providerIndex: number;
+    /** What the attempt's delegated calls recorded on the run row. */
+    readonly ledger: DelegationLedger;
   },
   runtime: AttemptsRuntime,
 ): Promise<AgentResult> =>
@@ -193,7 +212,78 @@ const callProvider = async (
           : await chunks.between((current) => deps.tasks.fenceRun(current, fence), { fence });
       if (outcome !== 'fenced') throw new ToolFenceLostError(outcome);
     },
+    delegations: {
+      // I-EFFECT: the remote task and the state to continue at its call, on the run row before the
+      // call waits, in place of the call's fence; a run that stops while it waits is queued again.
+      hold: async (step) => {
+        const state: SuspendedRun = {
+          nonce: crypto.randomUUID(),
+          providerIndex,
+          historyRevision: runtime.historyRevision,
+          rounds: step.rounds,
+          steps: step.steps,
+          pending: step.turn,
+          done: step.done,
+          ...(step.verdict !== undefined && { verdict: step.verdict }),
+          ...(step.reason !== undefined && { reason: step.reason }),
+        };
+        const hold = {
+          delegation: {
+            callId: step.call.id,
+            tool: step.call.name,
+            remoteTaskId: step.remoteTaskId,
+            at: deps.clock.now().toISOString(),
+          },
+          sealedSuspension: await deps.codec.sealSuspension(run.taskId, run.runId, state),
+        };
+        await holdOnRow(deps, run, chunks, hold);
+        Object.assign(ledger, { touched: true, ...hold });
+        failpoint('executor.afterDelegationHeld');
+      },
+      release: async () => {
+        await holdOnRow(deps, run, chunks, undefined);
+        Object.assign(ledger, { touched: true, delegation: undefined, sealedSuspension: undefined });
+      },
+    },
   });
+
+/** What an attempt's delegated calls left on the run row: the run in memory follows it. */
+interface DelegationLedger {
+  touched: boolean;
+  delegation?: RunDelegation;
+  sealedSuspension?: SealedBlob;
+}
+
+const withLedger = (run: RunRecord, ledger: DelegationLedger): RunRecord =>
+  ledger.touched
+    ? reviseRun(
+        run,
+        { delegation: ledger.delegation, sealedSuspension: ledger.sealedSuspension, fence: undefined },
+        { keepVersion: true },
+      )
+    : run;
+
+/**
+ * The delegation write (`TaskRepository.holdDelegation`) at the version the run holds now,
+ * between answer chunks as a fence is; the chunks after it write it on.
+ */
+const holdOnRow = async (
+  deps: RunDeps,
+  run: RunRecord,
+  chunks: AnswerChunks | undefined,
+  hold: { readonly delegation: RunDelegation; readonly sealedSuspension: SealedBlob } | undefined,
+): Promise<void> => {
+  const write = async (current: RunRecord) => {
+    const outcome = await deps.tasks.holdDelegation(current, hold);
+    return outcome === 'held' ? ('fenced' as const) : outcome;
+  };
+  const kept =
+    hold === undefined
+      ? { delegation: undefined, sealedSuspension: undefined }
+      : { ...hold, fence: undefined };
+  const outcome = chunks === undefined ? await write(run) : await chunks.between(write, kept);
+  if (outcome !== 'fenced') throw new ToolFenceLostError(outcome);
+};
 
 /**
  * The chunks of an attempt whose profile asks for progressive output, when its ceilings allow
