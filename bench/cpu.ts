@@ -31,7 +31,7 @@ const { values: args } = parseArgs({
     tasks: { type: 'string', default: '300' },
     concurrency: { type: 'string', default: '20' },
     rounds: { type: 'string', default: '2' },
-    // DynamoDB Local's C2 settles after about 400 tasks (decision 0087): rounds before it mislead.
+    // DynamoDB Local's C2 compiler is done after about 400 tasks (decision 0087): rounds before it mislead.
     'warm-up': { type: 'string', default: '1000' },
     json: { type: 'boolean', default: false },
     profile: { type: 'string' },
@@ -136,7 +136,7 @@ const main = async () => {
   try {
     log(`warm-up (java pid ${javaPid})`);
     await pool(WARM_UP, CONCURRENCY, (i) => send(i, 'warm-up'));
-    await meter.settle();
+    await meter.untilIdle();
     for (let r = 0; r < ROUNDS; r++) {
       const load = round(loadavg()[0] ?? 0);
       const before = meter.snapshot();
@@ -154,7 +154,7 @@ const main = async () => {
       const latencies = await pool(TASKS, CONCURRENCY, (i) => send(i, 'cpu'));
       const wallMs = performance.now() - began;
       // Work the tasks caused after their responses (projection of the last ones, pollers' tails).
-      await meter.settle();
+      await meter.untilIdle();
       const node = cpuMsOf('self') - node0;
       const mainThread = (mainThreadSeconds() - main0) * 1000;
       const java = cpuMsOf(javaPid) - java0;

@@ -144,7 +144,7 @@ const blocking = async (draw: () => number, rttMs: number) => {
       minRevision: 1,
       until: isTerminal,
       timeoutMs: 25_000,
-      kind: 'settled:x',
+      kind: 'answerable:x',
     });
     return { reads, lateMs: now - start - landMs };
   };

@@ -118,15 +118,15 @@ const streamTask = async (agent: string) => {
 
 const progressivePhase = async () => {
   for (let i = 0; i < 3; i++) await streamTask('progressive'); // warm up
-  await meter.settle();
+  await meter.untilIdle();
   const results: Awaited<ReturnType<typeof streamTask>>[] = [];
   let before = meter.snapshot();
   for (let i = 0; i < TASKS; i++) results.push(await streamTask('progressive'));
-  await meter.settle();
+  await meter.untilIdle();
   const progressiveUnits = writeUnits(diffSnapshots(meter.snapshot(), before)) / TASKS;
   before = meter.snapshot();
   for (let i = 0; i < TASKS; i++) await streamTask('plain');
-  await meter.settle();
+  await meter.untilIdle();
   const plainUnits = writeUnits(diffSnapshots(meter.snapshot(), before)) / TASKS;
   const chunks = results.reduce((total, result) => total + result.chunks, 0) / TASKS;
   const first = results.flatMap((result) => (result.firstChunkMs === undefined ? [] : [result.firstChunkMs]));
@@ -166,7 +166,7 @@ const conversationPhase = async () => {
   let taskId: string | undefined;
   const units: number[] = [];
   for (let turn = 1; turn <= TURNS; turn++) {
-    await meter.settle();
+    await meter.untilIdle();
     const before = meter.snapshot();
     const answer = await send({
       messageId: `tck-input-required-${randomUUID()}`,
@@ -178,7 +178,7 @@ const conversationPhase = async () => {
     if (task?.status.state !== 'TASK_STATE_INPUT_REQUIRED')
       throw new Error(`turn ${turn}: ${JSON.stringify(answer).slice(0, 300)}`);
     taskId = task.id;
-    await meter.settle();
+    await meter.untilIdle();
     units.push(writeUnits(diffSnapshots(meter.snapshot(), before)));
   }
   console.log(

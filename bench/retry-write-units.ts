@@ -48,16 +48,16 @@ const wru = (snap: MeterSnapshot): number => {
 };
 const N = 10;
 for (const m of msgs(3)) await send('default', m); // warm up
-await meter.settle();
+await meter.untilIdle();
 for (const agent of ['default', 'alpha']) {
   const batch = msgs(N);
   let before = meter.snapshot();
   for (const m of batch) await send(agent, m);
-  await meter.settle();
+  await meter.untilIdle();
   const fresh = wru(diffSnapshots(meter.snapshot(), before)) / N;
   before = meter.snapshot();
   for (const m of batch) await send(agent, m);
-  await meter.settle();
+  await meter.untilIdle();
   const retry = wru(diffSnapshots(meter.snapshot(), before)) / N;
   console.log(JSON.stringify({ agent, wruPerNewTask: fresh, wruPerRetry: retry }));
 }
@@ -67,7 +67,7 @@ for (const agent of ['default', 'alpha']) {
     const traceId = randomUUID().replaceAll('-', '');
     await send('default', m, `00-${traceId}-${traceId.slice(0, 16)}-01`);
   }
-  await meter.settle();
+  await meter.untilIdle();
   const traced = wru(diffSnapshots(meter.snapshot(), before)) / N;
   console.log(JSON.stringify({ agent: 'default', wruPerNewTaskWithTraceparent: traced }));
 }

@@ -83,7 +83,7 @@ import {
   STEPS_TO_STATUS_TIMESTAMP,
   tracedRoutes,
 } from './lib/latency-floor.ts';
-import { blockingRound, roundInItsOwnProcess } from './lib/load-process.ts';
+import { blockingRound, type LoadGenerator, startLoadGenerator } from './lib/load-process.ts';
 import { diffSnapshots, handlerCapacity, itemSize, Meter, type MeterSnapshot } from './lib/meter.ts';
 import { coldStartTable, latencyFloorSection, renderMarkdown } from './lib/report.ts';
 import { type LatencySummary, median, medianOfRounds, round, summarize } from './lib/stats.ts';
@@ -275,13 +275,13 @@ const measured = async (
   clients: readonly RpcClient[],
   work: () => Promise<number>,
 ): Promise<Measured & { wallMs: number }> => {
-  await meter.settle();
+  await meter.untilIdle();
   const before = meter.snapshot();
   const requestsBefore = clients.reduce((total, client) => total + client.requests, 0);
   const began = performance.now();
   const tasks = await work();
   const wallMs = performance.now() - began;
-  await meter.settle();
+  await meter.untilIdle();
   const delta = diffSnapshots(meter.snapshot(), before);
   const apiRequests = clients.reduce((total, client) => total + client.requests, 0) - requestsBefore;
   const usage = usageOf(delta, tasks, apiRequests, deployment);
@@ -720,7 +720,7 @@ const scalePhase = async (stack: LocalStack, deployment: Deployment, hasListTask
   for (const [k, size] of sizes.entries()) {
     log(`scale: seeding ${size.stored} tasks for ${size.principal}`);
     const seedMs = await seedJournal({ tenant: 'bench', principal: size.principal }, size.stored);
-    await meter.settle();
+    await meter.untilIdle();
     let afterOwnSeeding: LatencySummary | undefined;
     if (hasListTasks) {
       for (let i = 0; i < 5; i++) await listTasks(k)();
@@ -790,10 +790,30 @@ const sequentialTasks = async (client: RpcClient, what: string, into: number[]):
 
 type RoundSummary = LatencySummary & { throughputPerSecond: number; load: ReturnType<typeof machineLoad> };
 
-/** One round of `TASKS` blocking tasks at `CONCURRENCY` clients from their own process (decision 0082). */
-const offProcessRound = async (url: string, token?: string) => {
+/**
+ * `SEQUENTIAL_TASKS` blocking tasks at one client from the load generator (bench/README.md, "The
+ * load generator"), each expected COMPLETED: their latencies.
+ */
+const sequentialFromGenerator = async (
+  generator: LoadGenerator,
+  url: string,
+  token: string | undefined,
+  what: string,
+): Promise<number[]> =>
+  (
+    await generator.round({
+      url,
+      ...(token !== undefined && { token }),
+      tasks: SEQUENTIAL_TASKS,
+      concurrency: 1,
+      label: what,
+    })
+  ).latencies;
+
+/** One round of `TASKS` blocking tasks at `CONCURRENCY` clients from the load generator (decision 0082). */
+const offProcessRound = async (generator: LoadGenerator, url: string, token?: string) => {
   const load = machineLoad();
-  const result = await roundInItsOwnProcess({
+  const result = await generator.round({
     url,
     ...(token !== undefined && { token }),
     tasks: TASKS,
@@ -808,9 +828,20 @@ const offProcessRound = async (url: string, token?: string) => {
   return { ...result, summary };
 };
 
+/**
+ * CPU this server's local stack and DynamoDB Local spend while the SDK server is measured (its
+ * pollers, idle or catching up), per second of the round: what the SDK server shares the machine
+ * with that an outside client measuring it alone would not have.
+ */
+interface BackgroundCpu {
+  readonly cpuSecondsPerSecond: number;
+}
+
 type AnchorSession =
   | { readonly skipped: string }
   | {
+      /** The SDK server's process. */
+      readonly pid?: number;
       readonly round: () => Promise<void>;
       readonly finish: () => Promise<Record<string, unknown>>;
       /** Stops the server if `finish` did not (a phase before it failed); idempotent. */
@@ -818,44 +849,60 @@ type AnchorSession =
     };
 
 /**
- * The anchor under the same load generator (decision 0083): started and warmed before this
- * server's rounds, then one of its rounds right after each of this server's, so both servers'
- * round `r` see the machine of the same minute; `finish` runs its `SEQUENTIAL_TASKS` at one client
- * and stops it.
+ * The anchor under the same load generator (decision 0083): started and warmed by the generator
+ * with as many tasks as this server, then one of its rounds right after each of this server's, so
+ * both servers' round `r` see the machine of the same minute; `finish` runs its `SEQUENTIAL_TASKS`
+ * at one client and stops it. Before each round this server's stack is let go idle (its projector
+ * and pushers catch up on the round before), and the CPU it still spends during the SDK server's
+ * round is reported beside it (bench/README.md, "The load generator").
  */
-const openAnchor = async (install: AnchorInstall): Promise<AnchorSession> => {
+const openAnchor = async (install: AnchorInstall, generator: LoadGenerator): Promise<AnchorSession> => {
   if (args['skip-anchor']) return { skipped: 'anchor skipped: --skip-anchor' };
   if (!install.ok) return { skipped: install.reason };
   const started = await startAnchor();
   if (!started.ok) return { skipped: started.reason };
-  const client = new RpcClient(started.server.url);
+  const { url, pid } = started.server;
+  const notTheStack = [generator.pid, ...(pid !== undefined ? [pid] : [])];
   const rounds: RoundSummary[] = [];
+  const background: BackgroundCpu[] = [];
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopped ??= started.server.stop();
     return stopped;
   };
   try {
-    await pool(WARM_UP_TASKS, CONCURRENCY, async (i) => {
-      expectState(await client.send(`warm-up ${i}`), 'TASK_STATE_COMPLETED', 'anchor warm-up');
-    });
+    await generator.round({ url, tasks: WARM_UP_TASKS, concurrency: CONCURRENCY, label: 'warm-up' });
   } catch (error) {
     await stop();
     throw error;
   }
   return {
+    ...(pid !== undefined && { pid }),
     round: async (): Promise<void> => {
-      rounds.push((await offProcessRound(started.server.url)).summary);
-      log(`anchor round ${rounds.length}/${ROUNDS}: p50 ${round(rounds.at(-1)?.p50 ?? Number.NaN)} ms`);
+      await meter.untilIdle();
+      const before = cpuSeconds(notTheStack);
+      const began = performance.now();
+      rounds.push((await offProcessRound(generator, url)).summary);
+      const after = cpuSeconds(notTheStack);
+      const seconds = (performance.now() - began) / 1000;
+      background.push({
+        cpuSecondsPerSecond: round(
+          (after.node - before.node + after.children - before.children) / Math.max(seconds, 0.001),
+        ),
+      });
+      log(
+        `anchor round ${rounds.length}/${ROUNDS}: p50 ${round(rounds.at(-1)?.p50 ?? Number.NaN)} ms, this stack's background CPU ${background.at(-1)?.cpuSecondsPerSecond} s/s`,
+      );
     },
     finish: async () => {
       try {
-        const sequential: number[] = [];
-        await sequentialTasks(client, 'anchor sequential', sequential);
+        await meter.untilIdle();
+        const sequential = await sequentialFromGenerator(generator, url, undefined, 'anchor sequential');
         return {
           rounds,
           latency: medianOfRounds(rounds),
           sequentialLatency: summarize(sequential),
+          stackBackgroundCpu: background,
           sdkVersion: sdkVersions().anchor,
           installSeconds: install.seconds,
         };
@@ -1015,12 +1062,16 @@ const startStack = async (emulators: {
  * warmed before the floor's task (which runs in this process) and the SDK server's warm-up, ≈ 70 s
  * without load of its own, its first round was the slowest of every run.
  */
-const warmUp = async (main: RpcClient): Promise<void> => {
-  log(`warm-up: ${WARM_UP_TASKS} tasks at ${CONCURRENCY} clients`);
-  await pool(WARM_UP_TASKS, CONCURRENCY, async (i) => {
-    expectState(await main.send(`warm-up ${i}`), 'TASK_STATE_COMPLETED', 'warm-up');
+const warmUp = async (generator: LoadGenerator, main: RpcClient): Promise<void> => {
+  log(`warm-up: ${WARM_UP_TASKS} tasks at ${CONCURRENCY} clients, from the load generator`);
+  await generator.round({
+    url: main.url,
+    token: tokens.main,
+    tasks: WARM_UP_TASKS,
+    concurrency: CONCURRENCY,
+    label: 'warm-up',
   });
-  await meter.settle();
+  await meter.untilIdle();
 };
 
 /**
@@ -1083,7 +1134,7 @@ const floorTaskPhase = async (stack: LocalStack, main: RpcClient, sqs: Emulators
   };
   const floorRun = await runFloorShape('design');
   const fewestRun = await runFloorShape('fewest');
-  await meter.settle();
+  await meter.untilIdle();
   return { floorRun, fewestRun };
 };
 
@@ -1097,16 +1148,25 @@ const singleTurnPhase = async (
   kms: Emulators[2],
   deployment: Deployment,
   anchorSession: AnchorSession,
+  generator: LoadGenerator,
 ) => {
   const rounds: RoundSummary[] = [];
   let completedIds: string[] = [];
   const cpu = { node: 0, children: 0, mainThread: 0, generator: 0 };
-  await meter.settle();
+  await meter.untilIdle();
   meter.pause();
+  // The load generator's and the SDK server's processes are children of this one: not the stack's CPU.
+  const anchorPid = 'pid' in anchorSession ? anchorSession.pid : undefined;
+  const notTheStack = [generator.pid, ...(anchorPid !== undefined ? [anchorPid] : [])];
   for (let r = 0; r < ROUNDS; r++) {
-    const cpuBefore = cpuSeconds();
-    const { ids, cpuSeconds: generatorSeconds, summary } = await offProcessRound(main.url, tokens.main);
-    const cpuAfter = cpuSeconds();
+    await meter.untilIdle();
+    const cpuBefore = cpuSeconds(notTheStack);
+    const {
+      ids,
+      cpuSeconds: generatorSeconds,
+      summary,
+    } = await offProcessRound(generator, main.url, tokens.main);
+    const cpuAfter = cpuSeconds(notTheStack);
     cpu.node += cpuAfter.node - cpuBefore.node;
     cpu.children += cpuAfter.children - cpuBefore.children;
     cpu.mainThread += cpuAfter.mainThread - cpuBefore.mainThread;
@@ -1194,14 +1254,14 @@ const singleTurnPhase = async (
 };
 
 /** One client, one task after another: its latency unmetered, its cost from a metered run after it. */
-const sequentialPhase = async (main: RpcClient, deployment: Deployment) => {
+const sequentialPhase = async (generator: LoadGenerator, main: RpcClient, deployment: Deployment) => {
   // Sequential (1 client), as the seed bench/send-latency.ts measured it: the latency without
   // queueing, and the cost with the Lambda durations of an unloaded stack.
-  // Its latency unmetered, its cost from a metered run after it (decision 0080).
-  const sequential: number[] = [];
-  await meter.settle();
+  // Its latency unmetered from the load generator (as the SDK server's), its cost from a metered
+  // run after it (decision 0080).
+  await meter.untilIdle();
   meter.pause();
-  await sequentialTasks(main, 'sequential', sequential);
+  const sequential = await sequentialFromGenerator(generator, main.url, tokens.main, 'sequential');
   meter.resume();
   const meteredSequential: number[] = [];
   const sequentialRun = await measured(deployment, [main], () =>
@@ -1333,6 +1393,8 @@ const main = async () => {
   const [dynamodb, sqs, kms] = await startEmulators();
   let stack: LocalStack | undefined;
   let stopAnchor: (() => Promise<void>) | undefined;
+  // Every round of blocking sends, both servers' warm-ups and one-client runs come from it.
+  const generator = startLoadGenerator();
   const results: Record<string, unknown> = {};
   try {
     const started = await startStack({ dynamodb, sqs, kms });
@@ -1347,18 +1409,23 @@ const main = async () => {
     // from one more round after them, metered. The SDK server's rounds alternate with these
     // (decision 0083); the CPU is this server's rounds' alone.
     log('anchor: the a2a-js SDK server on SQLite, started and warmed for the alternating rounds');
-    const anchorSession = await openAnchor(anchorInstall);
+    const anchorSession = await openAnchor(anchorInstall, generator);
     if ('stop' in anchorSession) stopAnchor = anchorSession.stop;
-    await warmUp(main);
+    await warmUp(generator, main);
     const { rounds, cpu, completedIds, singleTurn, meteredRound, crossCheck } = await singleTurnPhase(
       stack,
       main,
       kms,
       deployment,
       anchorSession,
+      generator,
     );
 
-    const { sequential, meteredSequential, sequentialRun } = await sequentialPhase(main, deployment);
+    const { sequential, meteredSequential, sequentialRun } = await sequentialPhase(
+      generator,
+      main,
+      deployment,
+    );
 
     // The anchor's one-client run, then it stops (side by side: decisions 0047, 0083).
     const anchor = 'finish' in anchorSession ? await anchorSession.finish() : anchorSession;
@@ -1512,6 +1579,7 @@ const main = async () => {
     log('wrote bench/results/latest.json and bench/results/latest.md');
   } finally {
     await stopAnchor?.();
+    await generator.stop();
     await stack?.stop();
     await stopEmulators([dynamodb, sqs, kms]);
     meter.uninstall();
@@ -1541,10 +1609,11 @@ const floorOnly = async (): Promise<void> => {
   const emulators = await startEmulators();
   const [dynamodb, sqs, kms] = emulators;
   let stack: LocalStack | undefined;
+  const generator = startLoadGenerator();
   try {
     const started = await startStack({ dynamodb, sqs, kms });
     stack = started.stack;
-    await warmUp(started.main);
+    await warmUp(generator, started.main);
     const before = machineLoad();
     log('one client: SSE terminal event, request → webhook');
     const oneClient = await oneClientPhase(started.main, started.capabilities);
@@ -1556,6 +1625,7 @@ const floorOnly = async (): Promise<void> => {
         `load average ${before.loadavg1} → ${after.loadavg1} (${after.cores} cores), ${process.version}\n`,
     );
   } finally {
+    await generator.stop();
     await stack?.stop();
     await stopEmulators(emulators);
     trace.uninstall();

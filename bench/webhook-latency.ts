@@ -23,7 +23,7 @@
  * `--trace` traces every task hop by hop (bench/lib/hop-trace.ts) and prints, for the COMPLETED
  * revision, the route each task took and the median of each step (bench/lib/latency-floor.ts
  * `webhookRoute`, the floor's own reading of the trace, here at any concurrency), then the FIFO step
- * split at the settling of the group's previous message (its delivery record written), the
+ * split where the group's previous message became final (its delivery record written), the
  * event loop's delay and the deliverer's requests (decision 0074).
  *
  * `--warmup N` first drives N tasks the same way, unmeasured and untraced (DynamoDB Local's JIT
@@ -149,7 +149,7 @@ try {
     meter.pause();
     trace?.record(false);
     await drive(warmup);
-    await meter.settle();
+    await meter.untilIdle();
     receiver.posts.splice(0);
     requestToCompleted.splice(0);
     meter.resume();

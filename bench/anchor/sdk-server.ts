@@ -96,6 +96,8 @@ export const installAnchor = async (log: (line: string) => void): Promise<Anchor
 
 export interface AnchorServer {
   readonly url: string;
+  /** The process serving it (absent for the server in the anchor's own process). */
+  readonly pid?: number;
   stop(): Promise<void>;
 }
 
@@ -135,6 +137,7 @@ export const startAnchor = (): Promise<AnchorStart> =>
         ok: true,
         server: {
           url: message.server.url,
+          ...(child.pid !== undefined && { pid: child.pid }),
           stop: async () => {
             if (child.connected) child.send('stop');
             await exited;

@@ -21,9 +21,12 @@ export const cpuMsOf = (pid: number | 'self'): number => statOf(pid).cpuMs;
 /**
  * CPU seconds used so far by this process and by its descendants (DynamoDB Local's JVM), from /proc
  * where there is one (elsewhere the descendants count 0). The local stack's handlers, pollers,
- * SQS and KMS emulators and the benchmark's own clients all run in this process.
+ * SQS and KMS emulators and the benchmark's own in-process clients run in this process. The
+ * processes `exclude` names (the load generator, the SDK server) and theirs are not counted.
  */
-export const cpuSeconds = (): { node: number; children: number; mainThread: number } => {
+export const cpuSeconds = (
+  exclude: readonly number[] = [],
+): { node: number; children: number; mainThread: number } => {
   const usage = process.cpuUsage();
   let children = 0;
   try {
@@ -37,8 +40,10 @@ export const cpuSeconds = (): { node: number; children: number; mainThread: numb
       }
     }
     const descends = (pid: number): boolean => {
+      if (exclude.includes(pid)) return false;
       for (let at = stats.get(pid)?.ppid; at !== undefined && at > 1; at = stats.get(at)?.ppid) {
         if (at === process.pid) return true;
+        if (exclude.includes(at)) return false;
       }
       return false;
     };

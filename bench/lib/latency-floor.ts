@@ -486,7 +486,7 @@ export const sseRoute = (marks: readonly HopMark[], intervals: StreamIntervals):
  *
  * The route follows **the receive that made the POST**: the task's last deliverer receive before
  * the receiver has it (its FIFO group is served one message at a time, so no later message of it
- * is received before the POST settles; one push config per traced task). That is COMPLETED's own
+ * is received before the POST ends; one push config per traced task). That is COMPLETED's own
  * message, or one of a newer revision (a retry of another, a catch-up of 0045), whose queue send
  * and fan-out are then the ones on the route — not the first receive of COMPLETED's revision,
  * which may come after the POST. A message of an older revision that posted COMPLETED too is on

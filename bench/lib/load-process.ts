@@ -1,12 +1,15 @@
-import { fork } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { pool, RpcClient, stateOf } from './client.ts';
 
 /**
- * A round of blocking SendMessage calls from a process of its own (decision 0082): the load
- * generator then shares no event loop with the server it drives. The SDK server runs in its own
- * process; this server's local stack runs in the benchmark's, all of its JavaScript on the main
- * thread — a generator there would take its CPU from the server it measures.
+ * The load generator (bench/README.md, "The load generator"): one process of its own for the
+ * whole benchmark, as an outside load generator is, which sends both servers' warm-up tasks and
+ * every round of blocking SendMessage calls. It shares no event loop with a server it drives (this
+ * server's local stack runs in the benchmark's process, the SDK server in a process of its own),
+ * and it keeps, per server, one client with its keep-alive connections and its JIT-compiled code
+ * from the warm-up to the last round: a process forked per round measured its own cold start —
+ * its first few hundred calls interpreted, its connections opened — into every round.
  */
 
 export interface LoadRound {
@@ -26,7 +29,7 @@ export interface LoadRoundResult {
   readonly requests: number;
   /** The load process's own CPU for the round, in seconds. */
   readonly cpuSeconds: number;
-  /** From the first call to the last answer (the process's start left out). */
+  /** From the first call to the last answer. */
   readonly wallMs: number;
 }
 
@@ -55,52 +58,94 @@ export const blockingRound = async (
   return { latencies, ids };
 };
 
+/** One client per server and caller, kept for the process's life. */
+const clients = new Map<string, RpcClient>();
+
 const drive = async (round: LoadRound): Promise<LoadRoundResult> => {
+  const key = `${round.url} ${round.token ?? ''}`;
+  const client = clients.get(key) ?? new RpcClient(round.url, round.token);
+  clients.set(key, client);
+  const requestsBefore = client.requests;
   const cpuBefore = process.cpuUsage();
   const began = performance.now();
-  const client = new RpcClient(round.url, round.token);
   const { latencies, ids } = await blockingRound(client, round);
   const cpu = process.cpuUsage(cpuBefore);
   return {
     latencies,
     ids,
-    requests: client.requests,
+    requests: client.requests - requestsBefore,
     cpuSeconds: (cpu.user + cpu.system) / 1e6,
     wallMs: performance.now() - began,
   };
 };
 
-/**
- * Runs the round in a process of its own (Node with tsx's loader, as `npx tsx` runs the
- * benchmark) and returns its figures.
- */
-export const roundInItsOwnProcess = (round: LoadRound): Promise<LoadRoundResult> =>
-  new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(import.meta.url), [], {
-      execArgv: ['--import', 'tsx'],
-      stdio: 'inherit',
-    });
-    let settled = false;
-    child.once('message', (message: { ok: true; result: LoadRoundResult } | { ok: false; error: string }) => {
-      settled = true;
-      if (message.ok) resolve(message.result);
-      else reject(new Error(message.error));
-      child.disconnect();
-    });
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (!settled) reject(new Error(`the load process exited with ${code} before it answered`));
-    });
-    child.send(round);
-  });
+export interface LoadGenerator {
+  /** Its process id (its CPU is not the servers'). */
+  readonly pid: number;
+  /** One round, sent by the generator's process; rounds run one at a time. */
+  round(round: LoadRound): Promise<LoadRoundResult>;
+  stop(): Promise<void>;
+}
 
-// The load process: one round, asked for by its parent.
+type Answer = { id: number } & ({ ok: true; result: LoadRoundResult } | { ok: false; error: string });
+
+/** Starts the load generator's process (Node with tsx's loader, as `npx tsx` runs the benchmark). */
+export const startLoadGenerator = (): LoadGenerator => {
+  const child: ChildProcess = fork(fileURLToPath(import.meta.url), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: 'inherit',
+  });
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  const waiting = new Map<
+    number,
+    { resolve: (result: LoadRoundResult) => void; reject: (e: Error) => void }
+  >();
+  let next = 0;
+  let queue: Promise<unknown> = Promise.resolve();
+  child.on('message', (answer: Answer) => {
+    const pending = waiting.get(answer.id);
+    waiting.delete(answer.id);
+    if (answer.ok) pending?.resolve(answer.result);
+    else pending?.reject(new Error(answer.error));
+  });
+  void exited.then((code) => {
+    for (const pending of waiting.values())
+      pending.reject(new Error(`the load generator exited with ${code} before it answered`));
+    waiting.clear();
+  });
+  const round = (load: LoadRound): Promise<LoadRoundResult> => {
+    const sent = queue.then(
+      () =>
+        new Promise<LoadRoundResult>((resolve, reject) => {
+          const id = next++;
+          waiting.set(id, { resolve, reject });
+          child.send({ id, round: load });
+        }),
+    );
+    queue = sent.catch(() => undefined);
+    return sent;
+  };
+  return {
+    pid: child.pid ?? -1,
+    round,
+    stop: async () => {
+      if (child.connected) child.disconnect();
+      await exited;
+    },
+  };
+};
+
+// The generator's process: rounds as its parent asks for them, until the parent goes away.
 if (process.send && process.argv[1] === fileURLToPath(import.meta.url)) {
   const send = process.send.bind(process);
-  process.once('message', (round: LoadRound) => {
+  process.on('message', ({ id, round }: { id: number; round: LoadRound }) => {
     drive(round).then(
-      (result) => send({ ok: true, result }),
-      (error: unknown) => send({ ok: false, error: (error as Error).message }),
+      (result) => send({ id, ok: true, result }),
+      (error: unknown) => send({ id, ok: false, error: (error as Error).message }),
     );
+  });
+  process.once('disconnect', () => {
+    for (const client of clients.values()) client.close();
+    process.exit(0);
   });
 }

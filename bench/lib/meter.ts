@@ -155,7 +155,7 @@ export class Meter {
   }
 
   /** Waits until no handler invocation has started or ended for `quietMs` (the stack is idle). */
-  async settle(quietMs = 400): Promise<void> {
+  async untilIdle(quietMs = 400): Promise<void> {
     let last = JSON.stringify(this.invocations);
     for (;;) {
       await new Promise((wake) => setTimeout(wake, quietMs));

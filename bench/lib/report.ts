@@ -467,7 +467,7 @@ export const sideBySideSection = (report: Report): string => {
   const clients = report.parameters.concurrency;
   const out: string[] = ['## Side by side: this server and the a2a-js SDK server', ''];
   out.push(
-    `The SDK server is \`@a2a-js/sdk\` ${anchor?.sdkVersion ?? ''}'s own server (DefaultRequestHandler behind its Express JSON-RPC handler) with its DatabaseTaskStore on SQLite (WAL, synchronous=FULL), the same echo agent, driven by the same client code (bench/lib/client.ts, from a process of its own: bench/lib/load-process.ts) in the same run, each of its rounds right after the same round of this server (decisions 0082, 0083). ` +
+    `The SDK server is \`@a2a-js/sdk\` ${anchor?.sdkVersion ?? ''}'s own server (DefaultRequestHandler behind its Express JSON-RPC handler) with its DatabaseTaskStore on SQLite (WAL, synchronous=FULL), the same echo agent, driven by the same load generator (bench/lib/load-process.ts: one process of its own for the whole run, keep-alive connections, both servers warmed by the same tasks from it; bench/README.md, "The load generator") in the same run, each of its rounds right after the same round of this server once this server's stack has settled (decisions 0082, 0083). ` +
       'It is one process with an in-process bus and a local file: neither durable across instances nor serverless — the ratio prices those properties.',
   );
   out.push('');
@@ -507,6 +507,13 @@ export const sideBySideSection = (report: Report): string => {
   out.push(
     `Rounds at ${clients} clients — this server: ${loads(single.rounds)}. SDK server: ${loads(anchor?.rounds) || '—'}.`,
   );
+  const background = (anchor?.stackBackgroundCpu ?? []) as Array<{ cpuSecondsPerSecond: number }>;
+  if (background.length > 0) {
+    out.push('');
+    out.push(
+      `While the SDK server's rounds ran, this server's idle stack (its stream and queue pollers) and DynamoDB Local still used ${background.map((b) => fmt(b.cpuSecondsPerSecond)).join(', ')} CPU seconds per second: CPU an outside client measuring the SDK server alone would leave to it.`,
+    );
+  }
   out.push('');
   const one = report.oneClient;
   out.push(

@@ -111,7 +111,7 @@ export const printWebhookTrace = (trace: HopTrace, intervals: StreamIntervals): 
   const parts: Array<[string, keyof DeliverySplit]> = [
     ["the writer's event put → its view put", 'eventPutToViewPut'],
     ['→ its queue send (push configs read, the send)', 'viewPutToSend'],
-    ["send → the group's previous message settled (its delivery record written)", 'behindPrevious'],
+    ["send → the group's previous message final (its delivery record written)", 'behindPrevious'],
     ['that (or the send) → the deliverer receives it (delete, the queue, the long poll)', 'releaseToReceive'],
     ['→ its journal read returned (config, watermark, events)', 'receiveToEventsRead'],
     ['→ the receiver has the POST (bodies opened, the POSTs)', 'eventsReadToPost'],

@@ -40,7 +40,7 @@ export const createDeliverRecords = (options: DelivererOptions) => {
     const outcome = await deliverPush({ ...deps, logger }, delivery, context);
     if (outcome.kind === 'delivered') metrics.add('PushDelivered');
     if (outcome.kind === 'refused') metrics.add('PushRefused');
-    logger.info('delivery settled', {
+    logger.info('delivery done', {
       ...delivery,
       outcome: outcome.kind,
       ...(outcome.kind === 'delivered' && outcome.earlier ? { earlier: outcome.earlier } : {}),

@@ -38,7 +38,7 @@ export const usage = `Usage: npx a2a <command> [options]
 
 Commands:
   card                                 the agent card (discovery)
-  send <text…>                         send a message and wait for the task to settle (blocking)
+  send <text…>                         send a message and wait for the answer (blocking)
        --stream                        print live progress from the SSE stream instead
        --return-immediately            answer at once with the task as it is (non-blocking)
        --context <id>  --task <id>     continue a conversation / a task (multi-turn)
@@ -48,7 +48,7 @@ Commands:
   list [--context <id>] [--status <state>] [--page-size <n>] [--page-token <t>] [--history <n>]
                                        your tasks, most recent first
   cancel <taskId>                      request cancellation
-  subscribe <taskId>                   follow a task's updates live until it settles (SSE)
+  subscribe <taskId>                   follow a task's updates live until it ends (SSE)
   push set <taskId> <url> [--id <configId>] [--push-token <t>] [--auth-scheme <s> --auth-credentials <c>]
   push get <taskId> <configId>
   push list <taskId>
@@ -336,7 +336,7 @@ const follow = async (
   return last;
 };
 
-const settledBadly = (task: TaskJson | undefined): boolean =>
+const endedBadly = (task: TaskJson | undefined): boolean =>
   ['TASK_STATE_FAILED', 'TASK_STATE_REJECTED'].includes(task?.status?.state ?? '');
 
 const sendCommand = async (words: readonly string[], context: Context): Promise<number> => {
@@ -375,13 +375,13 @@ const sendCommand = async (words: readonly string[], context: Context): Promise<
   if (values.stream) {
     if (values['return-immediately'])
       throw new UsageError('--stream and --return-immediately exclude each other');
-    return settledBadly(await follow(context, client.sendMessageStream(request))) ? 1 : 0;
+    return endedBadly(await follow(context, client.sendMessageStream(request))) ? 1 : 0;
   }
   const result = await client.sendMessage(request);
   if ('status' in result) {
     const task = Task.toJSON(result as Task) as TaskJson;
     print(context, task, () => formatTask(task));
-    return settledBadly(task) ? 1 : 0;
+    return endedBadly(task) ? 1 : 0;
   }
   const message = Message.toJSON(result as Message) as MessageJson;
   print(context, { message }, () => [`message  ${roleName(message.role)}: ${partsText(message.parts)}`]);
@@ -464,9 +464,9 @@ const subscribeCommand = async (taskId: string | undefined, context: Context): P
   try {
     await follow(context, client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id })));
   } catch (error) {
-    // A2A answers UnsupportedOperation for a task that has already settled.
+    // A2A answers UnsupportedOperation for a task that has already ended.
     if (error instanceof UnsupportedOperationError && !context.values.json) {
-      context.io.err(`Task ${id} has already settled: there is nothing left to follow (see: a2a get ${id}).`);
+      context.io.err(`Task ${id} has already ended: there is nothing left to follow (see: a2a get ${id}).`);
     }
     throw error;
   }

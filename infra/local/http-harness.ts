@@ -435,7 +435,7 @@ export const startHttpHarness = async (options: HttpHarnessOptions): Promise<Htt
     }
     const event = toProxyEvent({ req, body, identity, stage, requestId });
     let result: HarnessProxyResult;
-    // The invocation lasts until the handler settles; a streamed one until its last chunk.
+    // The invocation lasts until the handler returns; a streamed one until its last chunk.
     const began = performance.now();
     const invoked = (ok: boolean): void =>
       reportInvocation({ functionName, durationMs: performance.now() - began, ok, records: 1 });

@@ -75,7 +75,7 @@ export type DynamoDbStreamLambdaHandler = (
 /** One handler invocation as the local event sources and the HTTP harness make it. */
 export interface InvocationRecord {
   readonly functionName: string;
-  /** Wall time from the call until the handler settled (a streamed response: until its last chunk). */
+  /** Wall time from the call until the handler returned (a streamed response: until its last chunk). */
   readonly durationMs: number;
   readonly ok: boolean;
   /** Records in the event; 1 for an HTTP request. */

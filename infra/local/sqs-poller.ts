@@ -192,7 +192,7 @@ export const createSqsPoller = (options: SqsPollerOptions): SqsPoller => {
       try {
         await processBatch(messages);
       } catch (error) {
-        log('error', `${functionName}: could not settle a batch`, { error: errorSummary(error) });
+        log('error', `${functionName}: could not finish a batch`, { error: errorSummary(error) });
       }
     }
   };
@@ -212,7 +212,7 @@ export const createSqsPoller = (options: SqsPollerOptions): SqsPoller => {
     async stop() {
       running = false;
       sleeper.wakeAll();
-      // Extra pollers may still be added while the first ones settle their batches.
+      // Extra pollers may still be added while the first ones finish their batches.
       while (loops.size > 0) await Promise.all([...loops]);
     },
     stats: () => ({ ...stats }),

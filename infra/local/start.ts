@@ -100,7 +100,7 @@ const loadConfig = async (path: string | undefined): Promise<Config> => {
 
 /**
  * Shorter leases, start deadline and reaper interval for a faulted run (docs/reliability.md), so
- * what the faults break settles in seconds: RUN_LEASE_MS, RUN_START_DEADLINE_MS, A2A_REAPER_INTERVAL_MS.
+ * what the faults break recovers in seconds: RUN_LEASE_MS, RUN_START_DEADLINE_MS, A2A_REAPER_INTERVAL_MS.
  */
 const faultTimings = (): { runLeaseMs?: number; runStartDeadlineMs?: number; reaperIntervalMs?: number } => {
   const ms = (name: string): number | undefined => {

@@ -129,7 +129,7 @@ interface ShardState {
   readonly parentShardId: string | undefined;
   readonly start: ShardPosition;
   status: 'waiting' | 'reading' | 'done';
-  /** Settles once the reader holds its first iterator: a LATEST start is fixed from then on. */
+  /** Resolves once the reader holds its first iterator: a LATEST start is fixed from then on. */
   readonly positioned: Promise<void>;
   readonly markPositioned: () => void;
   /** GetRecords calls of the reader that found nothing (`caughtUp`). */
@@ -254,7 +254,7 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
   };
 
   const readShard = async (shard: ShardState): Promise<void> => {
-    // Where to resume if an iterator expires: after the last record settled.
+    // Where to resume if an iterator expires: after the last record passed on.
     let resume: ShardPosition = shard.start;
     let iterator: string | undefined;
     let limit = batchSize;
@@ -315,7 +315,7 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
         next = gathered.next;
       }
       const lastSequence = raw.at(-1)?.dynamodb?.SequenceNumber;
-      const settle = (): void => {
+      const passOn = (): void => {
         if (lastSequence) resume = { type: 'AFTER_SEQUENCE_NUMBER', sequenceNumber: lastSequence };
         iterator = next;
         failPoint = undefined;
@@ -325,13 +325,13 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
       const batch = options.filter ? records.filter(options.filter) : records;
       stats.filtered += records.length - batch.length;
       if (batch.length === 0) {
-        settle();
+        passOn();
         continue;
       }
       const outcome = await invoke(batch);
       if (outcome.ok) {
         stats.records += batch.length;
-        settle();
+        passOn();
         continue;
       }
       const failed = batch.slice(outcome.firstFailed);
@@ -345,7 +345,7 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
         attempts = 1;
       }
       // Halving narrows the batch to the poison record; narrowing does not spend retries. The
-      // narrowed limit holds until the failing record is settled.
+      // narrowed limit holds until the failing record is passed on.
       if (outcome.threw && bisect && rawFromFailure > 1) {
         limit = Math.ceil(rawFromFailure / 2);
         attempts = 0;
@@ -364,7 +364,7 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
         } catch (error) {
           log('error', `${functionName}: the on-failure destination failed`, { error: errorSummary(error) });
         }
-        settle();
+        passOn();
         continue;
       }
       stats.retries += 1;

@@ -108,7 +108,7 @@ const keptWork = new AsyncLocalStorage<Set<Promise<unknown>>>();
 const keptByInvocation = new WeakMap<Context, Set<Promise<unknown>>>();
 
 /**
- * Keeps the current streaming invocation alive after its answer until `work` settles: the rpc's
+ * Keeps the current streaming invocation alive after its answer until `work` ends: the rpc's
  * run of a blocking send that outlasts the blocking cap. Lambda ends a streaming
  * invocation when its handler returns, not when its response stream ends, so the answer reaches
  * the client while the run goes on. Outside a streaming invocation (tests) the work just runs.

@@ -170,13 +170,13 @@ const postOnce = (
 ): Promise<WebhookResult | 'stale'> => {
   const body = Buffer.from(request.body, 'utf8');
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  return new Promise<WebhookResult | 'stale'>((settle) => {
-    let settled = false;
+  return new Promise<WebhookResult | 'stale'>((resolve) => {
+    let answered = false;
     const done = (result: WebhookResult | 'stale'): void => {
-      if (settled) return;
-      settled = true;
+      if (answered) return;
+      answered = true;
       clearTimeout(timer);
-      settle(result);
+      resolve(result);
     };
     let outgoing: ClientRequest;
     const timer = setTimeout(

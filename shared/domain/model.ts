@@ -119,7 +119,7 @@ export interface AgentSession {
   rounds: number;
   /**
    * A resumed run's turn that waited for an approval, with the operator's decision (I-APPROVAL):
-   * the loop settles it first — approved calls run, denied ones are answered with the denial —
+   * the loop runs it first — approved calls run, denied ones are answered with the denial —
    * and only then calls the model again. Cleared once its results are in `steps`.
    */
   decided?: DecidedToolTurn;

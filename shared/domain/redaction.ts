@@ -11,7 +11,7 @@ import type { Artifact, JsonObject, JsonValue, Message, Part } from './a2a.ts';
  * Idempotence has two guards: replacement tokens contain no digits, no `@`, and start with `[`,
  * which no pattern accepts where a secret starts; and `redactText` repeats its passes until the
  * text no longer changes, so `redactText(redactText(x)) === redactText(x)` holds by construction.
- * A text that does not settle within a few passes is fully masked.
+ * A text that still changes after a few passes is fully masked.
  *
  * The patterns below run in the order given; validators (the Luhn and IBAN checksums, dates, IPv4
  * addresses) leave look-alikes unmasked, trading a few false negatives for fewer false positives.

@@ -168,6 +168,17 @@ export interface RunProfile {
   /** The remote A2A agents the profile may delegate to (config `profiles.<id>.agents`); absent: none. */
   readonly agents?: AgentGrants;
   readonly maxToolRounds: number;
+  /**
+   * Progressive output (config `profiles.<id>.output`, docs/architecture.md "Progressive output"):
+   * absent, the run commits no chunk.
+   */
+  readonly output?: RunOutput;
+}
+
+/** A profile's progressive output: whether the run commits chunks, and at what cadence. */
+export interface RunOutput {
+  readonly progressive: boolean;
+  readonly cadence: { readonly ms: number; readonly bytes: number };
 }
 
 const runTransitions: Readonly<Record<RunStatus, readonly RunStatus[]>> = {

@@ -37,8 +37,10 @@ beforeAll(async () => {
     endpoints: providedEndpoints(),
     prefix,
     log: () => {},
+    // The run is queued again at each start deadline, at most 3 times, and then reaped: the
+    // streams stay idle for 4 deadlines (12 s, a dozen heartbeats).
     runLeaseMs: 1_000,
-    runStartDeadlineMs: 6_000,
+    runStartDeadlineMs: 3_000,
     reaperIntervalMs: 250,
     handlers: {
       // Never starts a run: every message is handed back (it reappears after the visibility

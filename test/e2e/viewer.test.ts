@@ -130,7 +130,7 @@ describe('the viewer’s static files', () => {
 });
 
 describeInBrowser('the journal viewer in headless Chromium', () => {
-  it('lists the caller’s tasks and shows a task’s timeline, updating live until it settles', async () => {
+  it('lists the caller’s tasks and shows a task’s timeline, updating live until it ends', async () => {
     const failures: string[] = [];
     page.on('pageerror', (error) => failures.push(error.message));
 

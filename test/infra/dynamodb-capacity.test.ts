@@ -8,6 +8,7 @@ import { REPO_ROOT } from '../../infra/house-function.ts';
 import { StatefulStack } from '../../infra/stateful-stack.ts';
 import { tableDefinitions } from '../../shared/adapters/dynamodb/tables.ts';
 import { defaultConfig, parseConfig } from '../../shared/config/config.ts';
+import { templatesOnly } from '../support/templates-only.ts';
 
 /** Provisioned DynamoDB capacity with auto scaling, chosen by configuration (decision 0048). */
 
@@ -138,7 +139,10 @@ describe('DynamoDB capacity (decision 0048)', () => {
       ['rpc', 'executor', 'projector', 'pusher', 'deliverer', 'reaper'].map((name) => [name, stub]),
     );
     const installation = createInstallation(
-      new App({ outdir: join(workDir, 'cdk.out'), context: { config: configFile, stage: 'capacity' } }),
+      new App({
+        outdir: join(workDir, 'cdk.out'),
+        context: { config: configFile, stage: 'capacity', ...templatesOnly },
+      }),
       { entries, authorizerEntry: undefined },
     );
     Template.fromStack(installation.stateful).allResourcesProperties('AWS::DynamoDB::GlobalTable', {

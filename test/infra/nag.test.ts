@@ -18,6 +18,7 @@ import {
 import { journalTable, stateTable } from '../../shared/adapters/dynamodb/tables.ts';
 import { KMS_PURPOSE } from '../../shared/adapters/kms-sealer.ts';
 import { defaultConfig } from '../../shared/config/config.ts';
+import { templatesOnly } from '../support/templates-only.ts';
 
 /**
  * Decision 0055: cdk-nag's AwsSolutions pack finds nothing unanswered in either stack, every
@@ -45,7 +46,7 @@ const build = (config: unknown, options: { authorizer?: boolean; stage?: string 
   writeFileSync(file, JSON.stringify(config));
   const app = new App({
     outdir: mkdtempSync(join(workDir, 'out-')),
-    context: { config: file, stage: options.stage ?? 'nag' },
+    context: { config: file, stage: options.stage ?? 'nag', ...templatesOnly },
   });
   const installation = createInstallation(app, {
     entries: Object.fromEntries(Object.keys(defaultEntries).map((name) => [name, stub])),

@@ -37,6 +37,7 @@ import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { deploymentAuthProblems } from '../../shared/config/auth.ts';
 import { defaultConfig, defaultDynamodbCapacity } from '../../shared/config/config.ts';
 import { type MetricName, metricCatalog } from '../../shared/domain/metrics.ts';
+import { templatesOnly } from '../support/templates-only.ts';
 
 /**
  * One synth for the whole file: NodejsFunction bundles with esbuild, and the built-in
@@ -1177,7 +1178,7 @@ describe('createInstallation', () => {
   const configApp = (config: unknown): App => {
     const file = join(workDir, `config-${Math.random().toString(36).slice(2)}.json`);
     writeFileSync(file, JSON.stringify(config));
-    return new App({ context: { config: file } });
+    return new App({ context: { config: file, ...templatesOnly } });
   };
 
   it('names the stacks after the stage, dev by default', () => {
@@ -1366,7 +1367,7 @@ describe('createInstallation', () => {
         { ...defaultProfile, instructions: 'x'.repeat(300) },
       ]),
     );
-    const hugeApp = new App();
+    const hugeApp = new App({ context: templatesOnly });
     const hugeStateful = new StatefulStack(hugeApp, 'huge-stateful', { prefix: 'huge' });
     expect(
       () =>
@@ -1387,7 +1388,7 @@ const installationOf = (config: unknown): Installation => {
   const stub = join(dir, 'stub.ts');
   writeFileSync(stub, 'export const handler = async () => ({});\n');
   const entries = Object.fromEntries(Object.keys(defaultEntries).map((name) => [name, stub]));
-  return createInstallation(new App({ context: { config: file, stage: 'stubbed' } }), {
+  return createInstallation(new App({ context: { config: file, stage: 'stubbed', ...templatesOnly } }), {
     entries,
     authorizerEntry: undefined,
   });

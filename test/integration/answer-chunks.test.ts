@@ -60,6 +60,7 @@ describe('committed answer chunks', () => {
         output,
       },
       fallback: { name: 'Falls back', description: 'x', providers: ['broken', 'streamer'], output },
+      breaks: { name: 'Breaks', description: 'x', providers: ['broken'], output },
       'to-careful': { name: 'Tightens', description: 'x', providers: ['broken', 'careful'], output },
       'to-strict': { name: 'Tightens more', description: 'x', providers: ['broken', 'strict'], output },
     },
@@ -202,6 +203,32 @@ describe('committed answer chunks', () => {
     expect(restarts.length).toBe(2);
     expect(applied(revisions).texts.size).toBe(1);
     expect([...applied(revisions).texts.values()][0]).toBe(text);
+  });
+
+  it('a run that fails after chunks keeps what every channel showed beside FAILED, never as a result', async () => {
+    const { taskId, result } = await run('breaks', words(300));
+    expect(result).toBe('failed');
+    const revisions = await rendered(taskId);
+    const chunkRevisions = revisions.filter(({ responses }) =>
+      responses.some((r) => artifactUpdateOf(r)?.lastChunk === false),
+    );
+    expect(chunkRevisions.length).toBeGreaterThan(0);
+    // The FAILED revision is a status update only: it neither completes nor takes back the
+    // artifact, and no revision ever said `lastChunk: true` — the text is marked unfinished.
+    const last = revisions.at(-1)!;
+    expect(last.responses.map(artifactUpdateOf)).toEqual([undefined]);
+    expect(statusUpdateOf(last.responses[0])?.status.state).toBe('TASK_STATE_FAILED');
+    expect(
+      revisions.some(({ responses }) => responses.some((r) => artifactUpdateOf(r)?.lastChunk === true)),
+    ).toBe(false);
+    // GetTask holds exactly the text the channels assembled (I-ORDER): what was committed and
+    // delivered stays as delivered; a re-attach or a late poller sees what the others saw.
+    const task = await getTask(readDeps(), { ...alice, profileId: 'breaks' }, taskId);
+    expect(task.status.state).toBe('TASK_STATE_FAILED');
+    const shown = [...applied(revisions).texts.values()];
+    expect(shown).toHaveLength(1);
+    expect(words(300).startsWith(shown[0] ?? '-')).toBe(true);
+    expect(task.artifacts?.[0]?.parts).toEqual([{ text: shown[0] }]);
   });
 
   it('a crash mid-stream leaves the chunks committed so far, consistent, and no result', async () => {

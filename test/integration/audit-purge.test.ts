@@ -248,7 +248,6 @@ describe('audit trail, purge and admin command against the emulators', () => {
 
   describe('the admin command, spawned', { timeout: 180_000 }, () => {
     const cli = fileURLToPath(new URL('../../infra/admin/cli.ts', import.meta.url));
-    const tsx = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
     const admin = async (...args: string[]) => {
       const common = [
         '--endpoint',
@@ -262,15 +261,19 @@ describe('audit trail, purge and admin command against the emulators', () => {
       ];
       const withTables = args[0] === 'profiles' ? args : [...args, ...common];
       try {
-        const { stdout, stderr } = await promisify(execFile)(tsx, [cli, ...withTables], {
-          env: {
-            PATH: process.env.PATH,
-            AWS_ACCESS_KEY_ID: 'local',
-            AWS_SECRET_ACCESS_KEY: 'local',
-            AWS_REGION: 'us-east-1',
-            AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+        const { stdout, stderr } = await promisify(execFile)(
+          process.execPath,
+          ['--import', 'tsx', cli, ...withTables],
+          {
+            env: {
+              PATH: process.env.PATH,
+              AWS_ACCESS_KEY_ID: 'local',
+              AWS_SECRET_ACCESS_KEY: 'local',
+              AWS_REGION: 'us-east-1',
+              AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+            },
           },
-        });
+        );
         return { code: 0, stdout, stderr };
       } catch (error) {
         const failed = error as { code: number; stdout: string; stderr: string };

@@ -1,12 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchConfig, benchTokens } from '../../bench/lib/bench-config.ts';
-import { roundInItsOwnProcess } from '../../bench/lib/load-process.ts';
+import { RpcClient, stateOf } from '../../bench/lib/client.ts';
+import { type LoadGenerator, startLoadGenerator } from '../../bench/lib/load-process.ts';
+import { diffSnapshots, Meter, type MeterSnapshot } from '../../bench/lib/meter.ts';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 
-/** The benchmark's clients in a process of their own (decision 0082), against the local stack. */
+/**
+ * The benchmark's load generator (bench/README.md, "The load generator"): one process of its own
+ * for every round, against the local stack with the benchmark's configuration; and the write units
+ * of the benchmark's single-turn task, metered as the benchmark meters them (bench/README.md, "Method").
+ */
 let stack: LocalStack;
+let generator: LoadGenerator;
+const meter = new Meter();
 beforeAll(async () => {
+  generator = startLoadGenerator();
+  // Before the stack: the meter hooks the SDK clients the handlers create.
+  meter.install();
   stack = await startLocalStack({
     port: 0,
     config: benchConfig,
@@ -16,12 +27,15 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
+  await generator?.stop();
   await stack?.stop();
+  meter.uninstall();
 });
 
-describe('a load round in its own process', () => {
-  it('sends every task, returns each latency and COMPLETED id and its own CPU', async () => {
-    const result = await roundInItsOwnProcess({
+describe('the load generator', () => {
+  it('sends every task of a round, returns each latency and COMPLETED id and its own CPU', async () => {
+    expect(generator.pid).not.toBe(process.pid);
+    const result = await generator.round({
       url: `${stack.baseUrl}/agents/default`,
       token: benchTokens.main,
       tasks: 6,
@@ -34,9 +48,9 @@ describe('a load round in its own process', () => {
     expect(result.cpuSeconds).toBeGreaterThan(0);
   });
 
-  it('fails the round when a call does not complete (a wrong token here)', async () => {
+  it('fails the round when a call does not complete (a wrong token here), and serves the next', async () => {
     await expect(
-      roundInItsOwnProcess({
+      generator.round({
         url: `${stack.baseUrl}/agents/default`,
         token: 'not-a-token',
         tasks: 2,
@@ -44,5 +58,55 @@ describe('a load round in its own process', () => {
         label: 'refused',
       }),
     ).rejects.toThrow(/refused: expected TASK_STATE_COMPLETED/);
+    // The same process, its client kept: the round's requests only, not the earlier rounds'.
+    const next = await generator.round({
+      url: `${stack.baseUrl}/agents/default`,
+      token: benchTokens.main,
+      tasks: 2,
+      concurrency: 2,
+      label: 'after a failure',
+    });
+    expect(next.ids).toHaveLength(2);
+    expect(next.requests).toBe(2);
+  });
+});
+
+/** Write units per function and table (or `table/index`), as AWS bills them. */
+const writeUnits = (snapshot: MeterSnapshot) =>
+  Object.fromEntries(
+    Object.entries(snapshot.capacity).flatMap(([fn, tables]) =>
+      Object.entries(tables)
+        .filter(([, units]) => units.write > 0)
+        .map(([table, units]) => [`${fn}: ${table}`, units.write]),
+    ),
+  );
+
+describe("the benchmark's single-turn task", () => {
+  it('writes 18 units: the blocking slot 2, the task row 4 and its lease index 2, the journal 6 and its owner index 2, the audit 2', async () => {
+    const client = new RpcClient(`${stack.baseUrl}/agents/default`, benchTokens.main);
+    // The first tasks create the owner's counter and warm the caches; one at a time, so no slot
+    // put meets another send's slot.
+    for (let i = 0; i < 2; i++)
+      expect(stateOf(await client.send(`warm-up ${i}`))).toBe('TASK_STATE_COMPLETED');
+    await meter.untilIdle();
+    for (let i = 0; i < 3; i++) {
+      const before = meter.snapshot();
+      expect(stateOf(await client.send(`single-turn task ${i}`))).toBe('TASK_STATE_COMPLETED');
+      await meter.untilIdle();
+      // The rpc runs the blocking send's run itself (deployment.blockingRunsInRpc): every write is its.
+      expect(writeUnits(diffSnapshots(meter.snapshot(), before))).toEqual({
+        // The caller's blocking slot (put, delete: limits.blockingSendsPerCaller), the task row
+        // created with its run claimed and completed (1–2 KB each).
+        'rpc: State': 6,
+        // The run's lease in the reaper's index, put with the claim and deleted at completion.
+        'rpc: State/byLease': 2,
+        // Two events (1 each), the view with the owner's counter in one transaction (2 × 2).
+        'rpc: Journal': 6,
+        // The view's entry in the owner index, counted twice for the transaction (bench/README.md).
+        'rpc: Journal/byOwner': 2,
+        // The run's start marker and its one attempt.
+        'rpc: Audit': 2,
+      });
+    }
   });
 });

@@ -233,7 +233,7 @@ describe('a2a get, list, cancel, subscribe, push', () => {
 
     const again = await tck('subscribe', task.id);
     expect(again.code).toBe(1);
-    expect(again.stderr).toContain('has already settled');
+    expect(again.stderr).toContain('has already ended');
   });
 
   it('push set, get, list and delete a webhook config', async () => {

@@ -254,7 +254,7 @@ describe('dlq replay --queue pusher', () => {
     expect(replay.report).toMatchObject({ messages: bodies.length, kept: 0 });
     expect(replay.report.outcomes.replayed).toBe(bodies.length);
     await receiver.waitFor((posts) => posts.some((post) => JSON.stringify(post.body).includes('COMPLETED')));
-    /** The posts once the delivery queue is empty (every queued delivery settled). */
+    /** The posts once the delivery queue is empty (every queued delivery final). */
     const delivered = async () => {
       await until(async () => (await queueDepths(stack, ['DeliveryQueue'])).DeliveryQueue === 0);
       return receiver.posts.map((post) => JSON.stringify(post.body));

@@ -6,6 +6,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdmin } from '../../infra/admin/cli.ts';
 import { type LocalStack, localCredentials, startLocalStack } from '../../infra/local/local-stack.ts';
+import { DynamoDbJournalRepository } from '../../shared/adapters/dynamodb/dynamodb-journal-repository.ts';
 import { DynamoDbProfileStore } from '../../shared/adapters/dynamodb/dynamodb-profile-store.ts';
 import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-task-repository.ts';
 import { addSdkClientHook } from '../../shared/adapters/sdk-clients.ts';
@@ -26,6 +27,7 @@ const config = parseConfig({
     local: { type: 'scripted', behavior: 'echo' },
     tck: { type: 'scripted', behavior: 'tck' },
     strict: { type: 'scripted', behavior: 'echo', privacyLevel: 'metadata' },
+    streamer: { type: 'scripted', behavior: 'stream', paceMs: 2 },
   },
   profiles: {
     default: { name: 'Echo agent', description: 'Echoes.', providers: ['local'], privacyLevel: 'full' },
@@ -38,6 +40,7 @@ let table: string[];
 let configFile: string;
 let store: DynamoDbProfileStore;
 let tasks: DynamoDbTaskRepository;
+let journal: DynamoDbJournalRepository;
 /**
  * The queries of the saved profiles' partition by the functions (SDK clients of
  * shared/adapters/sdk-clients.ts): when each was sent and when its answer came back.
@@ -132,6 +135,7 @@ beforeAll(async () => {
   );
   store = new DynamoDbProfileStore(documents, stack.resources.tables.State.name);
   tasks = new DynamoDbTaskRepository(documents, stack.resources.tables.State.name);
+  journal = new DynamoDbJournalRepository(documents, stack.resources.tables.Journal.name);
 }, 120_000);
 afterAll(async () => {
   removeHook();
@@ -189,6 +193,34 @@ describe('a saved profile', () => {
       tools: [],
       maxToolRounds: 8,
     });
+  });
+
+  it('with progressive output, its runs commit chunks at its own cadence (docs/architecture.md)', async () => {
+    const typer = {
+      name: 'Typer',
+      description: 'Writes as it thinks.',
+      providers: ['streamer'],
+      output: { progressive: true, cadence: { ms: 100, bytes: 256 } },
+    };
+    expect((await put('typer', typer)).code).toBe(0);
+    await eventually(
+      () => card('typer'),
+      (response) => response.status === 200,
+    );
+    const text = Array.from({ length: 200 }, (_, index) => `word${index}`).join(' ');
+    const sent = await send('typer', text);
+    expect(sent.body.result.task.status.state).toBe('TASK_STATE_COMPLETED');
+    const taskId = sent.body.result.task.id as string;
+    // The run took the profile's output along (the executor reads only the deployment's profiles).
+    const stored = await tasks.getTask(taskId);
+    const run = await tasks.getRun(taskId, stored!.currentRunId);
+    expect(run?.profile?.output).toEqual(typer.output);
+    // ~1,400 characters at 256 bytes a chunk: several chunk revisions before the completion.
+    const chunks = (await journal.listEvents(taskId, 0)).filter((event) => event.answerChunk !== undefined);
+    expect(chunks.length).toBeGreaterThanOrEqual(3);
+    expect(chunks.map((event) => event.answerChunk?.from)).toEqual(
+      [...chunks.map((event) => event.answerChunk?.from)].sort((a, b) => (a ?? 0) - (b ?? 0)),
+    );
   });
 
   it('is read once per TTL however many requests come (measured on the SDK client)', async () => {

@@ -19,7 +19,7 @@ export interface ScriptedReply {
   readonly status?: number;
   readonly body?: unknown;
   readonly headers?: Readonly<Record<string, string>>;
-  /** Answer only when this promise settles (a slow or hung model); the socket may close first. */
+  /** Answer only when this promise resolves (a slow or hung model); the socket may close first. */
   readonly hold?: Promise<void>;
   /**
    * A streamed answer instead of `body`: each piece written as it is, in order, a promise

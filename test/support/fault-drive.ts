@@ -438,11 +438,11 @@ export const driveTasks = async (options: DriveOptions): Promise<DriveResult> =>
 };
 
 /**
- * After the drain, when every task has settled: each channel of the driver that did not end at a
+ * After the drain, when every task has ended: each channel of the driver that did not end at a
  * terminal state looks once more. An SSE stream is re-attached with Last-Event-ID at the last
  * revision it showed — the server must send every revision after it, then close (docs/protocol.md §17;
  * test/e2e/reaped-stream.test.ts) — and the poller asks GetTask once more. A client of the live
- * drive has to move on at some point, and a task may settle long after (a run reaped at its start
+ * drive has to move on at some point, and a task may end long after (a run reaped at its start
  * deadline, a projection retried): this look is what keeps that from counting as a lost revision,
  * while a revision the journal misses, or a re-attach that skips one, still ends the channel short
  * of the last commit for `judgeChannels` to report.

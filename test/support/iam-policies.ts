@@ -8,6 +8,7 @@ import { type FunctionName, ServiceStack } from '../../infra/service-stack.ts';
 import { StatefulStack } from '../../infra/stateful-stack.ts';
 import type { Config } from '../../shared/config/config.ts';
 import type { ArnScope } from './aws-call-recorder.ts';
+import { templatesOnly } from './templates-only.ts';
 
 /**
  * The IAM policies of one installation as `cdk synth` writes them, with every reference to the
@@ -70,7 +71,7 @@ export const synthesizedPolicies = (
       return file;
     };
     const names: FunctionName[] = ['rpc', 'executor', 'projector', 'pusher', 'deliverer', 'reaper'];
-    const app = new App({ outdir: join(workDir, 'cdk.out') });
+    const app = new App({ outdir: join(workDir, 'cdk.out'), context: templatesOnly });
     app.node.setContext('@aws-cdk/core:defaultCrossStackReferences', 'strong');
     const stateful = new StatefulStack(app, 'stateful', { prefix: LOCAL_INSTALLATION });
     const service = new ServiceStack(app, 'service', {

@@ -307,11 +307,11 @@ export class InMemoryPushDeliveryLog implements PushDeliveryLog {
   }
 
   async finalThrough(taskId: string, configId: string): Promise<number | undefined> {
-    const settled = [...this.records.values()]
+    const final = [...this.records.values()]
       .filter((record) => record.taskId === taskId && record.configId === configId)
       .filter((record) => isFinalDelivery(record.state))
       .map((record) => record.revision);
-    return settled.length > 0 ? Math.max(...settled) : undefined;
+    return final.length > 0 ? Math.max(...final) : undefined;
   }
 
   async list(

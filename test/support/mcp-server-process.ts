@@ -26,8 +26,6 @@ export interface McpServerProcess {
   stop(): Promise<void>;
 }
 
-const tsx = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
-
 const waitForPort = (child: ChildProcess, pattern: RegExp): Promise<number> =>
   new Promise((resolve, reject) => {
     let seen = '';
@@ -70,9 +68,15 @@ export const startMcpTestServer = async (
   options: { apiKey?: string; oauth?: { clientId: string; clientSecret: string }; port?: number } = {},
 ): Promise<McpServerProcess> => {
   const { port, ...serverOptions } = options;
+  // One process: node with tsx's loader, not the tsx command (which starts node once more).
   const child = spawn(
-    tsx,
-    [fileURLToPath(new URL('./mcp-test-server.ts', import.meta.url)), JSON.stringify(serverOptions)],
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      fileURLToPath(new URL('./mcp-test-server.ts', import.meta.url)),
+      JSON.stringify(serverOptions),
+    ],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, PORT: String(port ?? 0) },

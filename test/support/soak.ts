@@ -87,11 +87,11 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
     const isOrphanWaiting = (taskId: string, state: string) =>
       state === 'TASK_STATE_INPUT_REQUIRED' && !held.has(taskId);
     let rows = await readTaskRows(stack.endpoints, options.prefix);
-    const settled = () =>
+    const allEnded = () =>
       [...rows.tasks].every(
         ([taskId, row]) => terminalStates.has(row.state) || isOrphanWaiting(taskId, row.state),
       );
-    while (!settled() && Date.now() < deadline) {
+    while (!allEnded() && Date.now() < deadline) {
       await sleep(1_000);
       rows = await readTaskRows(stack.endpoints, options.prefix);
     }

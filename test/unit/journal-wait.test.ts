@@ -74,7 +74,7 @@ const landing = (
   return { deps: holder.deps, readsAt };
 };
 
-const waitSettled = (deps: ReadTaskDeps, kind = 'settled:default') =>
+const waitSettled = (deps: ReadTaskDeps, kind = 'answerable:default') =>
   waitForView(deps, owner, 'task-1', { minRevision: 1, until: isTerminal, timeoutMs: 25_000, kind });
 
 describe('the blocking wait on the journal (decision 0017)', () => {
@@ -122,7 +122,7 @@ describe('the first poll is due when a tenth of the recent waits of the kind had
     const first = landing(300, history);
     await waitSettled(first.deps);
     const foundAt = first.readsAt.at(-1) as number;
-    expect(history.firstPollMs('settled:default')).toBe(deferredTo(foundAt));
+    expect(history.firstPollMs('answerable:default')).toBe(deferredTo(foundAt));
     const next = landing(310, history);
     expect(await waitSettled(next.deps)).toMatchObject({ revision: 3, state: 'TASK_STATE_COMPLETED' });
     expect(next.readsAt[0]).toBe(deferredTo(foundAt));
@@ -136,13 +136,13 @@ describe('the first poll is due when a tenth of the recent waits of the kind had
     const slow = landing(2_000, history);
     await waitSettled(slow.deps);
     const foundAt = slow.readsAt.at(-1) as number;
-    expect(history.firstPollMs('settled:default')).toBe(deferredTo(foundAt));
+    expect(history.firstPollMs('answerable:default')).toBe(deferredTo(foundAt));
     // Quicker now: found at the deferred first read, remembered as a share of that time.
     const quick = landing(100, history);
     expect(await waitSettled(quick.deps)).toMatchObject({ revision: 3 });
     expect(quick.readsAt).toEqual([deferredTo(foundAt)]);
     for (let i = 0; i < 12; i++) await waitSettled(landing(100, history).deps);
-    expect(history.firstPollMs('settled:default')).toBeLessThanOrEqual(100 + pollStepMs(100));
+    expect(history.firstPollMs('answerable:default')).toBeLessThanOrEqual(100 + pollStepMs(100));
     const settled = landing(100, history);
     await waitSettled(settled.deps);
     expect((settled.readsAt.at(-1) as number) - 100).toBeLessThanOrEqual(pollStepMs(100));
@@ -151,10 +151,10 @@ describe('the first poll is due when a tenth of the recent waits of the kind had
   it('keeps kinds apart, never defers past the deadline, and learns nothing from a wait that timed out', async () => {
     const history = new WaitHistory();
     const slow = landing(5_000, history);
-    await waitSettled(slow.deps, 'settled:slow-agent');
+    await waitSettled(slow.deps, 'answerable:slow-agent');
     const learned = deferredTo(slow.readsAt.at(-1) as number);
     expect(learned).toBeGreaterThan(4_500);
-    expect(history.firstPollMs('settled:slow-agent')).toBe(learned);
+    expect(history.firstPollMs('answerable:slow-agent')).toBe(learned);
     expect(history.firstPollMs('projected')).toBe(0);
     // Deferred by ~4.8 s, but the deadline is 1 s: one read at the deadline, and nothing found.
     const late = landing(10_000, history, 'TASK_STATE_WORKING');
@@ -162,31 +162,33 @@ describe('the first poll is due when a tenth of the recent waits of the kind had
       minRevision: 1,
       until: isTerminal,
       timeoutMs: 1_000,
-      kind: 'settled:slow-agent',
+      kind: 'answerable:slow-agent',
     });
     expect(found).toBeUndefined();
     expect(late.readsAt).toEqual([1_000]);
-    expect(history.firstPollMs('settled:slow-agent')).toBe(learned);
+    expect(history.firstPollMs('answerable:slow-agent')).toBe(learned);
     // A view short of the wanted state is the answer at the deadline, as without a history.
     const working = landing(0, history, 'TASK_STATE_WORKING');
     const partial = await waitForView(working.deps, owner, 'task-1', {
       minRevision: 1,
       until: isTerminal,
       timeoutMs: 6_000,
-      kind: 'settled:slow-agent',
+      kind: 'answerable:slow-agent',
     });
     expect(partial).toMatchObject({ state: 'TASK_STATE_WORKING' });
-    expect(history.firstPollMs('settled:slow-agent')).toBe(learned);
+    expect(history.firstPollMs('answerable:slow-agent')).toBe(learned);
   });
 
   it('remembers only the last waits: an old quick wait stops counting after a window of slower ones', async () => {
     const history = new WaitHistory();
     await waitSettled(landing(50, history).deps);
     await waitSettled(landing(3_000, history).deps);
-    expect(history.firstPollMs('settled:default')).toBeLessThan(50);
+    expect(history.firstPollMs('answerable:default')).toBeLessThan(50);
     for (let i = 0; i < journalWaitTiming.historySize; i++) await waitSettled(landing(400, history).deps);
-    expect(history.firstPollMs('settled:default')).toBeGreaterThanOrEqual(deferredTo(400) - pollStepMs(400));
-    expect(history.firstPollMs('settled:default')).toBeLessThanOrEqual(400);
+    expect(history.firstPollMs('answerable:default')).toBeGreaterThanOrEqual(
+      deferredTo(400) - pollStepMs(400),
+    );
+    expect(history.firstPollMs('answerable:default')).toBeLessThanOrEqual(400);
   });
 
   it('defers into the quickest of varied waits: at most a tenth find their view at the first poll', async () => {
@@ -194,7 +196,7 @@ describe('the first poll is due when a tenth of the recent waits of the kind had
     // Waits of 200, 220, …, 500 ms in a shuffled order (no history of the kind yet).
     const lands = Array.from({ length: 16 }, (_, index) => 200 + ((index * 7) % 16) * 20);
     for (const ms of lands) await waitSettled(landing(ms, history).deps);
-    const due = history.firstPollMs('settled:default');
+    const due = history.firstPollMs('answerable:default');
     const atFirstPoll = lands.filter((ms) => ms <= due).length;
     // Near the quickest wait (the 0035 rule deferred to 0.75 × half of it), within the quickest tenth.
     expect(due).toBeGreaterThanOrEqual(180);
@@ -222,7 +224,7 @@ describe('the first poll is due when a tenth of the recent waits of the kind had
       message: userMessage('hi'),
     });
     expect(blocking.status.state).toBe('TASK_STATE_COMPLETED');
-    expect(waitHistory.firstPollMs('settled:default')).toBe(deferredTo(400));
+    expect(waitHistory.firstPollMs('answerable:default')).toBe(deferredTo(400));
     expect(waitHistory.firstPollMs('projected')).toBe(0);
     await sendMessage(deps, {
       caller: alice,

@@ -55,7 +55,7 @@ describe('owedRevisions', () => {
     expect(owedRevisions({}, 2, undefined)).toEqual([1, 2]);
   });
 
-  it('owes nothing for a revision already settled or not wanted: a late duplicate posts nothing', () => {
+  it('owes nothing for a revision already final or not wanted: a late duplicate posts nothing', () => {
     expect(owedRevisions({ afterRevision: 0 }, 2, 2)).toEqual([]);
     expect(owedRevisions({ afterRevision: 0 }, 2, 3)).toEqual([]);
     expect(owedRevisions({ afterRevision: 4 }, 3, undefined)).toEqual([]);

@@ -211,6 +211,12 @@ const runFields = {
         ),
       ),
       maxToolRounds: z.number(),
+      output: z.optional(
+        z.object({
+          progressive: z.boolean(),
+          cadence: z.object({ ms: z.number(), bytes: z.number() }),
+        }),
+      ),
     }),
   ),
   fence: z.optional(z.object({ callId: z.string(), tool: z.string(), at: z.string() })),

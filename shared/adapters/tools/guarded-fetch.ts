@@ -43,7 +43,7 @@ export const createGuardedFetch =
     const body = bodyOf(init.body);
     const headers = Object.fromEntries(new Headers(init.headers).entries());
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    return new Promise<Response>((settle, reject) => {
+    return new Promise<Response>((resolve, reject) => {
       let response: IncomingMessage | undefined;
       const timer = setTimeout(() => fail(new OutboundRefusedError('deadline passed')), options.timeoutMs);
       const fail = (error: Error): void => {
@@ -85,7 +85,7 @@ export const createGuardedFetch =
           }
           const noBody = status === 204 || status === 304 || init.method === 'HEAD';
           if (noBody) incoming.resume();
-          settle(
+          resolve(
             new Response(noBody ? null : (Readable.toWeb(incoming) as ReadableStream<Uint8Array>), {
               status,
               statusText: incoming.statusMessage ?? '',

@@ -55,7 +55,7 @@ const guardedGet = async (
   const { url, host, address } = target;
   const maxBytes = options.maxBytes ?? 100_000;
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  return new Promise<JsonValue>((settle, reject) => {
+  return new Promise<JsonValue>((resolve, reject) => {
     let done = false;
     const finish = (value: JsonValue | Error): void => {
       if (done) return;
@@ -63,7 +63,7 @@ const guardedGet = async (
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       if (value instanceof Error) reject(value);
-      else settle(value);
+      else resolve(value);
     };
     const outgoing = send(
       {

@@ -12,7 +12,7 @@ import { isExpired, type RunRecord, type TaskRecord } from '../../domain/task.ts
  * callers never can).
  *
  * How a run ended is read from the run record (status, `endedAt`) and, for the failure reason,
- * from its task: the audit trail has no settle row.
+ * from its task: the audit trail has no row for a run's end.
  */
 
 export interface RunInspection {

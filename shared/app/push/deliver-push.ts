@@ -89,7 +89,7 @@ export type DeliveryOutcome =
   | { readonly kind: 'event-gone' }
   /** The SSRF guard refused the target (a private address, a redirect to it…); not retried. */
   | { readonly kind: 'refused'; readonly reason: string }
-  /** Settled already (a duplicate message) or not wanted by the config: nothing is posted. */
+  /** Final already (a duplicate message) or not wanted by the config: nothing is posted. */
   | { readonly kind: 'not-owed' };
 
 /** A POST failed (network, timeout, non-2xx, redirect): the queue retries it with backoff. */
@@ -267,7 +267,7 @@ export const deliverPush = async (
   delivery: PushDelivery,
   context?: AttemptContext,
 ): Promise<DeliveryOutcome> => {
-  // Settled here already: the message of a revision delivered ahead of it.
+  // Final here already: the message of a revision delivered ahead of it.
   if (deps.deliveryLog !== undefined && deps.finalHere?.covers(delivery)) return { kind: 'not-owed' };
   const now = epochSeconds(deps.clock.now());
   // The three reads at once: the config, the watermark, and the events from the

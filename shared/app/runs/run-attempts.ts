@@ -18,6 +18,7 @@ import {
   historyAsOf,
   type ProviderAttempt,
   type RunDelegation,
+  type RunOutput,
   type RunProfile,
   type RunRecord,
   reviseRun,
@@ -99,7 +100,7 @@ export const runAttempts = async (
     const startedAt = deps.clock.now();
     const provider = deps.providerFor(providerId);
     runtime.progress.providerCalled = true;
-    const chunks = answerChunksFor(deps, run, current, chain.slice(index));
+    const chunks = answerChunksFor(deps, { run, task: current, output: profile.output }, chain.slice(index));
     const ledger: DelegationLedger = { touched: false };
     try {
       const result = await callProvider(
@@ -291,11 +292,13 @@ const holdOnRow = async (
  */
 const answerChunksFor = (
   deps: RunDeps,
-  run: RunRecord,
-  task: StoredTask,
+  {
+    run,
+    task,
+    output,
+  }: { readonly run: RunRecord; readonly task: StoredTask; readonly output: RunOutput | undefined },
   providersLeft: readonly string[],
 ): AnswerChunks | undefined => {
-  const output = deps.config.profiles[run.profileId]?.output;
   const level = output?.progressive === true ? chunkLevelOf(deps, run, providersLeft) : undefined;
   return output === undefined || level === undefined
     ? undefined

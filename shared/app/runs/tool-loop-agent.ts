@@ -41,8 +41,8 @@ export class ToolLoopAgent implements AgentProvider {
     const history = transcriptOf(request.history);
     let inputTokens = 0;
     let outputTokens = 0;
-    // A resumed run settles its decided turn first: the model is not asked again for it (I-APPROVAL).
-    if (session.decided !== undefined) await this.settleDecided(request, enabled, session, session.decided);
+    // A resumed run runs its decided turn first: the model is not asked again for it (I-APPROVAL).
+    if (session.decided !== undefined) await this.runDecidedTurn(request, enabled, session, session.decided);
     for (;;) {
       request.signal?.throwIfAborted();
       const started = performance.now();
@@ -122,7 +122,7 @@ export class ToolLoopAgent implements AgentProvider {
   }
 
   /** Approved: every call of the turn runs. Denied: gated calls get the denial, the others run. */
-  private async settleDecided(
+  private async runDecidedTurn(
     request: AgentRequest,
     enabled: ReadonlyMap<string, EnabledTool>,
     session: AgentSession,

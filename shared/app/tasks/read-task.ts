@@ -116,7 +116,7 @@ export interface WaitOptions {
   readonly until?: (state: TaskState) => boolean;
   readonly timeoutMs: number;
   /**
-   * Waits alike in how long they take (e.g. `settled:<profile>`, `projected`): the first poll is
+   * Waits alike in how long they take (e.g. `answerable:<profile>`, `projected`): the first poll is
    * deferred by what the recent waits of this kind took (`WaitHistory`).
    */
   readonly kind?: string;

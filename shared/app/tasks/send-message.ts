@@ -52,16 +52,16 @@ export type SendMessageInput = CreateTaskInput;
 /** How long a non-blocking send waits for its own first revision to be projected (I-RYW). */
 const projectionWaitMs = 10_000;
 
-/** Where a blocking send returns: the run has settled for its caller (done, or waiting for it). */
-export const settledForCaller = (state: Task['status']['state']): boolean =>
+/** Where a blocking send returns: the task is answerable (done, or waiting for its caller). */
+export const isAnswerable = (state: Task['status']['state']): boolean =>
   isTerminal(state) || isInterrupted(state);
 
-/** How long a send waits for its run to settle: the profile's blocking cap. */
+/** How long a send waits for its task to be answerable: the profile's blocking cap. */
 export const blockingCapMs = (config: Config, profileId: string): number =>
   (config.profiles[profileId]?.blockingCapSeconds ?? 25) * 1000;
 
 /** The wait kind of a send waiting for its run (`WaitHistory`): waits of one profile take alike. */
-export const settledWait = (profileId: string): string => `settled:${profileId}`;
+export const answerableWait = (profileId: string): string => `answerable:${profileId}`;
 
 /**
  * SendMessage: blocking by default (returns at a terminal or interrupted state, or at the
@@ -100,11 +100,11 @@ const send = async (deps: SendMessageDeps, input: SendMessageInput, blocking: bo
   }
   const view = await waitForView(deps, caller, created.taskId, {
     minRevision: created.revision,
-    until: blocking ? settledForCaller : undefined,
+    until: blocking ? isAnswerable : undefined,
     // What is left of the cap after a run here (all of it when the run was queued).
     timeoutMs: blocking ? Math.max(0, capMs - (deps.clock.now().getTime() - startedAt)) : projectionWaitMs,
     // A blocking wait lasts as long as the profile's runs; a non-blocking one, one projection.
-    kind: blocking ? settledWait(input.profileId) : projectedWait,
+    kind: blocking ? answerableWait(input.profileId) : projectedWait,
   });
   if (view === undefined) return taskFromCommittedRow(deps, caller, created.taskId, options);
   // returnImmediately promises an in-progress task (docs/protocol.md §4): when the run already finished
@@ -117,12 +117,12 @@ const send = async (deps: SendMessageDeps, input: SendMessageInput, blocking: bo
 };
 
 /**
- * Runs a handed-over run here and answers from the revision it settled with, as
+ * Runs a handed-over run here and answers from the revision it ended with, as
  * this container committed and projected it: that view is in the journal (I-RYW), and its history
  * comes from the row its commit returned (I-HISTORY). A run still working at the cap goes on after
  * the answer. A run that failed here (a DynamoDB, KMS or sealing fault) is queued, as the
  * executor's failed message is delivered again. Undefined: the caller waits on the journal as for
- * a queued run (the settled revision was left to the backstop, or the run is someone else's now).
+ * a queued run (its last revision was left to the backstop, or the run is someone else's now).
  */
 const runHere = async (
   deps: SendMessageDeps,
@@ -157,7 +157,7 @@ const runHere = async (
   }
   // The run's own end says which revision it left in the journal: the answer is that revision.
   const newest = ended.journaled;
-  if (newest === undefined || newest.view.revision < created.revision || !settledForCaller(newest.view.state))
+  if (newest === undefined || newest.view.revision < created.revision || !isAnswerable(newest.view.state))
     return undefined;
   return toTask(deps, newest.view, options, newest.task);
 };

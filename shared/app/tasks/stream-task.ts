@@ -10,7 +10,7 @@ import type { StreamComment, StreamItem } from '../rpc/dispatcher.ts';
 import { type CreateTaskDeps, type CreateTaskInput, createTask, senderOf } from './create-task.ts';
 import { withStreamSlot } from './limits.ts';
 import { getVisibleView, projectedWait, type ReadTaskDeps, toTask, waitForView } from './read-task.ts';
-import { blockingCapMs, settledForCaller, settledWait, toSendMessageResponse } from './send-message.ts';
+import { answerableWait, blockingCapMs, isAnswerable, toSendMessageResponse } from './send-message.ts';
 
 /**
  * SSE streams of a task, read from the journal only (I-COMMITTED, docs/protocol.md §5): the Task
@@ -84,7 +84,7 @@ export interface StreamTaskInput {
   readonly historyLength?: number;
   /**
    * A send to an agent that may answer with a Message (docs/protocol.md §4): the first event waits for
-   * the run to settle, at most this long. A run that answered with a Message streams that Message
+   * the task to be answerable, at most this long. A run that answered with a Message streams that Message
    * alone; any other run streams its task from the created revision, as if nothing had waited.
    */
   readonly messageAnswerWaitMs?: number;
@@ -214,8 +214,8 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
 }
 
 /**
- * Waits for the created run to settle, at most `waitMs`, sending heartbeats meanwhile: the
- * Message it answered with, or undefined (it answered with a task, or has not settled in time).
+ * Waits for the created task to be answerable, at most `waitMs`, sending heartbeats meanwhile: the
+ * Message it answered with, or undefined (it answered with a task, or is not answerable in time).
  * The rule is the blocking SendMessage's (`toSendMessageResponse` after a wait of its blocking
  * cap), so a send answers alike blocking and streaming.
  */
@@ -231,11 +231,11 @@ async function* messageAnswerOf(
   for (;;) {
     const view = await waitForView(deps, input.caller, input.taskId, {
       minRevision: revision,
-      until: settledForCaller,
+      until: isAnswerable,
       timeoutMs: Math.max(0, Math.min(until - now(), timing.heartbeatMs)),
-      kind: settledWait(input.caller.profileId),
+      kind: answerableWait(input.caller.profileId),
     });
-    if (view !== undefined && settledForCaller(view.state)) {
+    if (view !== undefined && isAnswerable(view.state)) {
       const task = await toTask(deps, view, { historyLength: 0, includeArtifacts: false });
       const response = toSendMessageResponse(task);
       return 'message' in response ? response.message : undefined;
