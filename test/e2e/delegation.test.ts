@@ -29,6 +29,12 @@ const configFor = (port: number) =>
         arguments: { message: 'hello from a' },
       },
       ask: { type: 'scripted', behavior: 'call-tool', tool: 'a2a__helper' },
+      park: {
+        type: 'scripted',
+        behavior: 'call-tool',
+        tool: 'a2a__slowpoke',
+        arguments: { message: 'take your time' },
+      },
       echo: { type: 'scripted', behavior: 'echo' },
       slow: { type: 'scripted', behavior: 'slow' },
     },
@@ -48,8 +54,22 @@ const configFor = (port: number) =>
         agents: { helper: {} },
       },
       b: { name: 'B', description: 'Echoes', providers: ['echo'], privacyLevel: 'full' },
+      c: {
+        name: 'C',
+        description: 'Delegates to a slow agent',
+        providers: ['park'],
+        privacyLevel: 'full',
+        agents: { slowpoke: {} },
+      },
+      slow: { name: 'Slow', description: 'Echoes after 2 s', providers: ['slow'], privacyLevel: 'full' },
     },
     a2aAgents: {
+      // Waits not at all in place: every call outlives the run's wait.
+      slowpoke: {
+        cardUrl: `http://127.0.0.1:${port}/agents/slow/.well-known/agent-card.json`,
+        timeoutMs: 10_000,
+        waitSeconds: 0,
+      },
       helper: { cardUrl: `http://127.0.0.1:${port}/agents/b/.well-known/agent-card.json`, timeoutMs: 10_000 },
     },
   });
@@ -160,6 +180,28 @@ describe('a retried delegated step reaches the same remote task', () => {
     const answer = toolAnswerOf(task);
     expect(answer.state).toBe('completed');
     const after = await tasksOf('b');
+    expect(after.length).toBe(before + 1);
+    expect(after.map((one) => one.id)).toContain(answer.taskId);
+  });
+});
+
+describe('a remote task that outlives the wait', () => {
+  it('c’s run waits (RUNNING, its state on the row) and is queued again by the reaper; it reads the settled task: one task at slow', async () => {
+    const before = (await tasksOf('slow')).length;
+    const accepted = (
+      await call('c', 'SendMessage', {
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'park' }] },
+        configuration: { returnImmediately: true },
+      })
+    )?.task as { id: string };
+    const task = await settled('c', accepted.id);
+    expect(task?.status.state).toBe('TASK_STATE_COMPLETED');
+    // `waitSeconds: 0`: the call never waited in place, so a completed answer was read after the
+    // run was queued again.
+    const answer = toolAnswerOf(task);
+    expect(answer.state).toBe('completed');
+    expect(answer.artifacts).toEqual([{ name: 'echo', parts: [{ text: 'take your time' }] }]);
+    const after = await tasksOf('slow');
     expect(after.length).toBe(before + 1);
     expect(after.map((one) => one.id)).toContain(answer.taskId);
   });

@@ -11,6 +11,7 @@ import {
 import { A2AError } from '@a2a-js/sdk/errors';
 import { type A2aAgentConfig, agentToolName } from '../../config/config.ts';
 import { interruptedStates, type JsonObject, type JsonValue, terminalStates } from '../../domain/a2a.ts';
+import { RemoteTaskPendingError } from '../../domain/errors.ts';
 import type {
   AgentGrants,
   AgentToolSource,
@@ -150,6 +151,13 @@ export class A2aAgentSource implements AgentToolSource {
         error: `The task ${task.id} of the A2A agent ${agentId} could not be read: ${describe(error)}. Read it later with its taskId.`,
       };
     }
+    // Still working after the wait, and recorded on the run: the run waits for it elsewhere.
+    if (
+      !settledStates.has(stateOf(task)) &&
+      context.remoteTask !== undefined &&
+      (sends || recorded !== undefined)
+    )
+      throw new RemoteTaskPendingError(task.id);
     return sized(answerOf(task), agent.maxResultBytes);
   }
 

@@ -53,6 +53,8 @@ export const interruptedToolCallReason = 'TOOL_CALL_INTERRUPTED';
 /** A QUEUED run past its start deadline: its queue message was lost (a crash between commit and enqueue). */
 export const unstartedRunText = 'The task could not be started; please try again.';
 export const unstartedRunReason = 'RUN_NOT_STARTED';
+/** How long a run waits for a delegated call's remote task before the reaper fails it. */
+export const maxDelegationWaitMs = 24 * 3600_000;
 /** How often the reaper queues a never-started run again before it fails it RUN_NOT_STARTED. */
 export const maxRequeues = 3;
 
@@ -129,11 +131,12 @@ const handleExpired = async (
     if (requeues < maxRequeues && (run.status === 'QUEUED' || (await neverStarted(deps, run)))) {
       return (await requeue(deps, deps.requeue, task, run, requeues + 1, now)) ? 'requeued' : 'skipped';
     }
-    // Stopped while it waited at a delegated call whose remote task it recorded (I-EFFECT): queued
-    // again, it continues at that call and reads the same remote task; the model and the calls
-    // before it are not called again.
-    if (requeues < maxRequeues && waitsAtDelegation(run)) {
-      return (await requeue(deps, deps.requeue, task, run, requeues + 1, now, { waiting: true }))
+    // Waits at a delegated call whose remote task it recorded (I-EFFECT) — left waiting by its
+    // executor, or stopped while it waited: queued again, it continues at that call and reads
+    // the same remote task; the model and the calls before it are not called again. This is the
+    // backstop of the remote task's push notification, once per lease, for `maxDelegationWaitMs`.
+    if (waitsAtDelegation(run, now)) {
+      return (await requeue(deps, deps.requeue, task, run, requeues, now, { waiting: true }))
         ? 'requeued'
         : 'skipped';
     }
@@ -213,11 +216,12 @@ const neverStarted = async (deps: ReapRunsDeps, run: RunRecord): Promise<boolean
  * A RUNNING run that waits at a delegated call with its remote task and its state recorded, and
  * holds no fence of a later call (docs/configuration.md `a2aAgents`).
  */
-const waitsAtDelegation = (run: RunRecord): boolean =>
+const waitsAtDelegation = (run: RunRecord, now: Date): boolean =>
   run.status === 'RUNNING' &&
   run.delegation !== undefined &&
   run.sealedSuspension !== undefined &&
-  run.fence === undefined;
+  run.fence === undefined &&
+  now.getTime() - Date.parse(run.delegation.at) < maxDelegationWaitMs;
 
 /**
  * The claimed run that never called its provider taken back: first the start

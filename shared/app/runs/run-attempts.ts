@@ -5,6 +5,7 @@ import {
   AgentStoppedError,
   ApprovalRequiredError,
   ProviderUnavailableError,
+  RemoteTaskPendingError,
   SealingFailedError,
   ToolFenceLostError,
   VersionConflictError,
@@ -130,6 +131,17 @@ export const runAttempts = async (
       if (isInjectedFault(error)) throw error;
       if (chunks !== undefined) ({ run, task: current } = await chunks.close());
       run = withLedger(run, ledger);
+      if (error instanceof RemoteTaskPendingError) {
+        // The remote task and the state to continue at its call are on the run row: the run
+        // waits, RUNNING, until the remote task's push notification or the reaper (its lease
+        // over) queues it again (docs/configuration.md `a2aAgents`).
+        await recordAuditStep(deps, run, {
+          kind: 'attempt',
+          ...attemptOf(providerId, 'succeeded', startedAt, deps.clock.now()),
+          reason: 'AWAITING_REMOTE_TASK',
+        });
+        return 'awaiting-remote';
+      }
       if (error instanceof ApprovalRequiredError) {
         const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), error.tokens);
         await recordAuditStep(deps, run, { kind: 'attempt', ...attempt, reason: 'AWAITING_APPROVAL' });

@@ -52,6 +52,8 @@ export interface ExecuteRunDeps extends CommitDeps {
 export type ExecuteRunResult =
   | 'completed'
   | 'awaiting-approval'
+  /** Waits for a delegated call's remote task (docs/configuration.md `a2aAgents`). */
+  | 'awaiting-remote'
   | 'input-required'
   | 'rejected'
   | 'failed'

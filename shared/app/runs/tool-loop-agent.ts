@@ -1,6 +1,11 @@
 import type { Artifact } from '../../domain/a2a.ts';
 import { deniedCallText } from '../../domain/approvals.ts';
-import { AgentStoppedError, ApprovalRequiredError, ProviderUnavailableError } from '../../domain/errors.ts';
+import {
+  AgentStoppedError,
+  ApprovalRequiredError,
+  ProviderUnavailableError,
+  RemoteTaskPendingError,
+} from '../../domain/errors.ts';
 import {
   type AgentSession,
   type ChatModel,
@@ -228,6 +233,8 @@ export class ToolLoopAgent implements AgentProvider {
         request.signal?.throwIfAborted();
         // The run could not record the remote task it waits for: the attempt stops here.
         if ('failure' in holding) throw holding.failure;
+        // The remote task outlives the wait: the run waits for it outside this attempt.
+        if (error instanceof RemoteTaskPendingError && (holding.held || recorded !== undefined)) throw error;
         result = errorResult(call, `Tool ${call.name} failed: ${(error as Error).name}`);
         // A tool that threw may have sent its request: its outcome is unknown.
         outcomeUnknown = true;
