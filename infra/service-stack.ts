@@ -268,6 +268,19 @@ export class ServiceStack extends Stack {
     // authorizer and the same streaming integration; the root's `{proxy+}` serves `default`'s.
     dataMethod(agent.addResource('{proxy+}').addMethod('ANY', integration, methodOptions));
     publicCard(agent);
+    // A delegated task's push notifications (docs/configuration.md `publicUrl`): the remote agent
+    // is no caller of this API; the per-wait token the notification carries is checked by the rpc.
+    if (props.config.publicUrl !== undefined) {
+      const callback = this.api.root
+        .addResource('callbacks')
+        .addResource('delegations')
+        .addResource('{taskId}')
+        .addResource('{runId}');
+      acknowledgePublicMethod(
+        callback.addMethod('POST', integration, { authorizationType: AuthorizationType.NONE }),
+        'A delegated task\'s push notification comes from the remote agent, not a caller of this API: the rpc accepts it only with the token made for that one wait (its SHA-256 on the run row), and it only wakes the waiting run.',
+      );
+    }
     if (deployment.viewer) this.addViewer();
     // docs/protocol.md §8: authentication errors are a 401 with a challenge.
     this.api.addGatewayResponse('Unauthorized', {

@@ -374,6 +374,11 @@ export const configSchema = z.object({
   mcpServers: z._default(z.record(mcpServerId, mcpServerSchema), {}),
   /** Remote A2A agents profiles may delegate to (`profiles.<id>.agents`). */
   a2aAgents: z._default(z.record(a2aAgentId, a2aAgentSchema), {}),
+  /**
+   * The base URL remote agents reach this server's API at: with it, a run that waits for a
+   * delegated task registers a push notification config on that task pointing back here.
+   */
+  publicUrl: z.optional(z.url()),
   webhooks: z._default(
     z.object({
       allowLoopback: z.optional(z.boolean()),

@@ -144,6 +144,12 @@ export interface DecidedToolTurn {
   readonly remoteTask?: RemoteTaskOfCall;
 }
 
+/** Where a remote task's push notifications wake the run that waits for it, and the token they carry. */
+export interface DelegationCallback {
+  readonly url: string;
+  readonly token: string;
+}
+
 /** A delegated call's remote task (docs/configuration.md `a2aAgents`). */
 export interface RemoteTaskOfCall {
   readonly callId: string;

@@ -1,6 +1,6 @@
 import type { Artifact, Message, TaskState } from './a2a.ts';
 import type { ApprovalDecision, ApprovalRecord } from './approvals.ts';
-import type { AgentSession, AgentStep, DelegatedStep, ToolCall } from './model.ts';
+import type { AgentSession, AgentStep, DelegatedStep, DelegationCallback, ToolCall } from './model.ts';
 import type {
   HistorySegment,
   JournalEvent,
@@ -348,7 +348,8 @@ export interface AgentRequest {
    * result is not used.
    */
   readonly delegations?: {
-    hold(step: DelegatedStep): Promise<void>;
+    /** Resolves with where the remote task's push notifications should go, when this server has a public URL. */
+    hold(step: DelegatedStep): Promise<DelegationCallback | undefined>;
     release(call: ToolCall): Promise<void>;
   };
   /**

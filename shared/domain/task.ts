@@ -149,6 +149,10 @@ export interface RunDelegation {
   readonly tool: string;
   readonly remoteTaskId: string;
   readonly at: string;
+  /** SHA-256 (hex) of the token the remote task's push notifications carry (never the token). */
+  readonly tokenHash?: string;
+  /** Its executor left it waiting: a push notification of the remote task may queue it again. */
+  readonly parked?: boolean;
 }
 
 /** A fenced tool call as the run row records it: which call, which tool, when it started. */

@@ -53,7 +53,8 @@ export interface ToolContext {
    */
   readonly remoteTask?: {
     readonly recorded?: string;
-    record(remoteTaskId: string): Promise<void>;
+    /** Resolves with where the remote task's push notifications should go, if anywhere. */
+    record(remoteTaskId: string): Promise<{ readonly url: string; readonly token: string } | undefined>;
   };
 }
 

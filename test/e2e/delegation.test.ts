@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { armFailpoints, disarmFailpoints, failpointCounts } from '../../shared/app/operations/failpoints.ts';
 import { parseConfig } from '../../shared/config/config.ts';
-import { rpc } from '../conformance/sse.ts';
+import { agentCall, type Json, settledTask, toolAnswerOf } from '../support/agent-calls.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 import { freePort } from '../support/mcp-server-process.ts';
 
@@ -13,8 +13,6 @@ import { freePort } from '../support/mcp-server-process.ts';
  * the same stack, reached over HTTP through its agent card with the official A2A client and the
  * SSRF guard (loopback allowed locally). Counted on b's own task list.
  */
-
-type Json = Record<string, unknown>;
 
 let stack: LocalStack;
 
@@ -91,11 +89,8 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-/** The JSON-RPC result of one call at a profile's endpoint. */
-const call = async (agent: string, method: string, params: unknown): Promise<Json | undefined> => {
-  const answer = await rpc(`${stack.baseUrl}/agents/${agent}`, method, params);
-  return answer.kind === 'json' ? answer.body.result : undefined;
-};
+const call = agentCall(() => stack.baseUrl);
+const settled = (agent: string, id: string) => settledTask(call, agent, id);
 
 const send = async (agent: string, text: string) =>
   (
@@ -107,29 +102,6 @@ const send = async (agent: string, text: string) =>
     status: { state: string };
     artifacts?: { parts: { text: string }[] }[];
   };
-
-/** A task at a profile, read until it is terminal (or the time is over). */
-const settled = async (agent: string, id: string, timeoutMs = 30_000) => {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const task = (await call(agent, 'GetTask', { id })) as
-      | (Json & { status: { state: string }; artifacts?: { parts: { text: string }[] }[] })
-      | undefined;
-    const state = task?.status.state ?? '';
-    if (
-      ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED'].includes(state) ||
-      Date.now() > until
-    )
-      return task;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-};
-
-/** The JSON the scripted model answered with: what the tool returned. */
-const toolAnswerOf = (task: { artifacts?: { parts: { text: string }[] }[] } | undefined) => {
-  const text = task?.artifacts?.[0]?.parts[0]?.text ?? '';
-  return JSON.parse(text.slice(text.indexOf('{'))) as Json & { taskId: string; state: string };
-};
 
 const tasksOf = async (agent: string) =>
   ((await call(agent, 'ListTasks', { pageSize: 100 }))?.tasks as (Json & { id: string })[]) ?? [];

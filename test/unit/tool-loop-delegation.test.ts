@@ -90,6 +90,7 @@ const requestWith = (
   delegations: {
     hold: async (step) => {
       ledger.holds.push(step);
+      return undefined;
     },
     release: async (call) => {
       ledger.releases.push(call.id);

@@ -221,7 +221,14 @@ const runFields = {
   ),
   fence: z.optional(z.object({ callId: z.string(), tool: z.string(), at: z.string() })),
   delegation: z.optional(
-    z.object({ callId: z.string(), tool: z.string(), remoteTaskId: z.string(), at: z.string() }),
+    z.object({
+      callId: z.string(),
+      tool: z.string(),
+      remoteTaskId: z.string(),
+      at: z.string(),
+      tokenHash: z.optional(z.string()),
+      parked: z.optional(z.boolean()),
+    }),
   ),
 } satisfies Record<RunField, unknown>;
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { GetTaskRequest, Message, SendMessageRequest, Task } from '@a2a-js/sdk';
+import { GetTaskRequest, Message, SendMessageRequest, Task, TaskPushNotificationConfig } from '@a2a-js/sdk';
 import {
   type Client,
   ClientFactory,
@@ -141,7 +141,10 @@ export class A2aAgentSource implements AgentToolSource {
     }
     // The remote task is recorded on the run before the call waits for it (I-EFFECT); a failure
     // to record stops the run's attempt (it is not the tool's to answer).
-    if (sends && !settledStates.has(stateOf(task))) await context.remoteTask?.record(task.id);
+    if (sends && !settledStates.has(stateOf(task))) {
+      const callback = await context.remoteTask?.record(task.id);
+      if (callback !== undefined) await this.register(client, task.id, callback, context);
+    }
     try {
       task = await this.settled(client, task, agent, context);
     } catch (error) {
@@ -159,6 +162,27 @@ export class A2aAgentSource implements AgentToolSource {
     )
       throw new RemoteTaskPendingError(task.id);
     return sized(answerOf(task), agent.maxResultBytes);
+  }
+
+  /**
+   * Asks the agent to notify the run's callback when its task changes (a push notification
+   * config with the wait's own token). Best effort: an agent without push notifications, or one
+   * that refuses, leaves the wake-up to the reaper.
+   */
+  private async register(
+    client: Client,
+    taskId: string,
+    callback: { readonly url: string; readonly token: string },
+    context: ToolContext,
+  ): Promise<void> {
+    try {
+      await client.createTaskPushNotificationConfig(
+        TaskPushNotificationConfig.fromJSON({ taskId, url: callback.url, token: callback.token }),
+        requestOptions(context),
+      );
+    } catch {
+      context.signal?.throwIfAborted();
+    }
   }
 
   /** The task read again until it settles or the agent's wait is over; the last read otherwise. */

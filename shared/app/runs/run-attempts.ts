@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Message } from '../../domain/a2a.ts';
 import type { SuspendedRun } from '../../domain/approvals.ts';
 import type { AuditContent } from '../../domain/audit.ts';
@@ -10,7 +11,7 @@ import {
   ToolFenceLostError,
   VersionConflictError,
 } from '../../domain/errors.ts';
-import type { AgentSession } from '../../domain/model.ts';
+import type { AgentSession, DelegationCallback } from '../../domain/model.ts';
 import type { AgentOutcome, AgentProvider, AgentResult } from '../../domain/ports.ts';
 import { answerOutcome } from '../../domain/privacy.ts';
 import type { SealedBlob, StoredTask } from '../../domain/projection.ts';
@@ -40,6 +41,7 @@ import { fail, failNotRetainable, reread } from './run-ending.ts';
 import { tightenForAttempt } from './run-tightening.ts';
 import { runToolsOf } from './run-tools.ts';
 import { suspendRun } from './suspend-run.ts';
+import { delegationCallbackPath, tokenHashOf } from './wake-delegated-run.ts';
 
 /** How a claimed run works: where it starts in its provider chain and what it answers. */
 export interface AttemptsRuntime {
@@ -134,7 +136,9 @@ export const runAttempts = async (
       if (error instanceof RemoteTaskPendingError) {
         // The remote task and the state to continue at its call are on the run row: the run
         // waits, RUNNING, until the remote task's push notification or the reaper (its lease
-        // over) queues it again (docs/configuration.md `a2aAgents`).
+        // over) queues it again (docs/configuration.md `a2aAgents`). Marked as left, so that a
+        // push notification may queue it; best effort: the reaper wakes it anyway.
+        await parkRun(deps, run);
         await recordAuditStep(deps, run, {
           kind: 'attempt',
           ...attemptOf(providerId, 'succeeded', startedAt, deps.clock.now()),
@@ -240,18 +244,21 @@ const callProvider = async (
           ...(step.verdict !== undefined && { verdict: step.verdict }),
           ...(step.reason !== undefined && { reason: step.reason }),
         };
+        const callback = callbackOf(deps.config.publicUrl, run);
         const hold = {
           delegation: {
             callId: step.call.id,
             tool: step.call.name,
             remoteTaskId: step.remoteTaskId,
             at: deps.clock.now().toISOString(),
+            ...(callback && { tokenHash: tokenHashOf(callback.token) }),
           },
           sealedSuspension: await deps.codec.sealSuspension(run.taskId, run.runId, state),
         };
         await holdOnRow(deps, run, chunks, hold);
         Object.assign(ledger, { touched: true, ...hold });
         failpoint('executor.afterDelegationHeld');
+        return callback;
       },
       release: async () => {
         await holdOnRow(deps, run, chunks, undefined);
@@ -260,12 +267,34 @@ const callProvider = async (
     },
   });
 
+/**
+ * Where the remote task's push notifications wake this run (docs/configuration.md `publicUrl`):
+ * the run's own callback URL and a token made for this one wait — never a credential of anyone.
+ */
+const callbackOf = (publicUrl: string | undefined, run: RunRecord): DelegationCallback | undefined =>
+  publicUrl === undefined
+    ? undefined
+    : {
+        url: `${publicUrl.replace(/\/+$/, '')}${delegationCallbackPath(run.taskId, run.runId)}`,
+        token: randomBytes(32).toString('base64url'),
+      };
+
 /** What an attempt's delegated calls left on the run row: the run in memory follows it. */
 interface DelegationLedger {
   touched: boolean;
   delegation?: RunDelegation;
   sealedSuspension?: SealedBlob;
 }
+
+const parkRun = async (deps: RunDeps, run: RunRecord): Promise<void> => {
+  if (run.delegation === undefined || run.sealedSuspension === undefined) return;
+  await deps.tasks
+    .holdDelegation(run, {
+      delegation: { ...run.delegation, parked: true },
+      sealedSuspension: run.sealedSuspension,
+    })
+    .catch(() => undefined);
+};
 
 const withLedger = (run: RunRecord, ledger: DelegationLedger): RunRecord =>
   ledger.touched

@@ -11,6 +11,7 @@ import {
   type ChatModel,
   consumeTurn,
   type DecidedToolTurn,
+  type DelegationCallback,
   type ModelRequest,
   type ModelTurn,
   newAgentSession,
@@ -167,9 +168,9 @@ export class ToolLoopAgent implements AgentProvider {
     remoteTaskId: string,
     place: CallPlace,
     holding: { held: boolean; failure?: unknown },
-  ): Promise<void> {
+  ): Promise<DelegationCallback | undefined> {
     try {
-      await request.delegations?.hold({
+      const callback = await request.delegations?.hold({
         call,
         remoteTaskId,
         steps: [...place.session.steps],
@@ -180,6 +181,7 @@ export class ToolLoopAgent implements AgentProvider {
         ...(place.decided?.reason !== undefined && { reason: place.decided.reason }),
       });
       holding.held = true;
+      return callback;
     } catch (error) {
       holding.failure = error;
       throw error;
