@@ -13,6 +13,10 @@ import { defineConfig } from 'vitest/config';
  * ports, so any two can run side by side. Files are queued by project name — conformance, e2e,
  * infra, integration, unit — so the stack's long files start first and the short CPU-bound ones
  * fill in at the end; within a project the slowest file goes first once Vitest has its timings.
+ *
+ * Unit and infra files share their worker's modules (`isolate: false`): they hold no state between
+ * files, so each worker imports the application (and the CDK) once instead of once per file. The
+ * stack projects stay isolated: a local stack's handlers read their environment when imported.
  */
 const maxWorkers = Math.max(2, availableParallelism() - 1);
 
@@ -25,11 +29,17 @@ export default defineConfig({
   test: {
     maxWorkers,
     projects: [
-      { test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        // Unit files share a worker's modules (no per-file re-import of the application): they
+        // keep no state between files (failpoints are disarmed after each test that arms them).
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false },
+      },
       {
         test: {
           name: 'infra',
           include: ['test/infra/**/*.test.ts'],
+          // One load of the CDK per worker, and CDK's bundling cache shared by the files it runs.
+          isolate: false,
           testTimeout: 120_000,
           hookTimeout: 120_000,
         },

@@ -11,7 +11,7 @@
  * invocation observers of bench/lib/meter.ts installed before the handler modules load. Counts
  * (request units, KMS, SQS, invocations, billed ms) are exact for the tasks driven; latencies are
  * medians over rounds, with the machine's load average stated. Writes bench/results/latest.json
- * and bench/results/latest.md. Method: docs/decisions/0012-benchmark-method.md. Each latency target
+ * and bench/results/latest.md. Method: bench/README.md, "Method". Each latency target
  * is set against its floor, from the paths traced hop by hop at one client (decision 0033).
  *
  * `--only-cold-start` runs only the cold-start phase (bundle bytes and module init per function,

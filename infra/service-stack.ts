@@ -278,7 +278,7 @@ export class ServiceStack extends Stack {
         .addResource('{runId}');
       acknowledgePublicMethod(
         callback.addMethod('POST', integration, { authorizationType: AuthorizationType.NONE }),
-        'A delegated task\'s push notification comes from the remote agent, not a caller of this API: the rpc accepts it only with the token made for that one wait (its SHA-256 on the run row), and it only wakes the waiting run.',
+        "A delegated task's push notification comes from the remote agent, not a caller of this API: the rpc accepts it only with the token made for that one wait (its SHA-256 on the run row), and it only wakes the waiting run.",
       );
     }
     if (deployment.viewer) this.addViewer();
@@ -568,8 +568,8 @@ export class ServiceStack extends Stack {
   }
 
   /**
-   * GetSecretValue on exactly the referenced provider key secrets (docs/deployment.md, "Provider
-   * keys"): Secrets Manager appends six random characters to a secret's name in its ARN, so a name
+   * GetSecretValue on exactly the referenced secrets, provider keys and MCP servers' credentials
+   * (docs/deployment.md, "Provider keys"): Secrets Manager appends six random characters to a secret's name in its ARN, so a name
    * is matched as `<name>-??????`; a partial ARN (without them) as `<arn>-??????`; a complete ARN as
    * given — and, since `…:secret:name-abcdef` may be either, an ARN that ends like a suffix is
    * granted both ways. And kms:Decrypt on a named customer-managed key, only through Secrets
@@ -737,24 +737,40 @@ const SECRET_ARN = /^arn:aws[\w-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+
 const KMS_KEY_ARN = /^arn:aws[\w-]*:kms:[a-z0-9-]+:\d{12}:key\/[\w-]{1,128}$/;
 
 /**
- * The provider key secrets of a configuration, their formats checked here (the functions' schema
+ * The secrets a run reads through the Parameters and Secrets extension: provider keys
+ * (`providers.<id>.apiKeySecret`) and MCP servers' credentials (`mcpServers.<id>.headers.<name>.secret`,
+ * `mcpServers.<id>.oauth.clientSecret.secret`), their formats checked here (the functions' schema
  * accepts any string, to stay small): a refusal names the setting.
  */
-export const providerSecretsOf = (config: Config): ProviderSecret[] =>
-  Object.entries(config.providers).flatMap(([id, provider]) => {
-    if (provider.type !== 'openai' || provider.apiKeySecret === undefined) return [];
-    const { secretId, kmsKeyArn } = provider.apiKeySecret;
-    const setting = `providers.${id}.apiKeySecret`;
-    if (!(secretId.startsWith('arn:') ? SECRET_ARN : SECRET_NAME).test(secretId)) {
-      throw new Error(
-        `${setting}.secretId: a secret name (letters, digits, /_+=.@-) or a complete Secrets Manager secret ARN`,
-      );
-    }
-    if (kmsKeyArn !== undefined && !KMS_KEY_ARN.test(kmsKeyArn)) {
-      throw new Error(`${setting}.kmsKeyArn: the ARN of a KMS key (arn:aws:kms:<region>:<account>:key/<id>)`);
-    }
-    return [{ secretId, ...(kmsKeyArn !== undefined ? { kmsKeyArn } : {}) }];
-  });
+export const providerSecretsOf = (config: Config): ProviderSecret[] => [
+  ...Object.entries(config.providers).flatMap(([id, provider]) =>
+    provider.type !== 'openai' || provider.apiKeySecret === undefined
+      ? []
+      : [checkedSecret(`providers.${id}.apiKeySecret`, provider.apiKeySecret)],
+  ),
+  ...Object.entries(config.mcpServers).flatMap(([id, server]) =>
+    [
+      ...Object.entries(server.headers).map(([name, value]) => [`headers.${name}`, value] as const),
+      ...(server.oauth ? [['oauth.clientSecret', server.oauth.clientSecret] as const] : []),
+    ].flatMap(([setting, value]) =>
+      typeof value === 'string' || value.secret === undefined
+        ? []
+        : [checkedSecret(`mcpServers.${id}.${setting}.secret`, value.secret)],
+    ),
+  ),
+];
+
+const checkedSecret = (setting: string, { secretId, kmsKeyArn }: ProviderSecret): ProviderSecret => {
+  if (!(secretId.startsWith('arn:') ? SECRET_ARN : SECRET_NAME).test(secretId)) {
+    throw new Error(
+      `${setting}.secretId: a secret name (letters, digits, /_+=.@-) or a complete Secrets Manager secret ARN`,
+    );
+  }
+  if (kmsKeyArn !== undefined && !KMS_KEY_ARN.test(kmsKeyArn)) {
+    throw new Error(`${setting}.kmsKeyArn: the ARN of a KMS key (arn:aws:kms:<region>:<account>:key/<id>)`);
+  }
+  return { secretId, ...(kmsKeyArn !== undefined ? { kmsKeyArn } : {}) };
+};
 
 /** How long API Gateway reuses an authorizer answer for the same `Authorization` header, unless `deployment.authorizerCacheSeconds` says otherwise. */
 export const AUTHORIZER_CACHE_TTL_SECONDS = 60;

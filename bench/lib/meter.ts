@@ -4,7 +4,7 @@ import { addSdkClientHook, type SdkClient } from '../../shared/adapters/sdk-clie
 import { billedMilliseconds, sqsBilledRequests } from './cost-model.ts';
 
 /**
- * Counts what the handlers use, from the outside (docs/decisions/0012: counted, not estimated):
+ * Counts what the handlers use, from the outside (bench/README.md, "Method": counted, not estimated):
  * - an SDK middleware on every client `shared/adapters/sdk-clients.ts` creates counts requests
  *   per service and operation, asks DynamoDB for `ReturnConsumedCapacity: INDEXES` and adds up
  *   the read/write units it reports per table and index, and counts SQS payload chunks;

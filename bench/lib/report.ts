@@ -467,7 +467,7 @@ export const sideBySideSection = (report: Report): string => {
   const clients = report.parameters.concurrency;
   const out: string[] = ['## Side by side: this server and the a2a-js SDK server', ''];
   out.push(
-    `The SDK server is \`@a2a-js/sdk\` ${anchor?.sdkVersion ?? ''}'s own server (DefaultRequestHandler behind its Express JSON-RPC handler) with its DatabaseTaskStore on SQLite (WAL, synchronous=FULL), the same echo agent, driven by the same load generator (bench/lib/load-process.ts: one process of its own for the whole run, keep-alive connections, both servers warmed by the same tasks from it; bench/README.md, "The load generator") in the same run, each of its rounds right after the same round of this server once this server's stack has settled (decisions 0082, 0083). ` +
+    `The SDK server is \`@a2a-js/sdk\` ${anchor?.sdkVersion ?? ''}'s own server (DefaultRequestHandler behind its Express JSON-RPC handler) with its DatabaseTaskStore on SQLite (WAL, synchronous=FULL), the same echo agent, driven by the same load generator (bench/lib/load-process.ts: one process of its own for the whole run, keep-alive connections, both servers warmed by the same tasks from it; bench/README.md, "The load generator") in the same run, each of its rounds right after the same round of this server once this server's stack is idle (decisions 0082, 0083). ` +
       'It is one process with an in-process bus and a local file: neither durable across instances nor serverless — the ratio prices those properties.',
   );
   out.push('');
@@ -660,7 +660,7 @@ export const renderMarkdown = (report: Report): string => {
       `${report.parameters.warmUpTasks ? `, each server warmed by ${report.parameters.warmUpTasks} tasks first (decision 0087)` : ''}` +
       `${report.parameters.quick ? ' — **quick run, not for final figures**' : ''}. ` +
       'Counts are exact for the tasks driven; latencies are medians over the rounds and depend on the machine load stated per round. ' +
-      'Method: docs/decisions/0012-benchmark-method.md.',
+      'Method: bench/README.md, "Method".',
   );
   out.push('');
   const targetTable = (rows: readonly TargetResult[]) =>

@@ -10,6 +10,7 @@ import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
 import { systemClock, uuidGenerator } from '../../shared/adapters/system.ts';
 import { currentTrace } from '../../shared/adapters/trace-context.ts';
 import type { WriteThrough } from '../../shared/app/journal/write-through.ts';
+import { requiredExtensionsOf } from '../../shared/app/profiles/agent-card.ts';
 import type { ProfileCatalog } from '../../shared/app/profiles/served-profiles.ts';
 import { PushConfigCodec } from '../../shared/app/push/push-configs.ts';
 import { createA2aMethods, createExtensionMethods } from '../../shared/app/rpc/a2a-methods.ts';
@@ -104,6 +105,13 @@ export const createRpcDispatcher = (env: RuntimeEnv, adapters: RpcAdapters) => {
   const deliveryLog = new DynamoDbPushDeliveryLog(documents, env.stateTableName);
   return createDispatcher(
     { ...methods, ...createExtensionMethods({ tasks, clock: systemClock, deliveryLog }) },
-    { errorDomain: env.config.errorDomain, logger, v03Methods: createV03Methods(methods) },
+    {
+      errorDomain: env.config.errorDomain,
+      logger,
+      v03Methods: createV03Methods(methods),
+      // The extensions a profile declares required, saved profiles included (docs/protocol.md §9).
+      requiredExtensions: async (profileId) =>
+        requiredExtensionsOf((await adapters.profiles.current()).config, profileId),
+    },
   );
 };

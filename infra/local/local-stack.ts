@@ -250,6 +250,7 @@ const createWebhookPollers = async (
     readonly region: string;
     readonly log: LocalLog;
     readonly streamStart: 'LATEST' | 'TRIM_HORIZON';
+    readonly retryBackoffCapMs?: number;
   },
 ): Promise<WebhookPollers> => {
   const load = async (name: keyof typeof webhookModules): Promise<unknown> => {
@@ -276,6 +277,7 @@ const createWebhookPollers = async (
       // Ordered fan-out: the handler stops at the first failure; halving adds nothing.
       bisectBatchOnFunctionError: false,
       maximumRetryAttempts: 10,
+      retryBackoffCapMs: options.retryBackoffCapMs,
       onFailure: onFailureDestination(pusherClients.sqs, resources.queues.PusherDlq.url, options),
       region: options.region,
       log: options.log,
@@ -404,6 +406,11 @@ export interface LocalStackOptions {
    * shared/app/operations/failpoints.ts, the points in docs/reliability.md). Default: none.
    */
   readonly failpoints?: string;
+  /**
+   * The longest wait before the stream pollers try a failing batch again (default 1 s): tests of
+   * what a batch given up leads to need not wait for Lambda's pace.
+   */
+  readonly streamRetryBackoffCapMs?: number;
   /** Run leases (default 90 s) and queued runs' start deadline (default 30 min), for fault tests. */
   readonly runLeaseMs?: number;
   readonly runStartDeadlineMs?: number;
@@ -599,6 +606,7 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
       batchSize: projectorStreamBatching.batchSize,
       maximumBatchingWindowMs: projectorStreamBatching.maximumBatchingWindowMs,
       onFailure: sendToProjectorDlq,
+      retryBackoffCapMs: options.streamRetryBackoffCapMs,
       region,
       log,
     });
@@ -628,6 +636,7 @@ export const startLocalStack = async (options: LocalStackOptions = {}): Promise<
           region,
           log,
           streamStart: options.existingStreamStart ?? 'LATEST',
+          retryBackoffCapMs: options.streamRetryBackoffCapMs,
         });
     if (webhooks) {
       cleanups.push(() => webhooks.pusher.stop());

@@ -69,6 +69,8 @@ export interface StreamPollerOptions {
    * before the function is invoked with them, unless `batchSize` fills first (default 0: at once).
    */
   readonly maximumBatchingWindowMs?: number;
+  /** The longest wait before a failing batch is tried again; the waits double from 10 ms (default 1 s). */
+  readonly retryBackoffCapMs?: number;
   /** How often DescribeStream looks for new shards (default 1000 ms). */
   readonly shardRefreshMs?: number;
   readonly timeoutMs?: number;
@@ -141,6 +143,7 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
   const handler = observed(functionName, options.handler);
   const batchSize = Math.max(1, options.batchSize ?? 100);
   const maximumRetryAttempts = Math.max(0, options.maximumRetryAttempts ?? 5);
+  const retryBackoffCapMs = options.retryBackoffCapMs ?? 1_000;
   const bisect = options.bisectBatchOnFunctionError ?? true;
   const pollIntervalMs = Math.max(0, options.pollIntervalMs ?? STREAM_POLL_INTERVAL_MS);
   const maximumBatchingWindowMs = Math.max(0, options.maximumBatchingWindowMs ?? 0);
@@ -377,7 +380,7 @@ export const createStreamPoller = (options: StreamPollerOptions): StreamPoller =
       const before =
         outcome.firstFailed > 0 ? batch[outcome.firstFailed - 1]?.dynamodb?.SequenceNumber : undefined;
       if (before) resume = { type: 'AFTER_SEQUENCE_NUMBER', sequenceNumber: before };
-      await sleeper.sleep(Math.min(1_000, 10 * 2 ** Math.max(0, attempts - 1)));
+      await sleeper.sleep(Math.min(retryBackoffCapMs, 10 * 2 ** Math.max(0, attempts - 1)));
       if (!running) break;
       await reposition({ type: 'AT_SEQUENCE_NUMBER', sequenceNumber: failedSequence });
     }

@@ -203,6 +203,20 @@ export const profileConfigSchema = z.object({
   inputModes: mediaTypes,
   outputModes: mediaTypes,
   /**
+   * Extensions the agent declares on its card (docs/protocol.md §9) beside this server's own; one
+   * marked `required` is demanded of every request in `A2A-Extensions` (else -32008).
+   */
+  extensions: z._default(
+    z.array(
+      z.object({
+        uri: nonEmptyString,
+        description: z.optional(nonEmptyString),
+        required: z._default(z.boolean(), false),
+      }),
+    ),
+    [],
+  ),
+  /**
    * Progressive output (docs/configuration.md, profile `output`): with `progressive`, the run streams its model calls, and
    * the text so far is to be committed as artifact chunks at most once per `cadence.ms`, sooner
    * once `cadence.bytes` of new text wait. Each chunk is a revision (about 8 write units for the

@@ -42,8 +42,11 @@ export const endsStream = (state: TaskState, end: StreamEnd): boolean =>
 
 export type Role = 'ROLE_USER' | 'ROLE_AGENT';
 
-/** The protocol versions this server speaks: v1.0, and v0.3 for older clients (docs/protocol.md §1). */
-export type ProtocolVersion = '1.0' | '0.3';
+/**
+ * The protocol versions this server speaks: v1.0, v0.3 for older clients (docs/protocol.md §1), and
+ * v1.1's task generations for clients that ask for them (docs/protocol.md §16).
+ */
+export type ProtocolVersion = '1.0' | '0.3' | '1.1';
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };
@@ -94,6 +97,8 @@ export interface Task {
   artifacts?: Artifact[];
   history?: Message[];
   metadata?: JsonObject;
+  /** A2A 1.1: the update events the task has had (docs/protocol.md §16); sent only to 1.1 clients. */
+  generation?: number;
 }
 
 export interface TaskStatusUpdateEvent {
@@ -101,6 +106,8 @@ export interface TaskStatusUpdateEvent {
   contextId: string;
   status: TaskStatus;
   metadata?: JsonObject;
+  /** A2A 1.1: the task's generation after this event (docs/protocol.md §16). */
+  generation?: number;
 }
 
 export interface TaskArtifactUpdateEvent {
@@ -110,6 +117,8 @@ export interface TaskArtifactUpdateEvent {
   append?: boolean;
   lastChunk?: boolean;
   metadata?: JsonObject;
+  /** A2A 1.1: the task's generation after this event (docs/protocol.md §16). */
+  generation?: number;
 }
 
 export type StreamResponse =
@@ -117,6 +126,31 @@ export type StreamResponse =
   | { message: Message }
   | { statusUpdate: TaskStatusUpdateEvent }
   | { artifactUpdate: TaskArtifactUpdateEvent };
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const withoutGeneration = (value: unknown): unknown => {
+  if (!isRecord(value) || !('generation' in value)) return value;
+  const { generation: _, ...rest } = value;
+  return rest;
+};
+
+/**
+ * An answer as a client of another version than 1.1 receives it: without the task generations
+ * (docs/protocol.md §16), which the 1.0 schema does not allow. Covers every shape that carries one:
+ * a Task, a StreamResponse or SendMessage result (`task`, `statusUpdate`, `artifactUpdate`), and a
+ * ListTasks page (`tasks`). Anything else is returned as it is.
+ */
+export const withoutGenerations = <T>(value: T): T => {
+  if (!isRecord(value)) return value;
+  if ('id' in value && 'status' in value) return withoutGeneration(value) as T;
+  if (Array.isArray(value.tasks)) return { ...value, tasks: value.tasks.map(withoutGeneration) };
+  for (const key of ['task', 'statusUpdate', 'artifactUpdate']) {
+    if (key in value) return { ...value, [key]: withoutGeneration(value[key]) };
+  }
+  return value;
+};
 
 export interface AuthenticationInfo {
   scheme: string;
@@ -140,6 +174,8 @@ export interface SendMessageConfiguration {
   };
   historyLength?: number;
   returnImmediately?: boolean;
+  /** A2A 1.1: a follow-up applies only while its task is at this generation (docs/protocol.md §16). */
+  ifGenerationMatch?: number;
 }
 
 /** The text of a message's text parts, joined; what the scripted echo answers with. */

@@ -1,6 +1,7 @@
 import type { Artifact, JsonObject, Message, Part } from './a2a.ts';
 import type { Ceilings, PrivacyLevel } from './privacy.ts';
 import { redactArtifacts, redactJson, redactMessage, redactText } from './redaction.ts';
+import type { ToolEffect } from './tools.ts';
 
 /**
  * The audit trail of a run (docs/data-model.md, I-LEAVE): its steps, cut to the run's **audit ceiling**
@@ -10,7 +11,7 @@ import { redactArtifacts, redactJson, redactMessage, redactText } from './redact
  * | ceiling    | what an entry keeps                                                        |
  * | ---------- | -------------------------------------------------------------------------- |
  * | `none`     | nothing: no entry at all                                                   |
- * | `metadata` | kind, provider, outcome, duration, token counts, tool names, lengths       |
+ * | `metadata` | kind, provider, outcome, duration, token counts, tool names and effect, lengths |
  * | `redacted` | the metadata, plus the step's content redacted (shared/domain/redaction.ts)    |
  * | `full`     | the metadata, plus the step's content as it was                            |
  *
@@ -69,6 +70,8 @@ export interface AuditStep {
   readonly inputTokens?: number;
   readonly outputTokens?: number;
   readonly toolNames?: readonly string[];
+  /** A tool call's effect (I-EFFECT): `write` calls were fenced on the run row before they were sent. */
+  readonly effect?: ToolEffect;
   /** For tightenings: the ceilings before and after. */
   readonly from?: Ceilings;
   readonly to?: Ceilings;
@@ -154,6 +157,7 @@ export const auditEntryAt = (
     ...(step.inputTokens !== undefined ? { inputTokens: step.inputTokens } : {}),
     ...(step.outputTokens !== undefined ? { outputTokens: step.outputTokens } : {}),
     ...(step.toolNames !== undefined ? { toolNames: [...step.toolNames] } : {}),
+    ...(step.effect !== undefined ? { effect: step.effect } : {}),
     ...(step.from !== undefined ? { from: { audit: step.from.audit, answer: step.from.answer } } : {}),
     ...(step.to !== undefined ? { to: { audit: step.to.audit, answer: step.to.answer } } : {}),
     ...(content?.message ? { messageLength: lengthOfParts(content.message.parts) } : {}),

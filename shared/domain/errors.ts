@@ -15,6 +15,7 @@ export type DomainErrorCode =
   | 'EXTENDED_AGENT_CARD_NOT_CONFIGURED'
   | 'EXTENSION_SUPPORT_REQUIRED'
   | 'VERSION_NOT_SUPPORTED'
+  | 'TASK_GENERATION_MISMATCH'
   | 'RESULT_NOT_RETAINABLE'
   | 'TASK_ALREADY_WORKING'
   | 'TASK_BUSY'
@@ -103,6 +104,22 @@ export class VersionNotSupportedError extends DomainError {
   readonly code = 'VERSION_NOT_SUPPORTED';
   constructor(version: string) {
     super('Protocol version not supported', { version, supported: '1.0' });
+  }
+}
+
+/**
+ * A2A 1.1 (docs/protocol.md §16): a follow-up sent with `ifGenerationMatch` to a task whose generation
+ * is another. The client reads the task again and decides whether to send.
+ */
+export class TaskGenerationMismatchError extends DomainError {
+  override readonly name = 'TaskGenerationMismatchError';
+  readonly code = 'TASK_GENERATION_MISMATCH';
+  constructor(taskId: string, expected: number, current: number) {
+    super(`Task generation mismatch: expected ${expected} but current generation is ${current}`, {
+      taskId,
+      expectedGeneration: String(expected),
+      currentGeneration: String(current),
+    });
   }
 }
 

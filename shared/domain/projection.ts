@@ -45,6 +45,11 @@ export interface StoredTask extends TaskRecord {
   readonly sealedStatusMessage?: SealedBlob;
   readonly sealedArtifacts?: SealedBlob;
   /**
+   * How many artifacts `sealedArtifacts` holds, set with it by every writer that seals artifacts:
+   * what a revision that changes them shows (`eventsOfRevision`) is known without opening them.
+   */
+  readonly artifactCount?: number;
+  /**
    * The history's newest entries, sealed as one blob (docs/data-model.md, "History"): those of
    * revision `historyFrom` and later. Earlier entries are in the task's history segments.
    */
@@ -98,6 +103,7 @@ export const viewFields = [
   'profileId',
   'state',
   'revision',
+  'generation',
   'statusTimestamp',
   'createdAt',
   'sealedStatusMessage',
@@ -118,6 +124,7 @@ export const eventFields = [
   'contextId',
   'owner',
   'revision',
+  'generation',
   'state',
   'statusTimestamp',
   'sealedStatusMessage',
@@ -138,6 +145,7 @@ export type JournalEvent = Pick<StoredTask, (typeof eventFields)[number] | 'push
 const revisionFields = [
   'state',
   'revision',
+  'generation',
   'statusTimestamp',
   'sealedStatusMessage',
   'metadata',
@@ -171,6 +179,26 @@ export const sameBytes = (a: SealedBlob | undefined, b: SealedBlob | undefined):
   return true;
 };
 
+/**
+ * Whether a revision changed the task's artifacts: it holds artifacts, and not the bytes the
+ * revision before held. Its event then carries them, and readers show one artifactUpdate each.
+ */
+const changedArtifacts = (
+  before: Pick<StoredTask, 'sealedArtifacts'> | undefined,
+  after: Pick<StoredTask, 'sealedArtifacts'>,
+): boolean =>
+  after.sealedArtifacts !== undefined && !sameBytes(before?.sealedArtifacts, after.sealedArtifacts);
+
+/**
+ * The update events a revision shows on every channel (app/journal/journal-events.ts): one
+ * artifactUpdate per artifact when it changed the artifacts, then its statusUpdate. A task's
+ * generation is the sum of these over its revisions (docs/protocol.md §16).
+ */
+export const eventsOfRevision = (
+  before: Pick<StoredTask, 'sealedArtifacts'>,
+  after: Pick<StoredTask, 'sealedArtifacts' | 'artifactCount'>,
+): number => 1 + (changedArtifacts(before, after) ? (after.artifactCount ?? 0) : 0);
+
 /** The public view of a committed task row: everything but the history (I-HISTORY). */
 export const viewOf = (task: StoredTask): JournalView => pick(task, viewFields);
 
@@ -192,8 +220,7 @@ export const projectRevision = (
   if (newImage === undefined || !isNewRevision(oldImage, newImage)) return undefined;
 
   const view = viewOf(newImage);
-  const artifactsChanged =
-    newImage.sealedArtifacts !== undefined && !sameBytes(oldImage?.sealedArtifacts, newImage.sealedArtifacts);
+  const artifactsChanged = changedArtifacts(oldImage, newImage);
   const event: JournalEvent = {
     ...pick(newImage, eventFields),
     sealedArtifacts: artifactsChanged ? newImage.sealedArtifacts : undefined,

@@ -18,7 +18,8 @@ export interface StoredPushConfig {
   readonly createdAt: string;
   /**
    * The protocol version the config was created through; it picks the webhook body (docs/protocol.md §7):
-   * v1.0 StreamResponses, or the v0.3 Task as of the revision (docs/protocol.md §1). Absent means 1.0.
+   * v1.0 StreamResponses (with their task generations for a config created through 1.1,
+   * docs/protocol.md §16), or the v0.3 Task as of the revision (docs/protocol.md §1). Absent means 1.0.
    */
   readonly protocolVersion?: ProtocolVersion;
   /** The task's expiry (epoch seconds): the config goes with the task (I-PURGE). */

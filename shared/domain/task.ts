@@ -1,7 +1,7 @@
 import type { Artifact, JsonObject, Message, TaskState } from './a2a.ts';
 import { isTerminal } from './a2a.ts';
 import type { RunApproval } from './approvals.ts';
-import type { SealedBlob, StoredTask } from './projection.ts';
+import { eventsOfRevision, type SealedBlob, type StoredTask } from './projection.ts';
 import type { AgentGrants, RemoteToolGrants } from './tools.ts';
 
 /**
@@ -53,6 +53,12 @@ export interface TaskRecord {
   readonly metadata?: JsonObject;
   /** Epoch seconds after which the task and everything of it is gone (I-PURGE). */
   readonly expiresAt: number;
+  /**
+   * The update events the task's revisions have shown so far (A2A 1.1 `generation`, docs/protocol.md
+   * §16): 1 at creation, and each revision adds the events it shows (`eventsOfRevision`). Unset on a
+   * task created before generations were kept: it has none ("unknown" to 1.1 clients).
+   */
+  readonly generation?: number;
 }
 
 /** A history entry remembers the revision that added it, so reads never show newer history than their view. */
@@ -275,6 +281,8 @@ export const newTask = ({
   owner: { tenant: owner.tenant, principal: owner.principal },
   state: run.status === 'RUNNING' ? 'TASK_STATE_WORKING' : 'TASK_STATE_SUBMITTED',
   revision: 1,
+  // Its first revision shows one event, its status.
+  generation: 1,
   currentRunId: run.runId,
   statusTimestamp: now.toISOString(),
   createdAt: now.toISOString(),
@@ -316,7 +324,7 @@ export const advanceTask = <T extends TaskRecord>(
 ): T => {
   if (!canTransitionTask(task.state, state)) throw new IllegalTransitionError('task', task.state, state);
   // A revision is a chunk of the answer only when its writer says so (`AnswerChunk`).
-  return {
+  const next: T = {
     ...task,
     answerChunk: undefined,
     ...changes,
@@ -324,6 +332,10 @@ export const advanceTask = <T extends TaskRecord>(
     revision: task.revision + 1,
     statusTimestamp: now.toISOString(),
   };
+  if (task.generation === undefined) return next;
+  // Rows carry their sealed content: what this revision shows depends on its artifacts.
+  const content = (row: T) => row as T & Pick<StoredTask, 'sealedArtifacts' | 'artifactCount'>;
+  return { ...next, generation: task.generation + eventsOfRevision(content(task), content(next)) };
 };
 
 /**

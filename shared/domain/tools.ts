@@ -87,6 +87,12 @@ export interface RemoteToolSource {
   toolsFor(profile: RemoteToolGrants, signal?: AbortSignal): Promise<EnabledTool[]>;
 }
 
+/** Port: whether a profile's remote tools can be served now (checked when a profile is saved). */
+export interface RemoteToolCheck {
+  /** Each problem names the setting that causes it; none when every server answers with every tool. */
+  problemsOf(grants: RemoteToolGrants, profileId: string): Promise<string[]>;
+}
+
 /** Per remote server, the tools a profile allows, each with an optional effect and approval override. */
 export type RemoteToolGrants = Readonly<
   Record<string, { readonly tools: Readonly<Record<string, RemoteToolGrant>> }>

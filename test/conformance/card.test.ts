@@ -115,19 +115,20 @@ describe('agent card', () => {
     expect(card!.supportedInterfaces.length).toBeGreaterThan(0);
   });
 
-  it('CARD-PROTO-002: each interface is valid — absolute URL, JSONRPC or HTTP+JSON, 1.0 — and answers there', async () => {
+  it('CARD-PROTO-002: each interface is valid — absolute URL, JSONRPC or HTTP+JSON, 1.0 then 1.1 — and answers there', async () => {
     for (const path of cardPaths) {
       const { card } = await fetchCard(path);
-      expect(card!.supportedInterfaces.map((entry) => entry.protocolBinding)).toEqual([
-        'JSONRPC',
-        'HTTP+JSON',
-      ]);
+      // Every protocol combination, in preference order: 1.0 first (docs/protocol.md §9, §16).
+      expect(
+        card!.supportedInterfaces.map((entry) => `${entry.protocolBinding} ${entry.protocolVersion}`),
+      ).toEqual(['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 1.1', 'HTTP+JSON 1.1']);
       for (const entry of card!.supportedInterfaces) {
-        expect(entry.protocolVersion).toBe('1.0');
         const url = new URL(entry.url);
         expect(['http:', 'https:']).toContain(url.protocol);
         if (entry.protocolBinding === 'HTTP+JSON') {
-          const missing = await fetch(`${entry.url}/tasks/missing`, { headers: { 'A2A-Version': '1.0' } });
+          const missing = await fetch(`${entry.url}/tasks/missing`, {
+            headers: { 'A2A-Version': entry.protocolVersion },
+          });
           expect(missing.status).toBe(404);
           expect(((await missing.json()) as { error: { status: string } }).error.status).toBe('NOT_FOUND');
           continue;

@@ -43,6 +43,22 @@ export const conformanceConfig: Config = parseConfig({
   maxRequestBytes: 64 * 1024,
 });
 
+/** The conformance configuration with more providers and profiles (a test file's own agents). */
+export const conformanceConfigWith = (extra: {
+  readonly providers?: Record<string, unknown>;
+  readonly profiles: Record<string, unknown>;
+}): Config => {
+  const base = conformanceConfig as unknown as Record<string, unknown> & {
+    providers: Record<string, unknown>;
+    profiles: Record<string, unknown>;
+  };
+  return parseConfig({
+    ...base,
+    providers: { ...base.providers, ...extra.providers },
+    profiles: { ...base.profiles, ...extra.profiles },
+  });
+};
+
 /** The eleven A2A v1.0 JSON-RPC methods, as docs/protocol.md §2.1 lists them (the spec, not the router's table). */
 export const a2aMethods = [
   'SendMessage',

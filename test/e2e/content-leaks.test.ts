@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { parseConfig } from '../../shared/config/config.ts';
+import { scanAll } from '../support/admin-on.ts';
 import {
   type FakeModelServer,
   openAiText,
@@ -128,18 +129,7 @@ const taskOf = (reply: Json): Json & { id: string } => {
 };
 const stateOf = (task: Json) => (task.status as Json).state;
 
-const scan = async (table: string): Promise<Json[]> => {
-  const items: Json[] = [];
-  let start: Json | undefined;
-  do {
-    const page = await inspect.clients.doc.send(
-      new ScanCommand({ TableName: table, ExclusiveStartKey: start }),
-    );
-    items.push(...((page.Items ?? []) as Json[]));
-    start = page.LastEvaluatedKey as Json | undefined;
-  } while (start);
-  return items;
-};
+const scan = (table: string) => scanAll(inspect.clients.doc, table);
 
 /** Items as text, binary attributes (sealed blobs) byte for byte, so plaintext inside them shows too. */
 const plaintextOf = (value: unknown): string =>

@@ -45,9 +45,10 @@ const startChild = (existingStreamStart: 'LATEST' | 'TRIM_HORIZON', holdCall?: n
     endpoints: providedEndpoints(),
     prefix,
     callLog,
-    // Short, so the test does not wait for the deployed 90 s lease and 60 s reaper schedule.
+    // Short, so the test does not wait for the deployed 90 s lease and 60 s reaper schedule. A run
+    // the kill left committed but never queued waits for its start deadline: the test's tail.
     runLeaseMs: 3_000,
-    runStartDeadlineMs: 20_000,
+    runStartDeadlineMs: 10_000,
     reaperIntervalMs: 1_000,
     existingStreamStart,
     ...(holdCall !== undefined && { holdCall }),

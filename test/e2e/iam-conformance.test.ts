@@ -13,6 +13,7 @@ import {
   synthesizedPolicies,
 } from '../support/iam-policies.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
+import { type McpServerProcess, startMcpTestServer } from '../support/mcp-server-process.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
 /**
@@ -27,24 +28,46 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
  * only; nothing of it is bundled or deployed). Its validating entry point ignores
  * `kms:EncryptionContext:<key>` condition keys, so the unvalidated one (`runUnsafeSimulation`)
  * evaluates them; the test proves that it does (a foreign installation's context is denied).
+ *
+ * A profile calls a write tool of an MCP server (the test server, in its own process) in a
+ * blocking run (the rpc) and a queued one (the executor): the fence on the run row is theirs to
+ * write. Its API key is a Secrets Manager secret where deployed, the environment here.
  */
 
 const region = 'us-east-1';
 const account = '000000000000';
 
-const config = parseConfig({
-  privacy: { level: 'metadata' },
-  providers: {
-    echo: { type: 'scripted', behavior: 'echo' },
-    tck: { type: 'scripted', behavior: 'tck' },
-  },
-  profiles: {
-    default: { name: 'Echo', description: 'echo', providers: ['echo'], privacyLevel: 'full' },
-    tck: { name: 'TCK', description: 'TCK scenarios', providers: ['tck'], privacyLevel: 'full' },
-  },
-  webhooks: { retryBaseSeconds: 1 },
-  streaming: { heartbeatSeconds: 1 },
-});
+const mcpSecret = `arn:aws:secretsmanager:${region}:${account}:secret:mcp/tools-??????`;
+const mcpKey = 'iam-conformance-mcp-key';
+const configWith = (mcpUrl: string) =>
+  parseConfig({
+    privacy: { level: 'metadata' },
+    providers: {
+      echo: { type: 'scripted', behavior: 'echo' },
+      tck: { type: 'scripted', behavior: 'tck' },
+      noter: { type: 'scripted', behavior: 'call-tool', tool: 'tools__append_note' },
+    },
+    profiles: {
+      default: { name: 'Echo', description: 'echo', providers: ['echo'], privacyLevel: 'full' },
+      tck: { name: 'TCK', description: 'TCK scenarios', providers: ['tck'], privacyLevel: 'full' },
+      tools: {
+        name: 'Tools',
+        description: 'Calls an MCP tool',
+        providers: ['noter'],
+        privacyLevel: 'full',
+        mcp: { tools: { tools: { append_note: {} } } },
+      },
+    },
+    mcpServers: {
+      tools: {
+        url: mcpUrl,
+        headers: { 'x-api-key': { env: 'IAM_CONFORMANCE_MCP_KEY', secret: { secretId: 'mcp/tools' } } },
+      },
+    },
+    webhooks: { retryBaseSeconds: 1 },
+    streaming: { heartbeatSeconds: 1 },
+  });
+let config: ReturnType<typeof configWith>;
 
 /**
  * Granted actions no test here exercises, each with why it is granted. Keyed
@@ -107,6 +130,10 @@ const unexercisedGrants: Record<string, string> = {
     "the owner's ListTasks counters move by UpdateItem in the view's transaction when a revision changes what they count; the rpc's creates move them here",
   'reaper sqs:SendMessage queue/DeliveryQueue':
     "the direct fan-out of a FAILED revision to the task's webhooks (decision 0061); here the pusher may queue it first",
+  [`executor secretsmanager:GetSecretValue ${mcpSecret}`]:
+    "an MCP server's credential (mcpServers.tools.headers.x-api-key.secret), read through the Parameters and Secrets extension in Lambda only; the local stack reads the environment variable the same credential names",
+  [`rpc secretsmanager:GetSecretValue ${mcpSecret}`]:
+    "the rpc runs blocking sends' runs and their tool calls (docs/configuration.md `deployment.blockingRunsInRpc`): an MCP server's credential, read through the Parameters and Secrets extension in Lambda only; the local stack reads the environment variable",
   'rpc dynamodb:DeleteItem table/Audit':
     "the rpc runs blocking sends' runs (decision 0091): the run's audit rows: a lost start-slot race reads the slot's kind (GetItem); a fallback that tightens the ceiling scrubs the run's rows (Query, UpdateItem, DeleteItem; decision 0010), driven by test/e2e/privacy.test.ts",
   'rpc dynamodb:GetItem table/Audit':
@@ -121,8 +148,12 @@ let stack: LocalStack;
 let recorder: AwsCallRecorder;
 let policies: InstallationPolicies;
 let receiver: WebhookReceiver;
+let mcp: McpServerProcess;
 
 beforeAll(async () => {
+  mcp = await startMcpTestServer({ apiKey: mcpKey });
+  process.env.IAM_CONFORMANCE_MCP_KEY = mcpKey;
+  config = configWith(mcp.url);
   const endpoints = providedEndpoints();
   // The key id is known only once the stack created it; a Decrypt names it through its ciphertext.
   const scope = { region, account, defaultKeyArn: '' };
@@ -156,7 +187,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
   recorder?.uninstall();
-  await receiver?.close();
+  await Promise.all([receiver?.close(), mcp?.stop()]);
+  delete process.env.IAM_CONFORMANCE_MCP_KEY;
 });
 
 const agent = (profile: string) => `${stack.baseUrl}/agents/${profile}`;
@@ -206,6 +238,20 @@ const driveTheStack = async (): Promise<void> => {
     }),
   );
   await call('tck', 'SendStreamingMessage', message(`tck-stream-001-${randomUUID()}`));
+  // A fenced MCP write call in a blocking run (the rpc) and in a queued one (the executor).
+  const note = (text: string) => ({
+    message: {
+      messageId: `m-${randomUUID()}`,
+      role: 'ROLE_USER',
+      parts: [{ text: JSON.stringify({ text }) }],
+    },
+  });
+  expect(taskOf(await call('tools', 'SendMessage', note('blocking'))).status.state).toBe(
+    'TASK_STATE_COMPLETED',
+  );
+  const noted = taskOf(
+    await call('tools', 'SendMessage', { ...note('queued'), configuration: { returnImmediately: true } }),
+  );
   // A conversation: input required, push configs, the follow-up completes it; webhooks delivered.
   const waiting = taskOf(await call('tck', 'SendMessage', message(`tck-input-required-${randomUUID()}`)));
   const hook = await call('tck', 'CreateTaskPushNotificationConfig', {
@@ -229,6 +275,14 @@ const driveTheStack = async (): Promise<void> => {
     (posts) => ['/hook', '/inline'].every((path) => posts.some((post) => post.path === path)),
     60_000,
   );
+  await waitFor('the queued tool call', async () => {
+    const task = taskOf({ task: await call('tools', 'GetTask', { id: noted.id }) });
+    return task.status.state === 'TASK_STATE_COMPLETED';
+  });
+  expect((await mcp.calls()).map((sent) => sent.arguments)).toEqual([
+    { text: 'blocking' },
+    { text: 'queued' },
+  ]);
   await waitFor(
     'the reaper to take the crashed run over',
     async () => {

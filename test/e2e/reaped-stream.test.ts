@@ -42,6 +42,8 @@ beforeAll(async () => {
     runLeaseMs: 1_000,
     runStartDeadlineMs: 3_000,
     reaperIntervalMs: 250,
+    // Every run queued for the executor: the rpc would otherwise run a streaming send's run itself.
+    blockingRunsInRpc: false,
     handlers: {
       // Never starts a run: every message is handed back (it reappears after the visibility
       // timeout, long after this test), so the run stays QUEUED until the reaper settles it.

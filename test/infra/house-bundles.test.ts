@@ -1,7 +1,9 @@
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { NormalizedSchema } from '@smithy/core/schema';
 import { App, Duration, Stack } from 'aws-cdk-lib';
@@ -16,6 +18,7 @@ import {
   MAX_BUNDLE_BYTES,
   REPO_ROOT,
   sameCopyAliases,
+  TOOL_SOURCES_BUNDLE,
   UNREACHED_CREDENTIAL_PROVIDERS,
   UNREACHED_MODULE_STUBS,
 } from '../../infra/bundling.ts';
@@ -29,6 +32,9 @@ import {
   type FakeModelServer,
   startFakeModelServer,
 } from '../support/fake-model-servers.ts';
+import { startMcpTestServer } from '../support/mcp-server-process.ts';
+
+const execFileAsync = promisify(execFile);
 
 /**
  * Decisions 0018, 0029: every function bundles what it loads, and nothing Lambda never loads.
@@ -192,6 +198,54 @@ describe('function bundles (decisions 0018, 0029)', () => {
       expect(cdkBundle.byteLength).toBe(esbuildBundle?.byteLength);
       expect(cdkBundle.equals(Buffer.from(esbuildBundle ?? []))).toBe(true);
     } finally {
+      rmSync(outdir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it("writes tool-sources.mjs beside a bundle with CDK's afterBundling hook, and the bundle loads it from there", async () => {
+    const entry = join(REPO_ROOT, 'test', 'support', 'tool-sources-probe.ts');
+    const outdir = mkdtempSync(join(tmpdir(), 'house-bundles-tools-'));
+    const server = await startMcpTestServer();
+    try {
+      const app = new App({ outdir });
+      new HouseFunction(new Stack(app, 'Probe'), 'Probe', {
+        entry,
+        timeout: Duration.seconds(30),
+        toolSources: true,
+      });
+      const assembly = app.synth();
+      const [asset] = readdirSync(assembly.directory)
+        .map((name) => join(assembly.directory, name))
+        .filter((path) => existsSync(join(path, 'index.mjs')));
+      const bundle = readFileSync(join(asset as string, 'index.mjs'), 'utf8');
+      const toolSources = readFileSync(join(asset as string, TOOL_SOURCES_BUNDLE.file), 'utf8');
+      // The MCP SDK's client is in the tool sources' file only, which the bundle names as a module path.
+      expect(toolSources).toContain('mcp-session-id');
+      expect(bundle).not.toContain('mcp-session-id');
+      expect(bundle).toContain('./tool-sources.mjs');
+      // Loaded by Node as Lambda loads it (not through the test runner's module loader).
+      const { stdout } = await execFileAsync(process.execPath, [
+        '--input-type=module',
+        '--eval',
+        `const { handler } = await import(${JSON.stringify(pathToFileURL(join(asset as string, 'index.mjs')).href)});
+         process.stdout.write(JSON.stringify(await handler(${JSON.stringify({ url: server.url, key: 'k7' })})));`,
+      ]);
+      expect(JSON.parse(stdout)).toEqual({
+        names: ['tools__lookup'],
+        effect: 'read-only',
+        result: {
+          ok: true,
+          content: {
+            content: [{ type: 'text', text: 'value of k7' }],
+            structured: { key: 'k7', value: 'value of k7' },
+          },
+        },
+      });
+      expect(await server.calls()).toEqual([
+        expect.objectContaining({ tool: 'lookup', arguments: { key: 'k7' } }),
+      ]);
+    } finally {
+      await server.stop();
       rmSync(outdir, { recursive: true, force: true });
     }
   }, 120_000);

@@ -1426,6 +1426,21 @@ describe('provider key secrets (decision 0026)', () => {
   };
   let secretInstallation: Installation;
   let template: Template;
+  /** The grant of a secret named without its ARN: any of the names Secrets Manager's suffix makes. */
+  const namedSecretArn = (name: string) => ({
+    'Fn::Join': [
+      '',
+      [
+        'arn:',
+        { Ref: 'AWS::Partition' },
+        ':secretsmanager:',
+        { Ref: 'AWS::Region' },
+        ':',
+        { Ref: 'AWS::AccountId' },
+        `:secret:${name}-??????`,
+      ],
+    ],
+  });
 
   beforeAll(() => {
     secretInstallation = installationOf(secretConfig);
@@ -1459,21 +1474,8 @@ describe('provider key secrets (decision 0026)', () => {
         Effect: 'Allow',
         Action: 'secretsmanager:GetSecretValue',
         Resource: [
-          {
-            'Fn::Join': [
-              '',
-              [
-                'arn:',
-                { Ref: 'AWS::Partition' },
-                ':secretsmanager:',
-                { Ref: 'AWS::Region' },
-                ':',
-                { Ref: 'AWS::AccountId' },
-                // Secrets Manager appends a 6-character suffix to every secret's ARN.
-                ':secret:a2a/openai-??????',
-              ],
-            ],
-          },
+          // Secrets Manager appends a 6-character suffix to every secret's ARN.
+          namedSecretArn('a2a/openai'),
           // A complete ARN as given; since a name may end like a suffix, also as a partial one.
           secretArn,
           `${secretArn}-??????`,
@@ -1562,6 +1564,58 @@ describe('provider key secrets (decision 0026)', () => {
     );
     expect(() => installationOf(withSecret({ secretId: 'ok', kmsKeyArn: 'alias/mine' }))).toThrow(
       /providers\.o\.apiKeySecret\.kmsKeyArn/,
+    );
+  });
+
+  it("grants MCP servers' credentials in Secrets Manager the same way, and only them; refuses a malformed one naming the setting", () => {
+    const mcpConfig = (headerSecret: unknown) => ({
+      ...testConfig,
+      mcpServers: {
+        tickets: {
+          url: 'https://tickets.example.com/mcp',
+          headers: { 'x-api-key': { secret: headerSecret }, 'x-team': 'support' },
+        },
+        crm: {
+          url: 'https://crm.example.com/mcp',
+          oauth: {
+            tokenUrl: 'https://auth.example.com/token',
+            clientId: 'agent',
+            clientSecret: { secret: { secretId: secretArn, kmsKeyArn: keyArn } },
+          },
+        },
+        // A credential from the environment only: nothing to grant.
+        local: { url: 'https://local.example.com/mcp', headers: { 'x-api-key': { env: 'LOCAL_KEY' } } },
+      },
+    });
+    const installation = installationOf(mcpConfig({ secretId: 'mcp/tickets', jsonKey: 'key' }));
+    const tmpl = Template.fromStack(installation.service);
+    const { service: stack } = installation;
+    const secretStatements = statementsOf(tmpl, stack, stack.executor).filter((statement) =>
+      [statement.Action].flat().some((action) => String(action).startsWith('secretsmanager:')),
+    );
+    expect(secretStatements).toEqual([
+      {
+        Effect: 'Allow',
+        Action: 'secretsmanager:GetSecretValue',
+        Resource: [namedSecretArn('mcp/tickets'), secretArn, `${secretArn}-??????`],
+      },
+    ]);
+    expect(statementsOf(tmpl, stack, stack.executor)).toContainEqual(
+      expect.objectContaining({ Action: 'kms:Decrypt', Resource: keyArn }),
+    );
+    // The rpc runs blocking sends' runs and their tool calls (`deployment.blockingRunsInRpc`): the same secrets.
+    expect(
+      statementsOf(tmpl, stack, stack.rpc).filter((statement) =>
+        [statement.Action].flat().some((action) => String(action).startsWith('secretsmanager:')),
+      ),
+    ).toEqual(secretStatements);
+    const functions = tmpl.toJSON().Resources as Record<string, Resource>;
+    expect((functions[logicalIdOf(stack, stack.executor)] as Resource).Properties.Layers).toHaveLength(1);
+    for (const fn of [stack.projector, stack.pusher, stack.deliverer, stack.reaper]) {
+      expect(JSON.stringify(statementsOf(tmpl, stack, fn))).not.toContain('secretsmanager');
+    }
+    expect(() => installationOf(mcpConfig({ secretId: 'bad name with spaces' }))).toThrow(
+      /mcpServers\.tickets\.headers\.x-api-key\.secret\.secretId/,
     );
   });
 

@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdmin } from '../../infra/admin/cli.ts';
 import { DynamoDbApprovals } from '../../shared/adapters/dynamodb/dynamodb-approvals.ts';
 import {
   auditContentField,
@@ -27,6 +26,7 @@ import { awaitingApprovalText } from '../../shared/domain/approvals.ts';
 import type { AgentStep } from '../../shared/domain/model.ts';
 import type { RunMessage } from '../../shared/domain/ports.ts';
 import { webhookPolicyFor } from '../../shared/domain/webhook-address.ts';
+import { adminOn } from '../support/admin-on.ts';
 import { alice, userMessage } from '../support/core-fixture.ts';
 import {
   type FakeModelServer,
@@ -455,34 +455,7 @@ describe('approvals against the emulators', () => {
   });
 
   describe('the admin command (approvals list | approve | deny) on the emulators, real run queue', () => {
-    const admin = async (...args: string[]) => {
-      const out: string[] = [];
-      const err: string[] = [];
-      const code = await runAdmin(
-        [
-          ...args,
-          '--endpoint',
-          env.endpoints.dynamodb,
-          '--state-table',
-          env.resources.tables.State.name,
-          '--journal-table',
-          env.resources.tables.Journal.name,
-          '--audit-table',
-          env.resources.tables.Audit.name,
-          '--queue-url',
-          env.resources.queues.RunQueue.url,
-          '--sqs-endpoint',
-          env.endpoints.sqs,
-        ],
-        {
-          out: (text) => void out.push(text),
-          err: (text) => void err.push(text),
-          // No credentials: against loopback emulators the command brings its own dummy ones.
-          env: { AWS_REGION: 'us-east-1' },
-        },
-      );
-      return { code, stdout: out.join('\n'), stderr: err.join('\n') };
-    };
+    const admin = (...args: string[]) => adminOn(env, ...args);
 
     /** The wake-up the command sent, from the real queue. */
     const receiveRunMessage = async (): Promise<RunMessage> => {

@@ -110,3 +110,65 @@ describe("the benchmark's single-turn task", () => {
     }
   });
 });
+
+/** One SendStreamingMessage read to its end: the states its frames showed. */
+const streamed = async (text: string): Promise<string[]> => {
+  const response = await fetch(`${stack.baseUrl}/agents/default`, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      'A2A-Version': '1.0',
+      Accept: 'text/event-stream',
+      Authorization: `Bearer ${benchTokens.main}`,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendStreamingMessage',
+      params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] } },
+    }),
+  });
+  const body = await response.text();
+  return body
+    .split('\n')
+    .filter((line) => line.startsWith('data:'))
+    .map((line) => JSON.parse(line.slice(5)).result)
+    .map((result) => result?.statusUpdate?.status?.state ?? result?.task?.status?.state)
+    .filter((state): state is string => state !== undefined);
+};
+
+/** Requests per function and `Service.Operation`. */
+const requests = (snapshot: MeterSnapshot) =>
+  Object.fromEntries(
+    Object.entries(snapshot.requests).flatMap(([fn, row]) =>
+      Object.entries(row).map(([operation, count]) => [`${fn}: ${operation}`, count]),
+    ),
+  );
+
+describe("the benchmark's streamed task", () => {
+  it('makes the blocking task’s writes: its run runs in the rpc, no queue hop, no claim of its own', async () => {
+    const client = new RpcClient(`${stack.baseUrl}/agents/default`, benchTokens.main);
+    expect(await streamed('warm-up')).toContain('TASK_STATE_COMPLETED');
+    await meter.untilIdle(1_500);
+    let before = meter.snapshot();
+    expect(stateOf(await client.send('blocking'))).toBe('TASK_STATE_COMPLETED');
+    await meter.untilIdle(1_500);
+    const blocking = diffSnapshots(meter.snapshot(), before);
+    before = meter.snapshot();
+    expect(await streamed('streamed')).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    await meter.untilIdle(1_500);
+    const streaming = diffSnapshots(meter.snapshot(), before);
+    // The same writes, from the rpc alone: the create claims the run, the rpc runs it and
+    // completes it; nothing is queued and the executor is never invoked.
+    const rpcOnly = (counts: Record<string, number>) =>
+      Object.fromEntries(Object.entries(counts).filter(([key]) => key.startsWith('rpc: ')));
+    expect(rpcOnly(writeUnits(streaming))).toEqual(rpcOnly(writeUnits(blocking)));
+    const { 'rpc: DynamoDB.Query': polls = 0, ...others } = rpcOnly(requests(streaming));
+    expect(others).toEqual(rpcOnly(requests(blocking)));
+    expect(Object.keys(requests(streaming)).filter((key) => key.includes('SQS'))).toEqual([]);
+    expect(streaming.invocations.executor).toBeUndefined();
+    // What the stream adds: its reads of the journal's events, the last one woken by the run's end.
+    expect(polls).toBeGreaterThanOrEqual(1);
+    console.info(`streamed task: ${polls} journal reads beside the blocking task's requests`);
+  });
+});

@@ -46,6 +46,8 @@ beforeAll(async () => {
     endpoints: providedEndpoints(),
     prefix,
     log: () => {},
+    // The pollers give a failing batch up after its retries; what follows is under test, not their pace.
+    streamRetryBackoffCapMs: 50,
   });
   receiver = await startWebhookReceiver();
   const common = { region: 'us-east-1', credentials: localCredentials };

@@ -206,6 +206,12 @@ describe('MCP tool source', () => {
     await down.stop();
     const source = sourceFor({ down: { url: down.url, timeoutMs: 1_000 } });
     const offered = await source.toolsFor({ down: { tools: { lookup: {} } } });
+    // Its effect unknown (a destructive write by the MCP defaults), but it can send nothing: no
+    // operator is asked to approve a call that only returns this error.
+    expect(offered[0]).toMatchObject({
+      requiresApproval: false,
+      tool: { effect: 'write', destructive: true },
+    });
     expect(await offered[0]!.tool.invoke({ key: 'a' }, { runId: 'r' })).toMatchObject({
       ok: false,
       error: expect.stringContaining('unavailable: the MCP server could not be listed'),

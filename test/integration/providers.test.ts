@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createProviderFor } from '../../functions/executor/providers.ts';
 import { BedrockProvider } from '../../shared/adapters/providers/bedrock-provider.ts';
 import { OpenAiProvider } from '../../shared/adapters/providers/openai-provider.ts';
+import { McpToolSource } from '../../shared/adapters/tools/mcp-tool-source.ts';
 import { createToolRegistry } from '../../shared/adapters/tools/static-tool-registry.ts';
 import { executeRun } from '../../shared/app/runs/execute-run.ts';
 import { ToolLoopAgent } from '../../shared/app/runs/tool-loop-agent.ts';
@@ -17,6 +18,7 @@ import {
   bedrockCalculatorScript,
   bedrockError,
   bedrockText,
+  bedrockToolUse,
   type FakeModelServer,
   openAiCalculatorScript,
   openAiError,
@@ -24,6 +26,7 @@ import {
   openAiToolCall,
   startFakeModelServer,
 } from '../support/fake-model-servers.ts';
+import { type McpServerProcess, startMcpTestServer } from '../support/mcp-server-process.ts';
 
 /**
  * The Bedrock Converse and OpenAI chat-completions adapters over real HTTP against local servers
@@ -38,6 +41,8 @@ describe('model providers over real HTTP', () => {
   let openai: FakeModelServer;
   let bedrock: FakeModelServer;
   let slow: FakeModelServer;
+  /** The MCP test server (its own process): the tools of the `*-mcp` profiles. */
+  let mcp: McpServerProcess;
   let releaseSlow: () => void = () => {};
   /** Model calls per scenario, counted at the servers (reported in decision 0011). */
   const report: Array<{ scenario: string; openai: number; bedrock: number; slow: number }> = [];
@@ -79,7 +84,20 @@ describe('model providers over real HTTP', () => {
           description: 'x',
           providers: ['slow-openai', 'primary-bedrock'],
         },
+        'openai-mcp': {
+          name: 'OpenAI with MCP tools',
+          description: 'x',
+          providers: ['primary-openai'],
+          mcp: { tools: { tools: { set_flag: {}, lookup: {} } } },
+        },
+        'bedrock-mcp': {
+          name: 'Bedrock with MCP tools',
+          description: 'x',
+          providers: ['primary-bedrock'],
+          mcp: { tools: { tools: { set_flag: {}, lookup: {} } } },
+        },
       },
+      mcpServers: { tools: { url: mcp?.url ?? 'http://127.0.0.1:1/mcp', timeoutMs: 5_000 } },
     });
 
   beforeAll(async () => {
@@ -89,11 +107,12 @@ describe('model providers over real HTTP', () => {
       releaseSlow = resolve;
     });
     slow = await startFakeModelServer(() => ({ ...openAiText('too late'), hold: held }));
+    mcp = await startMcpTestServer();
   });
 
   afterAll(async () => {
     releaseSlow();
-    await Promise.all([openai?.stop(), bedrock?.stop(), slow?.stop()]);
+    await Promise.all([openai?.stop(), bedrock?.stop(), slow?.stop(), mcp?.stop()]);
     console.info('model calls per run (counted at the fake servers)');
     console.table(report);
   });
@@ -147,7 +166,16 @@ describe('model providers over real HTTP', () => {
     const { taskId } = await core.send(text, profileId);
     const message = core.queued.shift()!;
     const result = await executeRun(
-      { ...core.deps, tools: createToolRegistry(), onAgentStep: (_run, step) => void steps.push(step) },
+      {
+        ...core.deps,
+        tools: createToolRegistry(),
+        remoteTools: new McpToolSource({
+          servers: config().mcpServers,
+          policy: { allowHttp: true, allowLoopback: true },
+          credentials: { localMode: true, env: {}, extensionEndpoint: '', sessionToken: '' },
+        }),
+        onAgentStep: (_run, step) => void steps.push(step),
+      },
       message,
     );
     const task = core.tasks.tasks.get(taskId)!;
@@ -287,6 +315,68 @@ describe('model providers over real HTTP', () => {
       },
     ]);
     expect(record('bedrock tool loop')).toEqual({ openai: 0, bedrock: 2, slow: 0 });
+  });
+
+  /** The input schema the MCP server lists for `set_flag` (SDK server side, zod → JSON Schema). */
+  const setFlagSchema = {
+    type: 'object',
+    properties: { name: { type: 'string' }, on: { type: 'boolean' } },
+    required: ['name', 'on'],
+  };
+
+  it("OpenAI: MCP tools carry their servers' input schemas as function parameters; a call reaches the server once", async () => {
+    openai.script = (request) => {
+      const messages = (request.body.messages ?? []) as Array<{ role: string; content?: string }>;
+      const result = messages.at(-1)?.role === 'tool' ? messages.at(-1)?.content : undefined;
+      return result === undefined
+        ? openAiToolCall('call_flag_1', 'tools__set_flag', { name: 'dark-mode', on: true })
+        : openAiText(`Done: ${JSON.parse(result).content[0].text}.`);
+    };
+    const before = (await mcp.calls()).length;
+    const { result, artifacts } = await runOne('openai-mcp', 'Turn dark mode on.');
+    expect(result).toBe('completed');
+    expect(textOfArtifacts(artifacts)).toEqual(['Done: dark-mode is on.']);
+    const offered = openai.requests.at(-2)!.body.tools as Array<{
+      type: string;
+      function: { name: string; parameters: Record<string, unknown> };
+    }>;
+    const flag = offered.find((tool) => tool.function.name === 'tools__set_flag');
+    expect(flag?.type).toBe('function');
+    expect(flag?.function.parameters).toMatchObject(setFlagSchema);
+    expect(flag?.function.parameters).not.toHaveProperty('$schema');
+    expect(offered.map((tool) => tool.function.name).sort()).toEqual(['tools__lookup', 'tools__set_flag']);
+    expect((await mcp.calls()).slice(before)).toEqual([
+      expect.objectContaining({ tool: 'set_flag', arguments: { name: 'dark-mode', on: true } }),
+    ]);
+    expect(record('openai mcp tool')).toEqual({ openai: 2, bedrock: 0, slow: 0 });
+  });
+
+  it("Bedrock: MCP tools carry their servers' input schemas as toolSpec.inputSchema.json; a call reaches the server once", async () => {
+    bedrock.script = (request) => {
+      const messages = (request.body.messages ?? []) as Array<{
+        content: Array<{ toolResult?: { content: Array<{ text?: string }> } }>;
+      }>;
+      const result = messages.at(-1)?.content.find((block) => block.toolResult)?.toolResult;
+      return result === undefined
+        ? bedrockToolUse('tooluse_flag_1', 'tools__set_flag', { name: 'beta', on: false })
+        : bedrockText(`Done: ${JSON.parse(result.content[0]?.text ?? '{}').content[0].text}.`);
+    };
+    const before = (await mcp.calls()).length;
+    const { result, artifacts } = await runOne('bedrock-mcp', 'Turn beta off.');
+    expect(result).toBe('completed');
+    expect(textOfArtifacts(artifacts)).toEqual(['Done: beta is off.']);
+    const tools = (
+      bedrock.requests.at(-2)!.body.toolConfig as {
+        tools: Array<{ toolSpec: { name: string; inputSchema: { json: Record<string, unknown> } } }>;
+      }
+    ).tools;
+    const flag = tools.find((tool) => tool.toolSpec.name === 'tools__set_flag');
+    expect(flag?.toolSpec.inputSchema.json).toMatchObject(setFlagSchema);
+    expect(flag?.toolSpec.inputSchema.json).not.toHaveProperty('$schema');
+    expect((await mcp.calls()).slice(before)).toEqual([
+      expect.objectContaining({ tool: 'set_flag', arguments: { name: 'beta', on: false } }),
+    ]);
+    expect(record('bedrock mcp tool')).toEqual({ openai: 0, bedrock: 2, slow: 0 });
   });
 
   it('falls back on HTTP 503 from OpenAI to Bedrock, recording both attempts', async () => {

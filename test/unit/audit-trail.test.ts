@@ -40,11 +40,17 @@ describe('auditEntryAt: what an audit row may keep at each ceiling (I-LEAVE, doc
       result: JSON.stringify({ status: 200, body: `${marker} ${apiKey}` }),
       isError: false,
     };
-    const step = stepWith('', { kind: 'tool-call', toolNames: ['http_fetch'], content: { toolCall } });
+    const step = stepWith('', {
+      kind: 'tool-call',
+      toolNames: ['http_fetch'],
+      effect: 'read-only',
+      content: { toolCall },
+    });
     const metadata = auditEntryAt('metadata', step, 100)!;
     expect(metadata).toMatchObject({
       kind: 'tool-call',
       toolNames: ['http_fetch'],
+      effect: 'read-only',
       toolLength: {
         parts: 2,
         characters: JSON.stringify(toolCall.arguments).length + toolCall.result.length,

@@ -6,7 +6,7 @@ import {
   toTaskRowUpdate,
   toTransactWriteInput,
 } from '../../shared/adapters/dynamodb/write-plan.ts';
-import { taskStates } from '../../shared/domain/a2a.ts';
+import { taskStates, withoutGenerations } from '../../shared/domain/a2a.ts';
 import type { WritePlan } from '../../shared/domain/ports.ts';
 import { projectRevision, type StoredTask } from '../../shared/domain/projection.ts';
 import { runAloneWrite } from '../../shared/domain/row-writes.ts';
@@ -375,5 +375,82 @@ describe('history', () => {
     ]);
     expect(historyAsOf(history, 2).map((m) => m.messageId)).toEqual(['a']);
     expect(historyAsOf(history, 3).map((m) => m.messageId)).toEqual(['a', 'b']);
+  });
+});
+
+describe('task generation (A2A 1.1, docs/protocol.md §16)', () => {
+  const now = new Date('2026-12-05T00:00:00.000Z');
+  const blob = (byte: number) => new Uint8Array([byte, byte, byte]);
+
+  it('a revision adds the events it shows: its status, plus its artifacts when it changed them', () => {
+    const created = task(1, { generation: 1 });
+    const claimed = advanceTask(created, 'TASK_STATE_WORKING', now);
+    expect(claimed.generation).toBe(2);
+    // An answer chunk: one artifact update and the WORKING status.
+    const chunk = advanceTask(claimed, 'TASK_STATE_WORKING', now, {
+      sealedArtifacts: blob(1),
+      artifactCount: 1,
+    });
+    expect(chunk.generation).toBe(4);
+    // Completed with three artifacts: three artifact updates and the status.
+    const done = advanceTask(chunk, 'TASK_STATE_COMPLETED', now, {
+      sealedArtifacts: blob(2),
+      artifactCount: 3,
+    });
+    expect(done.generation).toBe(8);
+    // The same artifact bytes carried on are no change: the status alone.
+    const carried = advanceTask(
+      task(3, { generation: 5, sealedArtifacts: blob(3), artifactCount: 2 }),
+      'TASK_STATE_INPUT_REQUIRED',
+      now,
+    );
+    expect(carried.generation).toBe(6);
+    // A task from before generations were kept stays without one.
+    expect(advanceTask(task(4), 'TASK_STATE_COMPLETED', now).generation).toBeUndefined();
+  });
+
+  it('the projection carries the generation into the view and the event', () => {
+    const before = task(2, { generation: 2 });
+    const after = advanceTask(before, 'TASK_STATE_COMPLETED', now, {
+      sealedArtifacts: blob(4),
+      artifactCount: 1,
+    });
+    const projection = projectRevision(before, after);
+    expect(projection?.view.generation).toBe(4);
+    expect(projection?.event.generation).toBe(4);
+  });
+
+  it('withoutGenerations: every shape that carries one, and nothing else', () => {
+    const status = { state: 'TASK_STATE_WORKING' as const, timestamp: 'x' };
+    const t = { id: 't', contextId: 'c', status, generation: 3, metadata: { generation: 'kept' } };
+    expect(withoutGenerations(t)).toEqual({
+      id: 't',
+      contextId: 'c',
+      status,
+      metadata: { generation: 'kept' },
+    });
+    expect(withoutGenerations({ task: t })).toEqual({ task: withoutGenerations(t) });
+    expect(withoutGenerations({ tasks: [t], nextPageToken: '' })).toEqual({
+      tasks: [withoutGenerations(t)],
+      nextPageToken: '',
+    });
+    expect(
+      withoutGenerations({ statusUpdate: { taskId: 't', contextId: 'c', status, generation: 4 } }),
+    ).toEqual({
+      statusUpdate: { taskId: 't', contextId: 'c', status },
+    });
+    const artifactUpdate = {
+      taskId: 't',
+      contextId: 'c',
+      artifact: { artifactId: 'a', parts: [] },
+      generation: 5,
+    };
+    expect(withoutGenerations({ artifactUpdate })).toEqual({
+      artifactUpdate: { taskId: 't', contextId: 'c', artifact: { artifactId: 'a', parts: [] } },
+    });
+    const message = {
+      message: { messageId: 'm', role: 'ROLE_AGENT', parts: [], metadata: { generation: 1 } },
+    };
+    expect(withoutGenerations(message)).toBe(message);
   });
 });

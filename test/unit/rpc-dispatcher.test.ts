@@ -482,8 +482,20 @@ describe('A2A-Version (docs/protocol.md §9, §17)', () => {
   });
 
   it.each([
+    ['1.1', { 'A2A-Version': '1.1' }],
+    ['1.1.0 (patch ignored)', { 'A2A-Version': '1.1.0' }],
+  ])(
+    '%s → served as 1.1, the 1.0 methods with task generations (docs/protocol.md §16)',
+    async (_, headers) => {
+      const { result, seen } = await served(headers);
+      expect(resultOf(result)).toEqual({ echo: expect.objectContaining({ message: expect.anything() }) });
+      expect(seen[0]?.ctx.a2aVersion).toBe('1.1');
+    },
+  );
+
+  it.each([
     ['99.0', { 'A2A-Version': '99.0' }, '99.0'],
-    ['1.1', { 'A2A-Version': '1.1' }, '1.1'],
+    ['1.2', { 'A2A-Version': '1.2' }, '1.2'],
     ['2', { 'A2A-Version': '2' }, '2'],
     ['0.3 with a v1.0 method', { 'A2A-Version': '0.3' }, '0.3'],
   ])('%s → -32009 VersionNotSupported', async (_, headers, version) => {

@@ -1,14 +1,30 @@
 import { readFile } from 'node:fs/promises';
 import { DynamoDbProfileStore } from '../../../shared/adapters/dynamodb/dynamodb-profile-store.ts';
+import { McpToolSource } from '../../../shared/adapters/tools/mcp-tool-source.ts';
 import { saveProfile } from '../../../shared/app/profiles/save-profile.ts';
 import {
   describeRefusal,
   type ProfileVerdict,
   validateProfiles,
 } from '../../../shared/app/profiles/validate-profiles.ts';
-import { ConfigError, defaultConfig, parseConfig } from '../../../shared/config/config.ts';
+import {
+  type Config,
+  ConfigError,
+  type CredentialConfig,
+  defaultConfig,
+  parseConfig,
+} from '../../../shared/config/config.ts';
+import type { RemoteToolCheck } from '../../../shared/domain/tools.ts';
+import { webhookPolicyFor } from '../../../shared/domain/webhook-address.ts';
 import { table } from '../../text-table.ts';
-import { type AdminIo, documentClient, type Options, tablesOf, UsageError } from '../admin-context.ts';
+import {
+  type AdminIo,
+  documentClient,
+  isLoopback,
+  type Options,
+  tablesOf,
+  UsageError,
+} from '../admin-context.ts';
 
 /** The `profiles` commands: validate a configuration, and put, get, list and delete saved profiles. */
 
@@ -80,6 +96,41 @@ const readJson = async (path: string): Promise<unknown> => {
   }
 };
 
+/**
+ * The MCP check of `profiles put` (docs/configuration.md "Saved profiles"): each server the profile
+ * takes tools from is listed from this machine, through the SSRF guard of the installation (local
+ * when its tables are on a loopback emulator), with the credentials this command's environment
+ * holds (`{"env": …}`). A server whose credentials are only in Secrets Manager, read where
+ * deployed, is not checked here: the command says so and saves.
+ */
+const mcpCheckOf = (config: Config, options: Options, io: AdminIo): RemoteToolCheck => {
+  const endpoint = options.endpoint ?? io.env.AWS_ENDPOINT_URL_DYNAMODB ?? io.env.AWS_ENDPOINT_URL;
+  const local = endpoint !== undefined && isLoopback(endpoint);
+  const source = new McpToolSource({
+    servers: config.mcpServers,
+    policy: webhookPolicyFor(local, config.webhooks.allowLoopback),
+    credentials: { localMode: true, env: io.env, extensionEndpoint: '', sessionToken: '' },
+  });
+  return {
+    problemsOf: async (grants, profileId) => {
+      const checked = Object.entries(grants).filter(([serverId]) => {
+        const server = config.mcpServers[serverId];
+        const credentials: CredentialConfig[] = [
+          ...Object.values(server?.headers ?? {}).filter((value) => typeof value !== 'string'),
+          ...(server?.oauth ? [server.oauth.clientSecret] : []),
+        ];
+        const secretOnly = credentials.some((credential) => credential.env === undefined);
+        if (secretOnly)
+          io.err(
+            `not checked  mcpServers.${serverId}: its credentials are read from Secrets Manager where deployed`,
+          );
+        return !secretOnly;
+      });
+      return source.problemsOf(Object.fromEntries(checked), profileId);
+    },
+  };
+};
+
 export const profilesPutCommand = async (
   profileId: string | undefined,
   [path]: readonly (string | undefined)[],
@@ -93,7 +144,7 @@ export const profilesPutCommand = async (
   try {
     const config = options.config === undefined ? defaultConfig : await readConfig(options.config);
     const result = await saveProfile(
-      { profiles, clock: { now: () => new Date() } },
+      { profiles, clock: { now: () => new Date() }, remoteTools: mcpCheckOf(config, options, io) },
       config,
       profileId,
       await readJson(path),
@@ -104,6 +155,9 @@ export const profilesPutCommand = async (
       io.out(`saved    ${formatVerdict(result.verdict).replace(/^ok\s+/, '')}`);
       if (config.profiles[profileId] !== undefined)
         io.out(`It replaces the configuration's profile "${profileId}" where it is served (0024).`);
+    } else if (result.problems !== undefined) {
+      for (const problem of result.problems) io.out(`REFUSED  ${problem}`);
+      io.out('Not saved: its MCP tools cannot be served; fix the named settings first.');
     } else {
       io.out(`${formatVerdict(result.verdict)}\nNot saved: fix the named setting first.`);
     }

@@ -49,6 +49,7 @@ const formatInspection = (inspection: RunInspection): string[] => {
         row.artifactsLength ? `artifacts ${row.artifactsLength.characters} chars` : '',
         row.toolLength ? `tool call ${row.toolLength.characters} chars` : '',
         row.toolNames?.length ? `tools ${row.toolNames.join(',')}` : '',
+        row.effect ? `effect ${row.effect}` : '',
         row.hasContent ? 'content sealed' : '',
       ];
       lines.push(parts.filter((part) => part !== '').join('  '));

@@ -19,6 +19,7 @@ import {
 } from '../../domain/audit.ts';
 import type { Sealer } from '../../domain/ports.ts';
 import { isAtLeast, type PrivacyLevel } from '../../domain/privacy.ts';
+import { toolEffects } from '../../domain/tools.ts';
 import * as z from '../../zod.ts';
 import { withoutUndefined } from './entities.ts';
 import { auditKeys, auditSeqOfKey } from './keys.ts';
@@ -56,6 +57,7 @@ export const auditItemSchema = z.object({
   inputTokens: z.optional(z.number()),
   outputTokens: z.optional(z.number()),
   toolNames: z.optional(z.array(z.string())),
+  effect: z.optional(z.enum(toolEffects)),
   from: z.optional(ceilings),
   to: z.optional(ceilings),
   messageLength: z.optional(lengths),

@@ -1,8 +1,10 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type McpServerConfig, mcpToolName } from '../../config/config.ts';
 import type { JsonObject, JsonValue } from '../../domain/a2a.ts';
 import type {
   EnabledTool,
+  RemoteToolCheck,
   RemoteToolGrant,
   RemoteToolGrants,
   RemoteToolSource,
@@ -39,9 +41,6 @@ export interface McpToolSourceOptions {
 /** An MCP failure whose request may have reached the server: sent, and no answer read. */
 const unansweredCodes = new Set([-32000, -32001]);
 
-const loadSdk = () => import('@modelcontextprotocol/sdk/client/streamableHttp.js');
-const loadClient = () => import('@modelcontextprotocol/sdk/client/index.js');
-
 /**
  * Tools of remote MCP servers (Streamable HTTP, docs/configuration.md `mcpServers`) as a profile
  * allows them, offered as `<server>__<tool>` with the server's own input schemas. Each server's
@@ -51,7 +50,7 @@ const loadClient = () => import('@modelcontextprotocol/sdk/client/index.js');
  * fails that tool call with an error the model reads, never the run; a `write` call that may
  * have reached it says its outcome is unknown (I-EFFECT).
  */
-export class McpToolSource implements RemoteToolSource {
+export class McpToolSource implements RemoteToolSource, RemoteToolCheck {
   private readonly lists = new Map<
     string,
     { readonly until: number; readonly tools: Promise<readonly ListedTool[]> }
@@ -151,7 +150,8 @@ export class McpToolSource implements RemoteToolSource {
         : undefined;
     const { $schema: _dialect, ...inputSchema } = found?.inputSchema ?? { type: 'object' };
     return {
-      requiresApproval: override.requiresApproval ?? destructive,
+      // A tool that cannot be called sends nothing: no operator is asked to approve its error.
+      requiresApproval: unavailable === undefined && (override.requiresApproval ?? destructive),
       tool: {
         name: mcpToolName(serverId, toolName),
         description: found?.description ?? `Tool ${toolName} of the MCP server ${serverId}.`,
@@ -207,13 +207,9 @@ export class McpToolSource implements RemoteToolSource {
     serverId: string,
     server: McpServerConfig,
     signal: AbortSignal | undefined,
-    use: (client: Client) => Promise<T>,
+    use: (client: McpClient) => Promise<T>,
     onConnected?: (body: string | undefined) => void,
   ): Promise<T> {
-    const [{ Client: McpClient }, { StreamableHTTPClientTransport: Transport }] = await Promise.all([
-      loadClient(),
-      loadSdk(),
-    ]);
     const fetch = createGuardedFetch({
       policy: this.options.policy,
       timeoutMs: server.timeoutMs,

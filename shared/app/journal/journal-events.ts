@@ -12,33 +12,51 @@ import type { TaskContentCodec } from '../tasks/task-content.ts';
 export const toStreamResponses = (
   event: JournalEvent,
   content: { readonly statusMessage?: Message; readonly artifacts?: readonly Artifact[] },
-): StreamResponse[] => [
-  ...(content.artifacts ?? []).map((artifact): StreamResponse => {
-    const chunk = event.answerChunk;
-    if (chunk === undefined || chunk.artifactId !== artifact.artifactId)
+): StreamResponse[] =>
+  withGenerations(event.generation, [
+    ...(content.artifacts ?? []).map((artifact): StreamResponse => {
+      const chunk = event.answerChunk;
+      if (chunk === undefined || chunk.artifactId !== artifact.artifactId)
+        return {
+          artifactUpdate: { taskId: event.taskId, contextId: event.contextId, artifact, lastChunk: true },
+        };
+      // A chunk of the answer while the model works: the text earlier chunks did not show yet.
       return {
-        artifactUpdate: { taskId: event.taskId, contextId: event.contextId, artifact, lastChunk: true },
+        artifactUpdate: {
+          taskId: event.taskId,
+          contextId: event.contextId,
+          artifact: { ...artifact, parts: [{ text: textOfParts(artifact).slice(chunk.from) }] },
+          append: chunk.from > 0,
+          lastChunk: false,
+        },
       };
-    // A chunk of the answer while the model works: the text earlier chunks did not show yet.
-    return {
-      artifactUpdate: {
+    }),
+    {
+      statusUpdate: {
         taskId: event.taskId,
         contextId: event.contextId,
-        artifact: { ...artifact, parts: [{ text: textOfParts(artifact).slice(chunk.from) }] },
-        append: chunk.from > 0,
-        lastChunk: false,
+        status: statusOf(event, content.statusMessage),
+        ...(event.metadata !== undefined ? { metadata: event.metadata } : {}),
       },
-    };
-  }),
-  {
-    statusUpdate: {
-      taskId: event.taskId,
-      contextId: event.contextId,
-      status: statusOf(event, content.statusMessage),
-      ...(event.metadata !== undefined ? { metadata: event.metadata } : {}),
     },
-  },
-];
+  ]);
+
+/**
+ * The generation of each update event of one revision (docs/protocol.md §16): the revision's
+ * generation is the task's after its last event, its status, and each event before it one less.
+ * A task without generations (created before they were kept) shows none.
+ */
+const withGenerations = (generation: number | undefined, responses: StreamResponse[]): StreamResponse[] => {
+  if (generation === undefined) return responses;
+  const first = generation - responses.length + 1;
+  return responses.map((response, index) =>
+    'statusUpdate' in response
+      ? { statusUpdate: { ...response.statusUpdate, generation: first + index } }
+      : 'artifactUpdate' in response
+        ? { artifactUpdate: { ...response.artifactUpdate, generation: first + index } }
+        : response,
+  );
+};
 
 const textOfParts = (artifact: Artifact): string =>
   artifact.parts.map((part) => ('text' in part && typeof part.text === 'string' ? part.text : '')).join('');

@@ -23,6 +23,10 @@ export const failpointNames = [
   'executor.afterDelegationHeld',
   /** A chunk of the answer is committed while the model works; the executor crashes mid-stream. */
   'executor.afterChunk',
+  /** A `write` tool call is fenced on the run row, not yet sent; the executor crashes (I-EFFECT). */
+  'executor.afterFence',
+  /** A fenced tool call was sent and answered; the executor crashes before the model reads the result. */
+  'executor.afterToolCall',
   /** The completing transaction is about to be sent: nothing of the result is stored. */
   'executor.beforeSettle',
   /** The completing transaction was applied, but the executor fails before it hears so. */
@@ -178,8 +182,5 @@ export const failpoint = (name: FailpointName): void => {
   if (compiledIn && failpointFires(name)) throw new InjectedFaultError(name);
 };
 
-/**
- * Whether an error is an injected fault: it stands for the process dying where it was thrown, so
- * nothing that catches it on the way may act on it. Always false where failpoints are compiled out.
- */
+/** True for the error a failpoint threw (a simulated crash); always false in a deployed bundle. */
 export const isInjectedFault = (error: unknown): boolean => compiledIn && error instanceof InjectedFaultError;

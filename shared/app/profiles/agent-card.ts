@@ -213,6 +213,24 @@ export function buildAgentCard(
   return card === undefined || version === '1.0' ? card : toV03AgentCard(card);
 }
 
+/** This server's own extensions where it serves them, then the profile's (docs/protocol.md §9). */
+const extensionsOf = (
+  profile: { readonly extensions?: readonly AgentExtension[] },
+  capabilities: ImplementedCapabilities,
+): { extensions?: AgentExtension[] } => {
+  const extensions = [
+    ...(capabilities.pushNotifications ? [{ ...pushDeliveriesExtension }] : []),
+    ...(profile.extensions ?? []).map((extension) => ({ ...extension })),
+  ];
+  return extensions.length > 0 ? { extensions } : {};
+};
+
+/** The extension URIs a profile declares `required`: every request to it must list them (-32008). */
+export const requiredExtensionsOf = (config: Config, profileId: string): string[] =>
+  (config.profiles[profileId]?.extensions ?? [])
+    .filter((extension) => extension.required)
+    .map((extension) => extension.uri);
+
 const buildV1AgentCard = (
   config: Config,
   profileId: string,
@@ -228,15 +246,20 @@ const buildV1AgentCard = (
     description: profile.description,
     version: profile.version,
     // Both bindings at the agent's one base URL (docs/protocol.md §14): JSON-RPC posts to it,
-    // HTTP+JSON appends its routes. JSON-RPC first: the SDKs pick the first they speak.
-    supportedInterfaces: [
-      { url: rpcUrlOf(baseUrl, profileId), protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
-      { url: rpcUrlOf(baseUrl, profileId), protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
-    ],
+    // HTTP+JSON appends its routes. JSON-RPC first: the SDKs pick the first they speak. Every
+    // protocol combination served, in preference order: 1.0, then 1.1 with its task generations
+    // at the same URL (docs/protocol.md §16), which only a client asking for 1.1 gets.
+    supportedInterfaces: (['1.0', '1.1'] as const).flatMap((protocolVersion) =>
+      (['JSONRPC', 'HTTP+JSON'] as const).map((protocolBinding) => ({
+        url: rpcUrlOf(baseUrl, profileId),
+        protocolBinding,
+        protocolVersion,
+      })),
+    ),
     capabilities: {
       ...capabilities,
       extendedAgentCard: capabilities.extendedAgentCard && declaresExtendedCard(config, profileId),
-      ...(capabilities.pushNotifications ? { extensions: [{ ...pushDeliveriesExtension }] } : {}),
+      ...extensionsOf(profile, capabilities),
     },
     ...securityOf(config.auth),
     defaultInputModes: [...profile.inputModes],

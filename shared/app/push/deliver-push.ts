@@ -1,4 +1,4 @@
-import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
+import { isInterrupted, isTerminal, withoutGenerations } from '../../domain/a2a.ts';
 import { BoundedMap } from '../../domain/bounded-map.ts';
 import type { Logger } from '../../domain/logger.ts';
 import type {
@@ -134,7 +134,8 @@ export const a2aJsonMediaType = 'application/a2a+json';
 
 /**
  * The bodies of one revision's webhook POSTs in the config's protocol version (docs/protocol.md §7): one
- * v1.0 StreamResponse each (artifact updates, then the status update); for a config created
+ * v1.0 StreamResponse each (artifact updates, then the status update; with generations for a
+ * config created through 1.1); for a config created
  * through v0.3, one v0.3 Task as of the revision (`kind: "task"`, lowercase state), what v0.3
  * servers POST (a2a-js 0.3 `DefaultPushNotificationSender`), as `application/json`.
  */
@@ -146,7 +147,12 @@ const openWebhookBodies = async (
 ): Promise<string[]> =>
   config.protocolVersion === '0.3'
     ? [JSON.stringify(toProtoJson(toV03Task(await openTaskAt(codec, events, event))))]
-    : (await openStreamResponses(codec, event)).map((response) => JSON.stringify(toProtoJson(response)));
+    : (await openStreamResponses(codec, event)).map((response) =>
+        // Task generations only to a config created through 1.1 (docs/protocol.md §16).
+        JSON.stringify(
+          toProtoJson(config.protocolVersion === '1.1' ? response : withoutGenerations(response)),
+        ),
+      );
 
 /** The headers of a webhook POST (docs/protocol.md §7): media type, the auth scheme and credentials, the notification token. */
 export const webhookHeaders = (

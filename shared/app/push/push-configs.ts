@@ -153,8 +153,10 @@ export const buildPushConfig = async (
     scheme: input.authentication?.scheme,
     ...sealed,
     createdAt: deps.clock.now().toISOString(),
-    // Only v0.3 is recorded: a v1.0 config stays as it always was.
-    ...(input.protocolVersion === '0.3' ? { protocolVersion: input.protocolVersion } : {}),
+    // Only v0.3 and 1.1 are recorded: a v1.0 config stays as it always was.
+    ...(input.protocolVersion === '0.3' || input.protocolVersion === '1.1'
+      ? { protocolVersion: input.protocolVersion }
+      : {}),
     expiresAt: task.expiresAt,
     afterRevision,
   };

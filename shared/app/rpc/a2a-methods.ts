@@ -1,4 +1,5 @@
 import { hasAuthScheme } from '../../config/auth.ts';
+import type { SendMessageConfiguration } from '../../domain/a2a.ts';
 import {
   ExtendedAgentCardNotConfiguredError,
   PushNotificationNotSupportedError,
@@ -21,6 +22,7 @@ import {
 import { listPushDeliveries, type PushDeliveryReadDeps } from '../push/push-deliveries.ts';
 import { cancelTask } from '../tasks/cancel-task.ts';
 import { listTasks } from '../tasks/list-tasks.ts';
+import { longPollTask } from '../tasks/long-poll-task.ts';
 import { getTask } from '../tasks/read-task.ts';
 import { type SendMessageDeps, sendMessage, toSendMessageResponse } from '../tasks/send-message.ts';
 import { type StreamMethodDeps, sendStreamingMessage, subscribeToTask } from '../tasks/stream-task.ts';
@@ -40,6 +42,19 @@ export const anonymousCaller: Owner = { tenant: 'local', principal: 'local' };
 const callerOf = (ctx: RequestContext): AgentCaller => {
   const { tenant, principal } = ctx.caller ?? anonymousCaller;
   return { tenant, principal, profileId: ctx.profileId };
+};
+
+/**
+ * The configuration as the negotiated version reads it: `ifGenerationMatch` is 1.1's
+ * (docs/protocol.md §16); to a 1.0 request it is an unknown field, ignored.
+ */
+const configurationFor = (
+  configuration: SendMessageConfiguration | undefined,
+  ctx: RequestContext,
+): SendMessageConfiguration | undefined => {
+  if (configuration?.ifGenerationMatch === undefined || ctx.a2aVersion === '1.1') return configuration;
+  const { ifGenerationMatch: _, ...rest } = configuration;
+  return rest;
 };
 
 const streamingOff = () => new UnsupportedOperationError('Streaming is not supported by this agent');
@@ -77,14 +92,19 @@ export const createA2aMethods = (deps: A2aMethodsDeps): A2aMethodTable => ({
         caller: callerOf(ctx),
         profileId: ctx.profileId,
         message: params.message,
-        configuration: params.configuration,
+        configuration: configurationFor(params.configuration, ctx),
         protocolVersion: ctx.a2aVersion,
         binding: ctx.binding,
       }),
     ),
   ),
   GetTask: defineMethod(a2aParamsSchemas.GetTask, (params, ctx) =>
-    getTask(deps, callerOf(ctx), params.id, { historyLength: params.historyLength }),
+    // A 1.1 long-poll (docs/protocol.md §16); to a 1.0 request `currentGeneration` is an unknown field.
+    ctx.a2aVersion === '1.1' && params.currentGeneration !== undefined
+      ? longPollTask(deps, callerOf(ctx), params.id, params.currentGeneration, {
+          historyLength: params.historyLength,
+        })
+      : getTask(deps, callerOf(ctx), params.id, { historyLength: params.historyLength }),
   ),
   SendStreamingMessage: defineMethod(a2aParamsSchemas.SendStreamingMessage, async (params, ctx) => {
     if (!implementedCapabilities.streaming) throw streamingOff();
@@ -95,7 +115,7 @@ export const createA2aMethods = (deps: A2aMethodsDeps): A2aMethodTable => ({
         message: params.message,
         // The inline push config (and the rest of the configuration) applies to a streaming
         // send exactly as to SendMessage (docs/protocol.md §7).
-        configuration: params.configuration,
+        configuration: configurationFor(params.configuration, ctx),
         protocolVersion: ctx.a2aVersion,
         binding: ctx.binding,
         historyLength: params.configuration?.historyLength,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { JsonValue, ProtocolVersion, StreamResponse } from '../../domain/a2a.ts';
+import { withoutGenerations } from '../../domain/a2a.ts';
 import type { FieldViolation } from '../../domain/errors.ts';
 import {
   ContentTypeNotSupportedError,
@@ -72,7 +73,10 @@ export interface RequestContext {
   /** The authenticated identity, or null when the installation runs unauthenticated. */
   readonly caller: Caller | null;
   readonly requestId: string;
-  /** The negotiated protocol version, `Major.Minor`: "1.0", or "0.3" for the v0.3 method table. */
+  /**
+   * The negotiated protocol version, `Major.Minor`: "1.0"; "1.1" for the 1.0 methods with task
+   * generations (docs/protocol.md §16); or "0.3" for the v0.3 method table.
+   */
   readonly a2aVersion: ProtocolVersion;
   /** Extension URIs the client asked for in `A2A-Extensions`. */
   readonly extensions: readonly string[];
@@ -155,8 +159,11 @@ export interface DispatcherOptions {
    * `info`, one line per answered request that names a task: its id as `correlation_id`.
    */
   readonly logger: Pick<Logger, 'error'> & Partial<Pick<Logger, 'info'>>;
-  /** Extension URIs the profile declares `required: true`; a request without one gets -32008. */
-  readonly requiredExtensions?: readonly string[];
+  /**
+   * Extension URIs declared `required: true` — for every profile, or per profile (docs/protocol.md §9);
+   * a request without one gets -32008.
+   */
+  readonly requiredExtensions?: readonly string[] | ((profileId: string) => Promise<readonly string[]>);
   /**
    * The v0.3 method table (`message/send`, …; rpc/v03-methods.ts), served to requests negotiated
    * as 0.3. Without it such requests get -32009 (docs/protocol.md §17).
@@ -216,14 +223,15 @@ const truncate = (value: string): string => (value.length > 64 ? `${truncateText
 const isV03MethodName = (method: string): boolean => method.includes('/');
 
 /**
- * `1.0` and `1.0.x` → 1.0 (patch numbers do not count). Missing or empty: the method-name grammar
- * decides, leniently, like a2a-js — a PascalCase name is served as 1.0, a v0.3 name is 0.3.
- * Anything else is unsupported.
+ * `1.0` and `1.0.x` → 1.0 (patch numbers do not count), `1.1` → 1.1. Missing or empty: the
+ * method-name grammar decides, leniently, like a2a-js — a PascalCase name is served as 1.0, a v0.3
+ * name is 0.3. Anything else is unsupported.
  */
-export const resolveProtocolVersion = (requested: string | undefined, method: string): '1.0' | '0.3' => {
+export const resolveProtocolVersion = (requested: string | undefined, method: string): ProtocolVersion => {
   const version = requested?.trim() ?? '';
   if (version === '') return isV03MethodName(method) ? '0.3' : '1.0';
   if (/^1\.0(\.\d+)?$/.test(version)) return '1.0';
+  if (/^1\.1(\.\d+)?$/.test(version)) return '1.1';
   if (/^0\.3(\.\d+)?$/.test(version)) return '0.3';
   throw new VersionNotSupportedError(truncate(version));
 };
@@ -311,6 +319,10 @@ const readEnvelope = (body: unknown): Envelope => {
   return { method: body.method as string, params: body.params };
 };
 
+/** Task generations are 1.1's: every other version's answers go without them (docs/protocol.md §16). */
+const shownTo = <T>(version: ProtocolVersion, value: T): T =>
+  version === '1.1' ? value : withoutGenerations(value);
+
 const withEventId = (eventId: string | undefined, result: JsonValue): InvokedEvent =>
   eventId === undefined ? { result } : { eventId, result };
 
@@ -334,9 +346,14 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
   options: DispatcherOptions,
 ): Dispatcher => {
   const now = options.now ?? (() => new Date());
-  const requiredExtensions = options.requiredExtensions ?? [];
+  const requiredOf = async (profileId: string): Promise<readonly string[]> => {
+    const required = options.requiredExtensions ?? [];
+    return typeof required === 'function' ? required(profileId) : required;
+  };
   const tables: Readonly<Record<ProtocolVersion, Readonly<Record<string, MethodSpec>> | undefined>> = {
     '1.0': methods,
+    // 1.1 is 1.0's methods with the task generations they keep shown (docs/protocol.md §16).
+    '1.1': methods,
     '0.3': options.v03Methods,
   };
 
@@ -376,25 +393,29 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
     error: errorObjectOf(error),
   });
 
-  const toInvokedEvent = (item: StreamItem): InvokedEvent => {
+  const toInvokedEvent = (item: StreamItem, version: ProtocolVersion): InvokedEvent => {
     if ('comment' in item) return { comment: item.comment };
     if ('wire' in item) return withEventId(item.eventId, toProtoJson(item.wire));
-    if ('response' in item) return withEventId(item.eventId, toProtoJson(item.response));
-    return { result: toProtoJson(item) };
+    if ('response' in item) return withEventId(item.eventId, toProtoJson(shownTo(version, item.response)));
+    return { result: toProtoJson(shownTo(version, item)) };
   };
 
   /**
    * Pulls the first event before answering with a stream, so an early failure (unknown task,
    * terminal task) is still a plain error (docs/protocol.md §5 "Errors before and during a stream").
    */
-  const openStream = async (result: StreamResult, attributes: LogAttributes): Promise<Invocation> => {
+  const openStream = async (
+    result: StreamResult,
+    version: ProtocolVersion,
+    attributes: LogAttributes,
+  ): Promise<Invocation> => {
     const iterator = result.stream[Symbol.asyncIterator]();
     const first = await iterator.next();
     if (first.done === true) throw new Error('The stream ended before its first event');
     logHandled(attributes, first.value);
     let firstEvent: InvokedEvent;
     try {
-      firstEvent = toInvokedEvent(first.value);
+      firstEvent = toInvokedEvent(first.value, version);
     } catch (error) {
       await closeQuietly(iterator);
       throw error;
@@ -410,7 +431,7 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
             finished = true;
             return;
           }
-          yield toInvokedEvent(next.value);
+          yield toInvokedEvent(next.value, version);
         }
       } catch (error) {
         // A mid-stream failure is the stream's last event.
@@ -454,7 +475,8 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
       headerValue(headers, 'a2a-extensions') ??
         (version === '0.3' ? headerValue(headers, 'x-a2a-extensions') : undefined),
     );
-    const missing = requiredExtensions.find((uri) => !extensions.includes(uri));
+    const required = await requiredOf(request.profileId ?? 'default');
+    const missing = required.find((uri) => !extensions.includes(uri));
     if (missing !== undefined) throw new ExtensionSupportRequiredError(missing);
 
     const params = parseParams(spec.params, envelope.params);
@@ -469,9 +491,9 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
       binding: request.binding ?? 'JSONRPC',
     };
     const result = await spec.run(params, ctx);
-    if (isStreamResult(result)) return openStream(result, attributes);
+    if (isStreamResult(result)) return openStream(result, version, attributes);
     logHandled(attributes, result);
-    return { kind: 'value', value: toProtoJson(result) };
+    return { kind: 'value', value: toProtoJson(shownTo(version, result)) };
   };
 
   const invoke = async (

@@ -78,6 +78,12 @@ export const jsonRpcErrorTable: Readonly<Record<WireErrorCode, WireErrorRow>> = 
     message: 'Protocol version not supported',
     detail: a2aInfo('VERSION_NOT_SUPPORTED'),
   },
+  // A2A 1.1 (docs/protocol.md §16): served to 1.1 clients only, who alone send `ifGenerationMatch`.
+  TASK_GENERATION_MISMATCH: {
+    code: -32010,
+    message: 'Task generation mismatch',
+    detail: a2aInfo('TASK_GENERATION_MISMATCH'),
+  },
   // I-REFUSE (docs/invariants.md): an UnsupportedOperationError on the wire, with this installation's own reason.
   RESULT_NOT_RETAINABLE: {
     code: -32004,

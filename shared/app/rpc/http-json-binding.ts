@@ -144,7 +144,7 @@ const a2aStatuses: Readonly<Record<number, readonly [number, string]>> = {
   [-32007]: [400, 'FAILED_PRECONDITION'],
   [-32008]: [400, 'FAILED_PRECONDITION'],
   [-32009]: [400, 'UNIMPLEMENTED'],
-  [-32010]: [409, 'FAILED_PRECONDITION'],
+  [-32010]: [409, 'ABORTED'],
   [-32700]: [400, 'INVALID_ARGUMENT'],
   [-32600]: [400, 'INVALID_ARGUMENT'],
   [-32602]: [400, 'INVALID_ARGUMENT'],

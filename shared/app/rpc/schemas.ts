@@ -97,6 +97,14 @@ const int32 = z.pipe(
 );
 
 export const historyLength = z.pipe(int32, z.number().check(z.gte(0, 'Must be 0 or more')));
+
+/** ProtoJSON int64 (a JSON number or a decimal string) that counts: a task generation (docs/protocol.md §16). */
+const generation = z.pipe(
+  z.transform((value: unknown) =>
+    typeof value === 'string' && decimalInteger.test(value) ? Number(value) : value,
+  ),
+  z.number().check(z.int(), z.gte(0, 'Must be 0 or more'), z.lte(Number.MAX_SAFE_INTEGER)),
+);
 const pageSize = z.pipe(
   int32,
   z.number().check(z.gte(1, 'Must be between 1 and 100'), z.lte(100, 'Must be between 1 and 100')),
@@ -271,6 +279,8 @@ const sendMessageConfigurationSchema: z.core.$ZodType<SendMessageConfiguration> 
   taskPushNotificationConfig: z.optional(z.object({ ...pushConfigFields, taskId: optionalId })),
   historyLength: z.optional(historyLength),
   returnImmediately: z.optional(z.boolean()),
+  // A2A 1.1; the 1.0 methods ignore it as an unknown field (docs/protocol.md §16).
+  ifGenerationMatch: z.optional(generation),
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -295,12 +305,15 @@ export interface GetTaskParams {
   tenant?: string;
   id: string;
   historyLength?: number;
+  /** A2A 1.1: hold the answer until the task's generation is past this one (docs/protocol.md §16). */
+  currentGeneration?: number;
 }
 
 export const getTaskParamsSchema: z.core.$ZodType<GetTaskParams> = z.object({
   tenant: optionalString,
   id: requiredId,
   historyLength: z.optional(historyLength),
+  currentGeneration: z.optional(generation),
 });
 
 export interface ListTasksParams {

@@ -183,6 +183,7 @@ export const recordAgentStep = (deps: RecordAuditDeps, run: RunRecord, step: Age
         outcome: step.result.isError ? 'error' : 'ok',
         durationMs: step.durationMs,
         toolNames: [step.call.name],
+        effect: step.effect,
         content: {
           toolCall: {
             name: step.call.name,

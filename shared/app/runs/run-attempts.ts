@@ -129,7 +129,7 @@ export const runAttempts = async (
         history,
       );
     } catch (error) {
-      // A failpoint stands for the process dying there: nothing after it runs (docs/reliability.md).
+      // An injected crash (docs/reliability.md) is a crash: nothing after it runs in this executor.
       if (isInjectedFault(error)) throw error;
       if (chunks !== undefined) ({ run, task: current } = await chunks.close());
       run = withLedger(run, ledger);
@@ -228,6 +228,7 @@ const callProvider = async (
           ? await deps.tasks.fenceRun(run, fence)
           : await chunks.between((current) => deps.tasks.fenceRun(current, fence), { fence });
       if (outcome !== 'fenced') throw new ToolFenceLostError(outcome);
+      failpoint('executor.afterFence');
     },
     delegations: {
       // I-EFFECT: the remote task and the state to continue at its call, on the run row before the

@@ -162,6 +162,7 @@ export class AnswerChunks {
     });
     const chunkTask = advanceTask(task, 'TASK_STATE_WORKING', now, {
       sealedArtifacts: sealed.sealedArtifacts,
+      artifactCount: 1,
       // The text earlier chunks showed, when this one continues it; else it replaces the artifact.
       answerChunk: { artifactId, from: text.startsWith(this.shown) ? this.shown.length : 0 },
     });

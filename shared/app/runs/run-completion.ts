@@ -141,6 +141,7 @@ const commitFinal = async (
   const finalTask = advanceTask(task, content.state, now, {
     sealedStatusMessage: sealed.sealedStatusMessage,
     sealedArtifacts: sealed.sealedArtifacts ?? task.sealedArtifacts,
+    artifactCount: content.artifacts?.length ?? task.artifactCount,
     ...historyFields,
     ...(content.metadata && { metadata: { ...task.metadata, ...content.metadata } }),
     expiresAt: Math.max(task.expiresAt, retentionFrom(deps, now)),

@@ -22,6 +22,7 @@ import {
 } from '../../domain/model.ts';
 import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
 import type { EnabledTool } from '../../domain/tools.ts';
+import { failpoint } from '../operations/failpoints.ts';
 
 export const defaultMaxToolRounds = 8;
 
@@ -242,6 +243,7 @@ export class ToolLoopAgent implements AgentProvider {
         outcomeUnknown = true;
       }
       if ('failure' in holding) throw holding.failure;
+      if (effect === 'write') failpoint('executor.afterToolCall');
       // The call returned: the run no longer waits at it.
       if (holding.held || recorded !== undefined) await request.delegations?.release(call);
     }

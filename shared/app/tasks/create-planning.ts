@@ -3,6 +3,7 @@ import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
 import {
   InvalidParamsError,
   TaskAlreadyWorkingError,
+  TaskGenerationMismatchError,
   TaskNotFoundError,
   UnsupportedOperationError,
 } from '../../domain/errors.ts';
@@ -73,6 +74,19 @@ export const planNewTask = async (
 };
 
 /**
+ * A 1.1 follow-up with `ifGenerationMatch` applies only to the task at that generation
+ * (docs/protocol.md §16). Checked on the row this plan's conditional write expects, after the retry
+ * checks (a retry answers from the task its first send moved on); a task without generations has
+ * none to match. A new task ignores the field (it has no generation yet).
+ */
+const checkGenerationMatch = (input: CreateTaskInput, current: StoredTask): void => {
+  const expected = input.configuration?.ifGenerationMatch;
+  if (expected === undefined) return;
+  const generation = current.generation ?? 0;
+  if (generation !== expected) throw new TaskGenerationMismatchError(current.taskId, expected, generation);
+};
+
+/**
  * A follow-up message continues an interrupted task as a new run (multi-turn, docs/protocol.md §10). The task moves on
  * to WORKING at once: SUBMITTED is only a new task's first state, and no channel ever shows a task
  * going back to it. The run's claim then leaves the task as it is.
@@ -99,6 +113,7 @@ export const planFollowUp = async (
   if (current.currentRunId === run.runId) return { earlier: current, runId: run.runId };
   if (!isInterrupted(current.state)) {
     if (await sentBefore(deps, current, run.runId)) return { earlier: current, runId: run.runId };
+    checkGenerationMatch(input, current);
     if (isTerminal(current.state)) {
       throw new UnsupportedOperationError('Task is in a terminal state and cannot accept messages', {
         taskId,
@@ -117,6 +132,7 @@ export const planFollowUp = async (
   ) {
     return { earlier: current, runId: run.runId };
   }
+  checkGenerationMatch(input, current);
   const revision = current.revision + 1;
   // Appended as it is: a reused messageId already in the history is another message (above).
   const extended: HistoryEntry[] = [...history, { revision, message }];

@@ -73,6 +73,8 @@ export const toTask = async (
     task.history = options.historyLength === undefined ? history : history.slice(-options.historyLength);
   }
   if (view.metadata !== undefined) task.metadata = view.metadata;
+  // The events its revisions showed (docs/protocol.md §16); the edge shows it to 1.1 clients only.
+  if (view.generation !== undefined) task.generation = view.generation;
   return task;
 };
 
@@ -112,6 +114,8 @@ export const getTask = async (
 export interface WaitOptions {
   /** The revision the caller's own write committed; the view must have reached it (I-RYW). */
   readonly minRevision: number;
+  /** The view must have reached this task generation too (a 1.1 long-poll, docs/protocol.md §16). */
+  readonly minGeneration?: number;
   /** Stop early once the view is in one of these states (e.g. terminal or interrupted). */
   readonly until?: (state: TaskState) => boolean;
   readonly timeoutMs: number;
@@ -211,6 +215,7 @@ export const waitForView = async (
       isOwnTask(view, caller) &&
       !isExpired(view.expiresAt, deps.clock.now()) &&
       view.revision >= options.minRevision &&
+      (options.minGeneration === undefined || (view.generation ?? 0) >= options.minGeneration) &&
       // An eventually consistent read may go back a revision: keep the newest seen.
       view.revision >= (latest?.revision ?? 0)
     ) {

@@ -131,18 +131,7 @@ const runHere = async (
   capMs: number,
   options: ReadOptions,
 ): Promise<Task | undefined> => {
-  const { taskId } = created;
-  const { runId } = created.handedOver.run;
-  const running = runsHere.run(created.handedOver).catch(async (error: unknown) => {
-    deps.logger?.warn('run failed in the rpc; queued for the executor', {
-      taskId,
-      runId,
-      error: error instanceof Error ? error.name : 'unknown',
-    });
-    // Unqueued, the run's lease runs out and the reaper queues it.
-    await deps.queue.enqueue({ taskId, runId }).catch(() => undefined);
-    return { journaled: undefined };
-  });
+  const running = startHere(deps, runsHere, created);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const ended = await Promise.race([
     running,
@@ -160,6 +149,29 @@ const runHere = async (
   if (newest === undefined || newest.view.revision < created.revision || !isAnswerable(newest.view.state))
     return undefined;
   return toTask(deps, newest.view, options, newest.task);
+};
+
+/**
+ * Starts a handed-over run here: its end, with the newest revision it left in the journal. A run
+ * that failed here (a DynamoDB, KMS or sealing fault) is queued, as the executor's failed message
+ * is delivered again; unqueued, its lease runs out and the reaper queues it.
+ */
+export const startHere = (
+  deps: Pick<SendMessageDeps, 'queue' | 'logger'>,
+  runsHere: RunsHere,
+  created: CreatedTask & { readonly handedOver: NonNullable<CreatedTask['handedOver']> },
+): Promise<{ readonly journaled?: JournaledRevision }> => {
+  const { taskId } = created;
+  const { runId } = created.handedOver.run;
+  return runsHere.run(created.handedOver).catch(async (error: unknown) => {
+    deps.logger?.warn('run failed in the rpc; queued for the executor', {
+      taskId,
+      runId,
+      error: error instanceof Error ? error.name : 'unknown',
+    });
+    await deps.queue.enqueue({ taskId, runId }).catch(() => undefined);
+    return { journaled: undefined };
+  });
 };
 
 /** The view as it was at an earlier revision, from that revision's journal event. */

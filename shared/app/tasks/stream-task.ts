@@ -2,15 +2,29 @@ import type { Config } from '../../config/config.ts';
 import type { Message, StreamEnd, Task, TaskState } from '../../domain/a2a.ts';
 import { endsStream, isTerminal } from '../../domain/a2a.ts';
 import { TaskNotFoundError, UnsupportedOperationError } from '../../domain/errors.ts';
+import type { Logger } from '../../domain/logger.ts';
 import type { StreamSlots } from '../../domain/ports.ts';
-import { type JournalEvent, type JournalView, viewAtEvent, viewOf } from '../../domain/projection.ts';
+import {
+  type JournalEvent,
+  type JournalView,
+  type StoredTask,
+  viewAtEvent,
+  viewOf,
+} from '../../domain/projection.ts';
 import { type AgentCaller, isExpired, isOwnTask, sameOwner } from '../../domain/task.ts';
 import { openStreamResponses } from '../journal/journal-events.ts';
 import type { StreamComment, StreamItem } from '../rpc/dispatcher.ts';
 import { type CreateTaskDeps, type CreateTaskInput, createTask, senderOf } from './create-task.ts';
 import { withStreamSlot } from './limits.ts';
 import { getVisibleView, projectedWait, type ReadTaskDeps, toTask, waitForView } from './read-task.ts';
-import { answerableWait, blockingCapMs, isAnswerable, toSendMessageResponse } from './send-message.ts';
+import {
+  answerableWait,
+  blockingCapMs,
+  isAnswerable,
+  type RunsHere,
+  startHere,
+  toSendMessageResponse,
+} from './send-message.ts';
 
 /**
  * SSE streams of a task, read from the journal only (I-COMMITTED, docs/protocol.md §5): the Task
@@ -69,7 +83,16 @@ export interface StreamTaskDeps extends ReadTaskDeps {
 
 /** Where a stream starts: right after the caller's own write, or at a (re-)subscription. */
 export type StreamStart =
-  | { readonly kind: 'created'; readonly revision: number }
+  | {
+      readonly kind: 'created';
+      readonly revision: number;
+      /**
+       * The row as the caller's own commit returned it, when its run runs here: that revision's
+       * journal write put its event only (its view comes with the run's next revision), so the
+       * snapshot comes from this committed image, as `openFromCommittedRow` would read it.
+       */
+      readonly image?: StoredTask;
+    }
   | { readonly kind: 'subscribe'; readonly lastEventId?: string };
 
 export interface StreamTaskInput {
@@ -88,6 +111,11 @@ export interface StreamTaskInput {
    * alone; any other run streams its task from the created revision, as if nothing had waited.
    */
   readonly messageAnswerWaitMs?: number;
+  /**
+   * Resolves when the task's run, run in this function, has ended and journaled its last revision:
+   * the stream then reads the journal at once instead of at its next poll.
+   */
+  readonly runEnded?: Promise<unknown>;
 }
 
 /**
@@ -152,7 +180,15 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
   let expiresAt = opening.expiresAt;
   let lastSentAt = now();
   let lastChangeAt = lastSentAt;
-  let delay = timing.firstPollMs;
+  // The run's end, when it runs here, wakes the poll once (its last revision is in the journal):
+  // until then the polls only look for the revisions it commits on its way (answer chunks, an
+  // approval request), so they start at the active ceiling instead of right after the snapshot.
+  let runEnded = input.runEnded?.then(
+    () => true,
+    () => true,
+  );
+  const fastestPollMs = (): number => (runEnded !== undefined ? timing.activeMaxPollMs : timing.firstPollMs);
+  let delay = fastestPollMs();
   let gapSince: number | undefined;
   let pending = opening.pending;
   let readFailures = 0;
@@ -187,7 +223,7 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
       if (closes(event.state)) return;
     }
     // Fast right after a change (a claim is soon followed by its completion), slower when idle.
-    if (progressed) delay = timing.firstPollMs;
+    if (progressed) delay = fastestPollMs();
 
     const at = now();
     if (at - startedAt >= timing.maxDurationMs) return;
@@ -198,7 +234,11 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
     }
     const untilHeartbeat = lastSentAt + timing.heartbeatMs - now();
     const untilEnd = startedAt + timing.maxDurationMs - now();
-    await sleep(Math.max(1, Math.min(delay, untilHeartbeat, untilEnd)));
+    const slept = sleep(Math.max(1, Math.min(delay, untilHeartbeat, untilEnd))).then(() => false);
+    if ((await (runEnded === undefined ? slept : Promise.race([slept, runEnded]))) === true) {
+      runEnded = undefined;
+      continue;
+    }
     if (!progressed) {
       const sinceChange = now() - lastChangeAt;
       const active = sinceChange < timing.activeWindowMs;
@@ -206,7 +246,7 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
         active && timing.activeShare !== undefined
           ? Math.min(
               timing.activeMaxPollMs,
-              Math.max(timing.firstPollMs, Math.round(timing.activeShare * sinceChange)),
+              Math.max(fastestPollMs(), Math.round(timing.activeShare * sinceChange)),
             )
           : Math.min(delay * 2, active ? timing.activeMaxPollMs : timing.maxPollMs);
     }
@@ -269,6 +309,13 @@ const openSnapshot = async (
   if (input.start.kind === 'created') {
     // The caller's own write, at its revision (I-RYW): shown as committed, then what followed.
     const wanted = input.start.revision;
+    const image = input.start.image;
+    if (image !== undefined && image.revision === wanted)
+      return {
+        task: await toTask(deps, viewOf(image), options, image),
+        revision: image.revision,
+        expiresAt: image.expiresAt,
+      };
     const view = await waitForView(deps, input.caller, input.taskId, {
       minRevision: wanted,
       timeoutMs: timing.projectionWaitMs,
@@ -394,6 +441,12 @@ export type StreamMethodDeps = CreateTaskDeps &
   StreamTaskDeps & {
     /** Which sends may be answered with a Message; absent: none (every stream is a task's). */
     readonly mayAnswerWithMessage?: MessageAnswerForecast;
+    /**
+     * Runs a streaming send's run in this function, as a blocking send's (docs/how-a-task-flows.md
+     * §1): no queue hop and no claim of its own. Absent: every run is queued for the executor.
+     */
+    readonly runsHere?: RunsHere;
+    readonly logger?: Pick<Logger, 'warn'>;
   };
 
 /** The stream timing of an installation: defaults, with heartbeat and lifetime from its configuration. */
@@ -411,7 +464,10 @@ export const streamTimingOf = (deps: StreamMethodDeps): Partial<StreamTiming> =>
  * SendStreamingMessage: the task is created exactly as SendMessage creates it (refusal, content
  * types, follow-ups — all plain JSON-RPC errors, before any event), then streamed from the created
  * revision until a terminal or interrupted state. When the agent may answer with a Message, the
- * first event waits for the run, as long as a blocking send would.
+ * first event waits for the run, as long as a blocking send would. Where a blocking send's run
+ * runs in this function (`runsHere`), so does this one's: the create claims it, it runs beside the
+ * stream (kept alive past the stream, like a blocking run past its cap), and its end wakes the
+ * stream's poll; the stream still shows only what the journal holds (I-COMMITTED).
  */
 export const sendStreamingMessage = async (
   deps: StreamMethodDeps,
@@ -419,14 +475,31 @@ export const sendStreamingMessage = async (
 ): Promise<AsyncGenerator<StreamItem>> =>
   // The slot first: a caller at the limit is refused before the task is created.
   withStreamSlot(deps, input.caller, deps.ids.newId(), async () => {
-    const created = await createTask(deps, { ...input, streaming: true });
+    const providers = deps.config.profiles[input.profileId]?.providers ?? [];
+    const runsHere = deps.runsHere?.canRun(providers) ? deps.runsHere : undefined;
+    const created = await createTask(
+      deps,
+      { ...input, streaming: true },
+      { handOver: runsHere !== undefined },
+    );
+    const handedOver = created.handedOver;
+    const runEnded =
+      runsHere !== undefined && handedOver !== undefined
+        ? startHere(deps, runsHere, { ...created, handedOver })
+        : undefined;
+    if (runEnded !== undefined) runsHere?.keepAlive(runEnded);
     return streamTask(
       { ...deps, streamTiming: streamTimingOf(deps) },
       {
         caller: senderOf(input),
         taskId: created.taskId,
-        start: { kind: 'created', revision: created.revision },
+        start: {
+          kind: 'created',
+          revision: created.revision,
+          ...(handedOver !== undefined && { image: handedOver.task }),
+        },
         closeAt: 'terminal-or-interrupted',
+        ...(runEnded !== undefined && { runEnded }),
         historyLength: input.historyLength,
         ...(deps.mayAnswerWithMessage?.(deps.config, input.profileId, input.message) && {
           messageAnswerWaitMs: blockingCapMs(deps.config, input.profileId),
