@@ -275,7 +275,7 @@ const partOf = (part: JsonPart): JsonValue => {
 const partsOf = (parts: readonly JsonPart[] | undefined): JsonValue[] => (parts ?? []).map(partOf);
 
 /** What a remote task says: its id, its state, its status message and its artifacts. */
-const answerOf = (task: Task): JsonObject => {
+export const answerOf = (task: Task): JsonObject => {
   const json = Task.toJSON(task) as {
     id: string;
     status?: { state?: string; message?: { parts?: JsonPart[] } };
