@@ -6,6 +6,8 @@
  *   (--quick: 60 tasks, 1 round, scale 500 unless --scale is given, 3 spawns)
  *   npx tsx bench/run.ts --only-cold-start [--spawns 10] [--functions executor,rpc]
  *   npx tsx bench/run.ts --only-floor [--quick] [--trace-out marks.json]
+ *   npx tsx bench/run.ts --only-progressive [--progressive-tasks 10] [--turns 50] [--tasks 500]
+ *                        [--warm-up 1000] (--warm-up: tasks each server gets before it is measured)
  *
  * Starts its own emulators and the local stack in-process, with the SDK middleware and the
  * invocation observers of bench/lib/meter.ts installed before the handler modules load. Counts
@@ -21,6 +23,11 @@
  * floor's traced phase, and prints the floor section with the load average; it writes no results
  * file. `--trace-out` also writes the floor phase's hop marks (ids, revisions, states, times) as
  * JSON, to read a route by hand.
+ *
+ * `--only-progressive` runs only issue 37's phases on a warmed stack — progressive output at one
+ * client (`--progressive-tasks` tasks each way), a conversation of `--turns` turns of 20 KB
+ * messages, and one blocking and one streamed round of `--tasks` tasks at `--concurrency` clients
+ * from the load generator — and prints their section; it writes no results file.
  */
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
@@ -51,7 +58,16 @@ import {
   startAnchor,
 } from './anchor/sdk-server.ts';
 import { benchConfig, benchTokens } from './lib/bench-config.ts';
-import { pool, type RpcAnswer, RpcClient, sendMessageParams, stateOf, type TaskLike } from './lib/client.ts';
+import {
+  pool,
+  type RpcAnswer,
+  RpcClient,
+  type StreamedEvent,
+  sendMessageParams,
+  stateIn,
+  stateOf,
+  type TaskLike,
+} from './lib/client.ts';
 import { type ColdStartResult, measureColdStarts } from './lib/cold-start.ts';
 import {
   beforeWriteThrough,
@@ -85,7 +101,8 @@ import {
 } from './lib/latency-floor.ts';
 import { blockingRound, type LoadGenerator, startLoadGenerator } from './lib/load-process.ts';
 import { diffSnapshots, handlerCapacity, itemSize, Meter, type MeterSnapshot } from './lib/meter.ts';
-import { coldStartTable, latencyFloorSection, renderMarkdown } from './lib/report.ts';
+import { conversationPhase, progressiveOutputPhase } from './lib/progressive-phases.ts';
+import { coldStartTable, latencyFloorSection, progressiveSection, renderMarkdown } from './lib/report.ts';
 import { type LatencySummary, median, medianOfRounds, round, summarize } from './lib/stats.ts';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
@@ -101,6 +118,10 @@ const { values: args } = parseArgs({
     'skip-anchor': { type: 'boolean', default: false },
     'only-cold-start': { type: 'boolean', default: false },
     'only-floor': { type: 'boolean', default: false },
+    'only-progressive': { type: 'boolean', default: false },
+    'progressive-tasks': { type: 'string' },
+    'warm-up': { type: 'string' },
+    turns: { type: 'string' },
     'trace-out': { type: 'string' },
     functions: { type: 'string' },
     quick: { type: 'boolean', default: false },
@@ -125,7 +146,13 @@ const SEQUENTIAL_TASKS = quick ? 20 : 100;
  * steady state only after some hundred tasks — DynamoDB Local's C2 after about 400 —, and the
  * rounds compare steady states.
  */
-const WARM_UP_TASKS = quick ? 40 : 1_000;
+const WARM_UP_TASKS = Number(args['warm-up'] ?? (quick ? 40 : 1_000));
+/** Streamed tasks at one client on each of the progressive and plain agents (issue 37). */
+const PROGRESSIVE_TASKS = Number(args['progressive-tasks'] ?? (quick ? 3 : 10));
+/** Turns of the conversation of 20 KB messages whose write units per turn are reported. */
+const CONVERSATION_TURNS = Number(args.turns ?? (quick ? 5 : 50));
+/** Words of a progressive task's answer: 120 at the bench's 25 ms a word, ~3 s, 2–3 chunks. */
+const PROGRESSIVE_WORDS = 120;
 /** Tasks per path traced at one client for the latency floor. */
 const FLOOR_TASKS = quick ? 10 : 30;
 /** Lambda writes platform lines (start, report) per invocation; JSON format, estimated bytes. */
@@ -325,58 +352,9 @@ const callLatency = async (
   return summarize(latencies);
 };
 
-interface SseEvent {
-  /** Epoch ms (compared with the status timestamp) and performance.now() (compared with the send). */
-  readonly at: number;
-  readonly t: number;
-  // biome-ignore lint/suspicious/noExplicitAny: StreamResponse JSON as received.
-  readonly data: any;
-}
-
-// biome-ignore lint/suspicious/noExplicitAny: StreamResponse JSON as received.
-const stateIn = (result: any): { state?: string; timestamp?: string } => {
-  const status = result?.statusUpdate?.status ?? result?.task?.status;
-  return { state: status?.state, timestamp: status?.timestamp };
-};
-
-/** One SendStreamingMessage, read to its end. */
-const streamOnce = async (
-  client: RpcClient,
-  text: string,
-): Promise<{ events: SseEvent[]; began: number }> => {
-  const began = performance.now();
-  client.requests += 1;
-  const response = await fetch(client.url, {
-    method: 'POST',
-    headers: client.headers({ Accept: 'text/event-stream' }),
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'SendStreamingMessage',
-      params: {
-        message: { messageId: `bench-${crypto.randomUUID()}`, role: 'ROLE_USER', parts: [{ text }] },
-      },
-    }),
-  });
-  const events: SseEvent[] = [];
-  if (!response.body) return { events, began };
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of response.body) {
-    buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-    for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = block
-        .split('\n')
-        .filter((line) => line.startsWith('data:'))
-        .map((line) => line.slice(5).trim())
-        .join('\n');
-      if (data) events.push({ at: Date.now(), t: performance.now(), data: JSON.parse(data) });
-    }
-  }
-  return { events, began };
-};
+/** One SendStreamingMessage, read to its end (on the client's keep-alive connections). */
+const streamOnce = (client: RpcClient, text: string): Promise<{ events: StreamedEvent[]; began: number }> =>
+  client.stream('SendStreamingMessage', sendMessageParams(text));
 
 const streamingPhase = async (client: RpcClient, deployment: Deployment) => {
   const firstEvent: number[] = [];
@@ -577,6 +555,26 @@ const multiTurnPhase = async (client: RpcClient, deployment: Deployment) => {
     return MULTI_TURN_TASKS;
   });
   return { ...run, latency: { firstTurn: summarize(first), followUp: summarize(second) } };
+};
+
+/**
+ * Issue 37's phases (bench/lib/progressive-phases.ts): progressive output at one client with the
+ * default cadence (time to the first committed chunk, chunk → SSE, write units per chunk and per
+ * task), then the write units of each turn of a conversation of 20 KB messages.
+ */
+const progressivePhases = async (stack: LocalStack) => {
+  const shared = { baseUrl: stack.baseUrl, token: tokens.main, meter };
+  log(`progressive output: ${PROGRESSIVE_TASKS} streamed tasks each way at 1 client`);
+  const progressive = await progressiveOutputPhase({
+    ...shared,
+    tasks: PROGRESSIVE_TASKS,
+    words: PROGRESSIVE_WORDS,
+  }).catch((error: Error) => ({ failed: error.message }));
+  log(`conversation: ${CONVERSATION_TURNS} turns of 20 KB messages`);
+  const conversation = await conversationPhase({ ...shared, turns: CONVERSATION_TURNS }).catch(
+    (error: Error) => ({ failed: error.message }),
+  );
+  return { progressive, conversation };
 };
 
 /** Item sizes of one completed single-turn task, read directly (counted under `bench`). */
@@ -811,14 +809,20 @@ const sequentialFromGenerator = async (
   ).latencies;
 
 /** One round of `TASKS` blocking tasks at `CONCURRENCY` clients from the load generator (decision 0082). */
-const offProcessRound = async (generator: LoadGenerator, url: string, token?: string) => {
+const offProcessRound = async (
+  generator: LoadGenerator,
+  url: string,
+  token?: string,
+  kind: 'blocking' | 'streaming' = 'blocking',
+) => {
   const load = machineLoad();
   const result = await generator.round({
     url,
     ...(token !== undefined && { token }),
     tasks: TASKS,
     concurrency: CONCURRENCY,
-    label: 'single-turn task',
+    label: kind === 'streaming' ? 'streamed single-turn task' : 'single-turn task',
+    kind,
   });
   const summary: RoundSummary = {
     ...summarize(result.latencies),
@@ -1149,8 +1153,13 @@ const singleTurnPhase = async (
   deployment: Deployment,
   anchorSession: AnchorSession,
   generator: LoadGenerator,
+  streaming: boolean,
 ) => {
   const rounds: RoundSummary[] = [];
+  // SendStreamingMessage → terminal event at the same clients, from the same generator, unmetered,
+  // right after each blocking round: the two paths side by side (issue 37, item 4).
+  const streamingRounds: Array<RoundSummary & { firstEvent: LatencySummary; commitToEvent: LatencySummary }> =
+    [];
   let completedIds: string[] = [];
   const cpu = { node: 0, children: 0, mainThread: 0, generator: 0 };
   await meter.untilIdle();
@@ -1176,6 +1185,18 @@ const singleTurnPhase = async (
     log(
       `single-turn round ${r + 1}/${ROUNDS}: p50 ${round(summary.p50)} ms p95 ${round(summary.p95)} ms, ${summary.throughputPerSecond} tasks/s, load ${summary.load.loadavg1}`,
     );
+    if (streaming) {
+      await meter.untilIdle();
+      const streamed = await offProcessRound(generator, main.url, tokens.main, 'streaming');
+      streamingRounds.push({
+        ...streamed.summary,
+        firstEvent: summarize(streamed.firstEventMs ?? []),
+        commitToEvent: summarize(streamed.commitToEventMs ?? []),
+      });
+      log(
+        `streamed round ${r + 1}/${ROUNDS}: send → terminal event p50 ${round(streamed.summary.p50)} ms p95 ${round(streamed.summary.p95)} ms`,
+      );
+    }
     if ('round' in anchorSession) await anchorSession.round();
   }
   // A task whose revisions straddle an hour moves its view between the owner's counter buckets
@@ -1250,7 +1271,7 @@ const singleTurnPhase = async (
     capacityMissing: singleTurn.delta.capacityMissing,
   };
   log(`single-turn: ${round(singleTurn.cost.usdPerMillionTasks)} USD per million tasks`);
-  return { rounds, cpu, completedIds, singleTurn, meteredRound, crossCheck };
+  return { rounds, streamingRounds, cpu, completedIds, singleTurn, meteredRound, crossCheck };
 };
 
 /** One client, one task after another: its latency unmetered, its cost from a metered run after it. */
@@ -1412,14 +1433,8 @@ const main = async () => {
     const anchorSession = await openAnchor(anchorInstall, generator);
     if ('stop' in anchorSession) stopAnchor = anchorSession.stop;
     await warmUp(generator, main);
-    const { rounds, cpu, completedIds, singleTurn, meteredRound, crossCheck } = await singleTurnPhase(
-      stack,
-      main,
-      kms,
-      deployment,
-      anchorSession,
-      generator,
-    );
+    const { rounds, streamingRounds, cpu, completedIds, singleTurn, meteredRound, crossCheck } =
+      await singleTurnPhase(stack, main, kms, deployment, anchorSession, generator, capabilities.streaming);
 
     const { sequential, meteredSequential, sequentialRun } = await sequentialPhase(
       generator,
@@ -1456,6 +1471,9 @@ const main = async () => {
     log('multi-turn');
     const tck = new RpcClient(`${stack.baseUrl}/agents/tck`, tokens.main);
     const multiTurn = await multiTurnPhase(tck, deployment);
+
+    // Issue 37: progressive output at one client, and the write units of a long conversation.
+    const { progressive, conversation } = await progressivePhases(stack);
 
     // 5. Streaming and push, when the card declares them.
     const streaming = capabilities.streaming
@@ -1530,6 +1548,8 @@ const main = async () => {
         ...strip(singleTurn),
         rounds,
         latency: medianOfRounds(rounds),
+        streamingRounds,
+        ...(streamingRounds.length > 0 && { streamingLatency: medianOfRounds(streamingRounds) }),
         meteredRound,
         sequentialLatency: summarize(sequential),
         meteredSequentialLatency: summarize(meteredSequential),
@@ -1555,6 +1575,8 @@ const main = async () => {
       getTask: { ...strip(getTask), latency: results.getTaskLatency },
       listTasks,
       multiTurn: { ...strip(multiTurn), latency: multiTurn.latency },
+      progressive,
+      conversation,
       streaming: 'cost' in streaming ? { ...strip(streaming), latency: streaming.latency } : streaming,
       push:
         'cost' in push
@@ -1603,9 +1625,27 @@ const coldStartOnly = async (): Promise<void> => {
  * measured one-client p50s beside it) and the load average on stdout.
  */
 const floorOnly = async (): Promise<void> => {
-  meter.install();
   const trace = installHopTrace();
   trace.record(false);
+  try {
+    await onWarmStack((stack, started) => floorSectionOn(stack, started, trace));
+  } finally {
+    trace.uninstall();
+  }
+};
+
+/**
+ * Emulators, the local stack and the load generator, the stack warmed by the generator, for one of
+ * the `--only-…` modes; everything stopped after it.
+ */
+const onWarmStack = async (
+  run: (
+    stack: LocalStack,
+    started: Awaited<ReturnType<typeof startStack>>,
+    generator: LoadGenerator,
+  ) => Promise<void>,
+): Promise<void> => {
+  meter.install();
   const emulators = await startEmulators();
   const [dynamodb, sqs, kms] = emulators;
   let stack: LocalStack | undefined;
@@ -1614,23 +1654,70 @@ const floorOnly = async (): Promise<void> => {
     const started = await startStack({ dynamodb, sqs, kms });
     stack = started.stack;
     await warmUp(generator, started.main);
-    const before = machineLoad();
-    log('one client: SSE terminal event, request → webhook');
-    const oneClient = await oneClientPhase(started.main, started.capabilities);
-    log('latency floor: tracing each path at one client');
-    const latencyFloor = await floorPhase(stack, started.main, trace);
-    const after = machineLoad();
-    process.stdout.write(
-      `${latencyFloorSection({ parameters: { concurrency: CONCURRENCY }, latencyFloor, oneClient })}\n\n` +
-        `load average ${before.loadavg1} → ${after.loadavg1} (${after.cores} cores), ${process.version}\n`,
-    );
+    await run(stack, started, generator);
   } finally {
     await generator.stop();
     await stack?.stop();
     await stopEmulators(emulators);
-    trace.uninstall();
     meter.uninstall();
   }
 };
 
-await (args['only-cold-start'] ? coldStartOnly() : args['only-floor'] ? floorOnly() : main());
+const floorSectionOn = async (
+  stack: LocalStack,
+  started: Awaited<ReturnType<typeof startStack>>,
+  trace: HopTrace,
+): Promise<void> => {
+  const before = machineLoad();
+  log('one client: SSE terminal event, request → webhook');
+  const oneClient = await oneClientPhase(started.main, started.capabilities);
+  log('latency floor: tracing each path at one client');
+  const latencyFloor = await floorPhase(stack, started.main, trace);
+  const after = machineLoad();
+  process.stdout.write(
+    `${latencyFloorSection({ parameters: { concurrency: CONCURRENCY }, latencyFloor, oneClient })}\n\n` +
+      `load average ${before.loadavg1} → ${after.loadavg1} (${after.cores} cores), ${process.version}\n`,
+  );
+};
+
+/**
+ * Issue 37's phases alone on a warmed stack: one blocking and one streamed round at `CONCURRENCY`
+ * clients from the load generator, progressive output and the conversation; their section on stdout.
+ */
+const progressiveOnly = (): Promise<void> =>
+  onWarmStack(async (stack, started, generator) => {
+    const before = machineLoad();
+    const blocking = await offProcessRound(generator, started.main.url, tokens.main);
+    await meter.untilIdle();
+    const streamed = await offProcessRound(generator, started.main.url, tokens.main, 'streaming');
+    await meter.untilIdle();
+    const { progressive, conversation } = await progressivePhases(stack);
+    const after = machineLoad();
+    process.stdout.write(
+      `${progressiveSection({
+        parameters: { concurrency: CONCURRENCY },
+        singleTurn: {
+          rounds: [blocking.summary],
+          latency: blocking.summary,
+          streamingRounds: [
+            {
+              ...streamed.summary,
+              firstEvent: summarize(streamed.firstEventMs ?? []),
+              commitToEvent: summarize(streamed.commitToEventMs ?? []),
+            },
+          ],
+          streamingLatency: streamed.summary,
+        },
+        progressive,
+        conversation,
+      })}\n\nload average ${before.loadavg1} → ${after.loadavg1} (${after.cores} cores), ${process.version}\n`,
+    );
+  });
+
+await (args['only-cold-start']
+  ? coldStartOnly()
+  : args['only-floor']
+    ? floorOnly()
+    : args['only-progressive']
+      ? progressiveOnly()
+      : main());

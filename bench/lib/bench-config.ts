@@ -16,6 +16,8 @@ export const benchConfig = parseConfig({
   providers: {
     local: { type: 'scripted', behavior: 'echo' },
     tck: { type: 'scripted', behavior: 'tck' },
+    // The progressive-output phase's model: the user's text back word by word, 25 ms a word.
+    streamer: { type: 'scripted', behavior: 'stream', paceMs: 25 },
   },
   profiles: {
     default: defaultConfig.profiles.default,
@@ -23,6 +25,21 @@ export const benchConfig = parseConfig({
       name: 'TCK agent',
       description: 'Scripted TCK scenarios (multi-turn).',
       providers: ['tck'],
+      privacyLevel: 'full',
+    },
+    // bench/lib/progressive-phases.ts: the same streaming model with and without progressive
+    // output (the default cadence), so a chunk's cost is the difference.
+    progressive: {
+      name: 'Progressive output',
+      description: 'Writes its answer as it comes (scripted stream).',
+      providers: ['streamer'],
+      privacyLevel: 'full',
+      output: { progressive: true },
+    },
+    plain: {
+      name: 'Plain output',
+      description: 'The same model, its answer committed once.',
+      providers: ['streamer'],
       privacyLevel: 'full',
     },
   },

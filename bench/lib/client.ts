@@ -58,6 +58,57 @@ export class RpcClient {
     return { ...body, ms: performance.now() - began };
   }
 
+  /**
+   * One streaming call (SendStreamingMessage, SubscribeToTask) read to its end on the same
+   * keep-alive connections: each SSE event's data with its arrival (`at` epoch ms, to compare
+   * with a status timestamp; `t` performance.now(), to compare with `began`). A plain JSON answer
+   * (a JSON-RPC error before any event) comes back as the one event.
+   */
+  stream(method: string, params: unknown): Promise<{ began: number; events: StreamedEvent[] }> {
+    const began = performance.now();
+    this.requests += 1;
+    const body = JSON.stringify({ jsonrpc: '2.0', id: this.nextId++, method, params });
+    const events: StreamedEvent[] = [];
+    return new Promise((resolve, reject) => {
+      const sent = request(
+        this.url,
+        {
+          method: 'POST',
+          agent: this.agent,
+          headers: {
+            ...this.headers({ Accept: 'text/event-stream' }),
+            'Content-Length': Buffer.byteLength(body),
+          },
+        },
+        (response) => {
+          response.setEncoding('utf8');
+          let buffer = '';
+          response.on('data', (chunk: string) => {
+            buffer += chunk;
+            for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
+              const block = buffer.slice(0, end);
+              buffer = buffer.slice(end + 2);
+              const data = block
+                .split('\n')
+                .filter((line) => line.startsWith('data:'))
+                .map((line) => line.slice(5).trim())
+                .join('\n');
+              if (data) events.push({ at: Date.now(), t: performance.now(), data: JSON.parse(data) });
+            }
+          });
+          response.on('end', () => {
+            if (events.length === 0 && buffer.trim().startsWith('{'))
+              events.push({ at: Date.now(), t: performance.now(), data: JSON.parse(buffer) });
+            resolve({ began, events });
+          });
+          response.on('error', reject);
+        },
+      );
+      sent.on('error', reject);
+      sent.end(body);
+    });
+  }
+
   /** Closes the idle keep-alive connections. */
   close(): void {
     this.agent.destroy();
@@ -90,6 +141,21 @@ export class RpcClient {
     return this.call<{ task?: TaskLike }>('SendMessage', sendMessageParams(text, options));
   }
 }
+
+/** One SSE event as a client received it. */
+export interface StreamedEvent {
+  /** Epoch ms (compared with a status timestamp) and performance.now() (compared with the send). */
+  readonly at: number;
+  readonly t: number;
+  // biome-ignore lint/suspicious/noExplicitAny: StreamResponse JSON as received.
+  readonly data: any;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: StreamResponse JSON as received.
+export const stateIn = (result: any): { state?: string; timestamp?: string } => {
+  const status = result?.statusUpdate?.status ?? result?.task?.status;
+  return { state: status?.state, timestamp: status?.timestamp };
+};
 
 export interface SendMessageOptions {
   readonly messageId?: string;

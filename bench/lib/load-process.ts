@@ -1,6 +1,6 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { pool, RpcClient, stateOf } from './client.ts';
+import { pool, RpcClient, sendMessageParams, stateIn, stateOf } from './client.ts';
 
 /**
  * The load generator (bench/README.md, "The load generator"): one process of its own for the
@@ -18,6 +18,8 @@ export interface LoadRound {
   readonly tasks: number;
   readonly concurrency: number;
   readonly label: string;
+  /** Blocking SendMessage calls (the default), or SendStreamingMessage calls read to their terminal event. */
+  readonly kind?: 'blocking' | 'streaming';
 }
 
 export interface LoadRoundResult {
@@ -31,6 +33,10 @@ export interface LoadRoundResult {
   readonly cpuSeconds: number;
   /** From the first call to the last answer. */
   readonly wallMs: number;
+  /** Streaming rounds: each stream's first event, from its send (ms). */
+  readonly firstEventMs?: number[];
+  /** Streaming rounds: the terminal revision's status timestamp → its event's arrival (ms). */
+  readonly commitToEventMs?: number[];
 }
 
 /**
@@ -58,6 +64,39 @@ export const blockingRound = async (
   return { latencies, ids };
 };
 
+/**
+ * `tasks` SendStreamingMessage calls, `concurrency` in flight, each read to its terminal event,
+ * expected COMPLETED: send → terminal event (`latencies`), send → first event, and the terminal
+ * revision's commit → its event at the client.
+ */
+export const streamingRound = async (
+  client: RpcClient,
+  round: Pick<LoadRound, 'tasks' | 'concurrency' | 'label'>,
+): Promise<{ latencies: number[]; ids: string[]; firstEventMs: number[]; commitToEventMs: number[] }> => {
+  const latencies: number[] = [];
+  const ids: string[] = [];
+  const firstEventMs: number[] = [];
+  const commitToEventMs: number[] = [];
+  await pool(round.tasks, round.concurrency, async (i) => {
+    const { began, events } = await client.stream(
+      'SendStreamingMessage',
+      sendMessageParams(`${round.label} ${i}`),
+    );
+    const final = events.at(-1);
+    const { state, timestamp } = stateIn(final?.data?.result);
+    if (final === undefined || state !== 'TASK_STATE_COMPLETED') {
+      throw new Error(
+        `${round.label}: expected TASK_STATE_COMPLETED, got ${state ?? JSON.stringify(final?.data?.error ?? final?.data)}`,
+      );
+    }
+    ids.push(final.data.result.statusUpdate?.taskId ?? final.data.result.task?.id);
+    latencies.push(final.t - began);
+    firstEventMs.push((events[0]?.t ?? began) - began);
+    if (timestamp) commitToEventMs.push(final.at - Date.parse(timestamp));
+  });
+  return { latencies, ids, firstEventMs, commitToEventMs };
+};
+
 /** One client per server and caller, kept for the process's life. */
 const clients = new Map<string, RpcClient>();
 
@@ -68,9 +107,11 @@ const drive = async (round: LoadRound): Promise<LoadRoundResult> => {
   const requestsBefore = client.requests;
   const cpuBefore = process.cpuUsage();
   const began = performance.now();
-  const { latencies, ids } = await blockingRound(client, round);
+  const { latencies, ids, ...streamed } =
+    round.kind === 'streaming' ? await streamingRound(client, round) : await blockingRound(client, round);
   const cpu = process.cpuUsage(cpuBefore);
   return {
+    ...streamed,
     latencies,
     ids,
     requests: client.requests - requestsBefore,

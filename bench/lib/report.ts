@@ -460,6 +460,90 @@ export const latencyFloorSection = (report: Report): string => {
 const ratioOf = (ours: number | undefined, theirs: number | undefined): string =>
   ours !== undefined && theirs !== undefined && theirs > 0 ? `${fmt(ours / theirs)}×` : '—';
 
+/**
+ * Issue 37: the streaming path beside the blocking one at the same clients (rounds from the load
+ * generator), progressive output at one client, and the write units of a long conversation.
+ */
+export const progressiveSection = (report: Report): string => {
+  const single = report.singleTurn;
+  const clients = report.parameters?.concurrency ?? 20;
+  const out: string[] = ['## Progressive output, long conversations and the streaming path (issue 37)', ''];
+  const blocking = single?.latency;
+  const streamed = single?.streamingLatency;
+  const streamedRounds = (single?.streamingRounds ?? []) as Report[];
+  if (streamed) {
+    out.push(
+      `Both paths from the load generator, unmetered, at ${clients} clients: each streamed round of ${fmt(streamed.n / Math.max(1, streamedRounds.length))} SendStreamingMessage calls right after this server's blocking round (each read to its terminal event; bench/README.md, "The load generator").`,
+    );
+    out.push('');
+    const median = (key: 'firstEvent' | 'commitToEvent', field: 'p50' | 'p95') => {
+      const values = streamedRounds.map((r) => r[key]?.[field]).filter((v) => typeof v === 'number');
+      const sorted = [...values].sort((a, b) => a - b);
+      return sorted.length === 0 ? undefined : sorted[Math.floor((sorted.length - 1) / 2)];
+    };
+    out.push(
+      table(
+        [`at ${clients} clients (median of rounds)`, 'p50 ms', 'p95 ms', 'p50 vs blocking'],
+        [
+          ['blocking SendMessage → COMPLETED', fmt(blocking?.p50), fmt(blocking?.p95), '1×'],
+          [
+            'SendStreamingMessage → terminal event',
+            fmt(streamed.p50),
+            fmt(streamed.p95),
+            ratioOf(streamed.p50, blocking?.p50),
+          ],
+          [
+            'SendStreamingMessage → first event',
+            fmt(median('firstEvent', 'p50')),
+            fmt(median('firstEvent', 'p95')),
+            '—',
+          ],
+          [
+            'commit → terminal SSE event',
+            fmt(median('commitToEvent', 'p50')),
+            fmt(median('commitToEvent', 'p95')),
+            '—',
+          ],
+        ],
+      ),
+    );
+    out.push('');
+    const met =
+      typeof streamed.p50 === 'number' && typeof blocking?.p50 === 'number' && streamed.p50 <= blocking.p50;
+    out.push(
+      `Target (issue 37, item 4): the streamed p50 no slower than the blocking p50 in the same run — **${met ? 'met' : 'not met'}**. ` +
+        "The streamed task makes the blocking task's requests plus its reads of the journal (at least one Query after the run has ended): decision 0159.",
+    );
+    out.push('');
+  }
+  const p = report.progressive;
+  out.push(
+    skippedOr(p, () =>
+      [
+        `Progressive output at 1 client (scripted streaming model, ${p.words} words at 25 ms a word, the default cadence 1,000 ms / 4,096 B; ${p.tasks} tasks each way, one at a time):`,
+        '',
+        table(latencyHeader, [
+          latencyRow('send → first committed chunk at the client', p.firstChunkMs),
+          latencyRow('chunk commit → its SSE frame at the client', p.chunkToSseMs),
+          latencyRow('send → terminal event', p.taskMs),
+        ]),
+        '',
+        `Chunks per task ${fmt(p.chunksPerTask)}; write units per task ${fmt(p.writeUnitsPerTask?.progressive)} with progressive output, ${fmt(p.writeUnitsPerTask?.plain)} without (same model): **${fmt(p.writeUnitsPerChunk)} WRU per chunk**.`,
+      ].join('\n'),
+    ),
+  );
+  out.push('');
+  const c = report.conversation;
+  out.push(
+    skippedOr(
+      c,
+      () =>
+        `A conversation of ${c.turns} turns of ${fmt((c.messageBytes ?? 0) / 1024)} KB messages (blocking follow-ups, all tables): **turn 2 ${fmt(c.writeUnitsTurn2)} WRU, turn ${c.turns} ${fmt(c.writeUnitsLastTurn)} WRU**. Every turn: ${(c.writeUnitsPerTurn ?? []).map((u: number) => fmt(u)).join(', ')}.`,
+    ),
+  );
+  return out.join('\n');
+};
+
 /** The same blocking load on this server and on the SDK server, and this server's other paths. */
 export const sideBySideSection = (report: Report): string => {
   const single = report.singleTurn;
@@ -527,7 +611,7 @@ export const sideBySideSection = (report: Report): string => {
       latencyRow('request → webhook COMPLETED at the receiver, 1 client', one?.push?.requestToWebhook),
       latencyRow('commit → webhook COMPLETED, 1 client', one?.push?.commitToWebhook),
       latencyRow(
-        `SendStreamingMessage → terminal event, ${clients} clients`,
+        `SendStreamingMessage → terminal event, ${clients} clients (metered streaming phase; unmetered: the issue 37 section)`,
         report.streaming?.latency?.sendToFinalEvent,
       ),
       latencyRow(`commit → webhook COMPLETED, ${clients} clients`, report.push?.latency?.commitToWebhook),
@@ -678,6 +762,8 @@ export const renderMarkdown = (report: Report): string => {
   );
   out.push('');
   out.push(sideBySideSection(report));
+  out.push('');
+  out.push(progressiveSection(report));
   out.push('');
   out.push(beforeAfterSection(report));
   out.push('');

@@ -115,7 +115,8 @@ describe('SSE over JSON-RPC', () => {
     for (const frame of events) expect(frame.dataLines).toBe(1);
     // The snapshot and every statusUpdate end a revision and carry its id; artifactUpdates do not.
     const ids = events.filter((frame) => kindOf(frame) !== 'artifactUpdate').map((frame) => Number(frame.id));
-    expect(ids).toEqual([1, 2, 3]);
+    // The run runs in the rpc, claimed by its create: the Task is revision 1, WORKING (decision 0159).
+    expect(ids).toEqual([1, 2]);
     expect(
       events.filter((frame) => kindOf(frame) === 'artifactUpdate').every((f) => f.id === undefined),
     ).toBe(true);
@@ -135,20 +136,16 @@ describe('SendStreamingMessage', () => {
   it('CORE-STREAM-001: streams the committed lifecycle WORKING → artifact → COMPLETED', async () => {
     const answer = await stream('SendStreamingMessage', message('tck-stream-001'));
     const { events } = await drain(answer.frames);
-    expect(compact(events)).toEqual([
-      'task:SUBMITTED',
-      'statusUpdate:WORKING',
-      'artifactUpdate:',
-      'statusUpdate:COMPLETED',
-    ]);
-    const artifact = events[2]?.data?.result?.artifactUpdate as { artifact: { parts: { text: string }[] } };
+    // The create claims the run the rpc runs (decision 0159): the Task is the WORKING revision.
+    expect(compact(events)).toEqual(['task:WORKING', 'artifactUpdate:', 'statusUpdate:COMPLETED']);
+    const artifact = events[1]?.data?.result?.artifactUpdate as { artifact: { parts: { text: string }[] } };
     expect(artifact.artifact.parts).toEqual([{ text: 'Stream hello from TCK' }]);
   });
 
   it('CORE-STREAM-002: tck-stream-002 (a completed status only) ends with COMPLETED and no artifact', async () => {
     const answer = await stream('SendStreamingMessage', message('tck-stream-002'));
     const { events } = await drain(answer.frames);
-    expect(compact(events)).toEqual(['task:SUBMITTED', 'statusUpdate:WORKING', 'statusUpdate:COMPLETED']);
+    expect(compact(events)).toEqual(['task:WORKING', 'statusUpdate:COMPLETED']);
   });
 
   it('CORE-STREAM-003: begins with the Task and closes at the terminal state', async () => {
@@ -171,11 +168,7 @@ describe('SendStreamingMessage', () => {
   it('closes at an interrupted state (docs/protocol.md §17)', async () => {
     const answer = await stream('SendStreamingMessage', message('tck-input-required'));
     const { events } = await drain(answer.frames);
-    expect(compact(events)).toEqual([
-      'task:SUBMITTED',
-      'statusUpdate:WORKING',
-      'statusUpdate:INPUT_REQUIRED',
-    ]);
+    expect(compact(events)).toEqual(['task:WORKING', 'statusUpdate:INPUT_REQUIRED']);
   });
 
   it('STREAM-ORDER-001: states never regress and the last event is terminal', async () => {
@@ -317,7 +310,7 @@ describe('SubscribeToTask', () => {
     first.close();
     const taskId = (before[0]?.data?.result?.task as { id: string } | undefined)?.id ?? '';
     const lastEventId = before.at(-1)?.id as string;
-    expect(compact(before)).toEqual(['task:SUBMITTED', 'statusUpdate:WORKING']);
+    expect(compact(before)).toEqual(['task:WORKING']);
 
     const resumed = await stream('SubscribeToTask', { id: taskId }, { 'Last-Event-ID': lastEventId });
     const { events } = await drain(resumed.frames);
@@ -346,16 +339,11 @@ describe('with the official @a2a-js/sdk client', () => {
     const events = await collect(
       client.sendMessageStream(SendMessageRequest.fromJSON(message('tck-stream-artifact-chunked'))),
     );
-    expect(events.map((event) => Object.keys(event)[0])).toEqual([
-      'task',
-      'statusUpdate',
-      'artifactUpdate',
-      'statusUpdate',
-    ]);
-    expect(events[2]).toMatchObject({
+    expect(events.map((event) => Object.keys(event)[0])).toEqual(['task', 'artifactUpdate', 'statusUpdate']);
+    expect(events[1]).toMatchObject({
       artifactUpdate: { artifact: { parts: [{ text: 'chunk-1 ' }, { text: 'chunk-2' }] }, lastChunk: true },
     });
-    expect(events[3]).toMatchObject({ statusUpdate: { status: { state: 'TASK_STATE_COMPLETED' } } });
+    expect(events[2]).toMatchObject({ statusUpdate: { status: { state: 'TASK_STATE_COMPLETED' } } });
   });
 
   it('sendMessageStream: a file artifact keeps its filename and media type', async () => {

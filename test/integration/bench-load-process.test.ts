@@ -48,6 +48,24 @@ describe('the load generator', () => {
     expect(result.cpuSeconds).toBeGreaterThan(0);
   });
 
+  it('streams a round: each SendStreamingMessage read to its terminal event', async () => {
+    const result = await generator.round({
+      url: `${stack.baseUrl}/agents/default`,
+      token: benchTokens.main,
+      tasks: 3,
+      concurrency: 3,
+      label: 'streamed',
+      kind: 'streaming',
+    });
+    expect(new Set(result.ids).size).toBe(3);
+    expect(result.latencies).toHaveLength(3);
+    expect(result.firstEventMs).toHaveLength(3);
+    // The first event (the Task) comes before the terminal one.
+    for (const [i, first] of (result.firstEventMs ?? []).entries())
+      expect(first).toBeLessThanOrEqual(result.latencies[i] ?? 0);
+    expect(result.commitToEventMs).toHaveLength(3);
+  });
+
   it('fails the round when a call does not complete (a wrong token here), and serves the next', async () => {
     await expect(
       generator.round({

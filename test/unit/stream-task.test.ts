@@ -169,6 +169,51 @@ describe('streamTask: SendStreamingMessage (from the caller own write)', () => {
     expect(artifact).not.toHaveProperty('artifactUpdate.append');
   });
 
+  it('with its run here: opens from the committed image, polls at the active ceiling, and the run’s end wakes it', async () => {
+    const s = setup();
+    const created = await s.create('tck-stream-001');
+    // Nothing projected yet: a stream that needed the view would wait for it.
+    const image = s.core.tasks.tasks.get(created.taskId) as StoredTask;
+    let end: () => void = () => undefined;
+    const runEnded = new Promise<void>((resolve) => {
+      end = resolve;
+    });
+    const asked: number[] = [];
+    // Time never passes: only the run's end can move the stream past its first poll.
+    const sleep = (ms: number) => {
+      asked.push(ms);
+      return new Promise<void>(() => undefined);
+    };
+    const items: string[] = [];
+    const streamed = (async () => {
+      for await (const item of streamTask(
+        { ...s.deps, sleep },
+        {
+          caller: alice,
+          taskId: created.taskId,
+          start: { kind: 'created', revision: created.revision, image },
+          closeAt: 'terminal-or-interrupted',
+          runEnded,
+        },
+      ))
+        items.push(describeItem(item));
+    })();
+    await vi.waitFor(() => expect(asked).toHaveLength(1));
+    expect(items).toEqual(['task:SUBMITTED#1']);
+    expect(asked).toEqual([timing.activeMaxPollMs]);
+    await s.core.runNext();
+    await s.project();
+    end();
+    await streamed;
+    expect(items).toEqual([
+      'task:SUBMITTED#1',
+      'status:WORKING#2',
+      'artifact:Stream hello from TCK',
+      'status:COMPLETED#3',
+    ]);
+    expect(asked).toHaveLength(1);
+  });
+
   it('starts at the created revision even when the journal has moved on (I-RYW, nothing skipped)', async () => {
     const s = setup();
     const created = await s.create('tck-artifact-text');
