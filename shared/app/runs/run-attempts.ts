@@ -27,6 +27,7 @@ import {
 } from '../../domain/task.ts';
 import { failpoint, isInjectedFault } from '../operations/failpoints.ts';
 import { loadHistory } from '../tasks/task-history.ts';
+import { delegationCallbackPath, tokenHashOf } from './delegation-callback.ts';
 import { recordAgentStep, recordAuditStep, recordStart } from './record-audit.ts';
 import { AnswerChunks, chunkLevelOf } from './run-chunks.ts';
 import { completeRun } from './run-completion.ts';
@@ -41,7 +42,6 @@ import { fail, failNotRetainable, reread } from './run-ending.ts';
 import { tightenForAttempt } from './run-tightening.ts';
 import { runToolsOf } from './run-tools.ts';
 import { suspendRun } from './suspend-run.ts';
-import { delegationCallbackPath, tokenHashOf } from './wake-delegated-run.ts';
 
 /** How a claimed run works: where it starts in its provider chain and what it answers. */
 export interface AttemptsRuntime {

@@ -1,10 +1,11 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { isTerminal } from '../../domain/a2a.ts';
 import { VersionConflictError } from '../../domain/errors.ts';
 import type { Clock, RunQueue, TaskRepository } from '../../domain/ports.ts';
 import { runAloneWrite } from '../../domain/row-writes.ts';
 import { giveBackRun } from '../../domain/task.ts';
 import { defaultRunStartDeadlineMs } from '../tasks/create-task.ts';
+import { tokenHashOf } from './delegation-callback.ts';
 
 /**
  * The push wake-up of a run that waits for a delegated task (docs/configuration.md `a2aAgents`,
@@ -16,15 +17,7 @@ import { defaultRunStartDeadlineMs } from '../tasks/create-task.ts';
  * nothing; the reaper wakes a waiting run anyway.
  */
 
-/** The path of a waiting run's callback below this server's public URL. */
-export const delegationCallbackPath = (taskId: string, runId: string): string =>
-  `/callbacks/delegations/${encodeURIComponent(taskId)}/${encodeURIComponent(runId)}`;
-
-/** Matches a callback path: task id and run id. */
-export const delegationCallbackPattern = /^\/callbacks\/delegations\/([^/]+)\/([^/]+)$/;
-
-/** What the run row keeps of a wait's token: its SHA-256, hex. */
-export const tokenHashOf = (token: string): string => createHash('sha256').update(token).digest('hex');
+export { delegationCallbackPath, delegationCallbackPattern, tokenHashOf } from './delegation-callback.ts';
 
 export interface WakeDelegatedRunDeps {
   readonly tasks: TaskRepository;
