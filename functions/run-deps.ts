@@ -7,6 +7,7 @@ import {
   LazyA2aAgentSource,
   LazyMcpToolSource,
   lazyToolRegistry,
+  loadRunDelegations,
 } from '../shared/adapters/tools/lazy-tool-sources.ts';
 import type { WriteThrough } from '../shared/app/journal/write-through.ts';
 import type { ExecuteRunDeps } from '../shared/app/runs/execute-run.ts';
@@ -44,7 +45,10 @@ export const createRunDeps = (
   ...(env.runLeaseMs ? { leaseMs: env.runLeaseMs } : {}),
   tools: lazyToolRegistry(webhookPolicyOf(env)),
   ...(Object.keys(env.config.mcpServers).length > 0 && { remoteTools: createMcpToolSource(env) }),
-  ...(Object.keys(env.config.a2aAgents).length > 0 && { agentTools: createA2aAgentSource(env) }),
+  ...(Object.keys(env.config.a2aAgents).length > 0 && {
+    agentTools: createA2aAgentSource(env),
+    loadDelegations: loadRunDelegations,
+  }),
   audit: new DynamoDbAuditTrail(wiring.documents, env.auditTableName, wiring.sealer),
   logger: wiring.logger,
   metrics: wiring.metrics,

@@ -84,3 +84,7 @@ export const lazyToolRegistry = (outbound?: WebhookPolicy): (() => Promise<ToolR
     return registry;
   };
 };
+
+/** A run's delegation steps (shared/app/runs/run-delegations.ts), from the same bundle file. */
+export const loadRunDelegations = async (): Promise<Pick<ToolSources, 'parkRun' | 'runDelegations'>> =>
+  load();

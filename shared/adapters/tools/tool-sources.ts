@@ -5,6 +5,9 @@
  * function's (`tool-sources.mjs`, infra/bundling.ts), so the function bundles stay within their
  * size limit and a function whose runs call no tool never loads it.
  */
+
+// A run's delegation steps ride along: only a run that may delegate needs them (run-deps.ts).
+export { parkRun, runDelegations } from '../../app/runs/run-delegations.ts';
 export { ScriptedToolModel } from '../providers/scripted-tool-model.ts';
 export { A2aAgentSource } from './a2a-agent-source.ts';
 export { McpToolSource } from './mcp-tool-source.ts';

@@ -1,6 +1,4 @@
-import { randomBytes } from 'node:crypto';
 import type { Message } from '../../domain/a2a.ts';
-import type { SuspendedRun } from '../../domain/approvals.ts';
 import type { AuditContent } from '../../domain/audit.ts';
 import {
   AgentStoppedError,
@@ -11,8 +9,8 @@ import {
   ToolFenceLostError,
   VersionConflictError,
 } from '../../domain/errors.ts';
-import type { AgentSession, DelegationCallback } from '../../domain/model.ts';
-import type { AgentOutcome, AgentProvider, AgentResult } from '../../domain/ports.ts';
+import type { AgentSession } from '../../domain/model.ts';
+import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
 import { answerOutcome } from '../../domain/privacy.ts';
 import type { SealedBlob, StoredTask } from '../../domain/projection.ts';
 import {
@@ -27,7 +25,6 @@ import {
 } from '../../domain/task.ts';
 import { failpoint, isInjectedFault } from '../operations/failpoints.ts';
 import { loadHistory } from '../tasks/task-history.ts';
-import { delegationCallbackPath, tokenHashOf } from './delegation-callback.ts';
 import { recordAgentStep, recordAuditStep, recordStart } from './record-audit.ts';
 import { AnswerChunks, chunkLevelOf } from './run-chunks.ts';
 import { completeRun } from './run-completion.ts';
@@ -105,11 +102,21 @@ export const runAttempts = async (
     runtime.progress.providerCalled = true;
     const chunks = answerChunksFor(deps, { run, task: current, output: profile.output }, chain.slice(index));
     const ledger: DelegationLedger = { touched: false };
+    // Loaded only for a profile that may delegate (the module lives in the tool sources' bundle).
+    const delegating =
+      Object.keys(profile.agents ?? {}).length > 0 ? await deps.loadDelegations?.() : undefined;
+    const delegations = delegating?.runDelegations(deps, {
+      run,
+      chunks,
+      ledger,
+      providerIndex: index,
+      historyRevision: runtime.historyRevision,
+    });
     try {
       const result = await callProvider(
         deps,
         provider,
-        { run, task, profile, history, chunks, providerIndex: index, ledger },
+        { run, task, profile, history, chunks, delegations },
         runtime,
       );
       if (chunks !== undefined) ({ run, task: current } = await chunks.close());
@@ -138,7 +145,7 @@ export const runAttempts = async (
         // waits, RUNNING, until the remote task's push notification or the reaper (its lease
         // over) queues it again (docs/configuration.md `a2aAgents`). Marked as left, so that a
         // push notification may queue it; best effort: the reaper wakes it anyway.
-        await parkRun(deps, run);
+        await delegating?.parkRun(deps, run);
         await recordAuditStep(deps, run, {
           kind: 'attempt',
           ...attemptOf(providerId, 'succeeded', startedAt, deps.clock.now()),
@@ -188,8 +195,7 @@ const callProvider = async (
     profile,
     history,
     chunks,
-    providerIndex,
-    ledger,
+    delegations,
   }: {
     readonly run: RunRecord;
     readonly task: StoredTask;
@@ -197,9 +203,8 @@ const callProvider = async (
     readonly history: readonly HistoryEntry[];
     /** The attempt's answer chunks, when it commits any: each moves the run's version. */
     readonly chunks: AnswerChunks | undefined;
-    readonly providerIndex: number;
-    /** What the attempt's delegated calls recorded on the run row. */
-    readonly ledger: DelegationLedger;
+    /** The attempt's delegated calls' records on the run row (run-delegations.ts), when it may delegate. */
+    readonly delegations: AgentRequest['delegations'];
   },
   runtime: AttemptsRuntime,
 ): Promise<AgentResult> =>
@@ -230,72 +235,15 @@ const callProvider = async (
       if (outcome !== 'fenced') throw new ToolFenceLostError(outcome);
       failpoint('executor.afterFence');
     },
-    delegations: {
-      // I-EFFECT: the remote task and the state to continue at its call, on the run row before the
-      // call waits, in place of the call's fence; a run that stops while it waits is queued again.
-      hold: async (step) => {
-        const state: SuspendedRun = {
-          nonce: crypto.randomUUID(),
-          providerIndex,
-          historyRevision: runtime.historyRevision,
-          rounds: step.rounds,
-          steps: step.steps,
-          pending: step.turn,
-          done: step.done,
-          ...(step.verdict !== undefined && { verdict: step.verdict }),
-          ...(step.reason !== undefined && { reason: step.reason }),
-        };
-        const callback = callbackOf(deps.config.publicUrl, run);
-        const hold = {
-          delegation: {
-            callId: step.call.id,
-            tool: step.call.name,
-            remoteTaskId: step.remoteTaskId,
-            at: deps.clock.now().toISOString(),
-            ...(callback && { tokenHash: tokenHashOf(callback.token) }),
-          },
-          sealedSuspension: await deps.codec.sealSuspension(run.taskId, run.runId, state),
-        };
-        await holdOnRow(deps, run, chunks, hold);
-        Object.assign(ledger, { touched: true, ...hold });
-        failpoint('executor.afterDelegationHeld');
-        return callback;
-      },
-      release: async () => {
-        await holdOnRow(deps, run, chunks, undefined);
-        Object.assign(ledger, { touched: true, delegation: undefined, sealedSuspension: undefined });
-      },
-    },
+    ...(delegations && { delegations }),
   });
 
-/**
- * Where the remote task's push notifications wake this run (docs/configuration.md `publicUrl`):
- * the run's own callback URL and a token made for this one wait — never a credential of anyone.
- */
-const callbackOf = (publicUrl: string | undefined, run: RunRecord): DelegationCallback | undefined =>
-  publicUrl === undefined
-    ? undefined
-    : {
-        url: `${publicUrl.replace(/\/+$/, '')}${delegationCallbackPath(run.taskId, run.runId)}`,
-        token: randomBytes(32).toString('base64url'),
-      };
-
 /** What an attempt's delegated calls left on the run row: the run in memory follows it. */
-interface DelegationLedger {
+export interface DelegationLedger {
   touched: boolean;
   delegation?: RunDelegation;
   sealedSuspension?: SealedBlob;
 }
-
-const parkRun = async (deps: RunDeps, run: RunRecord): Promise<void> => {
-  if (run.delegation === undefined || run.sealedSuspension === undefined) return;
-  await deps.tasks
-    .holdDelegation(run, {
-      delegation: { ...run.delegation, parked: true },
-      sealedSuspension: run.sealedSuspension,
-    })
-    .catch(() => undefined);
-};
 
 const withLedger = (run: RunRecord, ledger: DelegationLedger): RunRecord =>
   ledger.touched
@@ -305,28 +253,6 @@ const withLedger = (run: RunRecord, ledger: DelegationLedger): RunRecord =>
         { keepVersion: true },
       )
     : run;
-
-/**
- * The delegation write (`TaskRepository.holdDelegation`) at the version the run holds now,
- * between answer chunks as a fence is; the chunks after it write it on.
- */
-const holdOnRow = async (
-  deps: RunDeps,
-  run: RunRecord,
-  chunks: AnswerChunks | undefined,
-  hold: { readonly delegation: RunDelegation; readonly sealedSuspension: SealedBlob } | undefined,
-): Promise<void> => {
-  const write = async (current: RunRecord) => {
-    const outcome = await deps.tasks.holdDelegation(current, hold);
-    return outcome === 'held' ? ('fenced' as const) : outcome;
-  };
-  const kept =
-    hold === undefined
-      ? { delegation: undefined, sealedSuspension: undefined }
-      : { ...hold, fence: undefined };
-  const outcome = chunks === undefined ? await write(run) : await chunks.between(write, kept);
-  if (outcome !== 'fenced') throw new ToolFenceLostError(outcome);
-};
 
 /**
  * The chunks of an attempt whose profile asks for progressive output, when its ceilings allow

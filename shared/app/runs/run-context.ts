@@ -36,6 +36,8 @@ export interface ExecuteRunDeps extends CommitDeps {
   readonly remoteTools?: RemoteToolSource;
   /** The remote A2A agents profiles may delegate to (`profiles.<id>.agents`); absent: such a profile's runs fail TOOL_UNAVAILABLE. */
   readonly agentTools?: AgentToolSource;
+  /** The run's delegation steps (run-delegations.ts), loaded by a run whose profile may delegate. */
+  readonly loadDelegations?: () => Promise<typeof import('./run-delegations.ts')>;
   /**
    * Observer of every model turn and tool call, arguments and results included; never journaled.
    * The audit trail records them itself (`recordAgentStep`, at the audit ceiling).
