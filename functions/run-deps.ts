@@ -2,7 +2,13 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbAuditTrail } from '../shared/adapters/dynamodb/dynamodb-audit-trail.ts';
 import { DynamoDbRunLeases } from '../shared/adapters/dynamodb/dynamodb-run-leases.ts';
 import { systemClock } from '../shared/adapters/system.ts';
-import { LazyMcpToolSource, lazyToolRegistry } from '../shared/adapters/tools/lazy-tool-sources.ts';
+import {
+  type CredentialSources,
+  LazyA2aAgentSource,
+  LazyMcpToolSource,
+  lazyToolRegistry,
+  loadRunDelegations,
+} from '../shared/adapters/tools/lazy-tool-sources.ts';
 import type { WriteThrough } from '../shared/app/journal/write-through.ts';
 import type { ExecuteRunDeps } from '../shared/app/runs/execute-run.ts';
 import { TaskContentCodec } from '../shared/app/tasks/task-content.ts';
@@ -39,6 +45,10 @@ export const createRunDeps = (
   ...(env.runLeaseMs ? { leaseMs: env.runLeaseMs } : {}),
   tools: lazyToolRegistry(webhookPolicyOf(env)),
   ...(Object.keys(env.config.mcpServers).length > 0 && { remoteTools: createMcpToolSource(env) }),
+  ...(Object.keys(env.config.a2aAgents).length > 0 && {
+    agentTools: createA2aAgentSource(env),
+    loadDelegations: loadRunDelegations,
+  }),
   audit: new DynamoDbAuditTrail(wiring.documents, env.auditTableName, wiring.sealer),
   logger: wiring.logger,
   metrics: wiring.metrics,
@@ -56,10 +66,29 @@ export const createMcpToolSource = (
   new LazyMcpToolSource({
     servers: env.config.mcpServers,
     policy: webhookPolicyOf(env),
-    credentials: {
-      localMode: env.localMode,
-      env: processEnv,
-      extensionEndpoint: `http://localhost:${processEnv.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT ?? 2773}`,
-      sessionToken: processEnv.AWS_SESSION_TOKEN ?? '',
-    },
+    credentials: credentialSourcesOf(env, processEnv),
   });
+
+/**
+ * The remote A2A agents profiles may delegate to (docs/configuration.md `a2aAgents`), one source per
+ * container: agent cards are kept across runs. Credentials as for the MCP servers.
+ */
+export const createA2aAgentSource = (
+  env: Pick<RuntimeEnv, 'config' | 'localMode'>,
+  processEnv: NodeJS.ProcessEnv = process.env,
+): LazyA2aAgentSource =>
+  new LazyA2aAgentSource({
+    agents: env.config.a2aAgents,
+    policy: webhookPolicyOf(env),
+    credentials: credentialSourcesOf(env, processEnv),
+  });
+
+const credentialSourcesOf = (
+  env: Pick<RuntimeEnv, 'localMode'>,
+  processEnv: NodeJS.ProcessEnv,
+): CredentialSources => ({
+  localMode: env.localMode,
+  env: processEnv,
+  extensionEndpoint: `http://localhost:${processEnv.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT ?? 2773}`,
+  sessionToken: processEnv.AWS_SESSION_TOKEN ?? '',
+});

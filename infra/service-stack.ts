@@ -268,6 +268,19 @@ export class ServiceStack extends Stack {
     // authorizer and the same streaming integration; the root's `{proxy+}` serves `default`'s.
     dataMethod(agent.addResource('{proxy+}').addMethod('ANY', integration, methodOptions));
     publicCard(agent);
+    // A delegated task's push notifications (docs/configuration.md `publicUrl`): the remote agent
+    // is no caller of this API; the per-wait token the notification carries is checked by the rpc.
+    if (props.config.publicUrl !== undefined) {
+      const callback = this.api.root
+        .addResource('callbacks')
+        .addResource('delegations')
+        .addResource('{taskId}')
+        .addResource('{runId}');
+      acknowledgePublicMethod(
+        callback.addMethod('POST', integration, { authorizationType: AuthorizationType.NONE }),
+        "A delegated task's push notification comes from the remote agent, not a caller of this API: the rpc accepts it only with the token made for that one wait (its SHA-256 on the run row), and it only wakes the waiting run.",
+      );
+    }
     if (deployment.viewer) this.addViewer();
     // docs/protocol.md §8: authentication errors are a 401 with a challenge.
     this.api.addGatewayResponse('Unauthorized', {
@@ -725,9 +738,10 @@ const KMS_KEY_ARN = /^arn:aws[\w-]*:kms:[a-z0-9-]+:\d{12}:key\/[\w-]{1,128}$/;
 
 /**
  * The secrets a run reads through the Parameters and Secrets extension: provider keys
- * (`providers.<id>.apiKeySecret`) and MCP servers' credentials (`mcpServers.<id>.headers.<name>.secret`,
- * `mcpServers.<id>.oauth.clientSecret.secret`), their formats checked here (the functions' schema
- * accepts any string, to stay small): a refusal names the setting.
+ * (`providers.<id>.apiKeySecret`) and the credentials of MCP servers and A2A agents
+ * (`mcpServers.<id>.headers.<name>.secret`, `mcpServers.<id>.oauth.clientSecret.secret`, the same
+ * under `a2aAgents`), their formats checked here (the functions' schema accepts any string, to
+ * stay small): a refusal names the setting.
  */
 export const providerSecretsOf = (config: Config): ProviderSecret[] => [
   ...Object.entries(config.providers).flatMap(([id, provider]) =>
@@ -735,17 +749,24 @@ export const providerSecretsOf = (config: Config): ProviderSecret[] => [
       ? []
       : [checkedSecret(`providers.${id}.apiKeySecret`, provider.apiKeySecret)],
   ),
-  ...Object.entries(config.mcpServers).flatMap(([id, server]) =>
+  ...outboundSecretsOf('mcpServers', config.mcpServers),
+  ...outboundSecretsOf('a2aAgents', config.a2aAgents),
+];
+
+const outboundSecretsOf = (
+  section: 'mcpServers' | 'a2aAgents',
+  entries: Config['mcpServers'] | Config['a2aAgents'],
+): ProviderSecret[] =>
+  Object.entries(entries).flatMap(([id, server]) =>
     [
       ...Object.entries(server.headers).map(([name, value]) => [`headers.${name}`, value] as const),
       ...(server.oauth ? [['oauth.clientSecret', server.oauth.clientSecret] as const] : []),
     ].flatMap(([setting, value]) =>
       typeof value === 'string' || value.secret === undefined
         ? []
-        : [checkedSecret(`mcpServers.${id}.${setting}.secret`, value.secret)],
+        : [checkedSecret(`${section}.${id}.${setting}.secret`, value.secret)],
     ),
-  ),
-];
+  );
 
 const checkedSecret = (setting: string, { secretId, kmsKeyArn }: ProviderSecret): ProviderSecret => {
   if (!(secretId.startsWith('arn:') ? SECRET_ARN : SECRET_NAME).test(secretId)) {

@@ -6,9 +6,11 @@ import { createFunctionMetrics } from '../../shared/adapters/metrics.ts';
 import { streamingHttpFunction } from '../../shared/adapters/middy-presets.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
+import { SqsRunQueue } from '../../shared/adapters/sqs-run-queue.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
 import { WriteThrough } from '../../shared/app/journal/write-through.ts';
 import { createProfileCatalog } from '../../shared/app/profiles/served-profiles.ts';
+import { type WakeInput, wakeDelegatedRun } from '../../shared/app/runs/wake-delegated-run.ts';
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { createSealer } from '../compose.ts';
 import { directFanOutOf } from '../direct-fan-out.ts';
@@ -41,7 +43,19 @@ const profiles = createProfileCatalog({
 });
 const adapters = { documents, sqs, sealer, tasks, journal, writeThrough, pushConfigs, profiles };
 const dispatcher = createRpcDispatcher(env, { ...adapters, logger, metrics });
-const app = createHttpApp({ config: env.config, profiles, dispatcher });
+const runQueue = new SqsRunQueue(sqs, env.runQueueUrl);
+const app = createHttpApp({
+  config: env.config,
+  profiles,
+  dispatcher,
+  ...(env.config.publicUrl !== undefined && {
+    wakeDelegated: (input: WakeInput) =>
+      wakeDelegatedRun(
+        { tasks, queue: runQueue, clock: systemClock, runStartDeadlineMs: env.runStartDeadlineMs },
+        input,
+      ),
+  }),
+});
 
 /** A streaming Lambda: one endpoint answers plain JSON-RPC and SSE alike. */
 export const handler = streamingHttpFunction({ logger, metrics }, async (event) =>

@@ -14,8 +14,14 @@ import {
 } from '../../shared/app/rpc/dispatcher.ts';
 import { toJsonRpcError } from '../../shared/app/rpc/errors-table.ts';
 import { createHttpJsonBinding, isHttpJsonPath } from '../../shared/app/rpc/http-json-binding.ts';
+import {
+  delegationCallbackPattern,
+  type WakeInput,
+  type WakeOutcome,
+} from '../../shared/app/runs/wake-delegated-run.ts';
 import { hasAuthScheme } from '../../shared/config/auth.ts';
 import type { Config } from '../../shared/config/config.ts';
+import { isInterrupted, isTerminal, type TaskState } from '../../shared/domain/a2a.ts';
 import { LimitExceededError } from '../../shared/domain/errors.ts';
 
 /**
@@ -52,6 +58,11 @@ export interface HttpAppDeps {
    * `config.profiles` only.
    */
   readonly profiles?: ProfileCatalog;
+  /**
+   * Push notifications of delegated tasks (docs/configuration.md `publicUrl`): wakes the run
+   * that waits for one. Absent: the callback path answers 404.
+   */
+  readonly wakeDelegated?: (input: WakeInput) => Promise<WakeOutcome>;
 }
 
 const json = (status: number, value: unknown, headers: Record<string, string> = {}): HttpResponse => ({
@@ -216,7 +227,31 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     return { status: answer.status, headers: { ...extensions, ...sseHeaders }, events: answer.events };
   };
 
+  /**
+   * A delegated task's push notification (no authorizer: the remote agent is not a caller of this
+   * API): the token it carries decides, and the body says only whether the task settled.
+   */
+  const serveCallback = async (
+    request: HttpRequest,
+    taskId: string,
+    runId: string,
+  ): Promise<HttpResponse> => {
+    if (deps.wakeDelegated === undefined || request.method !== 'POST')
+      return json(404, { error: 'Not found' });
+    const outcome = await deps.wakeDelegated({
+      taskId: decodeURIComponent(taskId),
+      runId: decodeURIComponent(runId),
+      token: request.headers['x-a2a-notification-token'],
+      settled: notifiesSettled(request.body),
+    });
+    return outcome === 'refused'
+      ? json(401, { message: 'Unauthorized' })
+      : { status: 204, headers: {}, body: '' };
+  };
+
   return async (request: HttpRequest): Promise<HttpResponse> => {
+    const callback = delegationCallbackPattern.exec(request.path);
+    if (callback) return serveCallback(request, callback[1] ?? '', callback[2] ?? '');
     const card = cardPath.exec(request.path);
     if (card && (request.method === 'GET' || request.method === 'HEAD'))
       return serveCard(request, card[1] ?? 'default');
@@ -228,6 +263,20 @@ export const createHttpApp = (deps: HttpAppDeps) => {
       return serveHttpJson(request, rest[1] ?? 'default', rest[2]);
     return json(404, { error: 'Not found' });
   };
+};
+
+/** Whether a push notification's body (a StreamResponse) says its task settled; unreadable: no. */
+const notifiesSettled = (body: string): boolean => {
+  try {
+    const value = JSON.parse(body) as {
+      task?: { status?: { state?: string } };
+      statusUpdate?: { status?: { state?: string } };
+    };
+    const state = (value.task ?? value.statusUpdate)?.status?.state;
+    return typeof state === 'string' && (isTerminal(state as TaskState) || isInterrupted(state as TaskState));
+  } catch {
+    return false;
+  }
 };
 
 /**

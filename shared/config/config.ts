@@ -107,12 +107,8 @@ export const credentialSchema = z
 /** An MCP server id: part of the tool names offered to the model (`<server>__<tool>`). */
 const mcpServerId = z.string().check(z.regex(/^[a-z0-9][a-z0-9-]{0,30}$/));
 
-/**
- * A remote MCP server (Streamable HTTP transport, docs/configuration.md `mcpServers`), reached
- * through the SSRF guard with the webhooks' policy.
- */
-export const mcpServerSchema = z.object({
-  url: z.url(),
+/** How an outbound tool source authenticates: request headers and OAuth 2.0 client credentials. */
+const outboundAuth = {
   /** Request headers: a plain value, or a credential (`{ env }` / `{ secret }`). */
   headers: z._default(z.record(nonEmptyString, z.union([z.string(), credentialSchema])), {}),
   /** OAuth 2.0 client credentials: a bearer token from `tokenUrl`, renewed before it expires. */
@@ -125,12 +121,40 @@ export const mcpServerSchema = z.object({
       audience: z.optional(nonEmptyString),
     }),
   ),
-  /** One deadline per request to the server (list or call), connect to last byte. */
+  /** One deadline per request (a list, a call, a send, a read), connect to last byte. */
   timeoutMs: z._default(integer(100, 300_000), 30_000),
   /** A tool result above this many bytes (JSON) is refused: the model reads an error instead. */
   maxResultBytes: z._default(integer(1024, 1_000_000), 100_000),
+};
+
+/**
+ * A remote MCP server (Streamable HTTP transport, docs/configuration.md `mcpServers`), reached
+ * through the SSRF guard with the webhooks' policy.
+ */
+export const mcpServerSchema = z.object({
+  url: z.url(),
+  ...outboundAuth,
   /** How long a container reuses the server's tool list. */
   toolListTtlSeconds: z._default(integer(0, 86_400), 300),
+});
+
+/** A remote A2A agent id: part of the tool name offered to the model (`a2a__<agent>`). */
+const a2aAgentId = mcpServerId;
+
+/**
+ * A remote A2A agent profiles may delegate to (docs/configuration.md `a2aAgents`): its agent card
+ * read from `cardUrl`, its interface reached with the official A2A client, every request through
+ * the SSRF guard with the webhooks' policy.
+ */
+export const a2aAgentSchema = z.object({
+  /** The agent card's full URL, e.g. `https://agents.example.com/.well-known/agent-card.json`. */
+  cardUrl: z.url(),
+  ...outboundAuth,
+  /**
+   * How long a run waits in place for the remote task to settle before it suspends and waits
+   * for the remote task's push notification (or the reaper's poll).
+   */
+  waitSeconds: z._default(integer(0, 600), 20),
 });
 
 const mcpToolGrant = z.object({
@@ -158,6 +182,21 @@ export const profileConfigSchema = z.object({
    * the model as `<server>__<tool>`.
    */
   mcp: z._default(z.record(mcpServerId, z.object({ tools: z.record(nonEmptyString, mcpToolGrant) })), {}),
+  /**
+   * Remote A2A agents (`a2aAgents`) this profile may delegate to, by agent id; each is offered to
+   * the model as the tool `a2a__<agent>`.
+   */
+  agents: z._default(
+    z.record(
+      a2aAgentId,
+      z.object({
+        /** What the model is told the agent does; absent: the agent card's description. */
+        description: z.optional(nonEmptyString),
+        requiresApproval: z._default(z.boolean(), false),
+      }),
+    ),
+    {},
+  ),
   /** Model → tools → model rounds a run may take before it is stopped. */
   maxToolRounds: z._default(integer(1, 50), 8),
   skills: z._default(z.array(skillSchema), []),
@@ -347,6 +386,13 @@ export const configSchema = z.object({
   profiles: z.record(z.string().check(z.regex(/^[a-z0-9][a-z0-9-]{0,62}$/)), profileConfigSchema),
   /** Remote MCP servers profiles may take tools from (`profiles.<id>.mcp`). */
   mcpServers: z._default(z.record(mcpServerId, mcpServerSchema), {}),
+  /** Remote A2A agents profiles may delegate to (`profiles.<id>.agents`). */
+  a2aAgents: z._default(z.record(a2aAgentId, a2aAgentSchema), {}),
+  /**
+   * The base URL remote agents reach this server's API at: with it, a run that waits for a
+   * delegated task registers a push notification config on that task pointing back here.
+   */
+  publicUrl: z.optional(z.url()),
   webhooks: z._default(
     z.object({
       allowLoopback: z.optional(z.boolean()),
@@ -413,6 +459,7 @@ export type Config = z.infer<typeof configSchema>;
 export type ProfileConfig = z.infer<typeof profileConfigSchema>;
 export type ProviderConfig = z.infer<typeof providerConfigSchema>;
 export type McpServerConfig = z.infer<typeof mcpServerSchema>;
+export type A2aAgentConfig = z.infer<typeof a2aAgentSchema>;
 export type CredentialConfig = z.infer<typeof credentialSchema>;
 
 /** The configuration used when none is given: one `default` profile echoing on the scripted provider. */
@@ -454,7 +501,7 @@ export const parseConfig = (value: unknown): Config => {
         );
       }
     }
-    const problem = mcpGrantProblem(result.data, profile);
+    const problem = mcpGrantProblem(result.data, profile) ?? agentGrantProblem(result.data, profile);
     if (problem !== undefined)
       throw new ConfigError(`Invalid configuration:\n  profiles.${profileId}.${problem}`);
   }
@@ -463,6 +510,17 @@ export const parseConfig = (value: unknown): Config => {
 
 /** The tool name a model is offered for a tool of an MCP server. */
 export const mcpToolName = (serverId: string, toolName: string): string => `${serverId}__${toolName}`;
+
+/** The tool name a model is offered for delegating to a remote A2A agent. */
+export const agentToolName = (agentId: string): string => `a2a__${agentId}`;
+
+/** What is wrong with a profile's `agents`: an agent `a2aAgents` does not name. */
+const agentGrantProblem = (config: Config, profile: ProfileConfig): string | undefined => {
+  for (const agentId of Object.keys(profile.agents)) {
+    if (!Object.hasOwn(config.a2aAgents, agentId)) return `agents.${agentId}: unknown A2A agent "${agentId}"`;
+  }
+  return undefined;
+};
 
 /** What is wrong with a profile's `mcp` grants: an unknown server, or a name no model accepts. */
 const mcpGrantProblem = (config: Config, profile: ProfileConfig): string | undefined => {

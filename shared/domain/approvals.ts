@@ -1,4 +1,4 @@
-import type { PendingToolTurn, TranscriptEntry } from './model.ts';
+import type { ApprovalVerdict, PendingToolTurn, ToolResult, TranscriptEntry } from './model.ts';
 
 /**
  * Approvals (I-APPROVAL, docs/operations.md, "Approvals"). A tool with `requiresApproval` suspends its run:
@@ -19,6 +19,13 @@ export interface SuspendedRun {
   readonly rounds: number;
   readonly steps: readonly TranscriptEntry[];
   readonly pending: PendingToolTurn;
+  /**
+   * A run that waits at a delegated call (docs/configuration.md `a2aAgents`): the results of the
+   * turn's calls before it, and the turn's decision when it was a decided one.
+   */
+  readonly done?: readonly ToolResult[];
+  readonly verdict?: ApprovalVerdict;
+  readonly reason?: string;
 }
 
 export const approvalDecisions = ['PENDING', 'APPROVED', 'DENIED', 'WITHDRAWN'] as const;

@@ -308,6 +308,19 @@ export class ToolFenceLostError extends Error {
 }
 
 /**
+ * A delegated call's remote task did not settle within the agent's `waitSeconds`
+ * (docs/configuration.md `a2aAgents`). Its task and the state to continue at the call are on the
+ * run row already: the executor leaves the run waiting, and it is queued again when the remote
+ * task's push notification arrives or the reaper finds its lease over. Not a failure.
+ */
+export class RemoteTaskPendingError extends Error {
+  override readonly name = 'RemoteTaskPendingError';
+  constructor(readonly remoteTaskId: string) {
+    super('A delegated task is still working');
+  }
+}
+
+/**
  * The tool loop stopped before a turn whose calls need an operator's approval (I-APPROVAL): no
  * call of that turn ran. The session holds the finished steps; the executor seals both and
  * suspends the run. Not a failure and never a fallback.

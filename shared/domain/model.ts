@@ -138,6 +138,38 @@ export interface DecidedToolTurn {
   readonly verdict: ApprovalVerdict;
   /** The operator's reason for a denial, told to the model with it. */
   readonly reason?: string;
+  /** Calls of the turn that already have their result (a run resumed at a delegated call): not made again. */
+  readonly done?: readonly ToolResult[];
+  /** The delegated call the run was waiting at, and its remote task: read again, never sent again (I-EFFECT). */
+  readonly remoteTask?: RemoteTaskOfCall;
+}
+
+/** Where a remote task's push notifications wake the run that waits for it, and the token they carry. */
+export interface DelegationCallback {
+  readonly url: string;
+  readonly token: string;
+}
+
+/** A delegated call's remote task (docs/configuration.md `a2aAgents`). */
+export interface RemoteTaskOfCall {
+  readonly callId: string;
+  readonly remoteTaskId: string;
+}
+
+/**
+ * A delegated call that started its remote task, with what the run needs to continue at it: the
+ * session before the call's turn, the turn, and the results of the turn's calls before it.
+ */
+export interface DelegatedStep {
+  readonly call: ToolCall;
+  readonly remoteTaskId: string;
+  readonly steps: readonly TranscriptEntry[];
+  readonly rounds: number;
+  readonly turn: PendingToolTurn;
+  readonly done: readonly ToolResult[];
+  /** The turn's approval decision, when it was a decided turn. */
+  readonly verdict?: ApprovalVerdict;
+  readonly reason?: string;
 }
 
 export const newAgentSession = (): AgentSession => ({ steps: [], rounds: 0 });

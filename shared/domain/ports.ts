@@ -1,9 +1,16 @@
 import type { Artifact, Message, TaskState } from './a2a.ts';
 import type { ApprovalDecision, ApprovalRecord } from './approvals.ts';
-import type { AgentSession, AgentStep, ToolCall } from './model.ts';
-import type { HistorySegment, JournalEvent, JournalView, Projection, StoredTask } from './projection.ts';
+import type { AgentSession, AgentStep, DelegatedStep, DelegationCallback, ToolCall } from './model.ts';
+import type {
+  HistorySegment,
+  JournalEvent,
+  JournalView,
+  Projection,
+  SealedBlob,
+  StoredTask,
+} from './projection.ts';
 import type { DeliveryAttemptEntry, PushDelivery, PushDeliveryRecord, StoredPushConfig } from './push.ts';
-import type { AgentCaller, Owner, RunFence, RunRecord } from './task.ts';
+import type { AgentCaller, Owner, RunDelegation, RunFence, RunRecord } from './task.ts';
 import type { EnabledTool } from './tools.ts';
 
 /**
@@ -152,6 +159,17 @@ export interface TaskRepository {
    * 'canceled' when a cancel was asked: then the call is not sent.
    */
   fenceRun(run: RunRecord, fence: RunFence): Promise<'fenced' | 'lost' | 'canceled'>;
+  /**
+   * Records the delegated call a RUNNING run waits at (I-EFFECT, docs/configuration.md
+   * `a2aAgents`), as `fenceRun` does — at the version its executor holds, not asked to cancel, the
+   * version not moved — with the sealed state to continue at it, in place of the call's fence (the
+   * remote task is known: the send's outcome is no longer open). `undefined`: the call returned,
+   * delegation and state are removed. 'lost' / 'canceled' as for `fenceRun`.
+   */
+  holdDelegation(
+    run: RunRecord,
+    hold: { readonly delegation: RunDelegation; readonly sealedSuspension: SealedBlob } | undefined,
+  ): Promise<'held' | 'lost' | 'canceled'>;
 }
 
 /** Wakes an executor for a run. The run row is the state; the message carries only ids. */
@@ -323,6 +341,17 @@ export interface AgentRequest {
    * sent only after it. A rejection (the run was canceled, or taken back) means it is not sent.
    */
   readonly fence?: (call: ToolCall) => Promise<void>;
+  /**
+   * Delegation (I-EFFECT): `hold` records on the run, under its lock, the remote task a delegated
+   * call started and the state to continue at that call, before the call waits for it; `release`
+   * says the call returned. A rejection means the run moved (canceled, taken back): the call's
+   * result is not used.
+   */
+  readonly delegations?: {
+    /** Resolves with where the remote task's push notifications should go, when this server has a public URL. */
+    hold(step: DelegatedStep): Promise<DelegationCallback | undefined>;
+    release(call: ToolCall): Promise<void>;
+  };
   /**
    * Progressive output (docs/configuration.md, profile `output`): given, the provider streams its model calls and reports
    * the answer as it grows; absent, it calls its models without streaming. `run` resolves with

@@ -2,7 +2,7 @@ import type { Artifact, JsonObject, Message, TaskState } from './a2a.ts';
 import { isTerminal } from './a2a.ts';
 import type { RunApproval } from './approvals.ts';
 import { eventsOfRevision, type SealedBlob, type StoredTask } from './projection.ts';
-import type { RemoteToolGrants } from './tools.ts';
+import type { AgentGrants, RemoteToolGrants } from './tools.ts';
 
 /**
  * Tasks and runs as the state table holds them (docs/invariants.md "Vocabulary"; docs/data-model.md). Content fields (status
@@ -140,6 +140,25 @@ export interface RunRecord {
    * FAILED `TOOL_CALL_INTERRUPTED`; nothing sends the call again.
    */
   readonly fence?: RunFence;
+  /**
+   * The delegated call this run waits at (docs/configuration.md `a2aAgents`) and its remote task,
+   * recorded under the run lock before the call waits, with the state to continue at it in
+   * `sealedSuspension` (I-EFFECT): a run that stopped while waiting is queued again and reads the
+   * same remote task, never sends the message again. Removed when the call returns.
+   */
+  readonly delegation?: RunDelegation;
+}
+
+/** A delegated call as the run row records it: which call, which tool, which remote task, since when. */
+export interface RunDelegation {
+  readonly callId: string;
+  readonly tool: string;
+  readonly remoteTaskId: string;
+  readonly at: string;
+  /** SHA-256 (hex) of the token the remote task's push notifications carry (never the token). */
+  readonly tokenHash?: string;
+  /** Its executor left it waiting: a push notification of the remote task may queue it again. */
+  readonly parked?: boolean;
 }
 
 /** A fenced tool call as the run row records it: which call, which tool, when it started. */
@@ -156,6 +175,8 @@ export interface RunProfile {
   readonly tools: readonly { readonly name: string; readonly requiresApproval: boolean }[];
   /** The MCP tools the profile allows (config `profiles.<id>.mcp`); absent: none. */
   readonly mcp?: RemoteToolGrants;
+  /** The remote A2A agents the profile may delegate to (config `profiles.<id>.agents`); absent: none. */
+  readonly agents?: AgentGrants;
   readonly maxToolRounds: number;
   /**
    * Progressive output (config `profiles.<id>.output`, docs/architecture.md "Progressive output"):
@@ -334,8 +355,11 @@ export const moveRun = (
  * The one way back from RUNNING, outside the state machine above, for a run that provably called
  * no provider (I-ONCE is about provider calls): the executor that claimed it gives it back because
  * it failed before the call (it knows that in memory), or the reaper takes it back because no
- * claim wrote its start marker and the reaper took the slot (docs/data-model.md, "Audit table"). Its lease
- * and start deadline are `leaseUntil`, so the reaper queues it again if no delivery claims it first.
+ * claim wrote its start marker and the reaper took the slot (docs/data-model.md, "Audit table");
+ * and for a run that stopped while it waited at a delegated call whose remote task and state it
+ * recorded (`delegation`): it continues at that call without calling its provider for the steps
+ * before. Its lease and start deadline are `leaseUntil`, so the reaper queues it again if no
+ * delivery claims it first.
  */
 export const giveBackRun = (run: RunRecord, leaseUntil: number): RunRecord => {
   if (run.status !== 'RUNNING') throw new IllegalTransitionError('run', run.status, 'QUEUED');

@@ -42,7 +42,20 @@ export type ToolOutput =
 
 export interface ToolContext {
   readonly runId: string;
+  /** The call's id in the run's transcript and the tool round it is in: together they name the step. */
+  readonly callId?: string;
+  readonly round?: number;
   readonly signal?: AbortSignal;
+  /**
+   * Delegation (docs/configuration.md `a2aAgents`): the remote task this call started before (a
+   * run continued at it: read it, send nothing), and how to record the one it starts before it
+   * waits for it. A rejection of `record` stops the call and the run's attempt.
+   */
+  readonly remoteTask?: {
+    readonly recorded?: string;
+    /** Resolves with where the remote task's push notifications should go, if anywhere. */
+    record(remoteTaskId: string): Promise<{ readonly url: string; readonly token: string } | undefined>;
+  };
 }
 
 export interface Tool extends ToolSpec {
@@ -88,4 +101,18 @@ export type RemoteToolGrants = Readonly<
 export interface RemoteToolGrant {
   readonly effect?: ToolEffect | 'destructive';
   readonly requiresApproval?: boolean;
+}
+
+/** Per remote A2A agent, how a profile may delegate to it (config `profiles.<id>.agents`). */
+export type AgentGrants = Readonly<
+  Record<string, { readonly description?: string; readonly requiresApproval: boolean }>
+>;
+
+/**
+ * Remote A2A agents as tools (delegation, docs/configuration.md `a2aAgents`): one tool per agent a
+ * profile may delegate to. An agent that cannot be reached still yields its tool, whose calls fail
+ * with an error the model reads.
+ */
+export interface AgentToolSource {
+  toolsFor(grants: AgentGrants, signal?: AbortSignal): Promise<EnabledTool[]>;
 }

@@ -1619,6 +1619,36 @@ describe('provider key secrets (decision 0026)', () => {
     );
   });
 
+  it("grants A2A agents' credentials like MCP servers'; with publicUrl, serves the delegation callback without the authorizer", () => {
+    const installation = installationOf({
+      ...testConfig,
+      publicUrl: 'https://api.example.com/prod',
+      a2aAgents: {
+        helper: {
+          cardUrl: 'https://agents.example.com/.well-known/agent-card.json',
+          headers: { authorization: { secret: { secretId: 'a2a/helper' } } },
+        },
+      },
+    });
+    const tmpl = Template.fromStack(installation.service);
+    const { service: stack } = installation;
+    expect(JSON.stringify(statementsOf(tmpl, stack, stack.executor))).toContain('secret:a2a/helper-??????');
+    const resources = tmpl.toJSON().Resources as Record<string, Resource>;
+    const runIdResource = Object.entries(resources).find(
+      ([, resource]) =>
+        resource.Type === 'AWS::ApiGateway::Resource' && resource.Properties.PathPart === '{runId}',
+    )?.[0];
+    expect(runIdResource).toBeDefined();
+    const methods = Object.values(resources).filter(
+      (resource) =>
+        resource.Type === 'AWS::ApiGateway::Method' &&
+        JSON.stringify(resource.Properties.ResourceId).includes(runIdResource as string),
+    );
+    expect(
+      methods.map((method) => [method.Properties.HttpMethod, method.Properties.AuthorizationType]),
+    ).toEqual([['POST', 'NONE']]);
+  });
+
   it('synthesizes both example configurations offline (deploy-config.json, deploy-config-openai-secret.json)', () => {
     for (const example of ['examples/deploy-config.json', 'examples/deploy-config-openai-secret.json']) {
       const config = readConfigContext(join(REPO_ROOT, example));

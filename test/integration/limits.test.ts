@@ -70,6 +70,7 @@ describe('limits', () => {
       readHistorySegments: (taskId, below, last) =>
         repositories.tasks.readHistorySegments(taskId, below, last),
       fenceRun: (run, fence) => repositories.tasks.fenceRun(run, fence),
+      holdDelegation: (run, hold) => repositories.tasks.holdDelegation(run, hold),
     };
     return { tasks, counter };
   };

@@ -71,6 +71,7 @@ describe('lost races answer precisely', () => {
       markPushConfigured: (taskId) => tasks.markPushConfigured(taskId),
       readHistorySegments: (taskId, below, last) => tasks.readHistorySegments(taskId, below, last),
       fenceRun: (run, fence) => tasks.fenceRun(run, fence),
+      holdDelegation: (run, hold) => tasks.holdDelegation(run, hold),
       getTask: async (taskId) => {
         const task = await tasks.getTask(taskId);
         if (arrived < parties) {

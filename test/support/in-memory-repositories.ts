@@ -20,6 +20,7 @@ import type {
   JournalEvent,
   JournalView,
   Projection,
+  SealedBlob,
   StoredTask,
 } from '../../shared/domain/projection.ts';
 import {
@@ -29,7 +30,7 @@ import {
   type StoredPushConfig,
 } from '../../shared/domain/push.ts';
 import { transactedImage } from '../../shared/domain/row-writes.ts';
-import { isOwnTask, type RunFence, type RunRecord } from '../../shared/domain/task.ts';
+import { isOwnTask, type RunDelegation, type RunFence, type RunRecord } from '../../shared/domain/task.ts';
 
 /**
  * Fakes of the repositories with the same all-or-nothing, version-conditioned semantics as the
@@ -172,6 +173,21 @@ export class InMemoryTaskRepository implements TaskRepository {
     if (current.cancelRequested) return 'canceled';
     this.runs.set(run.runId, { ...current, fence });
     return 'fenced';
+  }
+
+  async holdDelegation(
+    run: RunRecord,
+    hold: { readonly delegation: RunDelegation; readonly sealedSuspension: SealedBlob } | undefined,
+  ): Promise<'held' | 'lost' | 'canceled'> {
+    const current = this.runs.get(run.runId);
+    if (current?.status !== 'RUNNING' || current.version !== run.version) return 'lost';
+    if (current.cancelRequested) return 'canceled';
+    const { delegation: _delegation, sealedSuspension: _state, fence, ...rest } = current;
+    this.runs.set(
+      run.runId,
+      hold === undefined ? { ...rest, ...(fence && { fence }) } : { ...rest, ...hold },
+    );
+    return 'held';
   }
 }
 

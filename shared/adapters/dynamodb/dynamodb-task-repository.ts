@@ -10,9 +10,9 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { ItemTooLargeError, VersionConflictError } from '../../domain/errors.ts';
 import type { CommitResult, ItemWrite, TaskRepository, WritePlan } from '../../domain/ports.ts';
-import type { HistorySegment, StoredTask } from '../../domain/projection.ts';
+import type { HistorySegment, SealedBlob, StoredTask } from '../../domain/projection.ts';
 import { transactedImage } from '../../domain/row-writes.ts';
-import type { RunFence, RunRecord } from '../../domain/task.ts';
+import type { RunDelegation, RunFence, RunRecord } from '../../domain/task.ts';
 import { isCanceledByCondition, isItemTooLarge } from './condition-failures.ts';
 import {
   type ChunkedTaskWrite,
@@ -190,24 +190,65 @@ export class DynamoDbTaskRepository implements TaskRepository {
    * cancel request; the version stays, so the executor's next write keeps its expected version.
    */
   async fenceRun(run: RunRecord, fence: RunFence): Promise<'fenced' | 'lost' | 'canceled'> {
+    const outcome = await this.updateRunInPlace(
+      run,
+      'SET #run.#fence = :fence',
+      { '#fence': 'fence' },
+      {
+        ':fence': fence,
+      },
+    );
+    return outcome === 'updated' ? 'fenced' : outcome;
+  }
+
+  async holdDelegation(
+    run: RunRecord,
+    hold: { readonly delegation: RunDelegation; readonly sealedSuspension: SealedBlob } | undefined,
+  ): Promise<'held' | 'lost' | 'canceled'> {
+    const names = { '#delegation': 'delegation', '#suspension': 'suspension', '#fence': 'fence' };
+    const outcome =
+      hold === undefined
+        ? await this.updateRunInPlace(run, 'REMOVE #run.#delegation, #run.#suspension', {
+            '#delegation': 'delegation',
+            '#suspension': 'suspension',
+          })
+        : await this.updateRunInPlace(
+            run,
+            'SET #run.#delegation = :delegation, #run.#suspension = :suspension REMOVE #run.#fence',
+            names,
+            { ':delegation': hold.delegation, ':suspension': hold.sealedSuspension },
+          );
+    return outcome === 'updated' ? 'held' : outcome;
+  }
+
+  /**
+   * One write on a RUNNING run at the version its executor holds, not asked to cancel, that
+   * does not move the version (I-LOCK: it changes no status, ceiling or answer).
+   */
+  private async updateRunInPlace(
+    run: RunRecord,
+    update: string,
+    names: Record<string, string>,
+    values: Record<string, unknown> = {},
+  ): Promise<'updated' | 'lost' | 'canceled'> {
     try {
       await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: keys.task(run.taskId),
-          UpdateExpression: 'SET #run.#fence = :fence',
+          UpdateExpression: update,
           ConditionExpression:
             '#run.#runId = :runId AND #run.#status = :running AND #run.#version = :version AND #run.#cancelRequested = :false',
           ExpressionAttributeNames: {
             '#run': 'run',
-            '#fence': 'fence',
+            ...names,
             '#runId': 'runId',
             '#status': 'status',
             '#version': 'version',
             '#cancelRequested': 'cancelRequested',
           },
           ExpressionAttributeValues: {
-            ':fence': fence,
+            ...values,
             ':runId': run.runId,
             ':running': 'RUNNING',
             ':version': run.version,
@@ -216,7 +257,7 @@ export class DynamoDbTaskRepository implements TaskRepository {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return 'fenced';
+      return 'updated';
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const old = error.Item?.run?.M;

@@ -206,6 +206,12 @@ const runFields = {
           }),
         ),
       ),
+      agents: z.optional(
+        z.record(
+          z.string(),
+          z.object({ description: z.optional(z.string()), requiresApproval: z.boolean() }),
+        ),
+      ),
       maxToolRounds: z.number(),
       output: z.optional(
         z.object({
@@ -216,6 +222,16 @@ const runFields = {
     }),
   ),
   fence: z.optional(z.object({ callId: z.string(), tool: z.string(), at: z.string() })),
+  delegation: z.optional(
+    z.object({
+      callId: z.string(),
+      tool: z.string(),
+      remoteTaskId: z.string(),
+      at: z.string(),
+      tokenHash: z.optional(z.string()),
+      parked: z.optional(z.boolean()),
+    }),
+  ),
 } satisfies Record<RunField, unknown>;
 
 const approvalFields = {

@@ -1,7 +1,14 @@
 import type { JsonObject } from '../../domain/a2a.ts';
 import type { ChatModel, ModelRequest, ModelStreamEvent, ModelTurn } from '../../domain/model.ts';
-import type { RemoteToolGrants, RemoteToolSource, ToolRegistry } from '../../domain/tools.ts';
+import type {
+  AgentGrants,
+  AgentToolSource,
+  RemoteToolGrants,
+  RemoteToolSource,
+  ToolRegistry,
+} from '../../domain/tools.ts';
 import type { WebhookPolicy } from '../../domain/webhook-address.ts';
+import type { A2aAgentSourceOptions } from './a2a-agent-source.ts';
 import type { CredentialSources } from './mcp-credentials.ts';
 import type { McpToolSourceOptions } from './mcp-tool-source.ts';
 
@@ -45,6 +52,18 @@ export class LazyMcpToolSource implements RemoteToolSource {
   }
 }
 
+/** The remote A2A agents as tools (a2a-agent-source.ts), created when a run first needs them. */
+export class LazyA2aAgentSource implements AgentToolSource {
+  private source: Promise<InstanceType<ToolSources['A2aAgentSource']>> | undefined;
+
+  constructor(private readonly options: A2aAgentSourceOptions) {}
+
+  async toolsFor(grants: AgentGrants) {
+    this.source ??= load().then(({ A2aAgentSource }) => new A2aAgentSource(this.options));
+    return (await this.source).toolsFor(grants);
+  }
+}
+
 /** The scripted `call-tool` model (scripted-tool-model.ts), loaded on its first turn. */
 export const lazyScriptedToolModel = (providerId: string, tool: string, args?: JsonObject): ChatModel => {
   const model = load().then(({ ScriptedToolModel }) => new ScriptedToolModel(providerId, tool, args));
@@ -65,3 +84,7 @@ export const lazyToolRegistry = (outbound?: WebhookPolicy): (() => Promise<ToolR
     return registry;
   };
 };
+
+/** A run's delegation steps (shared/app/runs/run-delegations.ts), from the same bundle file. */
+export const loadRunDelegations = async (): Promise<Pick<ToolSources, 'parkRun' | 'runDelegations'>> =>
+  load();

@@ -72,13 +72,15 @@ export const serverHeaders = (
   server: Pick<McpServerConfig, 'headers' | 'oauth'>,
   fetch: GuardedFetch,
   now: () => number = Date.now,
+  /** The configuration section the server is in: `mcpServers` or `a2aAgents`. */
+  section = 'mcpServers',
 ): (() => Promise<Record<string, string>>) => {
   const headers = Object.entries(server.headers).map(([name, value]) => ({
     name,
     read:
       typeof value === 'string'
         ? async () => value
-        : credentialReader(sources, `mcpServers.${serverId}.headers.${name}`, value),
+        : credentialReader(sources, `${section}.${serverId}.headers.${name}`, value),
   }));
   const { oauth } = server;
   let token: { readonly value: Promise<string>; readonly until: number } | undefined;
@@ -87,7 +89,7 @@ export const serverHeaders = (
     if (token === undefined || token.until <= now()) {
       const secret = credentialReader(
         sources,
-        `mcpServers.${serverId}.oauth.clientSecret`,
+        `${section}.${serverId}.oauth.clientSecret`,
         oauth.clientSecret,
       );
       const value = requestToken(fetch, oauth, await secret(), (expiresInS) => {

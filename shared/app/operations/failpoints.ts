@@ -19,6 +19,8 @@ export const failpointNames = [
   'create.afterCommit',
   /** executeRun: the run is claimed (RUNNING, lease taken), the provider not yet called. */
   'executor.afterClaim',
+  /** A delegated call's remote task is recorded on the run row; the executor crashes before it waits. */
+  'executor.afterDelegationHeld',
   /** A chunk of the answer is committed while the model works; the executor crashes mid-stream. */
   'executor.afterChunk',
   /** A `write` tool call is fenced on the run row, not yet sent; the executor crashes (I-EFFECT). */

@@ -87,6 +87,7 @@ export const runProfileOf = (profile: ProfileConfig): RunProfile => ({
   instructions: profile.instructions,
   tools: profile.tools,
   ...(Object.keys(profile.mcp).length > 0 && { mcp: profile.mcp }),
+  ...(Object.keys(profile.agents).length > 0 && { agents: profile.agents }),
   maxToolRounds: profile.maxToolRounds,
   // Only a progressive profile's: the others commit no chunk, and their runs' rows stay as they were.
   ...(profile.output.progressive && { output: profile.output }),

@@ -53,6 +53,8 @@ export const interruptedToolCallReason = 'TOOL_CALL_INTERRUPTED';
 /** A QUEUED run past its start deadline: its queue message was lost (a crash between commit and enqueue). */
 export const unstartedRunText = 'The task could not be started; please try again.';
 export const unstartedRunReason = 'RUN_NOT_STARTED';
+/** How long a run waits for a delegated call's remote task before the reaper fails it. */
+export const maxDelegationWaitMs = 24 * 3600_000;
 /** How often the reaper queues a never-started run again before it fails it RUN_NOT_STARTED. */
 export const maxRequeues = 3;
 
@@ -129,6 +131,15 @@ const handleExpired = async (
     if (requeues < maxRequeues && (run.status === 'QUEUED' || (await neverStarted(deps, run)))) {
       return (await requeue(deps, deps.requeue, task, run, requeues + 1, now)) ? 'requeued' : 'skipped';
     }
+    // Waits at a delegated call whose remote task it recorded (I-EFFECT) — left waiting by its
+    // executor, or stopped while it waited: queued again, it continues at that call and reads
+    // the same remote task; the model and the calls before it are not called again. This is the
+    // backstop of the remote task's push notification, once per lease, for `maxDelegationWaitMs`.
+    if (waitsAtDelegation(run, now)) {
+      return (await requeue(deps, deps.requeue, task, run, requeues, now, { waiting: true }))
+        ? 'requeued'
+        : 'skipped';
+    }
   }
   const expiresAt = retentionExpiry(deps.config.privacy.retention, 'agentRun', now);
   // A task that moved on (canceled, or another run) keeps its state; only the run is settled.
@@ -172,12 +183,13 @@ const requeue = async (
   run: RunRecord,
   requeues: number,
   now: Date,
+  options: { readonly waiting?: boolean } = {},
 ): Promise<boolean> => {
   const startBy = now.getTime() + (deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs);
   const moved =
     run.status === 'QUEUED'
       ? await deferStart(deps, task, { ...run, requeues }, startBy, now)
-      : await takeBack(deps, task, { ...run, requeues }, startBy, now);
+      : await takeBack(deps, task, { ...run, requeues }, startBy, now, options);
   if (!moved) return false;
   // Written first: if this send fails, the run waits for its new deadline and is queued again then.
   await queue.enqueue({ taskId: run.taskId, runId: run.runId });
@@ -201,13 +213,25 @@ const neverStarted = async (deps: ReapRunsDeps, run: RunRecord): Promise<boolean
   !(await deps.starts.anyStarted(run.taskId, run.runId));
 
 /**
+ * A RUNNING run that waits at a delegated call with its remote task and its state recorded, and
+ * holds no fence of a later call (docs/configuration.md `a2aAgents`).
+ */
+const waitsAtDelegation = (run: RunRecord, now: Date): boolean =>
+  run.status === 'RUNNING' &&
+  run.delegation !== undefined &&
+  run.sealedSuspension !== undefined &&
+  run.fence === undefined &&
+  now.getTime() - Date.parse(run.delegation.at) < maxDelegationWaitMs;
+
+/**
  * The claimed run that never called its provider taken back: first the start
  * slot of its version is taken, so a late executor's marker fails and it calls nothing; then the
  * run goes back to QUEUED with a new version (the next claim has a new slot), fenced like every
  * reaper write. A run that moved meanwhile (renewed by a live executor, canceled, settled) frees
  * the slot and is left alone (false). I-ONCE: the executor calls its provider only after its
  * marker is written, and the reaper takes a run back only after the slot of the same version is
- * its own — exactly one of the two writes wins.
+ * its own — exactly one of the two writes wins. A run that `waiting` at a delegated call called
+ * its provider before: no slot is taken, the write alone decides.
  */
 const takeBack = async (
   deps: ReapRunsDeps,
@@ -215,8 +239,9 @@ const takeBack = async (
   run: RunRecord,
   startBy: number,
   now: Date,
+  options: { readonly waiting?: boolean } = {},
 ): Promise<boolean> => {
-  if (!(await takeStartSlot(deps, run, abandonedRunReason))) return false;
+  if (!options.waiting && !(await takeStartSlot(deps, run, abandonedRunReason))) return false;
   try {
     await deps.tasks.commit(
       runAloneWrite(task, run, giveBackRun(run, startBy), { leaseExpiredBefore: now.getTime() }),
@@ -224,7 +249,7 @@ const takeBack = async (
     return true;
   } catch (error) {
     if (!(error instanceof VersionConflictError)) throw error;
-    await releaseSlot(deps, run);
+    if (!options.waiting) await releaseSlot(deps, run);
     return false;
   }
 };

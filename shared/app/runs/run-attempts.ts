@@ -4,21 +4,24 @@ import {
   AgentStoppedError,
   ApprovalRequiredError,
   ProviderUnavailableError,
+  RemoteTaskPendingError,
   SealingFailedError,
   ToolFenceLostError,
   VersionConflictError,
 } from '../../domain/errors.ts';
 import type { AgentSession } from '../../domain/model.ts';
-import type { AgentOutcome, AgentProvider, AgentResult } from '../../domain/ports.ts';
+import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
 import { answerOutcome } from '../../domain/privacy.ts';
-import type { StoredTask } from '../../domain/projection.ts';
+import type { SealedBlob, StoredTask } from '../../domain/projection.ts';
 import {
   type HistoryEntry,
   historyAsOf,
   type ProviderAttempt,
+  type RunDelegation,
   type RunOutput,
   type RunProfile,
   type RunRecord,
+  reviseRun,
 } from '../../domain/task.ts';
 import { failpoint, isInjectedFault } from '../operations/failpoints.ts';
 import { loadHistory } from '../tasks/task-history.ts';
@@ -98,9 +101,26 @@ export const runAttempts = async (
     const provider = deps.providerFor(providerId);
     runtime.progress.providerCalled = true;
     const chunks = answerChunksFor(deps, { run, task: current, output: profile.output }, chain.slice(index));
+    const ledger: DelegationLedger = { touched: false };
+    // Loaded only for a profile that may delegate (the module lives in the tool sources' bundle).
+    const delegating =
+      Object.keys(profile.agents ?? {}).length > 0 ? await deps.loadDelegations?.() : undefined;
+    const delegations = delegating?.runDelegations(deps, {
+      run,
+      chunks,
+      ledger,
+      providerIndex: index,
+      historyRevision: runtime.historyRevision,
+    });
     try {
-      const result = await callProvider(deps, provider, { run, task, profile, history, chunks }, runtime);
+      const result = await callProvider(
+        deps,
+        provider,
+        { run, task, profile, history, chunks, delegations },
+        runtime,
+      );
       if (chunks !== undefined) ({ run, task: current } = await chunks.close());
+      run = withLedger(run, ledger);
       const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), result);
       // The attempt's own fields (provider, outcome, duration, tokens); auditEntryAt keeps only those it lists.
       await recordAuditStep(deps, run, {
@@ -116,9 +136,23 @@ export const runAttempts = async (
         history,
       );
     } catch (error) {
-      if (chunks !== undefined) ({ run, task: current } = await chunks.close());
       // An injected crash (docs/reliability.md) is a crash: nothing after it runs in this executor.
       if (isInjectedFault(error)) throw error;
+      if (chunks !== undefined) ({ run, task: current } = await chunks.close());
+      run = withLedger(run, ledger);
+      if (error instanceof RemoteTaskPendingError) {
+        // The remote task and the state to continue at its call are on the run row: the run
+        // waits, RUNNING, until the remote task's push notification or the reaper (its lease
+        // over) queues it again (docs/configuration.md `a2aAgents`). Marked as left, so that a
+        // push notification may queue it; best effort: the reaper wakes it anyway.
+        await delegating?.parkRun(deps, run);
+        await recordAuditStep(deps, run, {
+          kind: 'attempt',
+          ...attemptOf(providerId, 'succeeded', startedAt, deps.clock.now()),
+          reason: 'AWAITING_REMOTE_TASK',
+        });
+        return 'awaiting-remote';
+      }
       if (error instanceof ApprovalRequiredError) {
         const attempt = attemptOf(providerId, 'succeeded', startedAt, deps.clock.now(), error.tokens);
         await recordAuditStep(deps, run, { kind: 'attempt', ...attempt, reason: 'AWAITING_APPROVAL' });
@@ -161,6 +195,7 @@ const callProvider = async (
     profile,
     history,
     chunks,
+    delegations,
   }: {
     readonly run: RunRecord;
     readonly task: StoredTask;
@@ -168,6 +203,8 @@ const callProvider = async (
     readonly history: readonly HistoryEntry[];
     /** The attempt's answer chunks, when it commits any: each moves the run's version. */
     readonly chunks: AnswerChunks | undefined;
+    /** The attempt's delegated calls' records on the run row (run-delegations.ts), when it may delegate. */
+    readonly delegations: AgentRequest['delegations'];
   },
   runtime: AttemptsRuntime,
 ): Promise<AgentResult> =>
@@ -198,7 +235,24 @@ const callProvider = async (
       if (outcome !== 'fenced') throw new ToolFenceLostError(outcome);
       failpoint('executor.afterFence');
     },
+    ...(delegations && { delegations }),
   });
+
+/** What an attempt's delegated calls left on the run row: the run in memory follows it. */
+export interface DelegationLedger {
+  touched: boolean;
+  delegation?: RunDelegation;
+  sealedSuspension?: SealedBlob;
+}
+
+const withLedger = (run: RunRecord, ledger: DelegationLedger): RunRecord =>
+  ledger.touched
+    ? reviseRun(
+        run,
+        { delegation: ledger.delegation, sealedSuspension: ledger.sealedSuspension, fence: undefined },
+        { keepVersion: true },
+      )
+    : run;
 
 /**
  * The chunks of an attempt whose profile asks for progressive output, when its ceilings allow

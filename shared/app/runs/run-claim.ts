@@ -1,7 +1,7 @@
 import { VersionConflictError } from '../../domain/errors.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import { runAloneWrite, taskAndRunWrite } from '../../domain/row-writes.ts';
-import { advanceTask, giveBackRun, moveRun, type RunRecord } from '../../domain/task.ts';
+import { advanceTask, giveBackRun, moveRun, type RunDelegation, type RunRecord } from '../../domain/task.ts';
 import { commitRevision, type ExecuteRunResult, type RunDeps } from './run-context.ts';
 import { reread } from './run-ending.ts';
 import { claimLeaseUntil, leaseUntilFrom } from './run-lease.ts';
@@ -20,14 +20,20 @@ export const claimRun = async (
   task: StoredTask,
 ): Promise<{ run: RunRecord; task: StoredTask } | { ended: ExecuteRunResult }> => {
   const now = deps.clock.now();
+  // A run waiting at a delegated call keeps its sealed state until the call returns: it may stop
+  // and be queued again while it reads the remote task (docs/configuration.md `a2aAgents`).
+  const { parked: _left, ...delegation } = run.delegation ?? {};
+  const waitsAtCall = run.delegation !== undefined;
   const claimedRun = moveRun(run, 'RUNNING', {
     leaseUntil: claimLeaseUntil(deps, run, now),
     startBy: undefined,
     // A resumed run holds its opened state in memory; the sealed copy is not kept past the wait.
-    sealedSuspension: undefined,
+    ...(waitsAtCall ? { delegation: delegation as RunDelegation } : { sealedSuspension: undefined }),
   });
-  // A follow-up's task is WORKING already: only its run changes, no new revision.
-  const alreadyWorking = task.state === 'TASK_STATE_WORKING' && run.sealedSuspension === undefined;
+  // A follow-up's task is WORKING already, and so is the task of a run waiting at a delegated
+  // call: only its run changes, no new revision.
+  const alreadyWorking =
+    task.state === 'TASK_STATE_WORKING' && (run.sealedSuspension === undefined || waitsAtCall);
   const workingTask = alreadyWorking
     ? task
     : advanceTask(task, 'TASK_STATE_WORKING', now, {

@@ -7,7 +7,7 @@ import type { AgentProvider, Clock, RunLeases, WritePlan } from '../../domain/po
 import { retentionExpiry } from '../../domain/privacy.ts';
 import type { StoredTask } from '../../domain/projection.ts';
 import type { RunRecord } from '../../domain/task.ts';
-import type { RemoteToolSource, ToolRegistry } from '../../domain/tools.ts';
+import type { AgentToolSource, RemoteToolSource, ToolRegistry } from '../../domain/tools.ts';
 import {
   type CommitDeps,
   commitAndProject,
@@ -34,6 +34,10 @@ export interface ExecuteRunDeps extends CommitDeps {
   readonly tools?: ToolRegistry | (() => Promise<ToolRegistry>);
   /** The MCP servers' tools profiles may allow (`profiles.<id>.mcp`); absent: such a profile's runs fail TOOL_UNAVAILABLE. */
   readonly remoteTools?: RemoteToolSource;
+  /** The remote A2A agents profiles may delegate to (`profiles.<id>.agents`); absent: such a profile's runs fail TOOL_UNAVAILABLE. */
+  readonly agentTools?: AgentToolSource;
+  /** The run's delegation steps (run-delegations.ts), loaded by a run whose profile may delegate. */
+  readonly loadDelegations?: () => Promise<typeof import('./run-delegations.ts')>;
   /**
    * Observer of every model turn and tool call, arguments and results included; never journaled.
    * The audit trail records them itself (`recordAgentStep`, at the audit ceiling).
@@ -50,6 +54,8 @@ export interface ExecuteRunDeps extends CommitDeps {
 export type ExecuteRunResult =
   | 'completed'
   | 'awaiting-approval'
+  /** Waits for a delegated call's remote task (docs/configuration.md `a2aAgents`). */
+  | 'awaiting-remote'
   | 'input-required'
   | 'rejected'
   | 'failed'

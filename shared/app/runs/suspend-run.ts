@@ -7,12 +7,19 @@ import {
   newApproval,
   type SuspendedRun,
 } from '../../domain/approvals.ts';
-import type { AgentSession, PendingToolTurn } from '../../domain/model.ts';
+import type { AgentSession, DecidedToolTurn, PendingToolTurn } from '../../domain/model.ts';
 import type { Clock } from '../../domain/ports.ts';
 import { retentionExpiry } from '../../domain/privacy.ts';
-import type { StoredTask } from '../../domain/projection.ts';
+import type { SealedBlob, StoredTask } from '../../domain/projection.ts';
 import { taskAndRunWrite } from '../../domain/row-writes.ts';
-import { advanceTask, appendHistory, type HistoryEntry, moveRun, type RunRecord } from '../../domain/task.ts';
+import {
+  advanceTask,
+  appendHistory,
+  type HistoryEntry,
+  moveRun,
+  type RunDelegation,
+  type RunRecord,
+} from '../../domain/task.ts';
 import {
   type CommitDeps,
   type Committed,
@@ -148,24 +155,47 @@ export type Resumption =
  * ones it was made for: the digest is recomputed from the opened state and compared.
  */
 export const resumptionOf = async (deps: Pick<SuspendDeps, 'codec'>, run: RunRecord): Promise<Resumption> => {
+  if (run.delegation !== undefined && run.sealedSuspension !== undefined)
+    return delegationResumption(deps, run, run.delegation, run.sealedSuspension);
   const verdict = run.approval?.verdict;
   if (run.sealedSuspension === undefined || verdict === undefined)
     return { kind: 'refused', reason: 'APPROVAL_MISSING' };
   const state = await deps.codec.openSuspension(run.taskId, run.runId, run.sealedSuspension);
   if (approvalDigest(run.runId, state) !== run.approval?.digest)
     return { kind: 'refused', reason: 'APPROVAL_MISMATCH' };
-  return {
-    kind: 'resume',
-    session: {
-      steps: [...state.steps],
-      rounds: state.rounds,
-      decided: {
-        turn: state.pending,
-        verdict,
-        ...(run.approval.reason !== undefined && { reason: run.approval.reason }),
-      },
-    },
-    providerIndex: state.providerIndex,
-    historyRevision: state.historyRevision,
-  };
+  return resumeAt(state, {
+    turn: state.pending,
+    verdict,
+    ...(run.approval.reason !== undefined && { reason: run.approval.reason }),
+  });
+};
+
+/** The run continued from its sealed state, settling `decided` first. */
+const resumeAt = (state: SuspendedRun, decided: DecidedToolTurn): Resumption => ({
+  kind: 'resume',
+  session: { steps: [...state.steps], rounds: state.rounds, decided },
+  providerIndex: state.providerIndex,
+  historyRevision: state.historyRevision,
+});
+
+/**
+ * A run queued again while it waited at a delegated call (docs/configuration.md `a2aAgents`):
+ * it continues at that call's turn — the results of the calls before it kept, the delegated call
+ * reading its recorded remote task instead of sending again (I-EFFECT), the calls after it made.
+ */
+const delegationResumption = async (
+  deps: Pick<SuspendDeps, 'codec'>,
+  run: RunRecord,
+  delegation: RunDelegation,
+  sealed: SealedBlob,
+): Promise<Resumption> => {
+  const state = await deps.codec.openSuspension(run.taskId, run.runId, sealed);
+  return resumeAt(state, {
+    turn: state.pending,
+    // A turn that was not decided had no gated call: its calls all run.
+    verdict: state.verdict ?? 'approved',
+    ...(state.reason !== undefined && { reason: state.reason }),
+    done: state.done ?? [],
+    remoteTask: { callId: delegation.callId, remoteTaskId: delegation.remoteTaskId },
+  });
 };

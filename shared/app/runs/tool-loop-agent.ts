@@ -1,14 +1,21 @@
 import type { Artifact } from '../../domain/a2a.ts';
 import { deniedCallText } from '../../domain/approvals.ts';
-import { AgentStoppedError, ApprovalRequiredError, ProviderUnavailableError } from '../../domain/errors.ts';
+import {
+  AgentStoppedError,
+  ApprovalRequiredError,
+  ProviderUnavailableError,
+  RemoteTaskPendingError,
+} from '../../domain/errors.ts';
 import {
   type AgentSession,
   type ChatModel,
   consumeTurn,
   type DecidedToolTurn,
+  type DelegationCallback,
   type ModelRequest,
   type ModelTurn,
   newAgentSession,
+  type PendingToolTurn,
   type ToolCall,
   type ToolResult,
   transcriptOf,
@@ -81,8 +88,15 @@ export class ToolLoopAgent implements AgentProvider {
         );
       }
       const results: ToolResult[] = [];
+      const pending = { text: turn.text, toolCalls: turn.toolCalls };
       for (const call of turn.toolCalls) {
-        results.push(await this.invoke(request, enabled.get(call.name), call));
+        results.push(
+          await this.invoke(request, enabled.get(call.name), call, {
+            session,
+            turn: pending,
+            done: results,
+          }),
+        );
       }
       // Turn and results enter the session together: a transcript never holds a call without its result.
       session.steps.push(
@@ -124,10 +138,20 @@ export class ToolLoopAgent implements AgentProvider {
     const results: ToolResult[] = [];
     for (const call of decided.turn.toolCalls) {
       const entry = enabled.get(call.name);
+      const done = decided.done?.find((result) => result.callId === call.id);
       results.push(
-        decided.verdict === 'denied' && entry?.requiresApproval
-          ? errorResult(call, decided.reason ? `${deniedCallText} Reason: ${decided.reason}` : deniedCallText)
-          : await this.invoke(request, entry, call),
+        done ??
+          (decided.verdict === 'denied' && entry?.requiresApproval
+            ? errorResult(
+                call,
+                decided.reason ? `${deniedCallText} Reason: ${decided.reason}` : deniedCallText,
+              )
+            : await this.invoke(request, entry, call, {
+                session,
+                turn: decided.turn,
+                done: results,
+                decided,
+              })),
       );
     }
     session.steps.push(
@@ -138,24 +162,64 @@ export class ToolLoopAgent implements AgentProvider {
     session.decided = undefined;
   }
 
+  /** Records the remote task a delegated call started, and where the run is, before the call waits. */
+  private async hold(
+    request: AgentRequest,
+    call: ToolCall,
+    remoteTaskId: string,
+    place: CallPlace,
+    holding: { held: boolean; failure?: unknown },
+  ): Promise<DelegationCallback | undefined> {
+    try {
+      const callback = await request.delegations?.hold({
+        call,
+        remoteTaskId,
+        steps: [...place.session.steps],
+        rounds: place.session.rounds,
+        turn: place.turn,
+        done: [...place.done],
+        ...(place.decided && { verdict: place.decided.verdict }),
+        ...(place.decided?.reason !== undefined && { reason: place.decided.reason }),
+      });
+      holding.held = true;
+      return callback;
+    } catch (error) {
+      holding.failure = error;
+      throw error;
+    }
+  }
+
   private async invoke(
     request: AgentRequest,
     enabled: EnabledTool | undefined,
     call: ToolCall,
+    place: CallPlace,
   ): Promise<ToolResult> {
     const started = performance.now();
     let result: ToolResult;
     let outcomeUnknown = false;
     const effect = enabled?.tool.effect ?? 'read-only';
+    // A delegated call the run waited at before it stopped: its remote task is read, nothing is sent.
+    const recorded =
+      place.decided?.remoteTask?.callId === call.id ? place.decided.remoteTask.remoteTaskId : undefined;
+    const holding: { held: boolean; failure?: unknown } = { held: false };
     if (enabled === undefined) {
       result = errorResult(call, `Tool ${call.name} is not available to this agent.`);
     } else {
       // A call that may change something outside is recorded before it is sent (I-EFFECT).
-      if (effect === 'write') await request.fence?.(call);
+      if (effect === 'write' && recorded === undefined) await request.fence?.(call);
       try {
         const output = await enabled.tool.invoke(call.arguments, {
           runId: request.runId,
+          callId: call.id,
+          round: place.session.rounds,
           signal: request.signal,
+          ...(request.delegations && {
+            remoteTask: {
+              ...(recorded !== undefined && { recorded }),
+              record: (remoteTaskId: string) => this.hold(request, call, remoteTaskId, place, holding),
+            },
+          }),
         });
         if (output.ok) {
           result = {
@@ -170,11 +234,18 @@ export class ToolLoopAgent implements AgentProvider {
         }
       } catch (error) {
         request.signal?.throwIfAborted();
+        // The run could not record the remote task it waits for: the attempt stops here.
+        if ('failure' in holding) throw holding.failure;
+        // The remote task outlives the wait: the run waits for it outside this attempt.
+        if (error instanceof RemoteTaskPendingError && (holding.held || recorded !== undefined)) throw error;
         result = errorResult(call, `Tool ${call.name} failed: ${(error as Error).name}`);
         // A tool that threw may have sent its request: its outcome is unknown.
         outcomeUnknown = true;
       }
+      if ('failure' in holding) throw holding.failure;
       if (effect === 'write') failpoint('executor.afterToolCall');
+      // The call returned: the run no longer waits at it.
+      if (holding.held || recorded !== undefined) await request.delegations?.release(call);
     }
     await request.onStep?.({
       kind: 'tool-call',
@@ -195,6 +266,14 @@ export class ToolLoopAgent implements AgentProvider {
     }
     return result;
   }
+}
+
+/** Where a call is: the session, its turn, the results of the turn's calls before it, the turn's decision. */
+interface CallPlace {
+  readonly session: AgentSession;
+  readonly turn: PendingToolTurn;
+  readonly done: readonly ToolResult[];
+  readonly decided?: DecidedToolTurn;
 }
 
 /** The reason a run ends with when a fenced tool call's outcome is unknown (I-EFFECT). */

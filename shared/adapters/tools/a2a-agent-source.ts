@@ -1,0 +1,339 @@
+import { createHash } from 'node:crypto';
+import { GetTaskRequest, Message, SendMessageRequest, Task, TaskPushNotificationConfig } from '@a2a-js/sdk';
+import {
+  type Client,
+  ClientFactory,
+  createAuthenticatingFetchWithRetry,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+} from '@a2a-js/sdk/client';
+import { A2AError } from '@a2a-js/sdk/errors';
+import { type A2aAgentConfig, agentToolName } from '../../config/config.ts';
+import { interruptedStates, type JsonObject, type JsonValue, terminalStates } from '../../domain/a2a.ts';
+import { RemoteTaskPendingError } from '../../domain/errors.ts';
+import type {
+  AgentGrants,
+  AgentToolSource,
+  EnabledTool,
+  ToolContext,
+  ToolOutput,
+} from '../../domain/tools.ts';
+import type { WebhookPolicy } from '../../domain/webhook-address.ts';
+import type { Resolver } from '../ssrf-guard.ts';
+import { createGuardedFetch, type GuardedFetch } from './guarded-fetch.ts';
+import { type CredentialSources, serverHeaders } from './mcp-credentials.ts';
+
+export interface A2aAgentSourceOptions {
+  readonly agents: Readonly<Record<string, A2aAgentConfig>>;
+  /** The webhooks' outbound policy (docs/security.md): every request goes through the SSRF guard. */
+  readonly policy: WebhookPolicy;
+  readonly credentials: CredentialSources;
+  readonly resolve?: Resolver;
+  readonly now?: () => number;
+  /** Between two reads of a remote task that is still working. */
+  readonly pollMs?: number;
+}
+
+/** How long a container reuses an agent's card (and the client made from it). */
+const cardTtlMs = 300_000;
+
+/** Remote task states after which it changes no more, or waits for its caller. */
+const settledStates = new Set<string>([...terminalStates, ...interruptedStates]);
+
+/**
+ * The messageId of a delegated message: derived from the run, the tool round and the call, so the
+ * same step sends the same message id however often it is retried (I-EFFECT).
+ */
+export const delegatedMessageId = (runId: string, round: number, callId: string): string =>
+  `dlg-${createHash('sha256').update(`${runId}\n${round}\n${callId}`).digest('hex').slice(0, 32)}`;
+
+/**
+ * Remote A2A agents as tools (delegation, docs/configuration.md `a2aAgents`): one tool per agent a
+ * profile may delegate to, `a2a__<agent>`, through the official `@a2a-js/sdk` client. The card is
+ * read from its URL and kept per container; every request goes through the SSRF guard with the
+ * agent's headers (guarded-fetch.ts). A call sends one message (its messageId derived from the
+ * run and the step), then reads the remote task until it settles or the agent's `waitSeconds`
+ * pass, and answers with the task's artifacts or its status message; a task that asks for input
+ * is answered by calling the tool again with its `taskId`.
+ */
+export class A2aAgentSource implements AgentToolSource {
+  private readonly clients = new Map<string, { readonly until: number; readonly client: Promise<Client> }>();
+  private readonly fetches = new Map<string, GuardedFetch>();
+  private readonly now: () => number;
+
+  constructor(private readonly options: A2aAgentSourceOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  async toolsFor(grants: AgentGrants): Promise<EnabledTool[]> {
+    return Object.entries(grants).map(([agentId, grant]) => ({
+      requiresApproval: grant.requiresApproval,
+      tool: {
+        name: agentToolName(agentId),
+        description:
+          grant.description ??
+          `Sends a message to the remote agent "${agentId}" and returns its answer (its task's artifacts or status message). When the agent asks for input, answer it by calling this tool again with the taskId it returned; with a taskId and no message, reads that task's state.`,
+        inputSchema: {
+          type: 'object',
+          properties: {
+            message: { type: 'string', description: 'The text to send to the agent.' },
+            taskId: {
+              type: 'string',
+              description: 'The agent task to continue or read (from an earlier answer of this tool).',
+            },
+          },
+          additionalProperties: false,
+        },
+        readOnly: false,
+        // A message to another agent may change something there; the derived messageId lets an
+        // A2A server that deduplicates retries answer a repeated step from its first task.
+        effect: 'write',
+        destructive: false,
+        invoke: (args, context) => this.delegate(agentId, args, context),
+      },
+    }));
+  }
+
+  private async delegate(agentId: string, args: JsonObject, context: ToolContext): Promise<ToolOutput> {
+    const agent = this.options.agents[agentId];
+    if (agent === undefined) return { ok: false, error: `No A2A agent "${agentId}" is configured.` };
+    const text = typeof args.message === 'string' ? args.message : undefined;
+    const taskId = typeof args.taskId === 'string' && args.taskId !== '' ? args.taskId : undefined;
+    if (text === undefined && taskId === undefined)
+      return { ok: false, error: 'Give a message, or the taskId of a task to read.' };
+    // A run continued at this call reads the remote task the call started: nothing is sent again.
+    const recorded = context.remoteTask?.recorded;
+    const sends = text !== undefined && recorded === undefined;
+    let client: Client;
+    let task: Task;
+    try {
+      client = await this.client(agentId, agent);
+      if (!sends) {
+        task = await client.getTask(
+          GetTaskRequest.fromJSON({ id: recorded ?? taskId, historyLength: 0 }),
+          requestOptions(context),
+        );
+      } else {
+        const result = await client.sendMessage(
+          SendMessageRequest.fromJSON({
+            message: {
+              messageId: delegatedMessageId(context.runId, context.round ?? 0, context.callId ?? ''),
+              role: 'ROLE_USER',
+              parts: [{ text }],
+              ...(taskId !== undefined && { taskId }),
+            },
+            configuration: { returnImmediately: true },
+          }),
+          requestOptions(context),
+        );
+        if (!('status' in result)) return sized(replyOf(result), agent.maxResultBytes);
+        task = result;
+      }
+    } catch (error) {
+      context.signal?.throwIfAborted();
+      return {
+        ok: false,
+        error: `The A2A agent ${agentId} failed the call: ${describe(error)}.`,
+        // A message that may have been sent and whose task is unknown: its outcome is open.
+        ...(sends && !isAnswer(error) && { outcomeUnknown: true }),
+      };
+    }
+    // The remote task is recorded on the run before the call waits for it (I-EFFECT); a failure
+    // to record stops the run's attempt (it is not the tool's to answer).
+    if (sends && !settledStates.has(stateOf(task))) {
+      const callback = await context.remoteTask?.record(task.id);
+      if (callback !== undefined) await this.register(client, task.id, callback, context);
+    }
+    try {
+      task = await this.settled(client, task, agent, context);
+    } catch (error) {
+      context.signal?.throwIfAborted();
+      return {
+        ok: false,
+        error: `The task ${task.id} of the A2A agent ${agentId} could not be read: ${describe(error)}. Read it later with its taskId.`,
+      };
+    }
+    // Still working after the wait, and recorded on the run: the run waits for it elsewhere.
+    if (
+      !settledStates.has(stateOf(task)) &&
+      context.remoteTask !== undefined &&
+      (sends || recorded !== undefined)
+    )
+      throw new RemoteTaskPendingError(task.id);
+    return sized(answerOf(task), agent.maxResultBytes);
+  }
+
+  /**
+   * Asks the agent to notify the run's callback when its task changes (a push notification
+   * config with the wait's own token). Best effort: an agent without push notifications, or one
+   * that refuses, leaves the wake-up to the reaper.
+   */
+  private async register(
+    client: Client,
+    taskId: string,
+    callback: { readonly url: string; readonly token: string },
+    context: ToolContext,
+  ): Promise<void> {
+    try {
+      await client.createTaskPushNotificationConfig(
+        TaskPushNotificationConfig.fromJSON({ taskId, url: callback.url, token: callback.token }),
+        requestOptions(context),
+      );
+    } catch {
+      context.signal?.throwIfAborted();
+    }
+  }
+
+  /** The task read again until it settles or the agent's wait is over; the last read otherwise. */
+  private async settled(
+    client: Client,
+    first: Task,
+    agent: A2aAgentConfig,
+    context: ToolContext,
+  ): Promise<Task> {
+    const until = this.now() + agent.waitSeconds * 1000;
+    let task = first;
+    let pause = Math.min(this.options.pollMs ?? 250, 2_000);
+    while (!settledStates.has(stateOf(task)) && this.now() < until) {
+      await sleep(Math.min(pause, Math.max(0, until - this.now())), context.signal);
+      pause = Math.min(pause * 2, 2_000);
+      task = await client.getTask(
+        GetTaskRequest.fromJSON({ id: task.id, historyLength: 0 }),
+        requestOptions(context),
+      );
+    }
+    return task;
+  }
+
+  /** The agent's client, from its card (read through the guarded fetch), kept `cardTtlMs`. */
+  private client(agentId: string, agent: A2aAgentConfig): Promise<Client> {
+    const cached = this.clients.get(agentId);
+    if (cached !== undefined && cached.until > this.now()) return cached.client;
+    const fetchImpl = this.fetchOf(agentId, agent) as typeof fetch;
+    const client = new ClientFactory({
+      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+      clientConfig: { polling: true },
+    }).createFromUrl(agent.cardUrl, '');
+    this.clients.set(agentId, { until: this.now() + cardTtlMs, client });
+    client.catch(() => {
+      if (this.clients.get(agentId)?.client === client) this.clients.delete(agentId);
+    });
+    return client;
+  }
+
+  /** The guarded fetch of one agent, carrying its headers (credentials read when first needed). */
+  private fetchOf(agentId: string, agent: A2aAgentConfig): GuardedFetch {
+    let fetch = this.fetches.get(agentId);
+    if (fetch !== undefined) return fetch;
+    const guarded = createGuardedFetch({
+      policy: this.options.policy,
+      timeoutMs: agent.timeoutMs,
+      ...(this.options.resolve && { resolve: this.options.resolve }),
+    });
+    const headers = serverHeaders(this.options.credentials, agentId, agent, guarded, this.now, 'a2aAgents');
+    fetch = createAuthenticatingFetchWithRetry(guarded as typeof globalThis.fetch, {
+      headers,
+      shouldRetryWithHeaders: async () => undefined,
+    });
+    this.fetches.set(agentId, fetch);
+    return fetch;
+  }
+}
+
+const requestOptions = (context: ToolContext) => (context.signal ? { signal: context.signal } : {});
+
+const stateOf = (task: Task): string =>
+  (Task.toJSON(task) as { status?: { state?: string } }).status?.state ?? '';
+
+interface JsonPart {
+  readonly text?: string;
+  readonly data?: JsonValue;
+  readonly url?: string;
+  readonly raw?: string;
+  readonly mediaType?: string;
+  readonly filename?: string;
+}
+
+/** A part as the model reads it: text and data as they are, files as their name, type and size or URL. */
+const partOf = (part: JsonPart): JsonValue => {
+  if (part.text !== undefined) return { text: part.text };
+  if (part.data !== undefined) return { data: part.data };
+  if (part.url !== undefined)
+    return { file: { url: part.url, ...(part.mediaType && { mediaType: part.mediaType }) } };
+  return {
+    file: {
+      ...(part.filename && { name: part.filename }),
+      ...(part.mediaType && { mediaType: part.mediaType }),
+      bytes: Math.floor(((part.raw ?? '').length * 3) / 4),
+      note: 'binary content is not shown',
+    },
+  };
+};
+
+const partsOf = (parts: readonly JsonPart[] | undefined): JsonValue[] => (parts ?? []).map(partOf);
+
+/** What a remote task says: its id, its state, its status message and its artifacts. */
+export const answerOf = (task: Task): JsonObject => {
+  const json = Task.toJSON(task) as {
+    id: string;
+    status?: { state?: string; message?: { parts?: JsonPart[] } };
+    artifacts?: { name?: string; parts?: JsonPart[] }[];
+  };
+  const state = (json.status?.state ?? 'TASK_STATE_UNSPECIFIED').replace('TASK_STATE_', '').toLowerCase();
+  const message = json.status?.message?.parts;
+  return {
+    taskId: json.id,
+    state: state.replace('_', '-'),
+    ...(message !== undefined && message.length > 0 && { message: partsOf(message) }),
+    ...(json.artifacts !== undefined &&
+      json.artifacts.length > 0 && {
+        artifacts: json.artifacts.map((artifact) => ({
+          ...(artifact.name && { name: artifact.name }),
+          parts: partsOf(artifact.parts),
+        })),
+      }),
+    ...(!settledStates.has(json.status?.state ?? '') && {
+      note: 'The task is still working; read it later by calling this tool with its taskId and no message.',
+    }),
+    ...(json.status?.state === 'TASK_STATE_INPUT_REQUIRED' && {
+      note: 'The agent asks for input: answer by calling this tool again with this taskId and your message.',
+    }),
+  };
+};
+
+/** A direct reply (a Message instead of a task). */
+const replyOf = (message: Message): JsonObject => {
+  const { parts } = Message.toJSON(message) as { parts?: JsonPart[] };
+  return { state: 'replied', message: partsOf(parts) };
+};
+
+const sized = (content: JsonObject, maxBytes: number): ToolOutput => {
+  const size = Buffer.byteLength(JSON.stringify(content), 'utf8');
+  return size > maxBytes
+    ? {
+        ok: false,
+        error: `The agent's answer is ${size} bytes, above the limit of ${maxBytes}; it was not read.`,
+      }
+    : { ok: true, content };
+};
+
+/** The agent answered the request with an A2A error: it was read, its outcome is known. */
+const isAnswer = (error: unknown): boolean => error instanceof A2AError;
+
+const describe = (error: unknown): string =>
+  error instanceof Error ? error.message.slice(0, 300) : 'unknown error';
+
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });

@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto';
+import type { SuspendedRun } from '../../domain/approvals.ts';
+import { ToolFenceLostError } from '../../domain/errors.ts';
+import type { DelegationCallback } from '../../domain/model.ts';
+import type { AgentRequest } from '../../domain/ports.ts';
+import type { SealedBlob } from '../../domain/projection.ts';
+import type { RunDelegation, RunRecord } from '../../domain/task.ts';
+import { failpoint } from '../operations/failpoints.ts';
+import { delegationCallbackPath, tokenHashOf } from './delegation-callback.ts';
+import type { DelegationLedger } from './run-attempts.ts';
+import type { AnswerChunks } from './run-chunks.ts';
+import type { RunDeps } from './run-context.ts';
+
+/**
+ * A run's delegated calls on its row (docs/configuration.md `a2aAgents`, I-EFFECT): loaded only by
+ * a run whose profile may delegate — deployed, from the tool sources' bundle file beside the
+ * function's (infra/bundling.ts), so the function bundles stay within their size limit.
+ */
+
+export interface DelegationPlace {
+  readonly run: RunRecord;
+  readonly chunks: AnswerChunks | undefined;
+  readonly ledger: DelegationLedger;
+  readonly providerIndex: number;
+  readonly historyRevision: number;
+}
+
+/**
+ * `hold` puts the remote task and the state to continue at its call on the run row before the
+ * call waits, in place of the call's fence; `release` removes both when the call returns. A run
+ * that stops while it waits is queued again (reap-runs.ts).
+ */
+export const runDelegations = (
+  deps: RunDeps,
+  { run, chunks, ledger, providerIndex, historyRevision }: DelegationPlace,
+): NonNullable<AgentRequest['delegations']> => ({
+  hold: async (step) => {
+    const state: SuspendedRun = {
+      nonce: crypto.randomUUID(),
+      providerIndex,
+      historyRevision,
+      rounds: step.rounds,
+      steps: step.steps,
+      pending: step.turn,
+      done: step.done,
+      ...(step.verdict !== undefined && { verdict: step.verdict }),
+      ...(step.reason !== undefined && { reason: step.reason }),
+    };
+    const callback = callbackOf(deps.config.publicUrl, run);
+    const hold = {
+      delegation: {
+        callId: step.call.id,
+        tool: step.call.name,
+        remoteTaskId: step.remoteTaskId,
+        at: deps.clock.now().toISOString(),
+        ...(callback && { tokenHash: tokenHashOf(callback.token) }),
+      },
+      sealedSuspension: await deps.codec.sealSuspension(run.taskId, run.runId, state),
+    };
+    await holdOnRow(deps, run, chunks, hold);
+    Object.assign(ledger, { touched: true, ...hold });
+    failpoint('executor.afterDelegationHeld');
+    return callback;
+  },
+  release: async () => {
+    await holdOnRow(deps, run, chunks, undefined);
+    Object.assign(ledger, { touched: true, delegation: undefined, sealedSuspension: undefined });
+  },
+});
+
+/**
+ * Marks a run its executor leaves waiting for a remote task, so that the task's push
+ * notification may queue it (wake-delegated-run.ts). Best effort: the reaper wakes it anyway.
+ */
+export const parkRun = async (deps: RunDeps, run: RunRecord): Promise<void> => {
+  if (run.delegation === undefined || run.sealedSuspension === undefined) return;
+  await deps.tasks
+    .holdDelegation(run, {
+      delegation: { ...run.delegation, parked: true },
+      sealedSuspension: run.sealedSuspension,
+    })
+    .catch(() => undefined);
+};
+
+/**
+ * Where the remote task's push notifications wake this run (docs/configuration.md `publicUrl`):
+ * the run's own callback URL and a token made for this one wait — never a credential of anyone.
+ */
+const callbackOf = (publicUrl: string | undefined, run: RunRecord): DelegationCallback | undefined =>
+  publicUrl === undefined
+    ? undefined
+    : {
+        url: `${publicUrl.replace(/\/+$/, '')}${delegationCallbackPath(run.taskId, run.runId)}`,
+        token: randomBytes(32).toString('base64url'),
+      };
+
+/**
+ * The delegation write (`TaskRepository.holdDelegation`) at the version the run holds now,
+ * between answer chunks as a fence is; the chunks after it write it on.
+ */
+const holdOnRow = async (
+  deps: RunDeps,
+  run: RunRecord,
+  chunks: AnswerChunks | undefined,
+  hold: { readonly delegation: RunDelegation; readonly sealedSuspension: SealedBlob } | undefined,
+): Promise<void> => {
+  const write = async (current: RunRecord) => {
+    const outcome = await deps.tasks.holdDelegation(current, hold);
+    return outcome === 'held' ? ('fenced' as const) : outcome;
+  };
+  const kept =
+    hold === undefined
+      ? { delegation: undefined, sealedSuspension: undefined }
+      : { ...hold, fence: undefined };
+  const outcome = chunks === undefined ? await write(run) : await chunks.between(write, kept);
+  if (outcome !== 'fenced') throw new ToolFenceLostError(outcome);
+};

@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
+import { armFailpoints, disarmFailpoints, failpointCounts } from '../../shared/app/operations/failpoints.ts';
+import { parseConfig } from '../../shared/config/config.ts';
+import { agentCall, type Json, settledTask, toolAnswerOf } from '../support/agent-calls.ts';
+import { providedEndpoints } from '../support/local-guard.ts';
+import { freePort } from '../support/mcp-server-process.ts';
+
+/**
+ * Delegation to another A2A agent (docs/configuration.md `a2aAgents`) through the local stack: the
+ * profile `a` runs the scripted `call-tool` model, which calls `a2a__helper` — the profile `b` of
+ * the same stack, reached over HTTP through its agent card with the official A2A client and the
+ * SSRF guard (loopback allowed locally). Counted on b's own task list.
+ */
+
+let stack: LocalStack;
+
+const configFor = (port: number) =>
+  parseConfig({
+    privacy: { level: 'metadata' },
+    providers: {
+      delegate: {
+        type: 'scripted',
+        behavior: 'call-tool',
+        tool: 'a2a__helper',
+        arguments: { message: 'hello from a' },
+      },
+      ask: { type: 'scripted', behavior: 'call-tool', tool: 'a2a__helper' },
+      park: {
+        type: 'scripted',
+        behavior: 'call-tool',
+        tool: 'a2a__slowpoke',
+        arguments: { message: 'take your time' },
+      },
+      echo: { type: 'scripted', behavior: 'echo' },
+      slow: { type: 'scripted', behavior: 'slow' },
+    },
+    profiles: {
+      a: {
+        name: 'A',
+        description: 'Delegates',
+        providers: ['delegate'],
+        privacyLevel: 'full',
+        agents: { helper: {} },
+      },
+      ask: {
+        name: 'Ask',
+        description: 'Delegates its input',
+        providers: ['ask'],
+        privacyLevel: 'full',
+        agents: { helper: {} },
+      },
+      b: { name: 'B', description: 'Echoes', providers: ['echo'], privacyLevel: 'full' },
+      c: {
+        name: 'C',
+        description: 'Delegates to a slow agent',
+        providers: ['park'],
+        privacyLevel: 'full',
+        agents: { slowpoke: {} },
+      },
+      slow: { name: 'Slow', description: 'Echoes after 2 s', providers: ['slow'], privacyLevel: 'full' },
+    },
+    a2aAgents: {
+      // Waits not at all in place: every call outlives the run's wait.
+      slowpoke: {
+        cardUrl: `http://127.0.0.1:${port}/agents/slow/.well-known/agent-card.json`,
+        timeoutMs: 10_000,
+        waitSeconds: 0,
+      },
+      helper: { cardUrl: `http://127.0.0.1:${port}/agents/b/.well-known/agent-card.json`, timeoutMs: 10_000 },
+    },
+  });
+
+beforeAll(async () => {
+  const port = await freePort();
+  stack = await startLocalStack({
+    port,
+    config: configFor(port),
+    endpoints: providedEndpoints(),
+    prefix: `e2e-delegation-${randomUUID().slice(0, 6)}`,
+    // Short, so a run that stopped is found by the reaper within seconds, not the deployed 90 s.
+    runLeaseMs: 3_000,
+    reaperIntervalMs: 500,
+    log: () => {},
+  });
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+const call = agentCall(() => stack.baseUrl);
+const settled = (agent: string, id: string) => settledTask(call, agent, id);
+
+const send = async (agent: string, text: string) =>
+  (
+    await call(agent, 'SendMessage', {
+      message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
+    })
+  )?.task as Json & {
+    id: string;
+    status: { state: string };
+    artifacts?: { parts: { text: string }[] }[];
+  };
+
+const tasksOf = async (agent: string) =>
+  ((await call(agent, 'ListTasks', { pageSize: 100 }))?.tasks as (Json & { id: string })[]) ?? [];
+
+describe('delegation to another profile of the same server', () => {
+  it('a delegates one message to b and answers with b’s artifacts; b holds exactly one new task', async () => {
+    const before = (await tasksOf('b')).length;
+    const task = await send('a', 'please ask b');
+    expect(task.status.state).toBe('TASK_STATE_COMPLETED');
+    const answer = task.artifacts?.[0]?.parts[0]?.text ?? '';
+    expect(answer).toContain('Tool a2a__helper answered');
+    const result = JSON.parse(answer.slice(answer.indexOf('{'))) as Json & { taskId: string };
+    expect(result.state).toBe('completed');
+    expect(result.artifacts).toEqual([{ name: 'echo', parts: [{ text: 'hello from a' }] }]);
+    const after = await tasksOf('b');
+    expect(after.length).toBe(before + 1);
+    expect(after.map((one) => one.id)).toContain(result.taskId);
+  });
+
+  it('the model reads a remote task by its id without sending anything', async () => {
+    const first = await send('a', 'again');
+    const answer = first.artifacts?.[0]?.parts[0]?.text ?? '';
+    const { taskId } = JSON.parse(answer.slice(answer.indexOf('{'))) as { taskId: string };
+    const before = (await tasksOf('b')).length;
+    const read = await send('ask', JSON.stringify({ taskId }));
+    const text = read.artifacts?.[0]?.parts[0]?.text ?? '';
+    expect(text).toContain(`"taskId":"${taskId}"`);
+    expect(text).toContain('"state":"completed"');
+    expect((await tasksOf('b')).length).toBe(before);
+  });
+});
+
+describe('a retried delegated step reaches the same remote task', () => {
+  afterAll(() => disarmFailpoints());
+
+  it('the executor stops right after recording b’s task; the reaper queues the run again, it reads that task: one task at b', async () => {
+    armFailpoints('executor.afterDelegationHeld=#1');
+    const before = (await tasksOf('b')).length;
+    const accepted = (
+      await call('a', 'SendMessage', {
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'crash while waiting' }] },
+        configuration: { returnImmediately: true },
+      })
+    )?.task as { id: string };
+    const task = await settled('a', accepted.id);
+    expect(failpointCounts()['executor.afterDelegationHeld']?.faults).toBe(1);
+    expect(task?.status.state).toBe('TASK_STATE_COMPLETED');
+    const answer = toolAnswerOf(task);
+    expect(answer.state).toBe('completed');
+    const after = await tasksOf('b');
+    expect(after.length).toBe(before + 1);
+    expect(after.map((one) => one.id)).toContain(answer.taskId);
+  });
+});
+
+describe('a remote task that outlives the wait', () => {
+  it('c’s run waits (RUNNING, its state on the row) and is queued again by the reaper; it reads the settled task: one task at slow', async () => {
+    const before = (await tasksOf('slow')).length;
+    const accepted = (
+      await call('c', 'SendMessage', {
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'park' }] },
+        configuration: { returnImmediately: true },
+      })
+    )?.task as { id: string };
+    const task = await settled('c', accepted.id);
+    expect(task?.status.state).toBe('TASK_STATE_COMPLETED');
+    // `waitSeconds: 0`: the call never waited in place, so a completed answer was read after the
+    // run was queued again.
+    const answer = toolAnswerOf(task);
+    expect(answer.state).toBe('completed');
+    expect(answer.artifacts).toEqual([{ name: 'echo', parts: [{ text: 'take your time' }] }]);
+    const after = await tasksOf('slow');
+    expect(after.length).toBe(before + 1);
+    expect(after.map((one) => one.id)).toContain(answer.taskId);
+  });
+});
