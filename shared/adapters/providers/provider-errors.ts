@@ -37,10 +37,23 @@ export const classifyThrown = (providerId: string, error: unknown, callerSignal?
   return new ProviderUnavailableError(providerId, undefined, { cause: error });
 };
 
+/**
+ * Each combined signal's timeout signal, held for as long as the combined signal lives.
+ * `AbortSignal.any` holds its sources only weakly, and `AbortSignal.timeout`'s timer holds its
+ * signal only weakly too: without this entry a garbage collection during the request collects
+ * the timeout signal and the timeout never fires (Node 20, reproduced in
+ * test/unit/provider-timeout.test.ts) — a provider that stops answering would then hold the run
+ * until its lease instead of falling back.
+ */
+const timeoutOf = new WeakMap<AbortSignal, AbortSignal>();
+
 /** The caller's signal combined with a per-request timeout. */
 export const withTimeout = (timeoutMs: number, callerSignal?: AbortSignal): AbortSignal => {
   const timeout = AbortSignal.timeout(timeoutMs);
-  return callerSignal ? AbortSignal.any([callerSignal, timeout]) : timeout;
+  if (!callerSignal) return timeout;
+  const combined = AbortSignal.any([callerSignal, timeout]);
+  timeoutOf.set(combined, timeout);
+  return combined;
 };
 
 const asError = (reason: unknown): Error =>
