@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BuildOptions } from 'esbuild';
 
@@ -51,22 +51,48 @@ export const DEPLOYED_DEFINES = {
   A2A_TOOL_SOURCES_FILE: '"./tool-sources.mjs"',
 } as const;
 
+/** A module bundled into a file of its own, written beside a function's bundle, which loads it by a dynamic import. */
+export interface SideBundle {
+  readonly entry: string;
+  readonly file: string;
+}
+
 /**
  * The tool sources (shared/adapters/tools/tool-sources.ts: the MCP client with the official MCP
  * SDK, the scripted tool model) as their own bundle file, written beside the bundles of the
  * functions that run runs (rpc and executor): those load it by a dynamic import when a run first
  * needs it, and never carry it themselves (their bundles stay within MAX_BUNDLE_BYTES).
  */
-export const TOOL_SOURCES_BUNDLE = {
+export const TOOL_SOURCES_BUNDLE: SideBundle = {
   entry: join(REPO_ROOT, 'shared', 'adapters', 'tools', 'tool-sources.ts'),
   file: 'tool-sources.mjs',
-} as const;
+};
 
-/** The esbuild command that writes TOOL_SOURCES_BUNDLE into `outputDir` (a CDK afterBundling hook). */
-export const toolSourcesBundleCommand = (outputDir: string): string =>
+const requireFromRoot = createRequire(join(REPO_ROOT, 'package.json'));
+
+/** The ESM files of `@smithy/core`'s event-stream module, the copy the SDK clients load. */
+const SMITHY_EVENT_STREAMS = join(
+  dirname(requireFromRoot.resolve('@smithy/core/package.json')),
+  'dist-es',
+  'submodules',
+  'event-streams',
+);
+
+/**
+ * The real `@smithy/core/event-streams` (the binary event-stream codec) as its own bundle file,
+ * written beside the bundles of `EVENT_STREAM_ENTRIES`: infra/bundle-stubs/lazy-event-streams.ts
+ * loads it on a function's first streamed model turn.
+ */
+export const EVENT_STREAMS_BUNDLE: SideBundle = {
+  entry: join(SMITHY_EVENT_STREAMS, 'index.js'),
+  file: 'event-streams.mjs',
+};
+
+/** The esbuild command that writes `bundle` into `outputDir` (a CDK afterBundling hook). */
+export const sideBundleCommand = (bundle: SideBundle, outputDir: string): string =>
   [
     JSON.stringify(join(REPO_ROOT, 'node_modules', '.bin', 'esbuild')),
-    JSON.stringify(TOOL_SOURCES_BUNDLE.entry),
+    JSON.stringify(bundle.entry),
     '--bundle',
     '--platform=node',
     '--format=esm',
@@ -74,7 +100,7 @@ export const toolSourcesBundleCommand = (outputDir: string): string =>
     '--minify',
     '--main-fields=module,main',
     `--banner:js=${JSON.stringify(ESM_REQUIRE_BANNER)}`,
-    `--outfile=${JSON.stringify(join(outputDir, TOOL_SOURCES_BUNDLE.file))}`,
+    `--outfile=${JSON.stringify(join(outputDir, bundle.file))}`,
     '--log-level=warning',
   ].join(' ');
 
@@ -105,8 +131,6 @@ export const UNREACHED_MODULE_STUBS = {
 export const SMALLER_MODULES = {
   'mnemonist/lru-cache': join(STUBS, 'lru-cache.ts'),
 } as const;
-
-const requireFromRoot = createRequire(join(REPO_ROOT, 'package.json'));
 
 /**
  * Aliases that make every import of `name` load the copy `dependent` loads: each export of its
@@ -164,15 +188,33 @@ export const HOUSE_ESBUILD_OPTIONS = {
 /**
  * Entries that call an SDK operation with an event-stream member: the executor, whose Bedrock
  * provider streams a turn with ConverseStream when a profile asks for progressive output
- * (docs/configuration.md, profile `output`). They bundle the real event-stream modules; every
- * other function keeps the stand-ins.
+ * (docs/configuration.md, profile `output`). Their bundles take `@smithy/core/event-streams` from
+ * infra/bundle-stubs/lazy-event-streams.ts (the codec loads from EVENT_STREAMS_BUNDLE on the first
+ * streamed turn); ConverseStream has no event-stream input, so the payload handler of
+ * `@aws-sdk/eventstream-handler-node` stays a stand-in. Every other function keeps both stand-ins.
  */
 export const EVENT_STREAM_ENTRIES: readonly string[] = [
   join(REPO_ROOT, 'functions', 'executor', 'handler.ts'),
 ];
 
-/** The esbuild options of one function's bundle: the house options, with the real event-stream modules where it streams. */
+/** The aliases of an `EVENT_STREAM_ENTRIES` bundle: the lazy event-stream module and the real serde it keeps. */
+export const LAZY_EVENT_STREAM_ALIASES = {
+  '@smithy/core/event-streams': join(STUBS, 'lazy-event-streams.ts'),
+  'a2a-real-event-stream-serde': join(SMITHY_EVENT_STREAMS, 'EventStreamSerde.js'),
+  '@aws-sdk/eventstream-handler-node': UNREACHED_MODULE_STUBS['@aws-sdk/eventstream-handler-node'],
+} as const;
+
+/** The esbuild options of one function's bundle: the house options, with the lazy event-stream module where it streams. */
 export const houseEsbuildOptionsFor = (entry: string): typeof HOUSE_ESBUILD_OPTIONS =>
   EVENT_STREAM_ENTRIES.includes(entry)
-    ? { ...HOUSE_ESBUILD_OPTIONS, alias: { ...SMALLER_MODULES, ...POWERTOOLS_COMMONS_ONCE } }
+    ? {
+        ...HOUSE_ESBUILD_OPTIONS,
+        alias: { ...LAZY_EVENT_STREAM_ALIASES, ...SMALLER_MODULES, ...POWERTOOLS_COMMONS_ONCE },
+      }
     : HOUSE_ESBUILD_OPTIONS;
+
+/** The side bundles written beside a function's bundle: the tool sources where it runs runs, the event-stream codec where it streams. */
+export const sideBundlesFor = (entry: string, toolSources: boolean): SideBundle[] => [
+  ...(toolSources ? [TOOL_SOURCES_BUNDLE] : []),
+  ...(EVENT_STREAM_ENTRIES.includes(entry) ? [EVENT_STREAMS_BUNDLE] : []),
+];

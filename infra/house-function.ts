@@ -15,7 +15,8 @@ import {
   type HOUSE_ESBUILD_OPTIONS,
   houseEsbuildOptionsFor,
   REPO_ROOT,
-  toolSourcesBundleCommand,
+  sideBundleCommand,
+  sideBundlesFor,
 } from './bundling.ts';
 
 export {
@@ -80,6 +81,7 @@ export class HouseFunction extends NodejsFunction {
   constructor(scope: Construct, id: string, props: HouseFunctionProps) {
     assertLocalEsbuild();
     const { logRetention, environment, toolSources, ...rest } = props;
+    const sideBundles = sideBundlesFor(props.entry, toolSources ?? false);
     // Siblings: `this` does not exist before super(). RETAIN (the CDK default) would leave log
     // groups behind when the stateless service stack is destroyed.
     const logGroup = new LogGroup(scope, `${id}LogGroup`, {
@@ -107,11 +109,12 @@ export class HouseFunction extends NodejsFunction {
       environment: { NODE_OPTIONS: '--enable-source-maps', ...environment },
       bundling: {
         ...houseCdkBundling(houseEsbuildOptionsFor(props.entry)),
-        ...(toolSources && {
+        ...(sideBundles.length > 0 && {
           commandHooks: {
             beforeBundling: () => [],
             beforeInstall: () => [],
-            afterBundling: (_inputDir: string, outputDir: string) => [toolSourcesBundleCommand(outputDir)],
+            afterBundling: (_inputDir: string, outputDir: string) =>
+              sideBundles.map((bundle) => sideBundleCommand(bundle, outputDir)),
           },
         }),
       },

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,11 +13,13 @@ import { handlerEntries } from '../../bench/lib/cold-start.ts';
 import { EVENT_STREAMS_NOT_BUNDLED } from '../../infra/bundle-stubs/smithy-event-streams.ts';
 import {
   EVENT_STREAM_ENTRIES,
+  EVENT_STREAMS_BUNDLE,
   HOUSE_ESBUILD_OPTIONS,
   houseEsbuildOptionsFor,
   MAX_BUNDLE_BYTES,
   REPO_ROOT,
   sameCopyAliases,
+  sideBundleCommand,
   TOOL_SOURCES_BUNDLE,
   UNREACHED_CREDENTIAL_PROVIDERS,
   UNREACHED_MODULE_STUBS,
@@ -28,6 +30,10 @@ import { BedrockProvider } from '../../shared/adapters/providers/bedrock-provide
 import type { ModelRequest, ModelTurn } from '../../shared/domain/model.ts';
 import {
   bedrockError,
+  bedrockEvent,
+  bedrockExceptionEvent,
+  bedrockStream,
+  bedrockStreamTextEvents,
   bedrockText,
   type FakeModelServer,
   startFakeModelServer,
@@ -128,12 +134,13 @@ describe('function bundles (decisions 0018, 0029)', () => {
           input.includes('/@smithy/core/dist-es/submodules/event-streams/') ||
           input.includes('/@aws-sdk/eventstream-handler-node/'),
       );
-      const stubs = Object.keys(output.inputs).filter((input) =>
-        input.includes('infra/bundle-stubs/smithy-event'),
-      );
       if (streams) {
-        expect(realEventStreamModules).not.toEqual([]);
-        expect(stubs).toEqual([]);
+        // The bundle keeps the serde (it reads the client's schemas and error registry) and the
+        // lazy module; the codec loads from its own file on the first streamed turn.
+        expect(realEventStreamModules.map((input) => input.slice(input.lastIndexOf('/') + 1))).toEqual([
+          'EventStreamSerde.js',
+        ]);
+        expect(Object.keys(output.inputs)).toContain('infra/bundle-stubs/lazy-event-streams.ts');
       } else {
         // The real event-stream modules are not bundled (the alias applies).
         expect(realEventStreamModules).toEqual([]);
@@ -197,6 +204,13 @@ describe('function bundles (decisions 0018, 0029)', () => {
       const esbuildBundle = result.outputFiles.find((file) => file.path.endsWith('.mjs'))?.contents;
       expect(cdkBundle.byteLength).toBe(esbuildBundle?.byteLength);
       expect(cdkBundle.equals(Buffer.from(esbuildBundle ?? []))).toBe(true);
+      // CDK's afterBundling hook writes the event-stream codec beside it.
+      const codec = readFileSync(
+        join(assembly.directory, asset as string, EVENT_STREAMS_BUNDLE.file),
+        'utf8',
+      );
+      expect(codec).toContain(':message-type');
+      expect(cdkBundle.toString('utf8')).toContain(`./${EVENT_STREAMS_BUNDLE.file}`);
     } finally {
       rmSync(outdir, { recursive: true, force: true });
     }
@@ -362,4 +376,126 @@ describe('the Bedrock client bundled with the event-stream stand-ins (decision 0
     server.script = () => bedrockText('a stream would be binary');
     await expect(probe.converseStream(server.url)).rejects.toThrow(EVENT_STREAMS_NOT_BUNDLED);
   });
+});
+
+/**
+ * The executor's Bedrock client as it deploys: bundled with the executor's aliases (the lazy
+ * event-stream module), the codec written beside it as CDK's afterBundling hook writes it, loaded
+ * by Node outside the test runner, against a local server speaking ConverseStream over h2c.
+ */
+describe("the executor's Bedrock client, its event-stream codec loaded on the first streamed turn", () => {
+  let server: FakeModelServer;
+  let directory: string;
+  let probeFile: string;
+  const executor = join(REPO_ROOT, 'functions', 'executor', 'handler.ts');
+  const request: ModelRequest = { system: 'be brief', transcript: [{ role: 'user', text: 'hi' }], tools: [] };
+
+  beforeAll(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'house-bundles-stream-'));
+    probeFile = join(directory, 'index.mjs');
+    await build({
+      ...houseEsbuildOptionsFor(executor),
+      stdin: {
+        resolveDir: REPO_ROOT,
+        loader: 'ts',
+        contents: `
+          import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
+          import { BedrockProvider } from './shared/adapters/providers/bedrock-provider.ts';
+          const provider = (endpoint) => new BedrockProvider({
+            providerId: 'probe', model: 'probe-model',
+            client: new BedrockRuntimeClient({
+              endpoint, region: 'us-east-1', maxAttempts: 1,
+              credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+            }),
+          });
+          const outcome = (promise) => promise.then(
+            (value) => ({ value }),
+            (error) => ({ error: { name: error.name, message: error.message, code: error.code, status: error.status } }),
+          );
+          export const complete = (endpoint, request) => outcome(provider(endpoint).complete(request));
+          export const stream = (endpoint, request) => outcome((async () => {
+            const events = [];
+            for await (const event of provider(endpoint).stream(request)) events.push(event);
+            return events;
+          })());`,
+      },
+      outfile: probeFile,
+      sourcemap: false,
+      logLevel: 'error',
+    });
+    server = await startFakeModelServer(() => bedrockText('unused'), 'h2c');
+  }, 60_000);
+
+  afterAll(async () => {
+    await server?.stop();
+    if (directory) rmSync(directory, { recursive: true, force: true });
+  });
+
+  /** Calls the bundled provider in a Node process of its own, as Lambda loads the bundle. */
+  const call = async (method: 'complete' | 'stream') => {
+    const { stdout } = await execFileAsync(process.execPath, [
+      '--input-type=module',
+      '--eval',
+      `const probe = await import(${JSON.stringify(pathToFileURL(probeFile).href)});
+       process.stdout.write(JSON.stringify(await probe.${method}(${JSON.stringify(server.url)}, ${JSON.stringify(request)})));`,
+    ]);
+    return JSON.parse(stdout) as {
+      value?: unknown;
+      error?: { name: string; code?: string; status?: number };
+    };
+  };
+
+  /** The same call through the unbundled provider, for comparison. */
+  const unbundled = () =>
+    new BedrockProvider({
+      providerId: 'probe',
+      model: 'probe-model',
+      client: new BedrockRuntimeClient({
+        endpoint: server.url,
+        region: 'us-east-1',
+        maxAttempts: 1,
+        credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      }),
+    });
+
+  it('runs a Converse turn without the codec file, and a streamed turn fails without it (it is loaded, not bundled)', async () => {
+    rmSync(join(directory, EVENT_STREAMS_BUNDLE.file), { force: true });
+    server.script = () => bedrockText('plain');
+    expect((await call('complete')).value).toMatchObject({ text: 'plain', stopReason: 'end' });
+    server.script = () => bedrockStream(bedrockStreamTextEvents(['Forty', '-two.']));
+    // The provider classifies the failed import like any failed response: the run falls back.
+    expect((await call('stream')).error).toMatchObject({ name: 'ProviderFailedError', status: 200 });
+  }, 60_000);
+
+  it('streams a turn with the codec written beside the bundle, as the unbundled client does', async () => {
+    execSync(sideBundleCommand(EVENT_STREAMS_BUNDLE, directory));
+    server.script = () => bedrockStream(bedrockStreamTextEvents(['Forty', '-two.']));
+    const expected: unknown[] = [];
+    for await (const event of unbundled().stream(request)) expected.push(event);
+    expect(expected.length).toBeGreaterThan(2);
+    expect((await call('stream')).value).toEqual(JSON.parse(JSON.stringify(expected)));
+  }, 60_000);
+
+  it("maps an exception event mid-stream as the unbundled client does (the serde reads the bundle's error registry)", async () => {
+    execSync(sideBundleCommand(EVENT_STREAMS_BUNDLE, directory));
+    server.script = () =>
+      bedrockStream([
+        bedrockEvent('messageStart', { role: 'assistant' }),
+        bedrockExceptionEvent('throttlingException', 'slow down'),
+      ]);
+    const expected = await (async () => {
+      try {
+        for await (const _ of unbundled().stream(request));
+        return undefined;
+      } catch (error) {
+        return {
+          name: (error as Error).name,
+          message: (error as Error).message,
+          status: (error as { status?: number }).status,
+        };
+      }
+    })();
+    expect(expected?.name).toBeDefined();
+    expect((await call('stream')).error).toEqual(expected);
+  }, 60_000);
 });
