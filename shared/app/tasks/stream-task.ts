@@ -16,8 +16,8 @@ import { openStreamResponses } from '../journal/journal-events.ts';
 import type { StreamComment, StreamItem } from '../rpc/dispatcher.ts';
 import { type CreateTaskDeps, type CreateTaskInput, createTask, senderOf } from './create-task.ts';
 import { withStreamSlot } from './limits.ts';
-import { RunFeed } from './run-feed.ts';
 import { getVisibleView, projectedWait, type ReadTaskDeps, toTask, waitForView } from './read-task.ts';
+import { RunFeed } from './run-feed.ts';
 import {
   answerableWait,
   blockingCapMs,
