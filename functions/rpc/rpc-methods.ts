@@ -65,7 +65,7 @@ const runsHereOf = (env: RuntimeEnv, adapters: RpcAdapters): RunsHere => {
   return {
     // Bedrock's client stays out of this bundle (≤ 512 KiB, infra/bundling.ts): its profiles' runs are queued.
     canRun: (providerIds) => providerIds.every((id) => env.config.providers[id]?.type !== 'bedrock'),
-    run: (image) => executeClaimedRun(runDeps, image),
+    run: (image, onJournaled) => executeClaimedRun(runDeps, image, onJournaled),
     keepAlive: keepAliveAfterAnswer,
   };
 };

@@ -177,6 +177,43 @@ describe('progressive output through the local stack', () => {
     expect(task.artifacts?.[0]?.parts).toEqual([{ text }]);
   });
 
+  it('with its run in the rpc (no push config), the fed chunks arrive in order and add up to GetTask', async () => {
+    const url = `${stack.baseUrl}/agents/default`;
+    const text = words(200);
+    const frames = await readAll(
+      await rpc(url, 'SendStreamingMessage', {
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
+      }),
+    );
+    const taskId = resultOf(frames[0]!.frame).task?.id as string;
+    const updates = frames.flatMap(({ frame }) => {
+      const update = resultOf(frame).artifactUpdate;
+      return update === undefined ? [] : [update];
+    });
+    const chunks = updates.filter((update) => update.lastChunk === false);
+    expect(chunks.length).toBeGreaterThan(2);
+    expect(chunks.slice(1).every((update) => update.append === true)).toBe(true);
+    expect(text.startsWith(applied(chunks))).toBe(true);
+    // Each revision once, in revision order (I-ORDER), ending COMPLETED.
+    const ids = frames.flatMap(({ frame }) => (frame.id === undefined ? [] : [Number(frame.id)]));
+    expect(ids).toEqual(Array.from({ length: ids.length }, (_, index) => (ids[0] ?? 0) + index));
+    expect(stateOf(frames.at(-1)!.frame)).toBe('TASK_STATE_COMPLETED');
+    // What the journal holds: a re-attach after the first revision reads the same updates from it.
+    const reattached = await readAll(
+      await rpc(url, 'SubscribeToTask', { id: taskId }, { 'Last-Event-ID': String(ids[0]) }),
+    );
+    const sent = (all: readonly { frame: SseFrame }[]) =>
+      all.slice(1).map(({ frame }) => ({ id: frame.id, result: frame.data?.result }));
+    expect(sent(reattached)).toEqual(sent(frames));
+    // GetTask: the whole answer the chunks added up to.
+    const got = await rpc(url, 'GetTask', { id: taskId });
+    const task = (got.kind === 'json' ? got.body.result : undefined) as {
+      artifacts?: ArtifactUpdate['artifact'][];
+    };
+    expect(task.artifacts?.[0]?.parts).toEqual([{ text }]);
+    expect(applied(updates)).toBe(text);
+  });
+
   it('at `redacted` no chunk carries what redaction removes', async () => {
     const text = words(80, ' write to someone@example.com today');
     const frames = await readAll(

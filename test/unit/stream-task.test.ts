@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { projectRecord } from '../../shared/app/journal/project-record.ts';
 import type { StreamItem } from '../../shared/app/rpc/dispatcher.ts';
 import { createTask } from '../../shared/app/tasks/create-task.ts';
+import { RunFeed } from '../../shared/app/tasks/run-feed.ts';
 import {
   defaultStreamTiming,
   heartbeat,
@@ -169,17 +170,14 @@ describe('streamTask: SendStreamingMessage (from the caller own write)', () => {
     expect(artifact).not.toHaveProperty('artifactUpdate.append');
   });
 
-  it('with its run here: opens from the committed image, polls at the active ceiling, and the run’s end wakes it', async () => {
+  it('with its run here: opens from the committed image and shows what its run feeds, reading no journal', async () => {
     const s = setup();
     const created = await s.create('tck-stream-001');
     // Nothing projected yet: a stream that needed the view would wait for it.
     const image = s.core.tasks.tasks.get(created.taskId) as StoredTask;
-    let end: () => void = () => undefined;
-    const runEnded = new Promise<void>((resolve) => {
-      end = resolve;
-    });
+    const feed = new RunFeed();
     const asked: number[] = [];
-    // Time never passes: only the run's end can move the stream past its first poll.
+    // Time never passes: only what the run feeds moves the stream past its first wait.
     const sleep = (ms: number) => {
       asked.push(ms);
       return new Promise<void>(() => undefined);
@@ -193,17 +191,19 @@ describe('streamTask: SendStreamingMessage (from the caller own write)', () => {
           taskId: created.taskId,
           start: { kind: 'created', revision: created.revision, image },
           closeAt: 'terminal-or-interrupted',
-          runEnded,
+          feed,
         },
       ))
         items.push(describeItem(item));
     })();
     await vi.waitFor(() => expect(asked).toHaveLength(1));
     expect(items).toEqual(['task:SUBMITTED#1']);
-    expect(asked).toEqual([timing.activeMaxPollMs]);
+    // Fed, it does not poll: it waits at most the idle ceiling (the run's revisions wake it).
+    expect(asked).toEqual([timing.maxPollMs]);
     await s.core.runNext();
     await s.project();
-    end();
+    for (const event of await s.core.journal.listEvents(created.taskId, 1)) feed.journaled(event);
+    s.listEvents.mockClear();
     await streamed;
     expect(items).toEqual([
       'task:SUBMITTED#1',
@@ -211,7 +211,7 @@ describe('streamTask: SendStreamingMessage (from the caller own write)', () => {
       'artifact:Stream hello from TCK',
       'status:COMPLETED#3',
     ]);
-    expect(asked).toHaveLength(1);
+    expect(s.listEvents).not.toHaveBeenCalled();
   });
 
   it('starts at the created revision even when the journal has moved on (I-RYW, nothing skipped)', async () => {

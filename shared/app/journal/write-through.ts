@@ -1,5 +1,6 @@
 import type { CommitResult, JournalWriter, TaskRepository, WritePlan } from '../../domain/ports.ts';
 import {
+  type JournalEvent,
   type JournalView,
   type Projection,
   projectRevision,
@@ -37,9 +38,13 @@ export interface JournalPlace {
   readonly view: boolean;
 }
 
-/** A revision committed with its event and view in the journal: its view, and the task as committed. */
+/**
+ * A revision committed with its event and view in the journal: its view, its event (as every
+ * projector projects it from the same committed images, `projectRevision`), and the task as committed.
+ */
 export interface JournaledRevision {
   readonly view: JournalView;
+  readonly event: JournalEvent;
   readonly task: StoredTask;
 }
 
@@ -297,5 +302,5 @@ export class WriteThrough {
 const journaled = (projection: Projection, task: StoredTask): Projected => ({
   kind: 'journaled',
   revision: projection.view.revision,
-  journaled: { view: projection.view, task },
+  journaled: { view: projection.view, event: projection.event, task },
 });

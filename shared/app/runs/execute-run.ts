@@ -1,7 +1,7 @@
 import { isTerminal } from '../../domain/a2a.ts';
 import { newAgentSession } from '../../domain/model.ts';
 import type { RunMessage } from '../../domain/ports.ts';
-import type { StoredTask } from '../../domain/projection.ts';
+import type { JournalEvent, StoredTask } from '../../domain/projection.ts';
 import type { RunRecord } from '../../domain/task.ts';
 import type { JournaledRevision, JournalPlace } from '../journal/write-through.ts';
 import { failpoint } from '../operations/failpoints.ts';
@@ -67,15 +67,17 @@ const executeRunFrom = async (
 };
 
 /**
- * Runs a run its caller's own create committed RUNNING (a blocking send's run in the rpc,
- * docs/how-a-task-flows.md): that conditional create was the claim (I-ONCE), so nothing is read
- * or written before the run's work, and the image is the one the create's commit returned.
+ * Runs a run its caller's own create committed RUNNING (a blocking or streaming send's run in the
+ * rpc, docs/how-a-task-flows.md): that conditional create was the claim (I-ONCE), so nothing is
+ * read or written before the run's work, and the image is the one the create's commit returned.
+ * `onJournaled` receives each revision's event once the run journaled it (a stream beside the run).
  */
 export const executeClaimedRun = async (
   deps: ExecuteRunDeps,
   claimed: { readonly run: RunRecord; readonly task: StoredTask; readonly journaled?: JournalPlace },
+  onJournaled?: (event: JournalEvent) => void,
 ): Promise<RunEnd> => {
-  const runDeps = withRunJournal(deps, claimed.journaled);
+  const runDeps = withRunJournal(deps, claimed.journaled, onJournaled);
   const result = await runClaimed(runDeps, claimed, claimed.run);
   const journaled = runDeps.runJournal.newest;
   return { result, ...(journaled && { journaled }) };

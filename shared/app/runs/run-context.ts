@@ -5,7 +5,7 @@ import type { Metrics } from '../../domain/metrics.ts';
 import type { AgentStep } from '../../domain/model.ts';
 import type { AgentProvider, Clock, RunLeases, WritePlan } from '../../domain/ports.ts';
 import { retentionExpiry } from '../../domain/privacy.ts';
-import type { StoredTask } from '../../domain/projection.ts';
+import type { JournalEvent, StoredTask } from '../../domain/projection.ts';
 import type { RunRecord } from '../../domain/task.ts';
 import type { AgentToolSource, RemoteToolSource, ToolRegistry } from '../../domain/tools.ts';
 import {
@@ -77,14 +77,23 @@ export type Continued =
 export interface RunJournal {
   place: JournalPlace | undefined;
   newest: JournaledRevision | undefined;
+  /**
+   * Called with each revision's event once this run journaled it (event and view in the
+   * journal): a streaming send's stream beside the run (`RunFeed`, docs/how-a-task-flows.md §1).
+   */
+  readonly onJournaled?: (event: JournalEvent) => void;
 }
 
 /** The run's dependencies with its own journal knowledge. */
 export type RunDeps = ExecuteRunDeps & { readonly runJournal: RunJournal };
 
-export const withRunJournal = (deps: ExecuteRunDeps, place: JournalPlace | undefined): RunDeps => ({
+export const withRunJournal = (
+  deps: ExecuteRunDeps,
+  place: JournalPlace | undefined,
+  onJournaled?: (event: JournalEvent) => void,
+): RunDeps => ({
   ...deps,
-  runJournal: { place, newest: undefined },
+  runJournal: { place, newest: undefined, ...(onJournaled && { onJournaled }) },
 });
 
 /**
@@ -99,7 +108,9 @@ export const commitRevision = async (deps: RunDeps, plan: WritePlan): Promise<vo
 /** Moves the run's journal knowledge past a revision it committed. */
 export const noteProjected = (runJournal: RunJournal, projected: Projected): void => {
   runJournal.place = placeAfter(projected, runJournal.place);
-  if (projected.kind === 'journaled') runJournal.newest = projected.journaled;
+  if (projected.kind !== 'journaled') return;
+  runJournal.newest = projected.journaled;
+  runJournal.onJournaled?.(projected.journaled.event);
 };
 
 /** What the executor knows in memory about its claim (I-ONCE). */

@@ -3,7 +3,7 @@ import type { Message, Task } from '../../domain/a2a.ts';
 import { isInterrupted, isTerminal } from '../../domain/a2a.ts';
 import type { Logger } from '../../domain/logger.ts';
 import type { StreamSlots } from '../../domain/ports.ts';
-import { type JournalView, viewAtEvent } from '../../domain/projection.ts';
+import { type JournalEvent, type JournalView, viewAtEvent } from '../../domain/projection.ts';
 import type { JournaledRevision } from '../journal/write-through.ts';
 import {
   type CreatedTask,
@@ -24,8 +24,8 @@ import {
 } from './read-task.ts';
 
 /**
- * A blocking send's run, run by the function that created it (docs/how-a-task-flows.md §1): no queue hop and
- * no journal polls. Absent, every run is queued for the executor.
+ * A blocking or streaming send's run, run by the function that created it (docs/how-a-task-flows.md §1):
+ * no queue hop and no journal polls. Absent, every run is queued for the executor.
  */
 export interface RunsHere {
   /** Whether this function holds the adapters of these providers (a profile's chain). */
@@ -33,8 +33,12 @@ export interface RunsHere {
   /**
    * Runs a run its create claimed, from the image that commit returned (`executeClaimedRun`), to
    * its end: the newest revision it committed with its event and view in the journal, if any.
+   * `onJournaled` receives each revision's event once the run journaled it (`RunFeed`).
    */
-  run(image: HandedOver): Promise<{ readonly journaled?: JournaledRevision }>;
+  run(
+    image: HandedOver,
+    onJournaled?: (event: JournalEvent) => void,
+  ): Promise<{ readonly journaled?: JournaledRevision }>;
   /** Keeps the invocation alive after its answer while `work` runs (a run past the blocking cap). */
   keepAlive(work: Promise<unknown>): void;
 }
@@ -154,16 +158,18 @@ const runHere = async (
 /**
  * Starts a handed-over run here: its end, with the newest revision it left in the journal. A run
  * that failed here (a DynamoDB, KMS or sealing fault) is queued, as the executor's failed message
- * is delivered again; unqueued, its lease runs out and the reaper queues it.
+ * is delivered again; unqueued, its lease runs out and the reaper queues it. `onJournaled` is the
+ * stream beside a streaming send's run (`RunFeed`); a blocking send passes none.
  */
 export const startHere = (
   deps: Pick<SendMessageDeps, 'queue' | 'logger'>,
   runsHere: RunsHere,
   created: CreatedTask & { readonly handedOver: NonNullable<CreatedTask['handedOver']> },
+  onJournaled?: (event: JournalEvent) => void,
 ): Promise<{ readonly journaled?: JournaledRevision }> => {
   const { taskId } = created;
   const { runId } = created.handedOver.run;
-  return runsHere.run(created.handedOver).catch(async (error: unknown) => {
+  return runsHere.run(created.handedOver, onJournaled).catch(async (error: unknown) => {
     deps.logger?.warn('run failed in the rpc; queued for the executor', {
       taskId,
       runId,

@@ -17,6 +17,7 @@ import type { StreamComment, StreamItem } from '../rpc/dispatcher.ts';
 import { type CreateTaskDeps, type CreateTaskInput, createTask, senderOf } from './create-task.ts';
 import { withStreamSlot } from './limits.ts';
 import { getVisibleView, projectedWait, type ReadTaskDeps, toTask, waitForView } from './read-task.ts';
+import { RunFeed } from './run-feed.ts';
 import {
   answerableWait,
   blockingCapMs,
@@ -30,7 +31,9 @@ import {
  * SSE streams of a task, read from the journal only (I-COMMITTED, docs/protocol.md §5): the Task
  * snapshot first, then for every later committed revision, in revision order, one artifactUpdate
  * per artifact when that revision changed the artifacts and then its statusUpdate (I-ORDER).
- * Every subscriber reads the same journal, so concurrent streams see the same sequence.
+ * Every subscriber reads the same journal, so concurrent streams see the same sequence. A
+ * streaming send whose run runs in this function is handed each revision's event by its run once
+ * the run journaled it (`RunFeed`): the same events, without reading them back.
  */
 
 export interface StreamTiming {
@@ -112,10 +115,11 @@ export interface StreamTaskInput {
    */
   readonly messageAnswerWaitMs?: number;
   /**
-   * Resolves when the task's run, run in this function, has ended and journaled its last revision:
-   * the stream then reads the journal at once instead of at its next poll.
+   * The revisions the task's run, run in this function, journals (`RunFeed`): while it feeds the
+   * stream, the stream reads no journal; it reads the journal once the feed has a gap or the run
+   * ended without the stream's closing revision.
    */
-  readonly runEnded?: Promise<unknown>;
+  readonly feed?: RunFeed;
 }
 
 /**
@@ -180,28 +184,33 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
   let expiresAt = opening.expiresAt;
   let lastSentAt = now();
   let lastChangeAt = lastSentAt;
-  // The run's end, when it runs here, wakes the poll once (its last revision is in the journal):
-  // until then the polls only look for the revisions it commits on its way (answer chunks, an
-  // approval request), so they start at the active ceiling instead of right after the snapshot.
-  let runEnded = input.runEnded?.then(
-    () => true,
-    () => true,
-  );
-  const fastestPollMs = (): number => (runEnded !== undefined ? timing.activeMaxPollMs : timing.firstPollMs);
-  let delay = fastestPollMs();
+  // While the run here feeds the stream, its revisions come from the feed and the journal is not
+  // read; afterwards (a gap, or the run's end without the closing revision) the journal is polled.
+  let feed = input.feed;
+  let delay = timing.firstPollMs;
   let gapSince: number | undefined;
   let pending = opening.pending;
   let readFailures = 0;
   for (;;) {
     let events: readonly JournalEvent[] = [];
-    try {
-      events = pending ?? (await deps.journal.listEvents(input.taskId, cursor));
-      readFailures = 0;
-    } catch (error) {
-      // A read the SDK's own retries did not save (a throttle, a timeout) is a missed poll: the
-      // cursor has not moved, so the next read asks for the same revisions (I-ORDER holds).
-      readFailures += 1;
-      if (readFailures >= timing.maxReadFailures) throw error;
+    let readJournalNext = false;
+    if (pending === undefined && feed !== undefined) {
+      const fed = feed.take(cursor);
+      events = fed.events;
+      if (fed.thenJournal) {
+        feed = undefined;
+        readJournalNext = true;
+      }
+    } else {
+      try {
+        events = pending ?? (await deps.journal.listEvents(input.taskId, cursor));
+        readFailures = 0;
+      } catch (error) {
+        // A read the SDK's own retries did not save (a throttle, a timeout) is a missed poll: the
+        // cursor has not moved, so the next read asks for the same revisions (I-ORDER holds).
+        readFailures += 1;
+        if (readFailures >= timing.maxReadFailures) throw error;
+      }
     }
     pending = undefined;
     let progressed = false;
@@ -223,22 +232,26 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
       if (closes(event.state)) return;
     }
     // Fast right after a change (a claim is soon followed by its completion), slower when idle.
-    if (progressed) delay = fastestPollMs();
+    if (progressed) delay = timing.firstPollMs;
 
     const at = now();
     if (at - startedAt >= timing.maxDurationMs) return;
     if (expiresAt <= Math.floor(at / 1000)) return; // purged meanwhile (I-PURGE)
+    if (readJournalNext) continue;
     if (at - lastSentAt >= timing.heartbeatMs) {
       yield heartbeat;
       lastSentAt = now();
     }
     const untilHeartbeat = lastSentAt + timing.heartbeatMs - now();
     const untilEnd = startedAt + timing.maxDurationMs - now();
-    const slept = sleep(Math.max(1, Math.min(delay, untilHeartbeat, untilEnd))).then(() => false);
-    if ((await (runEnded === undefined ? slept : Promise.race([slept, runEnded]))) === true) {
-      runEnded = undefined;
+    if (feed !== undefined) {
+      // Fed: no poll; the run's next revision or its end wakes the stream (the timer, which
+      // outlives a wake, is at most `maxPollMs`, and costs no read).
+      const slept = sleep(Math.max(1, Math.min(timing.maxPollMs, untilHeartbeat, untilEnd)));
+      await Promise.race([slept, feed.changed()]);
       continue;
     }
+    await sleep(Math.max(1, Math.min(delay, untilHeartbeat, untilEnd)));
     if (!progressed) {
       const sinceChange = now() - lastChangeAt;
       const active = sinceChange < timing.activeWindowMs;
@@ -246,7 +259,7 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
         active && timing.activeShare !== undefined
           ? Math.min(
               timing.activeMaxPollMs,
-              Math.max(fastestPollMs(), Math.round(timing.activeShare * sinceChange)),
+              Math.max(timing.firstPollMs, Math.round(timing.activeShare * sinceChange)),
             )
           : Math.min(delay * 2, active ? timing.activeMaxPollMs : timing.maxPollMs);
     }
@@ -466,8 +479,9 @@ export const streamTimingOf = (deps: StreamMethodDeps): Partial<StreamTiming> =>
  * revision until a terminal or interrupted state. When the agent may answer with a Message, the
  * first event waits for the run, as long as a blocking send would. Where a blocking send's run
  * runs in this function (`runsHere`), so does this one's: the create claims it, it runs beside the
- * stream (kept alive past the stream, like a blocking run past its cap), and its end wakes the
- * stream's poll; the stream still shows only what the journal holds (I-COMMITTED).
+ * stream (kept alive past the stream, like a blocking run past its cap), and it feeds the stream
+ * each revision once it journaled it (`RunFeed`): the stream shows only what the journal holds
+ * (I-COMMITTED), in revision order (I-ORDER), without reading it back.
  */
 export const sendStreamingMessage = async (
   deps: StreamMethodDeps,
@@ -483,11 +497,12 @@ export const sendStreamingMessage = async (
       { handOver: runsHere !== undefined },
     );
     const handedOver = created.handedOver;
-    const runEnded =
-      runsHere !== undefined && handedOver !== undefined
-        ? startHere(deps, runsHere, { ...created, handedOver })
-        : undefined;
-    if (runEnded !== undefined) runsHere?.keepAlive(runEnded);
+    // The run here feeds the stream each revision it journals, and ends the feed when it ends.
+    const feed = runsHere !== undefined && handedOver !== undefined ? new RunFeed() : undefined;
+    if (runsHere !== undefined && handedOver !== undefined && feed !== undefined)
+      runsHere.keepAlive(
+        startHere(deps, runsHere, { ...created, handedOver }, feed.journaled).finally(() => feed.end()),
+      );
     return streamTask(
       { ...deps, streamTiming: streamTimingOf(deps) },
       {
@@ -499,7 +514,7 @@ export const sendStreamingMessage = async (
           ...(handedOver !== undefined && { image: handedOver.task }),
         },
         closeAt: 'terminal-or-interrupted',
-        ...(runEnded !== undefined && { runEnded }),
+        ...(feed !== undefined && { feed }),
         historyLength: input.historyLength,
         ...(deps.mayAnswerWithMessage?.(deps.config, input.profileId, input.message) && {
           messageAnswerWaitMs: blockingCapMs(deps.config, input.profileId),
