@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
-import { armFailpoints, disarmFailpoints, failpointCounts } from '../../shared/app/operations/failpoints.ts';
 import { askQuestion } from '../../shared/adapters/providers/scripted-provider.ts';
+import { armFailpoints, disarmFailpoints, failpointCounts } from '../../shared/app/operations/failpoints.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { agentCall, type Json, settledTask, toolAnswerOf } from '../support/agent-calls.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
@@ -76,7 +76,12 @@ const configFor = (port: number) =>
         privacyLevel: 'full',
         agents: { quiz: {} },
       },
-      quiz: { name: 'Quiz', description: 'Asks before it answers', providers: ['asks'], privacyLevel: 'full' },
+      quiz: {
+        name: 'Quiz',
+        description: 'Asks before it answers',
+        providers: ['asks'],
+        privacyLevel: 'full',
+      },
     },
     a2aAgents: {
       // Waits not at all in place: every call outlives the run's wait.
@@ -86,7 +91,10 @@ const configFor = (port: number) =>
         waitSeconds: 0,
       },
       helper: { cardUrl: `http://127.0.0.1:${port}/agents/b/.well-known/agent-card.json`, timeoutMs: 10_000 },
-      quiz: { cardUrl: `http://127.0.0.1:${port}/agents/quiz/.well-known/agent-card.json`, timeoutMs: 10_000 },
+      quiz: {
+        cardUrl: `http://127.0.0.1:${port}/agents/quiz/.well-known/agent-card.json`,
+        timeoutMs: 10_000,
+      },
     },
   });
 

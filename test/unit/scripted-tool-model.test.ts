@@ -15,7 +15,10 @@ const turnAfter = (model: ScriptedToolModel, results: string[]) => {
       text: '',
       toolCalls: [{ id: `c${index}`, name: 'a2a__quiz', arguments: {} }],
     });
-    transcript.push({ role: 'tool', results: [{ callId: `c${index}`, name: 'a2a__quiz', content, isError: false }] });
+    transcript.push({
+      role: 'tool',
+      results: [{ callId: `c${index}`, name: 'a2a__quiz', content, isError: false }],
+    });
   }
   const request: ModelRequest = { system: '', transcript, tools: [] };
   return model.complete(request);

@@ -27,7 +27,8 @@ export class ScriptedToolModel implements ChatModel {
       .slice(lastUser + 1)
       .flatMap((entry) => (entry.role === 'tool' ? entry.results : []));
     const answered = results.at(-1);
-    const asking = this.answerInput !== undefined && results.length === 1 ? askingTaskOf(answered) : undefined;
+    const asking =
+      this.answerInput !== undefined && results.length === 1 ? askingTaskOf(answered) : undefined;
     if (asking !== undefined && this.answerInput !== undefined) {
       return {
         text: '',
