@@ -33,7 +33,12 @@ export const createProviderFor = (
       if (provider.tool === undefined)
         throw new Error(`providers.${providerId}.tool is required by the call-tool behaviour`);
       const agent = new ToolLoopAgent(
-        lazyScriptedToolModel(providerId, provider.tool, provider.arguments as JsonObject | undefined),
+        lazyScriptedToolModel(
+          providerId,
+          provider.tool,
+          provider.arguments as JsonObject | undefined,
+          provider.answerInput,
+        ),
       );
       // Counted like every scripted provider, so the proofs see a run that called it twice (I-ONCE).
       providers.set(providerId, {

@@ -7,13 +7,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { REPO_ROOT } from '../../infra/house-function.ts';
+import { createEchoExecutor, echoAgentCard } from '../../test/support/sdk-echo-agent.ts';
 
 /**
  * The anchor (issues 8 and 16): `@a2a-js/sdk` 1.3.0's own server — `DefaultRequestHandler` behind
  * its Express JSON-RPC handler — with its durable `DatabaseTaskStore` on SQLite (better-sqlite3 via
- * Kysely), running the same echo agent the scripted provider plays: the task is submitted,
- * worked on, given one text artifact equal to the user's text, and completed with a status
- * message — each event saved to the store, as ours commits each revision.
+ * Kysely), running the same echo agent the scripted provider plays (test/support/sdk-echo-agent.ts,
+ * shared with the delegation tests' third-party agent): the task is submitted, worked on, given
+ * one text artifact equal to the user's text, and completed with a status message — each event
+ * saved to the store, as ours commits each revision.
  *
  * Its packages are not the project's: they live in their own package, `bench/anchor/package.json`
  * with its own lockfile, which `npm run bench` installs on demand (`installAnchor`, `npm ci
@@ -189,122 +191,21 @@ const serveAnchor = async (): Promise<AnchorStart> => {
   const db = new Kysely({ dialect: new SqliteDialect({ database: sqlite }) });
   const store = new DatabaseTaskStore(db);
 
-  const textOf = (message: Loose): string =>
-    (message?.parts ?? [])
-      .map((part: Loose) => (part.content?.$case === 'text' ? part.content.value : ''))
-      .join('');
-  const agentMessage = (taskId: string, contextId: string, suffix: string, text: string): Loose => ({
-    messageId: `${taskId}-${suffix}`,
-    contextId,
-    taskId,
-    role: Role.ROLE_AGENT,
-    parts: [
-      { content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' },
-    ],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  });
-  const now = (): string => new Date().toISOString();
-
-  const executor = {
-    execute: async (context: Loose, bus: Loose): Promise<void> => {
-      const { taskId, contextId } = context;
-      const user = context.userMessage;
-      if (!context.task) {
-        bus.publish(
-          AgentEvent.task({
-            id: taskId,
-            contextId,
-            status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() },
-            artifacts: [],
-            history: [user],
-            metadata: undefined,
-          }),
-        );
-      }
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: now() },
-          metadata: undefined,
-        }),
-      );
-      bus.publish(
-        AgentEvent.artifactUpdate({
-          taskId,
-          contextId,
-          artifact: {
-            artifactId: `${taskId}-artifact-0`,
-            name: 'echo',
-            description: '',
-            parts: [
-              {
-                content: { $case: 'text', value: textOf(user) },
-                metadata: undefined,
-                filename: '',
-                mediaType: '',
-              },
-            ],
-            metadata: undefined,
-            extensions: [],
-          },
-          append: false,
-          lastChunk: true,
-          metadata: undefined,
-        }),
-      );
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId,
-          status: {
-            state: TaskState.TASK_STATE_COMPLETED,
-            message: agentMessage(taskId, contextId, 'status', 'Echoed your message.'),
-            timestamp: now(),
-          },
-          metadata: undefined,
-        }),
-      );
-      bus.finished();
-    },
-    cancelTask: async (): Promise<void> => {},
-  };
+  // The same echo agent as the delegation tests' third-party agent, on the anchor's SDK install.
+  const executor = createEchoExecutor({ AgentEvent, Role, TaskState });
 
   const app = express();
-  let url = '';
-  const card = () => ({
-    name: 'Echo agent (anchor)',
-    description: 'The same echo agent on @a2a-js/sdk with DatabaseTaskStore on SQLite.',
-    version: '1.0.0',
-    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' }],
-    capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [
-      {
-        id: 'echo',
-        name: 'Echo',
-        description: 'Repeats the text.',
-        tags: ['echo'],
-        examples: [],
-        inputModes: [],
-        outputModes: [],
-        securityRequirements: [],
-      },
-    ],
-    signatures: [],
-  });
-  const agentCard = card();
-  const requestHandler = new DefaultRequestHandler(agentCard as Loose, store, executor as Loose);
+  const agentCard = echoAgentCard(
+    '',
+    'Echo agent (anchor)',
+    'The same echo agent on @a2a-js/sdk with DatabaseTaskStore on SQLite.',
+  );
+  const requestHandler = new DefaultRequestHandler(agentCard, store, executor);
   app.use('/', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
   const server: Server = await new Promise((resolveListen) => {
     const listening = app.listen(0, '127.0.0.1', () => resolveListen(listening));
   });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   // The card names its own URL, known only once the port is; the handler holds this object.
   (agentCard.supportedInterfaces[0] as { url: string }).url = url;
   return {

@@ -9,6 +9,7 @@ import {
   ensureDynamoDbLocalJar,
   hasDynamoDbLocalJar,
 } from './dynamodb-local.ts';
+import { withLocalPublicUrl } from './local-public-url.ts';
 import { type Endpoints, externalEndpoints, type LocalStack, startLocalStack } from './local-stack.ts';
 
 /** `npm start -- [--port <n>] [--config <file.json>]`: the local-run contract of docs/configuration.md. */
@@ -123,7 +124,7 @@ const faultTimings = (): { runLeaseMs?: number; runStartDeadlineMs?: number; rea
 
 const main = async (): Promise<void> => {
   const { port, host, configPath, failpoints } = parseCommandLine();
-  const config = await loadConfig(configPath);
+  const config = withLocalPublicUrl(await loadConfig(configPath), host, port);
   for (const verdict of validateProfiles(config).filter((profile) => !profile.publishable)) {
     console.warn(
       `Warning: ${describeRefusal(verdict)}. Its agent card is not served and its tasks are refused.`,
@@ -186,6 +187,11 @@ const main = async (): Promise<void> => {
   }
   console.log(`a2a-serverless listening on ${stack.baseUrl}`);
   console.log(`Agent card: ${stack.baseUrl}/.well-known/agent-card.json`);
+  console.log(
+    config.publicUrl === undefined
+      ? 'Delegation push wake-ups: off (--port 0 and no publicUrl); the reaper wakes waiting runs'
+      : `Delegation push wake-ups: ${config.publicUrl}/callbacks/delegations/… (publicUrl)`,
+  );
   console.log(`Journal viewer: ${stack.baseUrl}/viewer/   Client: npx a2a --url ${stack.baseUrl} send hello`);
   console.log(
     `Admin: npx a2a-admin tasks list --owner <tenant>/<principal> --endpoint ${stack.endpoints.dynamodb} --prefix ${stack.resources.prefix}`,

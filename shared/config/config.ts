@@ -19,11 +19,13 @@ const providerTimeoutMs = z._default(z.number().check(z.int(), z.positive(), z.l
 
 const scriptedProvider = z.object({
   type: z.literal('scripted'),
-  behavior: z._default(z.enum(['echo', 'tck', 'fail', 'slow', 'stream', 'call-tool']), 'echo'),
+  behavior: z._default(z.enum(['echo', 'tck', 'fail', 'slow', 'stream', 'call-tool', 'ask']), 'echo'),
   /** `call-tool`: the tool called, by the name the model is offered (e.g. `tickets__search`). */
   tool: z.optional(nonEmptyString),
   /** `call-tool`: its arguments; absent, the user's message if it is a JSON object, else `{}`. */
   arguments: z.optional(z.record(z.string(), z.unknown())),
+  /** `call-tool`: the message that answers a delegated task asking for input, once per user message. */
+  answerInput: z.optional(z.string()),
   /** `stream`: the pause before each word of the echo, in ms. */
   paceMs: z._default(integer(0, 10_000), 50),
   /** `stream`: breaks off as an unavailable provider after this many words (fallback tests). */

@@ -93,6 +93,12 @@ export interface RemoteToolCheck {
   problemsOf(grants: RemoteToolGrants, profileId: string): Promise<string[]>;
 }
 
+/** Port: whether a profile's remote A2A agents can be called now (checked when a profile is saved). */
+export interface RemoteAgentCheck {
+  /** Each problem names the setting that causes it; none when every agent's card is readable and usable. */
+  problemsOf(grants: AgentGrants, profileId: string): Promise<string[]>;
+}
+
 /** Per remote server, the tools a profile allows, each with an optional effect and approval override. */
 export type RemoteToolGrants = Readonly<
   Record<string, { readonly tools: Readonly<Record<string, RemoteToolGrant>> }>

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
+import { askQuestion } from '../../shared/adapters/providers/scripted-provider.ts';
 import { armFailpoints, disarmFailpoints, failpointCounts } from '../../shared/app/operations/failpoints.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { agentCall, type Json, settledTask, toolAnswerOf } from '../support/agent-calls.ts';
@@ -35,6 +36,14 @@ const configFor = (port: number) =>
       },
       echo: { type: 'scripted', behavior: 'echo' },
       slow: { type: 'scripted', behavior: 'slow' },
+      quizzed: {
+        type: 'scripted',
+        behavior: 'call-tool',
+        tool: 'a2a__quiz',
+        arguments: { message: 'start the quiz' },
+        answerInput: 'blue',
+      },
+      asks: { type: 'scripted', behavior: 'ask' },
     },
     profiles: {
       a: {
@@ -60,6 +69,19 @@ const configFor = (port: number) =>
         agents: { slowpoke: {} },
       },
       slow: { name: 'Slow', description: 'Echoes after 2 s', providers: ['slow'], privacyLevel: 'full' },
+      d: {
+        name: 'D',
+        description: 'Delegates and answers the question it gets back',
+        providers: ['quizzed'],
+        privacyLevel: 'full',
+        agents: { quiz: {} },
+      },
+      quiz: {
+        name: 'Quiz',
+        description: 'Asks before it answers',
+        providers: ['asks'],
+        privacyLevel: 'full',
+      },
     },
     a2aAgents: {
       // Waits not at all in place: every call outlives the run's wait.
@@ -69,6 +91,10 @@ const configFor = (port: number) =>
         waitSeconds: 0,
       },
       helper: { cardUrl: `http://127.0.0.1:${port}/agents/b/.well-known/agent-card.json`, timeoutMs: 10_000 },
+      quiz: {
+        cardUrl: `http://127.0.0.1:${port}/agents/quiz/.well-known/agent-card.json`,
+        timeoutMs: 10_000,
+      },
     },
   });
 
@@ -177,4 +203,76 @@ describe('a remote task that outlives the wait', () => {
     expect(after.length).toBe(before + 1);
     expect(after.map((one) => one.id)).toContain(answer.taskId);
   });
+});
+
+/** The user messages a remote task holds, oldest first (its history, as its agent kept it). */
+const userMessagesOf = async (agent: string, id: string) => {
+  const task = (await call(agent, 'GetTask', { id, historyLength: 100 })) as Json & {
+    history?: { messageId: string; role: string; parts: { text?: string }[] }[];
+  };
+  return (task.history ?? []).filter((message) => message.role === 'ROLE_USER');
+};
+
+const delegateToQuiz = async () => {
+  const accepted = (
+    await call('d', 'SendMessage', {
+      message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'take the quiz' }] },
+      configuration: { returnImmediately: true },
+    })
+  )?.task as { id: string };
+  return settled('d', accepted.id);
+};
+
+/** What d's run must end with: quiz's one task, completed, holding the question's answer. */
+const expectQuizAnswered = async (task: Awaited<ReturnType<typeof delegateToQuiz>>, before: number) => {
+  expect(task?.status.state).toBe('TASK_STATE_COMPLETED');
+  const answer = toolAnswerOf(task);
+  expect(answer.state).toBe('completed');
+  expect(answer.artifacts).toEqual([{ name: 'answer', parts: [{ text: 'start the quiz → blue' }] }]);
+  const after = await tasksOf('quiz');
+  expect(after.length).toBe(before + 1);
+  expect(after.map((one) => one.id)).toContain(answer.taskId);
+  // Both messages reached that one task, each once, with ids derived from d's run and step.
+  const asked = await userMessagesOf('quiz', answer.taskId);
+  expect(asked.map((message) => message.parts[0]?.text)).toEqual(['start the quiz', 'blue']);
+  expect(asked.every((message) => /^dlg-[0-9a-f]{32}$/.test(message.messageId))).toBe(true);
+  expect(new Set(asked.map((message) => message.messageId)).size).toBe(2);
+};
+
+describe('a remote agent that asks for input', () => {
+  afterAll(() => disarmFailpoints());
+
+  it('quiz answers INPUT_REQUIRED; d’s model reads the question and answers it on the same remote task; d completes with quiz’s answer', async () => {
+    const before = (await tasksOf('quiz')).length;
+    await expectQuizAnswered(await delegateToQuiz(), before);
+  });
+
+  it('quiz itself: the first message of a task gets the question, the next one on that task completes it', async () => {
+    const asked = (
+      await call('quiz', 'SendMessage', {
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'q' }] },
+      })
+    )?.task as Json & { id: string; status: { state: string; message?: { parts: { text: string }[] } } };
+    expect(asked.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
+    expect(asked.status.message?.parts[0]?.text).toBe(askQuestion);
+    const answered = (
+      await call('quiz', 'SendMessage', {
+        message: { messageId: randomUUID(), role: 'ROLE_USER', taskId: asked.id, parts: [{ text: 'a' }] },
+      })
+    )?.task as Json & { id: string; status: { state: string }; artifacts?: { parts: { text: string }[] }[] };
+    expect(answered.id).toBe(asked.id);
+    expect(answered.status.state).toBe('TASK_STATE_COMPLETED');
+    expect(answered.artifacts?.[0]?.parts[0]?.text).toBe('q → a');
+  });
+
+  for (const nth of [1, 2]) {
+    it(`the executor stops right after recording quiz’s task at the ${nth === 1 ? 'first message' : 'answer'}; the reaper queues the run again, it reads that task: one task at quiz, each message once`, async () => {
+      armFailpoints(`executor.afterDelegationHeld=#${nth}`);
+      const before = (await tasksOf('quiz')).length;
+      const task = await delegateToQuiz();
+      expect(failpointCounts()['executor.afterDelegationHeld']?.faults).toBe(1);
+      await expectQuizAnswered(task, before);
+      disarmFailpoints();
+    });
+  }
 });

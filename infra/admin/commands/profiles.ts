@@ -1,5 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { DynamoDbProfileStore } from '../../../shared/adapters/dynamodb/dynamodb-profile-store.ts';
+import { A2aAgentSource } from '../../../shared/adapters/tools/a2a-agent-source.ts';
+import type { CredentialSources } from '../../../shared/adapters/tools/mcp-credentials.ts';
 import { McpToolSource } from '../../../shared/adapters/tools/mcp-tool-source.ts';
 import { saveProfile } from '../../../shared/app/profiles/save-profile.ts';
 import {
@@ -14,8 +16,8 @@ import {
   defaultConfig,
   parseConfig,
 } from '../../../shared/config/config.ts';
-import type { RemoteToolCheck } from '../../../shared/domain/tools.ts';
-import { webhookPolicyFor } from '../../../shared/domain/webhook-address.ts';
+import type { RemoteAgentCheck, RemoteToolCheck } from '../../../shared/domain/tools.ts';
+import { type WebhookPolicy, webhookPolicyFor } from '../../../shared/domain/webhook-address.ts';
 import { table } from '../../text-table.ts';
 import {
   type AdminIo,
@@ -96,36 +98,70 @@ const readJson = async (path: string): Promise<unknown> => {
   }
 };
 
-/**
- * The MCP check of `profiles put` (docs/configuration.md "Saved profiles"): each server the profile
- * takes tools from is listed from this machine, through the SSRF guard of the installation (local
- * when its tables are on a loopback emulator), with the credentials this command's environment
- * holds (`{"env": …}`). A server whose credentials are only in Secrets Manager, read where
- * deployed, is not checked here: the command says so and saves.
- */
-const mcpCheckOf = (config: Config, options: Options, io: AdminIo): RemoteToolCheck => {
+/** Where the checks of `profiles put` reach out from: this machine, as the installation would. */
+interface Reach {
+  readonly policy: WebhookPolicy;
+  readonly credentials: CredentialSources;
+}
+
+/** The SSRF guard of the installation (local when its tables are on a loopback emulator), this environment's credentials. */
+const reachOf = (config: Config, options: Options, io: AdminIo): Reach => {
   const endpoint = options.endpoint ?? io.env.AWS_ENDPOINT_URL_DYNAMODB ?? io.env.AWS_ENDPOINT_URL;
   const local = endpoint !== undefined && isLoopback(endpoint);
-  const source = new McpToolSource({
-    servers: config.mcpServers,
+  return {
     policy: webhookPolicyFor(local, config.webhooks.allowLoopback),
     credentials: { localMode: true, env: io.env, extensionEndpoint: '', sessionToken: '' },
-  });
+  };
+};
+
+/**
+ * Whether a server's or agent's credentials can be read here: one only in Secrets Manager, read
+ * where deployed, is not checked; the command says so on stderr and saves.
+ */
+const checkableHere = (
+  setting: 'mcpServers' | 'a2aAgents',
+  id: string,
+  remote: Pick<Config['mcpServers'][string], 'headers' | 'oauth'> | undefined,
+  io: AdminIo,
+): boolean => {
+  const credentials: CredentialConfig[] = [
+    ...Object.values(remote?.headers ?? {}).filter((value) => typeof value !== 'string'),
+    ...(remote?.oauth ? [remote.oauth.clientSecret] : []),
+  ];
+  const secretOnly = credentials.some((credential) => credential.env === undefined);
+  if (secretOnly)
+    io.err(`not checked  ${setting}.${id}: its credentials are read from Secrets Manager where deployed`);
+  return !secretOnly;
+};
+
+/**
+ * The MCP check of `profiles put` (docs/configuration.md "Saved profiles"): each server the profile
+ * takes tools from is listed from this machine, with the reach of `reachOf`.
+ */
+const mcpCheckOf = (config: Config, reach: Reach, io: AdminIo): RemoteToolCheck => {
+  const source = new McpToolSource({ servers: config.mcpServers, ...reach });
   return {
     problemsOf: async (grants, profileId) => {
-      const checked = Object.entries(grants).filter(([serverId]) => {
-        const server = config.mcpServers[serverId];
-        const credentials: CredentialConfig[] = [
-          ...Object.values(server?.headers ?? {}).filter((value) => typeof value !== 'string'),
-          ...(server?.oauth ? [server.oauth.clientSecret] : []),
-        ];
-        const secretOnly = credentials.some((credential) => credential.env === undefined);
-        if (secretOnly)
-          io.err(
-            `not checked  mcpServers.${serverId}: its credentials are read from Secrets Manager where deployed`,
-          );
-        return !secretOnly;
-      });
+      const checked = Object.entries(grants).filter(([serverId]) =>
+        checkableHere('mcpServers', serverId, config.mcpServers[serverId], io),
+      );
+      return source.problemsOf(Object.fromEntries(checked), profileId);
+    },
+  };
+};
+
+/**
+ * The A2A agent check of `profiles put` (docs/configuration.md "Saved profiles"): each agent the
+ * profile delegates to has its card read from this machine, through the SSRF guard and with the
+ * agent's `timeoutMs` as the delegation reads it (a2a-agent-source.ts), with the reach of `reachOf`.
+ */
+const agentCheckOf = (config: Config, reach: Reach, io: AdminIo): RemoteAgentCheck => {
+  const source = new A2aAgentSource({ agents: config.a2aAgents, ...reach });
+  return {
+    problemsOf: async (grants, profileId) => {
+      const checked = Object.entries(grants).filter(([agentId]) =>
+        checkableHere('a2aAgents', agentId, config.a2aAgents[agentId], io),
+      );
       return source.problemsOf(Object.fromEntries(checked), profileId);
     },
   };
@@ -143,8 +179,14 @@ export const profilesPutCommand = async (
   const { client, profiles } = profileStore(options, io);
   try {
     const config = options.config === undefined ? defaultConfig : await readConfig(options.config);
+    const reach = reachOf(config, options, io);
     const result = await saveProfile(
-      { profiles, clock: { now: () => new Date() }, remoteTools: mcpCheckOf(config, options, io) },
+      {
+        profiles,
+        clock: { now: () => new Date() },
+        remoteTools: mcpCheckOf(config, reach, io),
+        remoteAgents: agentCheckOf(config, reach, io),
+      },
       config,
       profileId,
       await readJson(path),
@@ -157,7 +199,7 @@ export const profilesPutCommand = async (
         io.out(`It replaces the configuration's profile "${profileId}" where it is served (0024).`);
     } else if (result.problems !== undefined) {
       for (const problem of result.problems) io.out(`REFUSED  ${problem}`);
-      io.out('Not saved: its MCP tools cannot be served; fix the named settings first.');
+      io.out('Not saved: its MCP tools or A2A agents cannot be served; fix the named settings first.');
     } else {
       io.out(`${formatVerdict(result.verdict)}\nNot saved: fix the named setting first.`);
     }

@@ -4,7 +4,7 @@ import { ProviderUnavailableError } from '../../domain/errors.ts';
 import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
 
 /** `call-tool` is the scripted model under the tool loop (scripted-tool-model.ts), not this class. */
-export type ScriptedBehavior = 'echo' | 'tck' | 'fail' | 'slow' | 'stream' | 'call-tool';
+export type ScriptedBehavior = 'echo' | 'tck' | 'fail' | 'slow' | 'stream' | 'call-tool' | 'ask';
 
 /** How long the TCK's `test-resubscribe-message-id` run works: 2× the TCK's 2 s streaming timeout. */
 export const resubscribeScenarioDelayMs = 4_000;
@@ -78,6 +78,8 @@ export class ScriptedProvider implements AgentProvider {
         return { outcome: playTck(request, last), inputTokens: 0, outputTokens: 0 };
       case 'stream':
         return this.streamEcho(request, last);
+      case 'ask':
+        return { outcome: ask(request, last), inputTokens: 0, outputTokens: 0 };
       case 'call-tool':
         throw new Error('The call-tool behaviour runs as a ScriptedToolModel under the tool loop');
     }
@@ -132,6 +134,26 @@ const echo = (request: AgentRequest, last: Message): AgentOutcome => {
     kind: 'completed',
     artifacts: [artifact(request, 'echo', [{ text }])],
     message: agentMessage(request, 'status', [{ text: 'Echoed your message.' }]),
+  };
+};
+
+/** The question `ask` puts on a task's first message. */
+export const askQuestion = 'Which answer should I give? Reply to this task.';
+
+/**
+ * `ask`: the task's first message is answered INPUT_REQUIRED with a question; a later message of
+ * the task completes it with an artifact naming the first message and the answer, so a test reads
+ * from the answer alone that both reached the same task (docs/configuration.md `providers`).
+ */
+const ask = (request: AgentRequest, last: Message): AgentOutcome => {
+  const asked = request.history.filter((message) => message.role === 'ROLE_USER');
+  const first = asked[0];
+  if (first === undefined || asked.length < 2)
+    return { kind: 'input-required', message: agentMessage(request, 'input', [{ text: askQuestion }]) };
+  return {
+    kind: 'completed',
+    artifacts: [artifact(request, 'answer', [{ text: `${textOf(first.parts)} → ${textOf(last.parts)}` }])],
+    message: agentMessage(request, 'status', [{ text: 'Thanks for the answer.' }]),
   };
 };
 

@@ -95,6 +95,45 @@ export class A2aAgentSource implements AgentToolSource {
     }));
   }
 
+  /**
+   * Whether a profile's agents can be called now (the admin command that saves profiles,
+   * docs/configuration.md "Saved profiles"): each agent's card read from its URL through the
+   * guarded fetch (its headers, the SSRF guard, the agent's `timeoutMs`), a valid A2A card, with
+   * an interface the client speaks. Each problem names the setting.
+   */
+  async problemsOf(grants: AgentGrants, profileId: string): Promise<string[]> {
+    const problems = await Promise.all(
+      Object.keys(grants).map(async (agentId) => {
+        const problem = await this.cardProblemOf(agentId);
+        return problem === undefined ? [] : [`profiles.${profileId}.agents.${agentId}: ${problem}`];
+      }),
+    );
+    return problems.flat();
+  }
+
+  private async cardProblemOf(agentId: string): Promise<string | undefined> {
+    const agent = this.options.agents[agentId];
+    if (agent === undefined) return `no A2A agent "${agentId}" is configured`;
+    const where = `the agent card at ${agent.cardUrl}`;
+    let text: string;
+    try {
+      const response = await this.fetchOf(agentId, agent)(agent.cardUrl, {
+        headers: { accept: 'application/json', 'A2A-Version': '1.0' },
+      });
+      text = await response.text();
+      if (!response.ok) return `${where} could not be read (HTTP ${response.status})`;
+    } catch (error) {
+      return `${where} could not be read (${describe(error)})`;
+    }
+    let card: unknown;
+    try {
+      card = JSON.parse(text);
+    } catch {
+      return `${where} is not JSON`;
+    }
+    return cardShapeProblemOf(card, where);
+  }
+
   private async delegate(agentId: string, args: JsonObject, context: ToolContext): Promise<ToolOutput> {
     const agent = this.options.agents[agentId];
     if (agent === undefined) return { ok: false, error: `No A2A agent "${agentId}" is configured.` };
@@ -241,6 +280,40 @@ export class A2aAgentSource implements AgentToolSource {
     return fetch;
   }
 }
+
+/** The client's transports by the card's binding names (`protocolBinding`, compared case-insensitively). */
+const spokenBindings = new Set(['JSONRPC', 'HTTP+JSON']);
+
+/**
+ * What keeps a parsed card from being used by the client (docs/protocol.md, the v1.0 AgentCard):
+ * a name, and `supportedInterfaces` whose entries each have a `url` and a `protocolBinding`, one
+ * of them JSON-RPC or HTTP+JSON. A v0.3 card (a top-level `url`, no `supportedInterfaces`) is
+ * named as such: the client reads v1.0 cards.
+ */
+export const cardShapeProblemOf = (card: unknown, where: string): string | undefined => {
+  if (typeof card !== 'object' || card === null || Array.isArray(card))
+    return `${where} is not a valid A2A agent card (not a JSON object)`;
+  const { name, supportedInterfaces, url } = card as Record<string, unknown>;
+  if (typeof name !== 'string' || name === '') return `${where} is not a valid A2A agent card (no name)`;
+  if (supportedInterfaces === undefined && typeof url === 'string')
+    return `${where} is an A2A v0.3 card (a url, no supportedInterfaces); a v1.0 card is needed`;
+  if (!Array.isArray(supportedInterfaces))
+    return `${where} is not a valid A2A agent card (no supportedInterfaces)`;
+  const interfaces = supportedInterfaces.filter(
+    (entry): entry is { url: string; protocolBinding: string } =>
+      typeof entry === 'object' &&
+      entry !== null &&
+      typeof (entry as Record<string, unknown>).url === 'string' &&
+      typeof (entry as Record<string, unknown>).protocolBinding === 'string',
+  );
+  if (interfaces.length !== supportedInterfaces.length)
+    return `${where} is not a valid A2A agent card (an interface without url or protocolBinding)`;
+  if (!interfaces.some((entry) => spokenBindings.has(entry.protocolBinding.toUpperCase())))
+    return `${where} offers no JSON-RPC or HTTP+JSON interface (it lists: ${
+      interfaces.map((entry) => entry.protocolBinding).join(', ') || 'none'
+    })`;
+  return undefined;
+};
 
 const requestOptions = (context: ToolContext) => (context.signal ? { signal: context.signal } : {});
 

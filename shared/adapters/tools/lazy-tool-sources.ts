@@ -65,8 +65,15 @@ export class LazyA2aAgentSource implements AgentToolSource {
 }
 
 /** The scripted `call-tool` model (scripted-tool-model.ts), loaded on its first turn. */
-export const lazyScriptedToolModel = (providerId: string, tool: string, args?: JsonObject): ChatModel => {
-  const model = load().then(({ ScriptedToolModel }) => new ScriptedToolModel(providerId, tool, args));
+export const lazyScriptedToolModel = (
+  providerId: string,
+  tool: string,
+  args?: JsonObject,
+  answerInput?: string,
+): ChatModel => {
+  const model = load().then(
+    ({ ScriptedToolModel }) => new ScriptedToolModel(providerId, tool, args, answerInput),
+  );
   return {
     providerId,
     complete: async (request: ModelRequest): Promise<ModelTurn> => (await model).complete(request),

@@ -1,7 +1,7 @@
 import type { Config } from '../../config/config.ts';
 import type { ProfileStore, StoredProfile } from '../../domain/operations.ts';
 import type { Clock } from '../../domain/ports.ts';
-import type { RemoteToolCheck } from '../../domain/tools.ts';
+import type { RemoteAgentCheck, RemoteToolCheck } from '../../domain/tools.ts';
 import { checkProfileEntry } from './served-profiles.ts';
 import type { ProfileVerdict } from './validate-profiles.ts';
 
@@ -10,7 +10,8 @@ import type { ProfileVerdict } from './validate-profiles.ts';
  * installation's configuration (its shape, its providers exist) and publishable (I-REFUSE).
  * A refused profile is not saved; the verdict names the setting that refuses it. A profile that
  * takes tools from MCP servers (`mcp`) is saved only if each server answers and offers every tool
- * it allows; otherwise `problems` says why, per setting.
+ * it allows, and one that delegates to A2A agents (`agents`) only if each agent's card can be read
+ * and used; otherwise `problems` says why, per setting.
  */
 
 export type SaveProfileResult =
@@ -18,13 +19,18 @@ export type SaveProfileResult =
   | {
       readonly saved: false;
       readonly verdict: ProfileVerdict;
-      /** Why its MCP servers or tools cannot be served, each naming its setting. */
+      /** Why its MCP servers, tools or A2A agents cannot be served, each naming its setting. */
       readonly problems?: readonly string[];
     };
 
 /** Throws ConfigError (with the setting's path) when the entry is not a valid profile of `config`. */
 export const saveProfile = async (
-  deps: { readonly profiles: ProfileStore; readonly clock: Clock; readonly remoteTools?: RemoteToolCheck },
+  deps: {
+    readonly profiles: ProfileStore;
+    readonly clock: Clock;
+    readonly remoteTools?: RemoteToolCheck;
+    readonly remoteAgents?: RemoteAgentCheck;
+  },
   config: Config,
   profileId: string,
   entry: unknown,
@@ -32,10 +38,15 @@ export const saveProfile = async (
   // Checked as the rpc function checks it each time it reads it (served-profiles.ts).
   const { profile, verdict } = checkProfileEntry(config, profileId, entry);
   if (!verdict.publishable) return { saved: false, verdict };
-  const problems =
+  const [toolProblems, agentProblems] = await Promise.all([
     deps.remoteTools === undefined || Object.keys(profile.mcp).length === 0
       ? []
-      : await deps.remoteTools.problemsOf(profile.mcp, profileId);
+      : deps.remoteTools.problemsOf(profile.mcp, profileId),
+    deps.remoteAgents === undefined || Object.keys(profile.agents).length === 0
+      ? []
+      : deps.remoteAgents.problemsOf(profile.agents, profileId),
+  ]);
+  const problems = [...toolProblems, ...agentProblems];
   if (problems.length > 0) return { saved: false, verdict, problems };
   const stored: StoredProfile = {
     profileId,
