@@ -61,6 +61,7 @@ const runsHereOf = (env: RuntimeEnv, adapters: RpcAdapters): RunsHere => {
     ...adapters,
     metrics: runMetrics,
     providerFor: createProviderFor(env),
+    requeue: new SqsRunQueue(adapters.sqs, env.runQueueUrl),
   });
   return {
     // Bedrock's client stays out of this bundle (≤ 512 KiB, infra/bundling.ts): its profiles' runs are queued.

@@ -1,5 +1,7 @@
 import type { JsonObject } from '../../domain/a2a.ts';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { ChatModel, ModelRequest, ModelStreamEvent, ModelTurn } from '../../domain/model.ts';
+import type { RunQueue } from '../../domain/ports.ts';
 import type {
   AgentGrants,
   AgentToolSource,
@@ -82,6 +84,21 @@ export const lazyToolRegistry = (outbound?: WebhookPolicy): (() => Promise<ToolR
   return () => {
     registry ??= load().then(({ createToolRegistry }) => createToolRegistry(outbound));
     return registry;
+  };
+};
+
+/**
+ * The run queue (sqs-run-queue.ts) from the same bundle file, for a function that queues runs
+ * only after a delegated call (the executor, docs/reliability.md "Delegated calls"): its client
+ * is created on the first message.
+ */
+export const lazyRunQueue = (sqs: SQSClient, queueUrl: string): RunQueue => {
+  let queue: Promise<RunQueue> | undefined;
+  return {
+    enqueue: async (message) => {
+      queue ??= load().then(({ SqsRunQueue }) => new SqsRunQueue(sqs, queueUrl));
+      return (await queue).enqueue(message);
+    },
   };
 };
 

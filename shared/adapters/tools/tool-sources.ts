@@ -8,6 +8,8 @@
 
 // A run's delegation steps ride along: only a run that may delegate needs them (run-deps.ts).
 export { parkRun, runDelegations } from '../../app/runs/run-delegations.ts';
+// So does the run queue's client: a run whose remote task settled before it parked is queued again (run-deps.ts).
+export { SqsRunQueue } from '../sqs-run-queue.ts';
 export { ScriptedToolModel } from '../providers/scripted-tool-model.ts';
 export { A2aAgentSource } from './a2a-agent-source.ts';
 export { McpToolSource } from './mcp-tool-source.ts';
