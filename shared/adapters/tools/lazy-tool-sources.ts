@@ -5,6 +5,7 @@ import type { RunQueue } from '../../domain/ports.ts';
 import type {
   AgentGrants,
   AgentToolSource,
+  RemoteAgentTasks,
   RemoteToolGrants,
   RemoteToolSource,
   ToolRegistry,
@@ -54,15 +55,26 @@ export class LazyMcpToolSource implements RemoteToolSource {
   }
 }
 
-/** The remote A2A agents as tools (a2a-agent-source.ts), created when a run first needs them. */
-export class LazyA2aAgentSource implements AgentToolSource {
+/**
+ * The remote A2A agents as tools (a2a-agent-source.ts), created when a run first needs them, and
+ * their tasks, which a cancel cancels (CancelTask).
+ */
+export class LazyA2aAgentSource implements AgentToolSource, RemoteAgentTasks {
   private source: Promise<InstanceType<ToolSources['A2aAgentSource']>> | undefined;
 
   constructor(private readonly options: A2aAgentSourceOptions) {}
 
-  async toolsFor(grants: AgentGrants) {
+  private get(): Promise<InstanceType<ToolSources['A2aAgentSource']>> {
     this.source ??= load().then(({ A2aAgentSource }) => new A2aAgentSource(this.options));
-    return (await this.source).toolsFor(grants);
+    return this.source;
+  }
+
+  async toolsFor(grants: AgentGrants) {
+    return (await this.get()).toolsFor(grants);
+  }
+
+  async cancel(tool: string, remoteTaskId: string): Promise<void> {
+    return (await this.get()).cancel(tool, remoteTaskId);
   }
 }
 
