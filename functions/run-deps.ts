@@ -15,7 +15,7 @@ import { TaskContentCodec } from '../shared/app/tasks/task-content.ts';
 import type { RuntimeEnv } from '../shared/config/runtime-env.ts';
 import type { Logger } from '../shared/domain/logger.ts';
 import type { Metrics } from '../shared/domain/metrics.ts';
-import type { AgentProvider, Sealer, TaskRepository } from '../shared/domain/ports.ts';
+import type { AgentProvider, RunQueue, Sealer, TaskRepository } from '../shared/domain/ports.ts';
 import { webhookPolicyOf } from './compose.ts';
 
 /**
@@ -33,6 +33,8 @@ export const createRunDeps = (
     readonly metrics: Metrics;
     /** The executor's holds every provider type; the rpc's no Bedrock (functions/providers.ts). */
     readonly providerFor: (providerId: string) => AgentProvider;
+    /** Where a run whose remote task settled before it parked is queued again (docs/reliability.md "Delegated calls"). */
+    readonly requeue?: RunQueue;
   },
 ): ExecuteRunDeps => ({
   tasks: wiring.tasks,
@@ -48,6 +50,7 @@ export const createRunDeps = (
   ...(Object.keys(env.config.a2aAgents).length > 0 && {
     agentTools: createA2aAgentSource(env),
     loadDelegations: loadRunDelegations,
+    ...(wiring.requeue && { requeue: wiring.requeue }),
   }),
   audit: new DynamoDbAuditTrail(wiring.documents, env.auditTableName, wiring.sealer),
   logger: wiring.logger,

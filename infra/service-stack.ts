@@ -316,6 +316,9 @@ export class ServiceStack extends Stack {
     grantSealing(this.executor);
     // The writer's direct fan-out of the revisions it projects (decision 0061).
     grantSendMessage(this.executor, stateful.deliveryQueue);
+    // A run whose delegated task settled before the run parked is queued again at once
+    // (docs/reliability.md "Delegated calls"): only where profiles may delegate.
+    if (Object.keys(props.config.a2aAgents).length > 0) grantSendMessage(this.executor, stateful.runQueue);
     this.grantBedrockModels(this.executor, props.config);
     this.grantProviderSecrets(this.executor, providerSecrets);
 

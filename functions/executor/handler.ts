@@ -8,6 +8,7 @@ import { processPartialBatch } from '../../shared/adapters/partial-batch.ts';
 import { createLogger } from '../../shared/adapters/powertools-logger.ts';
 import { createDocumentClient, createSqsClient } from '../../shared/adapters/sdk-clients.ts';
 import { runMessageSchema } from '../../shared/adapters/sqs-run-queue.ts';
+import { lazyRunQueue } from '../../shared/adapters/tools/lazy-tool-sources.ts';
 import { WriteThrough } from '../../shared/app/journal/write-through.ts';
 import { failpoint } from '../../shared/app/operations/failpoints.ts';
 import { executeRun } from '../../shared/app/runs/execute-run.ts';
@@ -23,13 +24,14 @@ const metrics = createFunctionMetrics(env, 'executor');
 const documents = createDocumentClient();
 const sealer = createSealer(env, documents);
 const tasks = new DynamoDbTaskRepository(documents, env.stateTableName);
+const sqs = createSqsClient();
 // A run projects the revisions it commits into the journal itself, and queues their webhook
 // deliveries without waiting for the journal stream's pusher (docs/architecture.md "The journal write").
 const writeThrough = new WriteThrough(tasks, new DynamoDbJournalWriter(documents, env.journalTableName), {
   logger,
   ...directFanOutOf(env, {
     pushConfigs: new DynamoDbPushConfigRepository(documents, env.stateTableName),
-    sqs: createSqsClient(),
+    sqs,
     logger,
   }),
 });
@@ -41,6 +43,8 @@ const deps = createRunDeps(env, {
   logger,
   metrics,
   providerFor: createProviderFor(env),
+  // Loaded with the delegation steps: only a run that waited for a remote task queues a run.
+  requeue: lazyRunQueue(sqs, env.runQueueUrl),
 });
 
 /** One queue message = one run; a thrown record is reported as a partial failure and redelivered. */

@@ -26,7 +26,7 @@ import type { Metrics } from '../../shared/domain/metrics.ts';
 import type { Sealer, TaskRepository } from '../../shared/domain/ports.ts';
 import { webhookPolicyOf } from '../compose.ts';
 import { createProviderFor } from '../providers.ts';
-import { createRunDeps } from '../run-deps.ts';
+import { createA2aAgentSource, createRunDeps } from '../run-deps.ts';
 import { mayAnswerWithMessage } from './message-answers.ts';
 
 /** The adapters the rpc's composition root builds once per cold start. */
@@ -61,6 +61,7 @@ const runsHereOf = (env: RuntimeEnv, adapters: RpcAdapters): RunsHere => {
     ...adapters,
     metrics: runMetrics,
     providerFor: createProviderFor(env),
+    requeue: new SqsRunQueue(adapters.sqs, env.runQueueUrl),
   });
   return {
     // Bedrock's client stays out of this bundle (≤ 512 KiB, infra/bundling.ts): its profiles' runs are queued.
@@ -101,6 +102,8 @@ export const createRpcDispatcher = (env: RuntimeEnv, adapters: RpcAdapters) => {
     ...(env.runLeaseMs ? { runLeaseMs: env.runLeaseMs } : {}),
     // The request's traceparent (validated by the preset) goes on a new task's row.
     callerTraceparent: () => currentTrace()?.traceparent,
+    // A cancel of a run that waits for a delegated task cancels that task too (CancelTask).
+    ...(Object.keys(env.config.a2aAgents).length > 0 && { remoteTasks: createA2aAgentSource(env) }),
   });
   const deliveryLog = new DynamoDbPushDeliveryLog(documents, env.stateTableName);
   return createDispatcher(

@@ -55,6 +55,11 @@ export interface RowExpectation {
   readonly runVersion?: number;
   /** Also require the stored lease to end before it (the reaper's fence: renewals keep the version). */
   readonly leaseExpiredBefore?: number;
+  /**
+   * Also require the current run not to be parked at a delegated call (a cancel that only flags
+   * the run for its executor: the park write keeps the version, docs/reliability.md "Delegated calls").
+   */
+  readonly runNotParked?: boolean;
 }
 
 /**
@@ -170,7 +175,21 @@ export interface TaskRepository {
     run: RunRecord,
     hold: { readonly delegation: RunDelegation; readonly sealedSuspension: SealedBlob } | undefined,
   ): Promise<'held' | 'lost' | 'canceled'>;
+  /**
+   * Marks the delegation a RUNNING run waits at (docs/reliability.md "Delegated calls"); the two
+   * marks exclude each other, each one conditional write that keeps the version:
+   * - `parked`: its executor leaves it — at the version it holds, not asked to cancel, the same
+   *   remote task, not `settled`. 'settled' when the notification came first (the run is to be
+   *   queued again at once), 'canceled' when a cancel was asked, 'lost' when the run moved.
+   * - `settled`: the remote task's push notification says it settled — the wait whose token hash
+   *   `run.delegation` holds, not `parked`. 'parked' when the park came first (the run is to be
+   *   woken), 'lost' when the run no longer waits there.
+   */
+  markDelegation(run: RunRecord, mark: 'parked' | 'settled'): Promise<DelegationMarkOutcome>;
 }
+
+/** What `TaskRepository.markDelegation` found: its mark written, or what stood in its way. */
+export type DelegationMarkOutcome = 'marked' | 'parked' | 'settled' | 'canceled' | 'lost';
 
 /** Wakes an executor for a run. The run row is the state; the message carries only ids. */
 export interface RunQueue {

@@ -159,6 +159,11 @@ export interface RunDelegation {
   readonly tokenHash?: string;
   /** Its executor left it waiting: a push notification of the remote task may queue it again. */
   readonly parked?: boolean;
+  /**
+   * The remote task's push notification said it settled while the run still waited in place: the
+   * park write, which never succeeds beside it, queues the run again at once instead of parking.
+   */
+  readonly settled?: boolean;
 }
 
 /** A fenced tool call as the run row records it: which call, which tool, when it started. */

@@ -122,3 +122,12 @@ export type AgentGrants = Readonly<
 export interface AgentToolSource {
   toolsFor(grants: AgentGrants, signal?: AbortSignal): Promise<EnabledTool[]>;
 }
+
+/**
+ * The tasks this server's runs started at remote A2A agents (docs/configuration.md `a2aAgents`):
+ * a cancel of the run that waits for one asks the agent to cancel it too (A2A CancelTask).
+ */
+export interface RemoteAgentTasks {
+  /** Cancels the remote task a delegated call of `tool` (`a2a__<agent>`) started; rejects when the agent refused or was not reached. */
+  cancel(tool: string, remoteTaskId: string): Promise<void>;
+}

@@ -71,6 +71,7 @@ describe('limits', () => {
         repositories.tasks.readHistorySegments(taskId, below, last),
       fenceRun: (run, fence) => repositories.tasks.fenceRun(run, fence),
       holdDelegation: (run, hold) => repositories.tasks.holdDelegation(run, hold),
+      markDelegation: (run, mark) => repositories.tasks.markDelegation(run, mark),
     };
     return { tasks, counter };
   };

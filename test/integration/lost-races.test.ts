@@ -72,6 +72,7 @@ describe('lost races answer precisely', () => {
       readHistorySegments: (taskId, below, last) => tasks.readHistorySegments(taskId, below, last),
       fenceRun: (run, fence) => tasks.fenceRun(run, fence),
       holdDelegation: (run, hold) => tasks.holdDelegation(run, hold),
+      markDelegation: (run, mark) => tasks.markDelegation(run, mark),
       getTask: async (taskId) => {
         const task = await tasks.getTask(taskId);
         if (arrived < parties) {

@@ -3,6 +3,7 @@ import { VersionConflictError } from '../../shared/domain/errors.ts';
 import { historyExpiryOf, historyWriteOf, newestSegments } from '../../shared/domain/history.ts';
 import type {
   CommitResult,
+  DelegationMarkOutcome,
   JournalLedger,
   JournalRepository,
   JournalState,
@@ -58,7 +59,7 @@ export class InMemoryTaskRepository implements TaskRepository {
     const items = plan.items ?? [];
     if (row) {
       const current = this.tasks.get(row.taskId);
-      const { revision, runVersion, leaseExpiredBefore } = row.expect;
+      const { revision, runVersion, leaseExpiredBefore, runNotParked } = row.expect;
       if (
         revision === 'absent'
           ? current !== undefined
@@ -74,6 +75,7 @@ export class InMemoryTaskRepository implements TaskRepository {
           (leaseExpiredBefore !== undefined && !((rowRun?.leaseUntil ?? 0) < leaseExpiredBefore)))
       )
         throw new VersionConflictError('run version mismatch');
+      if (runNotParked && rowRun?.delegation?.parked === true) throw new VersionConflictError('run parked');
       if (
         row.archive !== undefined &&
         (row.archive === 'none'
@@ -188,6 +190,28 @@ export class InMemoryTaskRepository implements TaskRepository {
       hold === undefined ? { ...rest, ...(fence && { fence }) } : { ...rest, ...hold },
     );
     return 'held';
+  }
+
+  async markDelegation(run: RunRecord, mark: 'parked' | 'settled'): Promise<DelegationMarkOutcome> {
+    const current = this.runs.get(run.runId);
+    const delegation = current?.delegation;
+    if (
+      current?.status !== 'RUNNING' ||
+      delegation === undefined ||
+      delegation.remoteTaskId !== run.delegation?.remoteTaskId
+    )
+      return 'lost';
+    if (mark === 'settled') {
+      if (delegation.parked) return 'parked';
+      if (delegation.tokenHash === undefined || delegation.tokenHash !== run.delegation.tokenHash)
+        return 'lost';
+    } else {
+      if (current.version !== run.version) return 'lost';
+      if (current.cancelRequested) return 'canceled';
+      if (delegation.settled) return 'settled';
+    }
+    this.runs.set(run.runId, { ...current, delegation: { ...delegation, [mark]: true } });
+    return 'marked';
   }
 }
 

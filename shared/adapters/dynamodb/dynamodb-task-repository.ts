@@ -9,7 +9,13 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { ItemTooLargeError, VersionConflictError } from '../../domain/errors.ts';
-import type { CommitResult, ItemWrite, TaskRepository, WritePlan } from '../../domain/ports.ts';
+import type {
+  CommitResult,
+  DelegationMarkOutcome,
+  ItemWrite,
+  TaskRepository,
+  WritePlan,
+} from '../../domain/ports.ts';
 import type { HistorySegment, SealedBlob, StoredTask } from '../../domain/projection.ts';
 import { transactedImage } from '../../domain/row-writes.ts';
 import type { RunDelegation, RunFence, RunRecord } from '../../domain/task.ts';
@@ -219,6 +225,83 @@ export class DynamoDbTaskRepository implements TaskRepository {
             { ':delegation': hold.delegation, ':suspension': hold.sealedSuspension },
           );
     return outcome === 'updated' ? 'held' : outcome;
+  }
+
+  /**
+   * The two marks of a delegated wait (docs/reliability.md "Delegated calls") as one update of the
+   * task row's `run.delegation` each, neither moving the version: `parked` on the run at the
+   * version its executor holds, not asked to cancel, waiting for the same remote task, not
+   * `settled`; `settled` on the run waiting with the same token hash, not `parked`. Each one's
+   * condition excludes the other's mark, so exactly one of a park and an early notification
+   * writes, and the loser reads which one won from the old image.
+   */
+  async markDelegation(run: RunRecord, mark: 'parked' | 'settled'): Promise<DelegationMarkOutcome> {
+    const delegation = run.delegation;
+    if (delegation === undefined) return 'lost';
+    const names = {
+      '#run': 'run',
+      '#runId': 'runId',
+      '#status': 'status',
+      '#delegation': 'delegation',
+      '#parked': 'parked',
+      '#settled': 'settled',
+    };
+    const common = '#run.#runId = :runId AND #run.#status = :running';
+    const input =
+      mark === 'parked'
+        ? {
+            UpdateExpression: 'SET #run.#delegation.#parked = :true',
+            ConditionExpression: `${common} AND #run.#version = :version AND #run.#cancelRequested = :false AND #run.#delegation.#remoteTaskId = :remoteTaskId AND attribute_not_exists(#run.#delegation.#settled)`,
+            ExpressionAttributeNames: {
+              ...names,
+              '#version': 'version',
+              '#cancelRequested': 'cancelRequested',
+              '#remoteTaskId': 'remoteTaskId',
+            },
+            ExpressionAttributeValues: {
+              ':runId': run.runId,
+              ':running': 'RUNNING',
+              ':true': true,
+              ':false': false,
+              ':version': run.version,
+              ':remoteTaskId': delegation.remoteTaskId,
+            },
+          }
+        : {
+            UpdateExpression: 'SET #run.#delegation.#settled = :true',
+            ConditionExpression: `${common} AND #run.#delegation.#tokenHash = :tokenHash AND attribute_not_exists(#run.#delegation.#parked)`,
+            ExpressionAttributeNames: { ...names, '#tokenHash': 'tokenHash' },
+            ExpressionAttributeValues: {
+              ':runId': run.runId,
+              ':running': 'RUNNING',
+              ':true': true,
+              ':tokenHash': delegation.tokenHash ?? '',
+            },
+          };
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: keys.task(run.taskId),
+          ...input,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return 'marked';
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const old = error.Item?.run?.M;
+      const waiting =
+        old?.runId?.S === run.runId &&
+        old.status?.S === 'RUNNING' &&
+        old.delegation?.M?.remoteTaskId?.S === delegation.remoteTaskId;
+      if (!waiting) return 'lost';
+      const marks = old.delegation?.M;
+      if (mark === 'settled') return marks?.parked?.BOOL === true ? 'parked' : 'lost';
+      if (old.version?.N !== String(run.version)) return 'lost';
+      if (old.cancelRequested?.BOOL === true) return 'canceled';
+      return marks?.settled?.BOOL === true ? 'settled' : 'lost';
+    }
   }
 
   /**

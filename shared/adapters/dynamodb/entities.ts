@@ -230,6 +230,7 @@ const runFields = {
       at: z.string(),
       tokenHash: z.optional(z.string()),
       parked: z.optional(z.boolean()),
+      settled: z.optional(z.boolean()),
     }),
   ),
 } satisfies Record<RunField, unknown>;

@@ -112,6 +112,9 @@ export const toTaskRowUpdate = (row: RowUpdate, tableName: string): TaskRowUpdat
   // The reaper's fence: the lease must still be over, since renewals do not move the version.
   if (expect.leaseExpiredBefore !== undefined)
     conditions.push(`${name('leaseUntil')} < ${value('leaseExpiredBefore', expect.leaseExpiredBefore)}`);
+  // A cancel that flags the run for its executor: not once the executor left it parked.
+  if (expect.runNotParked)
+    conditions.push(`attribute_not_exists(${name('run')}.${name('delegation')}.${name('parked')})`);
   if (row.marksPush) {
     assign(pushMark, true);
     // The mark alone is set on an existing row only (never creates one).

@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
-import { GetTaskRequest, Message, SendMessageRequest, Task, TaskPushNotificationConfig } from '@a2a-js/sdk';
+import {
+  CancelTaskRequest,
+  GetTaskRequest,
+  Message,
+  SendMessageRequest,
+  Task,
+  TaskPushNotificationConfig,
+} from '@a2a-js/sdk';
 import {
   type Client,
   ClientFactory,
@@ -16,6 +23,7 @@ import type {
   AgentGrants,
   AgentToolSource,
   EnabledTool,
+  RemoteAgentTasks,
   ToolContext,
   ToolOutput,
 } from '../../domain/tools.ts';
@@ -57,7 +65,7 @@ export const delegatedMessageId = (runId: string, round: number, callId: string)
  * pass, and answers with the task's artifacts or its status message; a task that asks for input
  * is answered by calling the tool again with its `taskId`.
  */
-export class A2aAgentSource implements AgentToolSource {
+export class A2aAgentSource implements AgentToolSource, RemoteAgentTasks {
   private readonly clients = new Map<string, { readonly until: number; readonly client: Promise<Client> }>();
   private readonly fetches = new Map<string, GuardedFetch>();
   private readonly now: () => number;
@@ -132,6 +140,19 @@ export class A2aAgentSource implements AgentToolSource {
       return `${where} is not JSON`;
     }
     return cardShapeProblemOf(card, where);
+  }
+
+  /**
+   * Cancels the task a delegated call of `tool` started (A2A CancelTask), through the same
+   * client and guard as the call, within the agent's `timeoutMs`. An agent that answers with an
+   * error (the task ended already, or it cannot be canceled) rejects, as does one not reached.
+   */
+  async cancel(tool: string, remoteTaskId: string): Promise<void> {
+    const agentId = agentIdOfTool(tool);
+    const agent = agentId === undefined ? undefined : this.options.agents[agentId];
+    if (agentId === undefined || agent === undefined) throw new Error(`No A2A agent for the tool "${tool}"`);
+    const client = await this.client(agentId, agent);
+    await client.cancelTask(CancelTaskRequest.fromJSON({ id: remoteTaskId }));
   }
 
   private async delegate(agentId: string, args: JsonObject, context: ToolContext): Promise<ToolOutput> {
@@ -313,6 +334,12 @@ export const cardShapeProblemOf = (card: unknown, where: string): string | undef
       interfaces.map((entry) => entry.protocolBinding).join(', ') || 'none'
     })`;
   return undefined;
+};
+
+/** The agent a delegation tool names (`agentToolName`'s inverse); undefined for another tool. */
+const agentIdOfTool = (tool: string): string | undefined => {
+  const prefix = agentToolName('');
+  return tool.startsWith(prefix) && tool.length > prefix.length ? tool.slice(prefix.length) : undefined;
 };
 
 const requestOptions = (context: ToolContext) => (context.signal ? { signal: context.signal } : {});

@@ -1,8 +1,11 @@
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { JsonObject } from '../../domain/a2a.ts';
 import type { ChatModel, ModelRequest, ModelStreamEvent, ModelTurn } from '../../domain/model.ts';
+import type { RunQueue } from '../../domain/ports.ts';
 import type {
   AgentGrants,
   AgentToolSource,
+  RemoteAgentTasks,
   RemoteToolGrants,
   RemoteToolSource,
   ToolRegistry,
@@ -52,15 +55,26 @@ export class LazyMcpToolSource implements RemoteToolSource {
   }
 }
 
-/** The remote A2A agents as tools (a2a-agent-source.ts), created when a run first needs them. */
-export class LazyA2aAgentSource implements AgentToolSource {
+/**
+ * The remote A2A agents as tools (a2a-agent-source.ts), created when a run first needs them, and
+ * their tasks, which a cancel cancels (CancelTask).
+ */
+export class LazyA2aAgentSource implements AgentToolSource, RemoteAgentTasks {
   private source: Promise<InstanceType<ToolSources['A2aAgentSource']>> | undefined;
 
   constructor(private readonly options: A2aAgentSourceOptions) {}
 
-  async toolsFor(grants: AgentGrants) {
+  private get(): Promise<InstanceType<ToolSources['A2aAgentSource']>> {
     this.source ??= load().then(({ A2aAgentSource }) => new A2aAgentSource(this.options));
-    return (await this.source).toolsFor(grants);
+    return this.source;
+  }
+
+  async toolsFor(grants: AgentGrants) {
+    return (await this.get()).toolsFor(grants);
+  }
+
+  async cancel(tool: string, remoteTaskId: string): Promise<void> {
+    return (await this.get()).cancel(tool, remoteTaskId);
   }
 }
 
@@ -89,6 +103,21 @@ export const lazyToolRegistry = (outbound?: WebhookPolicy): (() => Promise<ToolR
   return () => {
     registry ??= load().then(({ createToolRegistry }) => createToolRegistry(outbound));
     return registry;
+  };
+};
+
+/**
+ * The run queue (sqs-run-queue.ts) from the same bundle file, for a function that queues runs
+ * only after a delegated call (the executor, docs/reliability.md "Delegated calls"): its client
+ * is created on the first message.
+ */
+export const lazyRunQueue = (sqs: SQSClient, queueUrl: string): RunQueue => {
+  let queue: Promise<RunQueue> | undefined;
+  return {
+    enqueue: async (message) => {
+      queue ??= load().then(({ SqsRunQueue }) => new SqsRunQueue(sqs, queueUrl));
+      return (await queue).enqueue(message);
+    },
   };
 };
 

@@ -20,7 +20,7 @@ import {
   requirePushDeps,
 } from '../push/push-configs.ts';
 import { listPushDeliveries, type PushDeliveryReadDeps } from '../push/push-deliveries.ts';
-import { cancelTask } from '../tasks/cancel-task.ts';
+import { type CancelTaskDeps, cancelTask } from '../tasks/cancel-task.ts';
 import { listTasks } from '../tasks/list-tasks.ts';
 import { longPollTask } from '../tasks/long-poll-task.ts';
 import { getTask } from '../tasks/read-task.ts';
@@ -66,7 +66,8 @@ const pushDeps = (deps: SendMessageDeps) => {
 };
 
 export type A2aMethodsDeps = SendMessageDeps &
-  Pick<StreamMethodDeps, 'streamSlots' | 'mayAnswerWithMessage'> & {
+  Pick<StreamMethodDeps, 'streamSlots' | 'mayAnswerWithMessage'> &
+  Pick<CancelTaskDeps, 'remoteTasks'> & {
     /**
      * The profiles served, saved ones included (docs/operations.md, "Saved profiles"); absent =
      * `config.profiles` only.

@@ -144,13 +144,19 @@ export const runAttempts = async (
         // The remote task and the state to continue at its call are on the run row: the run
         // waits, RUNNING, until the remote task's push notification or the reaper (its lease
         // over) queues it again (docs/configuration.md `a2aAgents`). Marked as left, so that a
-        // push notification may queue it; best effort: the reaper wakes it anyway.
-        await delegating?.parkRun(deps, run);
+        // push notification may queue it — or queued again at once when a notification said the
+        // remote task settled first (docs/reliability.md "Delegated calls").
+        const parked = (await delegating?.parkRun(deps, run, current)) ?? 'waiting';
         await recordAuditStep(deps, run, {
           kind: 'attempt',
           ...attemptOf(providerId, 'succeeded', startedAt, deps.clock.now()),
           reason: 'AWAITING_REMOTE_TASK',
         });
+        if (parked === 'moved') {
+          // A cancel was asked while it waited (the task is CANCELED already): the run ends here.
+          const fresh = await reread(deps, run, current);
+          if (fresh.kind === 'ended') return fresh.result;
+        }
         return 'awaiting-remote';
       }
       if (error instanceof ApprovalRequiredError) {

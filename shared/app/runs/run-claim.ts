@@ -21,8 +21,10 @@ export const claimRun = async (
 ): Promise<{ run: RunRecord; task: StoredTask } | { ended: ExecuteRunResult }> => {
   const now = deps.clock.now();
   // A run waiting at a delegated call keeps its sealed state until the call returns: it may stop
-  // and be queued again while it reads the remote task (docs/configuration.md `a2aAgents`).
-  const { parked: _left, ...delegation } = run.delegation ?? {};
+  // and be queued again while it reads the remote task (docs/configuration.md `a2aAgents`). The
+  // marks of its last wait go: this attempt reads the remote task itself (docs/reliability.md
+  // "Delegated calls").
+  const { parked: _left, settled: _noted, ...delegation } = run.delegation ?? {};
   const waitsAtCall = run.delegation !== undefined;
   const claimedRun = moveRun(run, 'RUNNING', {
     leaseUntil: claimLeaseUntil(deps, run, now),

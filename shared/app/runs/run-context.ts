@@ -3,7 +3,7 @@ import type { AuditTrail } from '../../domain/audit.ts';
 import type { Logger } from '../../domain/logger.ts';
 import type { Metrics } from '../../domain/metrics.ts';
 import type { AgentStep } from '../../domain/model.ts';
-import type { AgentProvider, Clock, RunLeases, WritePlan } from '../../domain/ports.ts';
+import type { AgentProvider, Clock, RunLeases, RunQueue, WritePlan } from '../../domain/ports.ts';
 import { retentionExpiry } from '../../domain/privacy.ts';
 import type { JournalEvent, StoredTask } from '../../domain/projection.ts';
 import type { RunRecord } from '../../domain/task.ts';
@@ -38,6 +38,11 @@ export interface ExecuteRunDeps extends CommitDeps {
   readonly agentTools?: AgentToolSource;
   /** The run's delegation steps (run-delegations.ts), loaded by a run whose profile may delegate. */
   readonly loadDelegations?: () => Promise<typeof import('./run-delegations.ts')>;
+  /**
+   * Where a run whose remote task settled before its executor could park it is queued again at
+   * once (docs/reliability.md "Delegated calls"); absent: the reaper queues it when its lease is over.
+   */
+  readonly requeue?: RunQueue;
   /**
    * Observer of every model turn and tool call, arguments and results included; never journaled.
    * The audit trail records them itself (`recordAgentStep`, at the audit ceiling).

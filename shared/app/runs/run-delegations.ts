@@ -1,15 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import type { SuspendedRun } from '../../domain/approvals.ts';
-import { ToolFenceLostError } from '../../domain/errors.ts';
+import { ToolFenceLostError, VersionConflictError } from '../../domain/errors.ts';
 import type { DelegationCallback } from '../../domain/model.ts';
-import type { AgentRequest } from '../../domain/ports.ts';
-import type { SealedBlob } from '../../domain/projection.ts';
-import type { RunDelegation, RunRecord } from '../../domain/task.ts';
+import type { AgentRequest, RunQueue } from '../../domain/ports.ts';
+import type { SealedBlob, StoredTask } from '../../domain/projection.ts';
+import { runAloneWrite } from '../../domain/row-writes.ts';
+import { giveBackRun, type RunDelegation, type RunRecord } from '../../domain/task.ts';
 import { failpoint } from '../operations/failpoints.ts';
 import { delegationCallbackPath, tokenHashOf } from './delegation-callback.ts';
 import type { DelegationLedger } from './run-attempts.ts';
 import type { AnswerChunks } from './run-chunks.ts';
 import type { RunDeps } from './run-context.ts';
+import { leaseUntilFrom } from './run-lease.ts';
 
 /**
  * A run's delegated calls on its row (docs/configuration.md `a2aAgents`, I-EFFECT): loaded only by
@@ -69,17 +71,62 @@ export const runDelegations = (
 });
 
 /**
- * Marks a run its executor leaves waiting for a remote task, so that the task's push
- * notification may queue it (wake-delegated-run.ts). Best effort: the reaper wakes it anyway.
+ * Marks a run its executor leaves waiting for a remote task `parked`, so that the task's push
+ * notification may queue it (wake-delegated-run.ts). The mark is conditional on no notification
+ * having marked the wait `settled` first (`TaskRepository.markDelegation`): then the run is put
+ * back to QUEUED (conditioned on its version, I-LOCK, with a lease and start deadline from now, as
+ * a run given back) and queued at once, since no notification will come again. `moved`: a cancel
+ * was asked meanwhile, or someone else moved the run — the caller reads the row (`reread`). Without
+ * a queue, or when a write fails, the run stays RUNNING (`waiting`) and the reaper wakes it when its
+ * lease is over.
  */
-export const parkRun = async (deps: RunDeps, run: RunRecord): Promise<void> => {
-  if (run.delegation === undefined || run.sealedSuspension === undefined) return;
-  await deps.tasks
-    .holdDelegation(run, {
-      delegation: { ...run.delegation, parked: true },
-      sealedSuspension: run.sealedSuspension,
-    })
-    .catch(() => undefined);
+export const parkRun = async (
+  deps: RunDeps,
+  run: RunRecord,
+  task: StoredTask,
+): Promise<'parked' | 'requeued' | 'waiting' | 'moved'> => {
+  if (run.delegation === undefined || run.sealedSuspension === undefined) return 'waiting';
+  try {
+    const outcome = await deps.tasks.markDelegation(run, 'parked');
+    if (outcome === 'marked') return 'parked';
+    if (outcome === 'settled' && deps.requeue !== undefined)
+      return await requeueSettled(deps, deps.requeue, run, task);
+    if (outcome === 'settled') return 'waiting';
+  } catch (error) {
+    logLeftWaiting(deps, run, error);
+    return 'waiting';
+  }
+  return 'moved';
+};
+
+/** The run whose remote task settled before it parked, back to QUEUED and queued again. */
+const requeueSettled = async (
+  deps: RunDeps,
+  queue: RunQueue,
+  run: RunRecord,
+  task: StoredTask,
+): Promise<'requeued' | 'moved'> => {
+  const leaseUntil = leaseUntilFrom(deps, deps.clock.now());
+  try {
+    await deps.tasks.commit(runAloneWrite(task, run, giveBackRun(run, leaseUntil)));
+  } catch (error) {
+    if (!(error instanceof VersionConflictError)) throw error;
+    // A cancel flagged it in between, or someone else moved it.
+    return 'moved';
+  }
+  // Written first: if this send fails, the reaper queues the run at its start deadline.
+  await queue.enqueue({ taskId: run.taskId, runId: run.runId }).catch((error: unknown) => {
+    logLeftWaiting(deps, run, error);
+  });
+  return 'requeued';
+};
+
+const logLeftWaiting = (deps: RunDeps, run: RunRecord, error: unknown): void => {
+  deps.logger?.info('delegated run left to the reaper', {
+    taskId: run.taskId,
+    runId: run.runId,
+    error: error instanceof Error ? error.name : 'unknown',
+  });
 };
 
 /**

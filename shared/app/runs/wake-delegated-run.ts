@@ -11,10 +11,12 @@ import { tokenHashOf } from './delegation-callback.ts';
  * The push wake-up of a run that waits for a delegated task (docs/configuration.md `a2aAgents`,
  * `publicUrl`): the remote agent POSTs its task's notifications to the run's own callback URL
  * with the token this run made for the wait. A notification that says the remote task settled,
- * with the right token, for a run its executor left waiting, puts the run back to QUEUED (one
- * write conditioned on its version, I-LOCK) and queues it; it continues at the call and reads the
- * remote task itself — the notification's content is never trusted or kept. Anything else changes
- * nothing; the reaper wakes a waiting run anyway.
+ * with the right token, for a run its executor left waiting (`parked`), puts the run back to
+ * QUEUED (one write conditioned on its version, I-LOCK) and queues it; it continues at the call
+ * and reads the remote task itself — the notification's content is never trusted or kept. One
+ * that comes while the run still waits in place is recorded as `settled` on its delegation, so
+ * that the park that follows queues the run at once instead of parking it (docs/reliability.md
+ * "Delegated calls"). Anything else changes nothing; the reaper wakes a waiting run anyway.
  */
 
 export { delegationCallbackPath, delegationCallbackPattern, tokenHashOf } from './delegation-callback.ts';
@@ -35,8 +37,11 @@ export interface WakeInput {
   readonly settled: boolean;
 }
 
-/** `refused`: no such waiting run, or not its token (the same answer, so nothing is revealed). */
-export type WakeOutcome = 'woken' | 'ignored' | 'refused';
+/**
+ * `refused`: no such waiting run, or not its token (the same answer, so nothing is revealed);
+ * `noted`: the run still waits in place, and its park will queue it.
+ */
+export type WakeOutcome = 'woken' | 'noted' | 'ignored' | 'refused';
 
 export const wakeDelegatedRun = async (
   deps: WakeDelegatedRunDeps,
@@ -51,9 +56,14 @@ export const wakeDelegatedRun = async (
     !sameHash(delegation.tokenHash, tokenHashOf(input.token))
   )
     return 'refused';
-  // Only a run its executor left: one still waiting in place reads the task itself.
-  if (!input.settled || run.status !== 'RUNNING' || delegation.parked !== true) return 'ignored';
+  if (!input.settled || run.status !== 'RUNNING') return 'ignored';
   if (task === undefined || task.currentRunId !== run.runId || isTerminal(task.state)) return 'ignored';
+  // A run still waiting in place: the mark, unless its executor parked it meanwhile (the two
+  // marks exclude each other, so the notification is never lost between them).
+  if (delegation.parked !== true) {
+    const marked = await deps.tasks.markDelegation(run, 'settled');
+    if (marked !== 'parked') return marked === 'marked' ? 'noted' : 'ignored';
+  }
   const startBy = deps.clock.now().getTime() + (deps.runStartDeadlineMs ?? defaultRunStartDeadlineMs);
   try {
     await deps.tasks.commit(runAloneWrite(task, run, giveBackRun(run, startBy)));

@@ -18,6 +18,7 @@ import {
   reviseRun,
   settleRun,
 } from '../../domain/task.ts';
+import type { RemoteAgentTasks } from '../../domain/tools.ts';
 import type { CommitDeps } from '../journal/write-through.ts';
 import { endTask, type RunAtEnd } from './end-task.ts';
 import {
@@ -31,6 +32,12 @@ import {
 
 export interface CancelTaskDeps extends ReadTaskDeps, CommitDeps {
   readonly config: Config;
+  /**
+   * The remote A2A agents' tasks: the remote task a canceled run waited for is canceled there too
+   * (best effort). Absent: it is left to run.
+   */
+  readonly remoteTasks?: RemoteAgentTasks;
+  readonly logger?: { warn(message: string, fields: Record<string, unknown>): void };
 }
 
 export interface CancelTaskInput {
@@ -67,7 +74,11 @@ export const cancelTask = async (deps: CancelTaskDeps, input: CancelTaskInput): 
     const run = await deps.tasks.getRun(task.taskId, task.currentRunId);
     try {
       const canceled = await commitCancel(deps, task, run);
-      return readAtRevision(deps, input.caller, canceled);
+      const [answer] = await Promise.all([
+        readAtRevision(deps, input.caller, canceled),
+        cancelRemoteTask(deps, run),
+      ]);
+      return answer;
     } catch (error) {
       if (!(error instanceof VersionConflictError)) throw error;
       if (attempt >= maxAttempts) throw new TaskBusyError(task.taskId);
@@ -92,6 +103,11 @@ const commitCancel = async (
       expiresAt: retentionExpiry(deps.config.privacy.retention, 'agentRun', now),
     },
     run: runAtCancel(run, now),
+    // The flag is for an executor that still waits in place: a parked run is settled here
+    // instead, and a park keeps the version (docs/reliability.md "Delegated calls").
+    ...(run?.status === 'RUNNING' && run.delegation?.parked !== true && run.delegation !== undefined
+      ? { expect: { runNotParked: true } }
+      : {}),
     // A cancel knows nothing of the journal: its revision is projected after one read.
     now,
   });
@@ -99,14 +115,35 @@ const commitCancel = async (
 };
 
 /**
+ * The remote task a canceled run waited for (docs/configuration.md `a2aAgents`), canceled at its
+ * agent with A2A CancelTask: best effort, since the run no longer reads it; a failure is logged
+ * and changes nothing here.
+ */
+const cancelRemoteTask = async (deps: CancelTaskDeps, run: RunRecord | undefined): Promise<void> => {
+  const delegation = run?.status === 'RUNNING' ? run.delegation : undefined;
+  if (delegation === undefined || deps.remoteTasks === undefined) return;
+  try {
+    await deps.remoteTasks.cancel(delegation.tool, delegation.remoteTaskId);
+  } catch (error) {
+    deps.logger?.warn('remote task not canceled', {
+      taskId: run?.taskId,
+      runId: run?.runId,
+      tool: delegation.tool,
+      error: error instanceof Error ? error.name : 'unknown',
+    });
+  }
+};
+
+/**
  * A RUNNING run only gets the cancel flag: its executor settles it (`reread` in
- * `runs/run-ending.ts`). Nothing executes a QUEUED or AWAITING_APPROVAL run right now: it is
- * settled CANCELED here, and a run waiting for an approval never resumes, so its sealed
- * transcript goes (I-APPROVAL). A settled run, or none, is not written.
+ * `runs/run-ending.ts`). Nothing executes a QUEUED or AWAITING_APPROVAL run right now, nor a
+ * RUNNING one its executor left parked at a delegated call (docs/reliability.md "Delegated
+ * calls"): it is settled CANCELED here, and a run waiting for an approval or a remote task never
+ * resumes, so its sealed state goes (I-APPROVAL). A settled run, or none, is not written.
  */
 const runAtCancel = (run: RunRecord | undefined, now: Date): RunAtEnd | undefined => {
   if (run === undefined || isSettled(run.status)) return undefined;
-  if (run.status === 'RUNNING') {
+  if (run.status === 'RUNNING' && run.delegation?.parked !== true) {
     return {
       read: run,
       next: (ended) =>
