@@ -206,8 +206,8 @@ export class InMemoryTaskRepository implements TaskRepository {
       if (delegation.tokenHash === undefined || delegation.tokenHash !== run.delegation.tokenHash)
         return 'lost';
     } else {
-      if (current.version !== run.version) return 'lost';
       if (current.cancelRequested) return 'canceled';
+      if (current.version !== run.version) return 'lost';
       if (delegation.settled) return 'settled';
     }
     this.runs.set(run.runId, { ...current, delegation: { ...delegation, [mark]: true } });

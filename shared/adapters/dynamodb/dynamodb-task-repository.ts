@@ -298,8 +298,9 @@ export class DynamoDbTaskRepository implements TaskRepository {
       if (!waiting) return 'lost';
       const marks = old.delegation?.M;
       if (mark === 'settled') return marks?.parked?.BOOL === true ? 'parked' : 'lost';
-      if (old.version?.N !== String(run.version)) return 'lost';
+      // A cancel's flag moves the version too; it is named before the version is compared.
       if (old.cancelRequested?.BOOL === true) return 'canceled';
+      if (old.version?.N !== String(run.version)) return 'lost';
       return marks?.settled?.BOOL === true ? 'settled' : 'lost';
     }
   }
