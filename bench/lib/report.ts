@@ -512,7 +512,7 @@ export const progressiveSection = (report: Report): string => {
       typeof streamed.p50 === 'number' && typeof blocking?.p50 === 'number' && streamed.p50 <= blocking.p50;
     out.push(
       `Target (issue 37, item 4): the streamed p50 no slower than the blocking p50 in the same run — **${met ? 'met' : 'not met'}**. ` +
-        "The streamed task makes exactly the blocking task's DynamoDB requests, with no journal read (its run feeds it the revisions it journaled, test/integration/bench-load-process.test.ts); what it adds is the streaming response: an SSE frame per revision and a response held open while the run works (bench/README.md, \"Progressive output, long conversations and the streaming path\").",
+        'The streamed task makes exactly the blocking task\'s DynamoDB requests, with no journal read (its run feeds it the revisions it journaled, test/integration/bench-load-process.test.ts); what it adds is the streaming response: an SSE frame per revision and a response held open while the run works (bench/README.md, "Progressive output, long conversations and the streaming path").',
     );
     out.push('');
   }
