@@ -488,6 +488,16 @@ export const driveTasks = async (options: DriveOptions): Promise<DriveResult> =>
 };
 
 /**
+ * The interruption of a task its client moved on from before the task showed it (the client's
+ * `liveBudgetMs` or 3 idle drops passed while the run still waited in the queue), answered as
+ * that client does when it comes back: the follow-up, or CancelTask for a `canceled` script.
+ * The run reaching INPUT_REQUIRED late is a slow path under faults (a run requeued by the reaper,
+ * its messages failed before their claim), not a lost task; what follows must still hold.
+ */
+export const answerLate = (baseUrl: string, trace: TaskTrace): Promise<void> =>
+  answerInterruption(trace, urlOf(baseUrl, trace), trace.taskId!);
+
+/**
  * After the drain, when every task has ended: each channel of the driver that did not end at a
  * terminal state looks once more. An SSE stream is re-attached with Last-Event-ID at the last
  * revision it showed — the server must send every revision after it, then close (docs/protocol.md §17;

@@ -7,6 +7,7 @@ import {
   unstartedRunReason,
 } from '../../shared/app/runs/reap-runs.ts';
 import {
+  answerLate,
   defaultMix,
   driveTasks,
   faultProofConfigWithTools,
@@ -103,7 +104,20 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
       [...rows.tasks].every(
         ([taskId, row]) => terminalStates.has(row.state) || isOrphanWaiting(taskId, row.state),
       );
+    // Every client has moved on by now: a task a client held that reached INPUT_REQUIRED only
+    // after it gave up is answered once, as the client would when it comes back.
+    const answeredLate = new Set<string>();
+    const answerHeldInterruptions = async () => {
+      for (const trace of driven.traces) {
+        const taskId = trace.taskId;
+        if (taskId === undefined || answeredLate.has(taskId)) continue;
+        if (rows.tasks.get(taskId)?.state !== 'TASK_STATE_INPUT_REQUIRED') continue;
+        answeredLate.add(taskId);
+        await answerLate(stack.baseUrl, trace);
+      }
+    };
     while (!allEnded() && Date.now() < deadline) {
+      await answerHeldInterruptions();
       await sleep(1_000);
       rows = await readTaskRows(stack.endpoints, options.prefix);
     }
@@ -191,6 +205,8 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
         concurrency: options.concurrency,
         failpoints: options.failpoints,
         outcomes,
+        /** Held tasks that reached INPUT_REQUIRED after their client moved on, answered in the drain. */
+        answeredLate: answeredLate.size,
         revisions: verdict.revisions,
         faults,
         faultsTotal: Object.values(faults).reduce((sum, count) => sum + count.faults, 0),
