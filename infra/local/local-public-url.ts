@@ -3,7 +3,7 @@ import type { Config } from '../../shared/config/config.ts';
 /**
  * `npm start`'s `publicUrl` (docs/configuration.md, "Other top-level settings"): the configured
  * one, else the stack's own address, so a run waiting for a delegated task is woken by the remote
- * task's push notification (`/callbacks/delegations/…`, decision 0153) without configuration. A
+ * task's push notification (`/callbacks/delegations/…`, docs/reliability.md "Delegated calls") without configuration. A
  * wildcard listen address is reached at loopback. With `--port 0` the port is known only after
  * the handlers read the configuration: no `publicUrl`, the reaper wakes waiting runs.
  */

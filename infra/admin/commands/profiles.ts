@@ -16,7 +16,6 @@ import {
   defaultConfig,
   parseConfig,
 } from '../../../shared/config/config.ts';
-import type { RemoteAgentCheck, RemoteToolCheck } from '../../../shared/domain/tools.ts';
 import { type WebhookPolicy, webhookPolicyFor } from '../../../shared/domain/webhook-address.ts';
 import { table } from '../../text-table.ts';
 import {
@@ -135,37 +134,22 @@ const checkableHere = (
 };
 
 /**
- * The MCP check of `profiles put` (docs/configuration.md "Saved profiles"): each server the profile
- * takes tools from is listed from this machine, with the reach of `reachOf`.
+ * A check of `profiles put` (docs/configuration.md "Saved profiles") over the grants whose
+ * credentials can be read here (`checkableHere`): the MCP servers a profile takes tools from are
+ * listed, the A2A agents it delegates to have their cards read, from this machine with the reach
+ * of `reachOf` (the SSRF guard, and each remote's own deadline and headers as a run uses them).
  */
-const mcpCheckOf = (config: Config, reach: Reach, io: AdminIo): RemoteToolCheck => {
-  const source = new McpToolSource({ servers: config.mcpServers, ...reach });
-  return {
-    problemsOf: async (grants, profileId) => {
-      const checked = Object.entries(grants).filter(([serverId]) =>
-        checkableHere('mcpServers', serverId, config.mcpServers[serverId], io),
-      );
-      return source.problemsOf(Object.fromEntries(checked), profileId);
-    },
-  };
-};
-
-/**
- * The A2A agent check of `profiles put` (docs/configuration.md "Saved profiles"): each agent the
- * profile delegates to has its card read from this machine, through the SSRF guard and with the
- * agent's `timeoutMs` as the delegation reads it (a2a-agent-source.ts), with the reach of `reachOf`.
- */
-const agentCheckOf = (config: Config, reach: Reach, io: AdminIo): RemoteAgentCheck => {
-  const source = new A2aAgentSource({ agents: config.a2aAgents, ...reach });
-  return {
-    problemsOf: async (grants, profileId) => {
-      const checked = Object.entries(grants).filter(([agentId]) =>
-        checkableHere('a2aAgents', agentId, config.a2aAgents[agentId], io),
-      );
-      return source.problemsOf(Object.fromEntries(checked), profileId);
-    },
-  };
-};
+const checkOf = <Grants extends Readonly<Record<string, unknown>>>(
+  setting: 'mcpServers' | 'a2aAgents',
+  remotes: Readonly<Record<string, Pick<Config['mcpServers'][string], 'headers' | 'oauth'>>>,
+  source: { problemsOf(grants: Grants, profileId: string): Promise<string[]> },
+  io: AdminIo,
+): { problemsOf(grants: Grants, profileId: string): Promise<string[]> } => ({
+  problemsOf: async (grants, profileId) => {
+    const checked = Object.entries(grants).filter(([id]) => checkableHere(setting, id, remotes[id], io));
+    return source.problemsOf(Object.fromEntries(checked) as Grants, profileId);
+  },
+});
 
 export const profilesPutCommand = async (
   profileId: string | undefined,
@@ -184,8 +168,18 @@ export const profilesPutCommand = async (
       {
         profiles,
         clock: { now: () => new Date() },
-        remoteTools: mcpCheckOf(config, reach, io),
-        remoteAgents: agentCheckOf(config, reach, io),
+        remoteTools: checkOf(
+          'mcpServers',
+          config.mcpServers,
+          new McpToolSource({ servers: config.mcpServers, ...reach }),
+          io,
+        ),
+        remoteAgents: checkOf(
+          'a2aAgents',
+          config.a2aAgents,
+          new A2aAgentSource({ agents: config.a2aAgents, ...reach }),
+          io,
+        ),
       },
       config,
       profileId,

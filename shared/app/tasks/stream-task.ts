@@ -498,11 +498,14 @@ export const sendStreamingMessage = async (
     );
     const handedOver = created.handedOver;
     // The run here feeds the stream each revision it journals, and ends the feed when it ends.
-    const feed = runsHere !== undefined && handedOver !== undefined ? new RunFeed() : undefined;
-    if (runsHere !== undefined && handedOver !== undefined && feed !== undefined)
+    let feed: RunFeed | undefined;
+    if (runsHere !== undefined && handedOver !== undefined) {
+      const fed = new RunFeed();
+      feed = fed;
       runsHere.keepAlive(
-        startHere(deps, runsHere, { ...created, handedOver }, feed.journaled).finally(() => feed.end()),
+        startHere(deps, runsHere, { ...created, handedOver }, fed.journaled).finally(() => fed.end()),
       );
+    }
     return streamTask(
       { ...deps, streamTiming: streamTimingOf(deps) },
       {
