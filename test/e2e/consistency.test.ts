@@ -130,6 +130,8 @@ describe('polling, SSE and webhooks under projector and delivery faults', () => 
         rejected: 'TASK_STATE_REJECTED',
         // Not in this drive's mix (the soak's).
         toolCall: 'TASK_STATE_COMPLETED',
+        delegate: 'TASK_STATE_COMPLETED',
+        delegateParked: 'TASK_STATE_COMPLETED',
       }[trace.kind];
       expect(final, `${trace.kind} task ${trace.taskId}`).toBe(expected);
     }

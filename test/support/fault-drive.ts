@@ -55,7 +55,9 @@ export type TaskKind =
   | 'canceled'
   | 'failed'
   | 'rejected'
-  | 'toolCall';
+  | 'toolCall'
+  | 'delegate'
+  | 'delegateParked';
 
 /** The mix: every kind, multi-turn and cancel through INPUT_REQUIRED. */
 export const defaultMix: readonly TaskKind[] = [
@@ -74,16 +76,28 @@ export const kindFor = (index: number, mix: readonly TaskKind[] = defaultMix): T
   mix[index % mix.length]!;
 
 /**
- * The fault proofs' profiles, and `tools`: a profile whose scripted model calls the non-idempotent
- * `append_note` of an MCP server (test/support/mcp-test-server.ts) with the message's JSON — the
- * `toolCall` kind, a fenced write call under the faults (I-EFFECT).
+ * The fault proofs' profiles, and three that act (the soak, test/support/soak.ts):
+ * - `tools`: its scripted model calls the non-idempotent `append_note` of an MCP server
+ *   (test/support/mcp-test-server.ts) with the message's JSON — the `toolCall` kind, a fenced
+ *   write call under the faults (I-EFFECT).
+ * - `delegating`: its model sends the message's JSON to `helper` (an echo profile of the same
+ *   stack, reached at `port` through its agent card) and waits in place — the `delegate` kind.
+ * - `parking`: the same to `sleepy` (a profile that answers after 2 s) with no wait in place, so
+ *   the run parks and is woken by the remote task's push notification at `publicUrl` — the
+ *   `delegateParked` kind (docs/reliability.md "Delegated calls").
  */
-export const faultProofConfigWithTools = (mcpUrl: string) =>
-  parseConfig({
+export const faultProofConfigWithTools = (mcpUrl: string, port: number) => {
+  const callTool = (tool: string) => ({ type: 'scripted', behavior: 'call-tool', tool }) as const;
+  const cardUrl = (profileId: string) =>
+    `http://127.0.0.1:${port}/agents/${profileId}/.well-known/agent-card.json`;
+  return parseConfig({
     ...faultProofInput,
+    publicUrl: `http://127.0.0.1:${port}`,
     providers: {
       ...faultProofInput.providers,
-      noter: { type: 'scripted', behavior: 'call-tool', tool: 'tools__append_note' },
+      noter: callTool('tools__append_note'),
+      delegator: callTool('a2a__helper'),
+      parker: callTool('a2a__sleepy'),
     },
     profiles: {
       ...faultProofInput.profiles,
@@ -94,9 +108,56 @@ export const faultProofConfigWithTools = (mcpUrl: string) =>
         privacyLevel: 'full',
         mcp: { tools: { tools: { append_note: {} } } },
       },
+      delegating: {
+        name: 'Delegating',
+        description: 'Asks the helper and waits for it',
+        providers: ['delegator'],
+        privacyLevel: 'full',
+        agents: { helper: {} },
+      },
+      parking: {
+        name: 'Parking',
+        description: 'Asks a slow helper and parks until it answers',
+        providers: ['parker'],
+        privacyLevel: 'full',
+        agents: { sleepy: {} },
+      },
+      helper: {
+        name: 'Helper',
+        description: 'Echoes for the delegating profile',
+        providers: ['echo'],
+        privacyLevel: 'full',
+      },
+      sleepy: {
+        name: 'Sleepy',
+        description: 'Echoes after two seconds',
+        providers: ['slow'],
+        privacyLevel: 'full',
+      },
     },
     mcpServers: { tools: { url: mcpUrl, timeoutMs: 5_000 } },
+    a2aAgents: {
+      helper: { cardUrl: cardUrl('helper'), timeoutMs: 10_000 },
+      sleepy: { cardUrl: cardUrl('sleepy'), timeoutMs: 10_000, waitSeconds: 0 },
+    },
   });
+};
+
+/** The profiles only the delegating ones call: their tasks have no client of the drive. */
+export const delegatedProfiles: ReadonlySet<string> = new Set(['helper', 'sleepy']);
+
+/** The profile each kind of task is sent to. */
+const profileOf: Record<TaskKind, string> = {
+  complete: 'default',
+  artifact: 'default',
+  multiTurn: 'default',
+  canceled: 'default',
+  failed: 'failing',
+  rejected: 'default',
+  toolCall: 'tools',
+  delegate: 'delegating',
+  delegateParked: 'parking',
+};
 
 const firstMessageOf: Record<TaskKind, string> = {
   complete: 'tck-complete-task',
@@ -106,6 +167,8 @@ const firstMessageOf: Record<TaskKind, string> = {
   failed: 'tck-complete-task',
   rejected: 'tck-reject-task',
   toolCall: 'tool-call',
+  delegate: 'delegate',
+  delegateParked: 'delegate-parked',
 };
 
 export const terminalStates = new Set([
@@ -307,8 +370,18 @@ const lastState = (trace: TaskTrace): string | undefined => trace.streams.flat()
 const lastRevisionOf = (trace: TaskTrace): number | undefined =>
   trace.streams.flat().findLast((seen) => seen.revision !== undefined)?.revision;
 
-const urlOf = (baseUrl: string, trace: TaskTrace): string =>
-  `${baseUrl}/agents/${trace.kind === 'failed' ? 'failing' : trace.kind === 'toolCall' ? 'tools' : 'default'}`;
+const urlOf = (baseUrl: string, trace: TaskTrace): string => `${baseUrl}/agents/${profileOf[trace.kind]}`;
+
+/**
+ * The text of a task's first message: for a tool-calling kind the tool's arguments, carrying the
+ * message id so the MCP server's log, or the delegated task, tells each send's call apart.
+ */
+const firstTextOf = (trace: TaskTrace, messageId: string): string => {
+  if (trace.kind === 'toolCall') return JSON.stringify({ text: messageId });
+  if (trace.kind === 'delegate' || trace.kind === 'delegateParked')
+    return JSON.stringify({ message: messageId });
+  return `task ${trace.index}`;
+};
 
 /** Drives one task: create by SendStreamingMessage, then (INPUT_REQUIRED) subscribe and answer or cancel. */
 const driveTask = async (
@@ -330,10 +403,7 @@ const driveTask = async (
         message: {
           messageId,
           role: 'ROLE_USER',
-          // A tool call's arguments: the message id, so the MCP server's log tells each send's call.
-          parts: [
-            { text: trace.kind === 'toolCall' ? JSON.stringify({ text: messageId }) : `task ${trace.index}` },
-          ],
+          parts: [{ text: firstTextOf(trace, messageId) }],
         },
         configuration: { taskPushNotificationConfig: { url: `${options.webhookUrl}/hook/${trace.index}` } },
       }),

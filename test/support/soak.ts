@@ -6,9 +6,11 @@ import {
   interruptedToolCallReason,
   unstartedRunReason,
 } from '../../shared/app/runs/reap-runs.ts';
+import { rpc } from '../conformance/sse.ts';
 import {
   answerLate,
   defaultMix,
+  delegatedProfiles,
   driveTasks,
   faultProofConfigWithTools,
   finishChannels,
@@ -19,14 +21,17 @@ import {
   webhookSightings,
 } from './fault-drive.ts';
 import { queueDepths, readTaskRows } from './fault-stack.ts';
-import { startMcpTestServer } from './mcp-server-process.ts';
+import { freePort, startMcpTestServer } from './mcp-server-process.ts';
 import { startWebhookReceiver } from './webhook-receiver.ts';
 
 /**
  * The soak with faults (issue #7.2, docs/reliability.md): many tasks on many clients while every
  * failpoint fires at random; then the checks. `npm run soak` runs the full size
- * (test/soak/run.ts), `test/e2e/soak.test.ts` a small one. One task in nine calls a non-idempotent
- * MCP tool (the MCP test server in its own process): no call may reach it twice (I-EFFECT).
+ * (test/soak/run.ts), `test/e2e/soak.test.ts` a small one. Three kinds in eleven act: one calls a
+ * non-idempotent MCP tool (the MCP test server in its own process), and two delegate to another
+ * profile of the same stack, one waiting in place and one parking until the remote task's push
+ * notification wakes it. No tool call may reach its server twice, and each delegated step reaches
+ * one remote task (I-EFFECT).
  */
 
 export interface SoakOptions {
@@ -51,6 +56,62 @@ const expectedFailures = new Set([
   interruptedToolCallReason,
 ]);
 
+/** Profiles whose model runs under the tool loop: they answer with an artifact and no status message. */
+const toolLoopProfiles = new Set(['tools', 'delegating', 'parking']);
+
+/**
+ * Profiles whose run may call its model more than once: a run that waited for a delegated task
+ * (parked, or its wait in place over) resumes with the transcript it held and asks the model
+ * again. What must hold for them is judged at the remote agent (`delegatedSteps`).
+ */
+const resumingProfiles = new Set(['delegating', 'parking']);
+
+/**
+ * The delegated tasks, read from the helper profiles with ListTasks: each was started by one
+ * delegated step, whose messageId is derived from the run and the step (I-EFFECT). Two tasks with
+ * one messageId would be a step sent again that started a second remote task.
+ */
+const delegatedSteps = async (
+  baseUrl: string,
+): Promise<{ tasks: Record<string, number>; problems: string[] }> => {
+  const tasks: Record<string, number> = {};
+  const problems: string[] = [];
+  for (const profileId of delegatedProfiles) {
+    const tasksOf = new Map<string, string[]>();
+    let pageToken: string | undefined;
+    do {
+      const answer = await rpc(`${baseUrl}/agents/${profileId}`, 'ListTasks', {
+        pageSize: 100,
+        historyLength: 10,
+        ...(pageToken ? { pageToken } : {}),
+      });
+      const result = answer.kind === 'json' ? (answer.body.result as ListTasksPage | undefined) : undefined;
+      if (result === undefined) {
+        problems.push(`ListTasks of ${profileId} failed`);
+        break;
+      }
+      for (const task of result.tasks) {
+        const messageId = task.history?.find((message) => message.role === 'ROLE_USER')?.messageId ?? 'none';
+        tasksOf.set(messageId, [...(tasksOf.get(messageId) ?? []), task.id]);
+      }
+      pageToken = result.nextPageToken || undefined;
+    } while (pageToken);
+    tasks[profileId] = [...tasksOf.values()].reduce((sum, ids) => sum + ids.length, 0);
+    for (const [messageId, ids] of tasksOf) {
+      if (!messageId.startsWith('dlg-'))
+        problems.push(`${profileId} task ${ids[0]} was not delegated (${messageId})`);
+      if (ids.length > 1)
+        problems.push(`delegated message ${messageId} started ${ids.length} tasks at ${profileId}`);
+    }
+  }
+  return { tasks, problems };
+};
+
+interface ListTasksPage {
+  readonly tasks: { id: string; history?: { role: string; messageId: string }[] }[];
+  readonly nextPageToken?: string;
+}
+
 export interface SoakReport {
   readonly figures: Record<string, unknown>;
   readonly problems: string[];
@@ -63,8 +124,12 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
   const recorder = recordCommits();
   const receiver = await startWebhookReceiver();
   const mcp = await startMcpTestServer();
+  // A known port: the delegating profiles reach the helper profiles' cards, and the remote tasks'
+  // push notifications reach this stack, at it.
+  const port = await freePort();
   const stack = await startLocalStack({
-    config: faultProofConfigWithTools(mcp.url),
+    port,
+    config: faultProofConfigWithTools(mcp.url, port),
     ...(options.endpoints ? { endpoints: options.endpoints } : {}),
     prefix: options.prefix,
     failpoints: options.failpoints,
@@ -86,7 +151,7 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
       webhookUrl: receiver.url,
       tasks: options.tasks,
       concurrency: options.concurrency,
-      mix: [...defaultMix, 'toolCall'],
+      mix: [...defaultMix, 'toolCall', 'delegate', 'delegateParked'],
     });
     const drivenMs = performance.now() - began - startedMs;
     // The faults stop here; what they broke must now heal by itself (reaper, retries, redelivery).
@@ -121,8 +186,11 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
       await sleep(1_000);
       rows = await readTaskRows(stack.endpoints, options.prefix);
     }
+    // The delegated tasks' only push config is the delegating run's wake-up, not the receiver.
+    const hasClient = (taskId: string) => !delegatedProfiles.has(rows.tasks.get(taskId)?.profileId ?? '');
+    const commitsWithClient = () => new Map([...recorder.commits].filter(([taskId]) => hasClient(taskId)));
     await receiver
-      .waitFor((posts) => webhookCaughtUp(recorder.commits, posts), Math.max(1_000, deadline - Date.now()))
+      .waitFor((posts) => webhookCaughtUp(commitsWithClient(), posts), Math.max(1_000, deadline - Date.now()))
       .catch(() => {});
     // Settled: a stream or poll the drive left short of a terminal state looks once more.
     await finishChannels({ baseUrl: stack.baseUrl, concurrency: options.concurrency }, driven);
@@ -130,6 +198,7 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
 
     const problems: string[] = [];
     const outcomes: Record<string, number> = {};
+    const profileOfRun = (runId: string) => rows.tasks.get(rows.runs.get(runId)?.taskId ?? '')?.profileId;
     for (const [taskId, row] of rows.tasks) {
       const orphanWaiting = isOrphanWaiting(taskId, row.state);
       const key = row.state === 'TASK_STATE_FAILED' ? `FAILED ${row.reason}` : row.state;
@@ -141,14 +210,15 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
         problems.push(`task ${taskId} FAILED for ${row.reason}`);
       }
       if (row.state === 'TASK_STATE_COMPLETED') {
-        // A tool loop (the `tools` profile) answers with its artifact and no status message.
-        if (!(row.profileId === 'tools' ? row.hasArtifacts : row.hasResult))
+        // A tool loop answers with its artifact and no status message.
+        if (!(toolLoopProfiles.has(row.profileId) ? row.hasArtifacts : row.hasResult))
           problems.push(`task ${taskId} COMPLETED without its stored result`);
         if (rows.runs.get(row.currentRunId)?.status !== 'COMPLETED') {
           problems.push(`task ${taskId} COMPLETED, its run ${rows.runs.get(row.currentRunId)?.status}`);
         }
-        if (ScriptedProvider.callsByRun.get(row.currentRunId) !== 1) {
-          problems.push(`task ${taskId} COMPLETED without exactly one provider call`);
+        const calls = ScriptedProvider.callsByRun.get(row.currentRunId) ?? 0;
+        if (resumingProfiles.has(row.profileId) ? calls < 1 : calls !== 1) {
+          problems.push(`task ${taskId} COMPLETED after ${calls} provider calls`);
         }
       }
     }
@@ -170,9 +240,13 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
     }
     for (const [key, sends] of sendsByArguments)
       if (sends > 1) problems.push(`tool call ${key} reached the MCP server ${sends}×`);
+    const delegated = await delegatedSteps(stack.baseUrl);
+    problems.push(...delegated.problems);
     let runsCalledTwice = 0;
+    let delegatingRunsResumed = 0;
     for (const [runId, calls] of ScriptedProvider.callsByRun) {
-      if (calls > 1) {
+      if (calls > 1 && resumingProfiles.has(profileOfRun(runId) ?? '')) delegatingRunsResumed++;
+      else if (calls > 1) {
         runsCalledTwice++;
         problems.push(`run ${runId} called its provider ${calls}×`);
       }
@@ -182,6 +256,7 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
       traces: driven.traces,
       polls: driven.polls,
       webhook: webhookSightings(receiver.posts),
+      requireComplete: hasClient,
     });
     problems.push(...verdict.violations);
     // A drive whose clients mostly never got a task proves little (a cap or a refusal stopped them):
@@ -218,7 +293,10 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
         },
         providerCalls: [...ScriptedProvider.callsByRun.values()].reduce((sum, calls) => sum + calls, 0),
         toolCalls: toolCalls.length,
+        delegatedTasks: delegated.tasks,
         runsCalledTwice,
+        /** Delegating runs that asked their model again after a wait: each resume does (not a retry). */
+        delegatingRunsResumed,
         failedRuns,
         // Never started before their deadline (decision 0053), or claimed and never at their
         // provider call when their lease expired (0072): queued again instead of failed; how each
