@@ -6,6 +6,7 @@ import {
   interruptedToolCallReason,
   unstartedRunReason,
 } from '../../shared/app/runs/reap-runs.ts';
+import { type RunStatus, settledRunStatuses } from '../../shared/domain/task.ts';
 import { rpc } from '../conformance/sse.ts';
 import {
   answerLate,
@@ -264,13 +265,17 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
     const withoutTask = driven.traces.filter((trace) => trace.taskId === undefined).length;
     if (withoutTask > Math.max(3, 0.05 * driven.traces.length))
       problems.push(`${withoutTask} of ${driven.traces.length} clients never got a task`);
-    // Retries are bounded far above the injected rates: nothing may be parked in a DLQ. (The run
-    // queue still holds the messages whose executor failed: they come back after its 6-minute
-    // visibility timeout and then find their run settled.)
+    // Retries are bounded far above the injected rates: nothing may be parked in a DLQ.
     const dlqs = await queueDepths(stack, ['RunDlq', 'ProjectorDlq', 'PusherDlq', 'DeliveryDlq']);
     for (const [queue, depth] of Object.entries(dlqs))
       if (depth > 0) problems.push(`${queue} holds ${depth}`);
+    // The run queue still holds messages whose executor failed (in flight for the 6-minute
+    // visibility timeout) and copies of requeued runs. Every run is settled, so each of them can
+    // only find its run settled when it comes back (`duplicate`, I-ONCE): none can start anything.
     const runQueue = await queueDepths(stack, ['RunQueue']);
+    for (const [runId, run] of rows.runs)
+      if (!settledRunStatuses.includes(run.status as RunStatus))
+        problems.push(`run ${runId} ended ${run.status}`);
 
     return {
       problems,
