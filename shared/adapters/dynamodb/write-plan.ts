@@ -65,8 +65,8 @@ export interface TaskRowUpdate {
 
 /**
  * A task-row write as one conditional UpdateItem: it sets exactly the attributes of what it writes
- * (the task's, or the run's and its lease), so a task write keeps the row's run and a run write
- * keeps the task. Conditions: the task revision and the run version the use case read (I-LOCK),
+ * (the task's, or the run's — the whole run, or only its version for `runChanges` — and its lease),
+ * so a task write keeps the row's run and a run write keeps the task. Conditions: the task revision and the run version the use case read (I-LOCK),
  * the run being the row's current one, the reaper's lease fence, and for a follow-up the run it
  * replaces. Pure: unit tests assert on it.
  */
