@@ -38,6 +38,7 @@ export const createProviderFor = (
           provider.tool,
           provider.arguments as JsonObject | undefined,
           provider.answerInput,
+          { paceMs: provider.paceMs },
         ),
       );
       // Counted like every scripted provider, so the proofs see a run that called it twice (I-ONCE).

@@ -26,7 +26,7 @@ const scriptedProvider = z.object({
   arguments: z.optional(z.record(z.string(), z.unknown())),
   /** `call-tool`: the message that answers a delegated task asking for input, once per user message. */
   answerInput: z.optional(z.string()),
-  /** `stream`: the pause before each word of the echo, in ms. */
+  /** `stream`, and `call-tool` under progressive output: the pause before each word of the answer, in ms. */
   paceMs: z._default(integer(0, 10_000), 50),
   /** `stream`: breaks off as an unavailable provider after this many words (fallback tests). */
   failAfterWords: z.optional(integer(0, 1_000_000)),

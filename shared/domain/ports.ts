@@ -74,6 +74,13 @@ export interface TaskRowWrite {
   readonly task?: StoredTask;
   /** The current run after this write; unset when the run stays as it is. */
   readonly run?: RunRecord;
+  /**
+   * What of the current run the write changes: unset, all of it (`run` replaces the row's run);
+   * `'version-and-lease'`, only those (an answer chunk), so what another writer put beside the
+   * run lock without moving it — a delegated wait's `settled` mark — stays on the row
+   * (docs/reliability.md "Delegated calls").
+   */
+  readonly runChanges?: 'version-and-lease';
   readonly expect: RowExpectation;
   /**
    * The task row as its writer read it (the "before" image): the old image the journal write

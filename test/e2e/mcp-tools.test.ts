@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalStack, localCredentials, startLocalStack } from '../../infra/local/local-stack.ts';
+import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { armFailpoints, disarmFailpoints, failpointCounts } from '../../shared/app/operations/failpoints.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { adminOn, scanAll } from '../support/admin-on.ts';
@@ -11,7 +10,7 @@ import {
   openAiToolCall,
   startFakeModelServer,
 } from '../support/fake-model-servers.ts';
-import { readTaskRows } from '../support/fault-stack.ts';
+import { readTaskRows, redeliverRun } from '../support/fault-stack.ts';
 import { createTestResources, providedEndpoints, type TestResources } from '../support/local-guard.ts';
 import {
   type McpServerProcess,
@@ -163,22 +162,7 @@ const callsWith = async (marker: string) =>
 /** The run message of a task sent again, as SQS delivers a message twice. */
 const redeliver = async (taskId: string): Promise<void> => {
   const { tasks } = await readTaskRows(stack.endpoints, prefix);
-  const runId = tasks.get(taskId)?.currentRunId;
-  const sqs = new SQSClient({
-    region: 'us-east-1',
-    endpoint: stack.endpoints.sqs,
-    credentials: localCredentials,
-  });
-  try {
-    await sqs.send(
-      new SendMessageCommand({
-        QueueUrl: stack.resources.queues.RunQueue.url,
-        MessageBody: JSON.stringify({ taskId, runId }),
-      }),
-    );
-  } finally {
-    sqs.destroy();
-  }
+  await redeliverRun(stack, { taskId, runId: tasks.get(taskId)?.currentRunId });
 };
 
 const scan = (table: string) => scanAll(inspect.clients.doc, table);

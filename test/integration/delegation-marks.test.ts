@@ -6,6 +6,7 @@ import type { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dyna
 import { WriteThrough } from '../../shared/app/journal/write-through.ts';
 import type { Dispatcher } from '../../shared/app/rpc/dispatcher.ts';
 import { abandonedRunReason, maxDelegationWaitMs, reapExpiredRuns } from '../../shared/app/runs/reap-runs.ts';
+import { AnswerChunks } from '../../shared/app/runs/run-chunks.ts';
 import { claimRun } from '../../shared/app/runs/run-claim.ts';
 import { withRunJournal } from '../../shared/app/runs/run-context.ts';
 import { parkRun } from '../../shared/app/runs/run-delegations.ts';
@@ -22,8 +23,10 @@ import type { SuspendedRun } from '../../shared/domain/approvals.ts';
 import type { RunMessage, TaskRepository } from '../../shared/domain/ports.ts';
 import type { RunRecord } from '../../shared/domain/task.ts';
 import { alice, testConfig, userMessage } from '../support/core-fixture.ts';
+import { InMemoryTaskRepository } from '../support/in-memory-repositories.ts';
 import { createTestResources, type TestResources } from '../support/local-guard.ts';
 import { stateRepositories } from '../support/state-repositories.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /**
  * The marks of a delegated wait against DynamoDB Local (docs/reliability.md "Delegated calls"):
@@ -66,21 +69,25 @@ describe('a delegated wait’s marks in DynamoDB', () => {
     },
   });
   const runDeps = (using?: TaskRepository) => withRunJournal(deps(using), undefined);
-  const wakeDeps = () => ({ tasks, queue, clock: { now: () => new Date() } });
+  const wakeDeps = (using: TaskRepository = tasks) => ({
+    tasks: using,
+    queue,
+    clock: { now: () => new Date() },
+  });
 
   /**
    * A claimed run whose delegated call recorded its remote task (`holdDelegation`), with the
    * hash of the wait's token: what the executor holds while the call waits in place.
    */
-  const waiting = async (): Promise<{ run: RunRecord; token: string }> => {
+  const waiting = async (using: TaskRepository = tasks): Promise<{ run: RunRecord; token: string }> => {
     const created: RunMessage[] = [];
     await createTask(
-      { ...deps(), queue: { enqueue: async (message: RunMessage) => void created.push(message) } },
+      { ...deps(using), queue: { enqueue: async (message: RunMessage) => void created.push(message) } },
       { caller: alice, profileId: 'default', message: userMessage('delegate this') },
     );
     const message = created.shift() as RunMessage;
-    const read = await tasks.getRunWithTask(message.taskId, message.runId);
-    const outcome = await claimRun(runDeps(), read.run!, read.task!);
+    const read = await using.getRunWithTask(message.taskId, message.runId);
+    const outcome = await claimRun(runDeps(using), read.run!, read.task!);
     if (!('run' in outcome)) throw new Error(`not claimed: ${JSON.stringify(outcome)}`);
     const token = `token-${crypto.randomUUID()}`;
     const state = {
@@ -101,7 +108,7 @@ describe('a delegated wait’s marks in DynamoDB', () => {
       },
       sealedSuspension: await repositories.codec.sealSuspension(message.taskId, message.runId, state),
     };
-    expect(await tasks.holdDelegation(outcome.run, hold)).toBe('held');
+    expect(await using.holdDelegation(outcome.run, hold)).toBe('held');
     return { run: { ...outcome.run, ...hold }, token };
   };
 
@@ -146,6 +153,37 @@ describe('a delegated wait’s marks in DynamoDB', () => {
     expect(row.delegation?.settled).toBeUndefined();
     expect(queuedFor(run)).toHaveLength(1);
   });
+
+  it.each([
+    ['DynamoDB', () => tasks],
+    ['the in-memory repository', () => new InMemoryTaskRepository()],
+  ])(
+    'notify, chunk, then park (%s): an answer chunk committed in between keeps the settled mark, and the park queues the run at once',
+    async (_name, repository) => {
+      const using: TaskRepository = repository();
+      const { run, token } = await waiting(using);
+      expect(await wakeDelegatedRun(wakeDeps(using), notify(run, token))).toBe('noted');
+
+      // Progressive output around the delegated call: the answer so far is committed while the run
+      // waits in place, after the notification's mark (a cadence of one byte flushes at once).
+      const task = (await using.getTask(run.taskId))!;
+      const chunks = new AnswerChunks(runDeps(using), { run, task }, { ms: 60_000, bytes: 1 }, 'full');
+      chunks.onAnswer({ kind: 'text', text: 'Asking the helper.' });
+      await waitFor(() => chunks.committed === 1, { what: 'the chunk committed' });
+      const chunked = await chunks.close();
+      const stored = (await using.getRunWithTask(run.taskId, run.runId)).run!;
+      expect(stored).toMatchObject({ status: 'RUNNING', version: run.version + 1 });
+      expect(stored.delegation).toMatchObject({ remoteTaskId: run.delegation!.remoteTaskId, settled: true });
+
+      // The park meets the mark as in "notify, then park": the run is QUEUED and queued at once.
+      expect(await parkRun(runDeps(using), chunked.run, chunked.task)).toBe('requeued');
+      expect((await using.getRunWithTask(run.taskId, run.runId)).run).toMatchObject({
+        status: 'QUEUED',
+        version: run.version + 2,
+      });
+      expect(queuedFor(run)).toEqual([{ taskId: run.taskId, runId: run.runId }]);
+    },
+  );
 
   it('park, then notify: the run is parked (version kept), and the notification wakes it once', async () => {
     const { run, token } = await waiting();

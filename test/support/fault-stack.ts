@@ -1,5 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { type Endpoints, type LocalStack, localCredentials } from '../../infra/local/local-stack.ts';
 import type { QueueDefinition } from '../../shared/adapters/dynamodb/tables.ts';
@@ -35,6 +35,28 @@ export const queueDepths = async (
       }),
     );
     return Object.fromEntries(depths);
+  } finally {
+    sqs.destroy();
+  }
+};
+
+/** A run's message sent to the run queue again, as SQS delivers a message twice. */
+export const redeliverRun = async (
+  stack: Pick<LocalStack, 'endpoints' | 'resources'>,
+  message: { readonly taskId: string; readonly runId: string | undefined },
+): Promise<void> => {
+  const sqs = new SQSClient({
+    region: 'us-east-1',
+    endpoint: stack.endpoints.sqs,
+    credentials: localCredentials,
+  });
+  try {
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: stack.resources.queues.RunQueue.url,
+        MessageBody: JSON.stringify(message),
+      }),
+    );
   } finally {
     sqs.destroy();
   }

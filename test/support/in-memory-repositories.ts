@@ -115,7 +115,15 @@ export class InMemoryTaskRepository implements TaskRepository {
       committed = mark ? { ...task, pushConfigured: true } : task;
       this.tasks.set(task.taskId, committed);
     }
-    if (row?.run) this.runs.set(row.run.runId, row.run);
+    // As the adapter: a write of the run's version and lease keeps the rest of the stored run.
+    const storedRun = row?.run && this.runs.get(row.run.runId);
+    if (row?.run)
+      this.runs.set(
+        row.run.runId,
+        row.runChanges === 'version-and-lease' && storedRun !== undefined
+          ? { ...storedRun, version: row.run.version, leaseUntil: row.run.leaseUntil }
+          : row.run,
+      );
     for (const write of items) {
       if (write.entity === 'run') this.runs.set(write.item.runId, write.item);
       else if (write.entity === 'approval') this.approvals.set(write.item.approvalId, write.item);

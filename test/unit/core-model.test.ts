@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fromEventItem, pushMark, toEventItem } from '../../shared/adapters/dynamodb/entities.ts';
 import {
+  assignedItem,
   rowUpdateOf,
   toTaskRowUpdate,
   toTransactWriteInput,
@@ -100,6 +101,26 @@ describe('write plans → DynamoDB writes (decisions 0038, 0042)', () => {
     expect(runOnly.input.ConditionExpression).toBe(
       '#run.#runId = :runId AND #run.#version = :expectedVersion AND #leaseUntil < :leaseExpiredBefore',
     );
+  });
+
+  it("an answer chunk's write sets the run's version and lease only, so the row's run keeps what others marked on it", () => {
+    const chunk = toTaskRowUpdate(
+      {
+        taskId: 't1',
+        task: task(4),
+        run: { ...run, version: 3, leaseUntil: 7 },
+        runChanges: 'version-and-lease',
+        expect: { revision: 3, runVersion: 2 },
+        before: task(3),
+      },
+      's',
+    );
+    expect(chunk.sets).toMatchObject({ 'run.version': 3, leaseUntil: 7 });
+    expect(Object.keys(chunk.sets)).not.toContain('run');
+    expect(chunk.removes).not.toContain('run');
+    expect(chunk.input.UpdateExpression).toContain('#run.#version = :run_version');
+    expect(chunk.input.ExpressionAttributeValues).toMatchObject({ ':run_version': 3, ':expectedVersion': 2 });
+    expect(assignedItem(chunk.input)).toMatchObject({ revision: 4, 'run.version': 3 });
   });
 
   it('creates with attribute_not_exists and leaves absent fields out of the row', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ScriptedToolModel } from '../../shared/adapters/providers/scripted-tool-model.ts';
-import type { ModelRequest, TranscriptEntry } from '../../shared/domain/model.ts';
+import type { ModelRequest, ModelStreamEvent, TranscriptEntry } from '../../shared/domain/model.ts';
 
 /** The scripted `call-tool` model (docs/configuration.md `providers`) answering a delegated task's question. */
 
@@ -55,5 +55,44 @@ describe('call-tool with answerInput', () => {
       stopReason: 'end',
       text: `Tool a2a__quiz answered: ${asking}`,
     });
+  });
+});
+
+describe('call-tool streamed (progressive output)', () => {
+  const streamed = async (model: ScriptedToolModel, transcript: TranscriptEntry[]) => {
+    const events: ModelStreamEvent[] = [];
+    for await (const event of model.stream({ system: '', transcript, tools: [] })) events.push(event);
+    return events;
+  };
+  const pauses: number[] = [];
+  const model = new ScriptedToolModel('s', 'tools__append_note', undefined, undefined, {
+    paceMs: 200,
+    sleep: async (ms) => void pauses.push(ms),
+  });
+
+  it('asks for the tool without text, then writes its answer word by word, a pause of paceMs before each', async () => {
+    const call = await streamed(model, [{ role: 'user', text: '{"text":"hi"}' }]);
+    expect(call).toEqual([{ kind: 'turn', turn: expect.objectContaining({ stopReason: 'tool_use' }) }]);
+    expect(pauses).toEqual([]);
+
+    const answer = await streamed(model, [
+      { role: 'user', text: '{"text":"hi"}' },
+      {
+        role: 'assistant',
+        text: '',
+        toolCalls: [{ id: 'call-1', name: 'tools__append_note', arguments: {} }],
+      },
+      {
+        role: 'tool',
+        results: [{ callId: 'call-1', name: 'tools__append_note', content: 'note 1 added', isError: false }],
+      },
+    ]);
+    const texts = answer.flatMap((event) => (event.kind === 'text' ? [event.text] : []));
+    expect(texts).toEqual(['Tool ', 'tools__append_note ', 'answered: ', 'note ', '1 ', 'added']);
+    expect(answer.at(-1)).toEqual({
+      kind: 'turn',
+      turn: expect.objectContaining({ stopReason: 'end', text: texts.join('') }),
+    });
+    expect(pauses).toEqual(texts.map(() => 200));
   });
 });

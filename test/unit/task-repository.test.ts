@@ -111,6 +111,49 @@ describe('DynamoDbTaskRepository: a write to the task row is one conditional upd
     ).rejects.toBeInstanceOf(VersionConflictError);
   });
 
+  it("takes a retried answer chunk's write that finds the row as it writes it: the run's version is read at its path", async () => {
+    const task = {
+      taskId: 't1',
+      contextId: 'c1',
+      owner: { tenant: 'acme', principal: 'alice' },
+      profileId: 'default',
+      state: 'TASK_STATE_WORKING',
+      revision: 4,
+      currentRunId: 'r1',
+      statusTimestamp: '2026-11-30T00:00:01.000Z',
+      createdAt: '2026-11-30T00:00:00.000Z',
+      expiresAt: 2_000_000_000,
+    } satisfies StoredTask;
+    const chunked = { ...run, version: 3, leaseUntil: 7 };
+    const write: WritePlan = {
+      row: {
+        taskId: 't1',
+        task,
+        run: chunked,
+        runChanges: 'version-and-lease',
+        expect: { revision: 3, runVersion: 2 },
+      },
+    };
+    const answering = (stored: RunRecord) =>
+      ({
+        send: async () => {
+          throw new ConditionalCheckFailedException({
+            message: 'The conditional request failed',
+            $metadata: { attempts: 2 },
+            Item: marshall(
+              { ...toTaskItem(task), run: toEmbeddedRun(stored), ...leaseAttributes(stored) },
+              { removeUndefinedValues: true },
+            ),
+          });
+        },
+      }) as unknown as DynamoDBDocumentClient;
+    await expect(new DynamoDbTaskRepository(answering(chunked), 'state').commit(write)).resolves.toEqual({});
+    // Another writer's version at the same revision: not this write.
+    await expect(
+      new DynamoDbTaskRepository(answering({ ...chunked, version: 4 }), 'state').commit(write),
+    ).rejects.toBeInstanceOf(VersionConflictError);
+  });
+
   it('reports a conflict when another writer changed the row, even if it looks alike (I-ONCE)', async () => {
     // First attempt: whatever is stored, someone else wrote it.
     await expect(

@@ -401,11 +401,24 @@ const canonical = (value: unknown): string =>
 const sameItem = (stored: Record<string, unknown>, sent: Record<string, unknown> | undefined): boolean =>
   canonical(stored) === canonical(sent);
 
-/** The stored item (as DynamoDB returned it on the failed condition) holds what a write sets and removes. */
+/**
+ * The stored item (as DynamoDB returned it on the failed condition) holds what a write sets and
+ * removes; a dotted name is a path into a map (`run.version`).
+ */
 const holds = (
   stored: Record<string, unknown>,
   sets: Readonly<Record<string, unknown>> | undefined,
   removes: readonly string[],
 ): boolean =>
-  Object.entries(sets ?? {}).every(([name, value]) => canonical(stored[name]) === canonical(value)) &&
-  removes.every((name) => stored[name] === undefined);
+  Object.entries(sets ?? {}).every(
+    ([name, value]) => canonical(valueAt(stored, name)) === canonical(value),
+  ) && removes.every((name) => valueAt(stored, name) === undefined);
+
+const valueAt = (item: Record<string, unknown>, path: string): unknown =>
+  path
+    .split('.')
+    .reduce<unknown>(
+      (map, part) =>
+        map !== null && typeof map === 'object' ? (map as Record<string, unknown>)[part] : undefined,
+      item,
+    );

@@ -65,8 +65,8 @@ export interface TaskRowUpdate {
 
 /**
  * A task-row write as one conditional UpdateItem: it sets exactly the attributes of what it writes
- * (the task's, or the run's and its lease), so a task write keeps the row's run and a run write
- * keeps the task. Conditions: the task revision and the run version the use case read (I-LOCK),
+ * (the task's, or the run's — the whole run, or only its version for `runChanges` — and its lease),
+ * so a task write keeps the row's run and a run write keeps the task. Conditions: the task revision and the run version the use case read (I-LOCK),
  * the run being the row's current one, the reaper's lease fence, and for a follow-up the run it
  * replaces. Pure: unit tests assert on it.
  */
@@ -76,13 +76,18 @@ export const toTaskRowUpdate = (row: RowUpdate, tableName: string): TaskRowUpdat
   const sets: Record<string, unknown> = {};
   const removes: string[] = [];
   const conditions: string[] = [];
-  const name = (attribute: string): string => {
-    names[`#${attribute}`] = attribute;
-    return `#${attribute}`;
-  };
+  // A dotted attribute is a path into a map (`run.version`): a name per part.
+  const name = (attribute: string): string =>
+    attribute
+      .split('.')
+      .map((part) => {
+        names[`#${part}`] = part;
+        return `#${part}`;
+      })
+      .join('.');
   const value = (placeholder: string, content: unknown): string => {
-    values[`:${placeholder}`] = content;
-    return `:${placeholder}`;
+    values[`:${placeholder.replaceAll('.', '_')}`] = content;
+    return `:${placeholder.replaceAll('.', '_')}`;
   };
   const assign = (attribute: string, content: unknown): void => {
     if (content === undefined) removes.push(attribute);
@@ -99,7 +104,10 @@ export const toTaskRowUpdate = (row: RowUpdate, tableName: string): TaskRowUpdat
     conditions.push(`${name('revision')} = ${value('expectedRevision', expect.revision)}`);
   if (row.run) {
     const lease = leaseAttributes(row.run);
-    assign('run', toEmbeddedRun(row.run));
+    // An answer chunk moves the run's version and lease only: the rest of the row's run stays as
+    // stored, with any mark written beside the run lock (docs/reliability.md "Delegated calls").
+    if (row.runChanges === 'version-and-lease') assign('run.version', row.run.version);
+    else assign('run', toEmbeddedRun(row.run));
     assign('leaseUntil', lease.leaseUntil);
     assign('leaseShard', lease.leaseShard);
     if (expect.runVersion !== undefined) {
@@ -171,7 +179,12 @@ export const assignedItem = (request: UpdateRequest): Record<string, unknown> =>
   for (const assignment of set.split(',')) {
     const [name, value] = assignment.split('=').map((part) => part.trim());
     if (!name || !value) continue;
-    item[request.ExpressionAttributeNames?.[name] ?? name] = request.ExpressionAttributeValues?.[value];
+    // A path into a map (`#run.#version`) keeps its dots: `run.version`.
+    const path = name
+      .split('.')
+      .map((part) => request.ExpressionAttributeNames?.[part] ?? part)
+      .join('.');
+    item[path] = request.ExpressionAttributeValues?.[value];
   }
   return item;
 };

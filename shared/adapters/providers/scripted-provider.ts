@@ -2,6 +2,9 @@ import type { Artifact, Message, Part } from '../../domain/a2a.ts';
 import { textOf } from '../../domain/a2a.ts';
 import { ProviderUnavailableError } from '../../domain/errors.ts';
 import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
+import { abortableSleep, defaultStreamPaceMs, type ScriptedSleep, wordsOf } from './scripted-pace.ts';
+
+export type { ScriptedSleep } from './scripted-pace.ts';
 
 /** `call-tool` is the scripted model under the tool loop (scripted-tool-model.ts), not this class. */
 export type ScriptedBehavior = 'echo' | 'tck' | 'fail' | 'slow' | 'stream' | 'call-tool' | 'ask';
@@ -13,26 +16,6 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 /** How long `slow` thinks before it echoes: long enough to outlast a short blocking cap in tests. */
 export const slowDelayMs = 2_000;
-
-/** The `stream` behaviour's pace: a pause before each word (about 20 words a second). */
-export const defaultStreamPaceMs = 50;
-
-/** Waits `ms`, or rejects with the signal's reason once it aborts. */
-export type ScriptedSleep = (ms: number, signal?: AbortSignal) => Promise<void>;
-
-const abortableSleep: ScriptedSleep = (ms, signal) =>
-  new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', stop);
-      resolve();
-    }, ms);
-    const stop = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', stop, { once: true });
-  });
 
 export interface ScriptedOptions {
   /** `stream`: the pause before each word. @default defaultStreamPaceMs */
@@ -92,7 +75,7 @@ export class ScriptedProvider implements AgentProvider {
    */
   private async streamEcho(request: AgentRequest, last: Message): Promise<AgentResult> {
     const { paceMs = defaultStreamPaceMs, failAfterWords, sleep: pause = abortableSleep } = this.options;
-    const words = textOf(last.parts).split(/(?<=\s)(?=\S)/);
+    const words = wordsOf(textOf(last.parts));
     for (const [index, word] of words.entries()) {
       if (index === failAfterWords) throw new ProviderUnavailableError(this.providerId, undefined);
       await pause(paceMs, request.signal);

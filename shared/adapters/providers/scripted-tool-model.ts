@@ -1,5 +1,12 @@
 import type { JsonObject } from '../../domain/a2a.ts';
 import type { ChatModel, ModelRequest, ModelStreamEvent, ModelTurn, ToolResult } from '../../domain/model.ts';
+import { abortableSleep, defaultStreamPaceMs, type ScriptedSleep, wordsOf } from './scripted-pace.ts';
+
+/** How a streamed answer is paced: `paceMs` as the `stream` behaviour's; tests hand in their own sleep. */
+export interface ScriptedPacing {
+  readonly paceMs?: number;
+  readonly sleep?: ScriptedSleep;
+}
 
 /**
  * The scripted provider's `call-tool` behaviour (docs/configuration.md, `providers`): a model, run
@@ -11,6 +18,9 @@ import type { ChatModel, ModelRequest, ModelStreamEvent, ModelTurn, ToolResult }
  * With `answerInput`, a delegated call whose remote task asks for input (its result's `state` is
  * `input-required`, docs/configuration.md `a2aAgents`) is answered once, in the same user turn:
  * the tool is called again with that `taskId` and `answerInput` as the message.
+ *
+ * Streamed (a profile with progressive output), its answer comes word by word, one per `paceMs`,
+ * as the `stream` behaviour's does, so the run commits it in several chunks after the tool result.
  */
 export class ScriptedToolModel implements ChatModel {
   constructor(
@@ -18,6 +28,7 @@ export class ScriptedToolModel implements ChatModel {
     private readonly tool: string,
     private readonly toolArguments?: JsonObject,
     private readonly answerInput?: string,
+    private readonly pacing: ScriptedPacing = {},
   ) {}
 
   async complete(request: ModelRequest): Promise<ModelTurn> {
@@ -68,7 +79,13 @@ export class ScriptedToolModel implements ChatModel {
 
   async *stream(request: ModelRequest): AsyncGenerator<ModelStreamEvent> {
     const turn = await this.complete(request);
-    if (turn.text !== '') yield { kind: 'text', text: turn.text };
+    const { paceMs = defaultStreamPaceMs, sleep = abortableSleep } = this.pacing;
+    if (turn.text !== '') {
+      for (const word of wordsOf(turn.text)) {
+        await sleep(paceMs, request.signal);
+        yield { kind: 'text', text: word };
+      }
+    }
     yield { kind: 'turn', turn };
   }
 }

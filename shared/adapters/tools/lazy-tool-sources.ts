@@ -11,6 +11,7 @@ import type {
   ToolRegistry,
 } from '../../domain/tools.ts';
 import type { WebhookPolicy } from '../../domain/webhook-address.ts';
+import type { ScriptedPacing } from '../providers/scripted-tool-model.ts';
 import type { A2aAgentSourceOptions } from './a2a-agent-source.ts';
 import type { CredentialSources } from './mcp-credentials.ts';
 import type { McpToolSourceOptions } from './mcp-tool-source.ts';
@@ -84,9 +85,10 @@ export const lazyScriptedToolModel = (
   tool: string,
   args?: JsonObject,
   answerInput?: string,
+  pacing?: ScriptedPacing,
 ): ChatModel => {
   const model = load().then(
-    ({ ScriptedToolModel }) => new ScriptedToolModel(providerId, tool, args, answerInput),
+    ({ ScriptedToolModel }) => new ScriptedToolModel(providerId, tool, args, answerInput, pacing),
   );
   return {
     providerId,

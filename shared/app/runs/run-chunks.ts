@@ -167,9 +167,13 @@ export class AnswerChunks {
       answerChunk: { artifactId, from: text.startsWith(this.shown) ? this.shown.length : 0 },
     });
     // The stored answer changes: the run's version moves (I-LOCK); the write carries the lease on.
+    // It writes only those of the run, so a `settled` mark a push notification left while the run
+    // waits for a remote task stays for the park (docs/reliability.md "Delegated calls").
     const chunkRun = reviseRun(run, { leaseUntil: leaseUntilFrom(this.deps, now) });
     try {
-      await commitRevision(this.deps, { row: taskAndRunWrite(task, chunkTask, run, chunkRun) });
+      await commitRevision(this.deps, {
+        row: { ...taskAndRunWrite(task, chunkTask, run, chunkRun), runChanges: 'version-and-lease' },
+      });
     } catch (error) {
       this.stopped = true;
       if (error instanceof VersionConflictError) return;
