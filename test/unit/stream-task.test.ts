@@ -18,7 +18,7 @@ import { parseConfig } from '../../shared/config/config.ts';
 import type { StreamResponse } from '../../shared/domain/a2a.ts';
 import { TaskNotFoundError, UnsupportedOperationError } from '../../shared/domain/errors.ts';
 import type { StreamSlots, WritePlan } from '../../shared/domain/ports.ts';
-import type { StoredTask } from '../../shared/domain/projection.ts';
+import type { JournalEvent, StoredTask } from '../../shared/domain/projection.ts';
 import { alice, createCore, userMessage } from '../support/core-fixture.ts';
 
 /**
@@ -145,6 +145,23 @@ const describeItem = (item: StreamItem): string => {
   return 'message';
 };
 
+/** A streaming send's stream beside its run here, opened from the committed image and fed by the run. */
+const fedStream = (
+  deps: Parameters<typeof streamTask>[0],
+  created: { readonly taskId: string; readonly revision: number },
+  image: StoredTask,
+  feed: RunFeed,
+  signal?: AbortSignal,
+) =>
+  streamTask(deps, {
+    caller: alice,
+    taskId: created.taskId,
+    start: { kind: 'created', revision: created.revision, image },
+    closeAt: 'terminal-or-interrupted',
+    feed,
+    signal,
+  });
+
 describe('streamTask: SendStreamingMessage (from the caller own write)', () => {
   it('shows the created revision, then each committed revision in order: WORKING, artifact + COMPLETED', async () => {
     const s = setup();
@@ -187,16 +204,7 @@ describe('streamTask: SendStreamingMessage (from the caller own write)', () => {
     };
     const items: string[] = [];
     const streamed = (async () => {
-      for await (const item of streamTask(
-        { ...s.deps, sleep },
-        {
-          caller: alice,
-          taskId: created.taskId,
-          start: { kind: 'created', revision: created.revision, image },
-          closeAt: 'terminal-or-interrupted',
-          feed,
-        },
-      ))
+      for await (const item of fedStream({ ...s.deps, sleep }, created, image, feed))
         items.push(describeItem(item));
     })();
     await vi.waitFor(() => expect(asked).toHaveLength(1));
@@ -215,6 +223,38 @@ describe('streamTask: SendStreamingMessage (from the caller own write)', () => {
       'status:COMPLETED#3',
     ]);
     expect(s.listEvents).not.toHaveBeenCalled();
+  });
+
+  it('with its run here: each wait ends when the run feeds it, its timer and its listener on the signal with it', async () => {
+    const s = setup();
+    const created = await s.create('tck-stream-001');
+    const image = s.core.tasks.tasks.get(created.taskId) as StoredTask;
+    const feed = new RunFeed();
+    const closed = new AbortController();
+    // Time never passes: a wait ends only when its own signal aborts.
+    const waits: AbortSignal[] = [];
+    const sleep = (_ms: number, signal?: AbortSignal) => {
+      if (signal !== undefined) waits.push(signal);
+      return new Promise<void>((resolve) =>
+        signal?.addEventListener('abort', () => resolve(), { once: true }),
+      );
+    };
+    const listeners: number[] = [];
+    const streamed = (async () => {
+      for await (const _ of fedStream({ ...s.deps, sleep }, created, image, feed, closed.signal))
+        listeners.push(getEventListeners(closed.signal, 'abort').length);
+    })();
+    await s.core.runNext();
+    await s.project();
+    const [working, completed] = await s.core.journal.listEvents(created.taskId, 1);
+    await vi.waitFor(() => expect(waits).toHaveLength(1));
+    feed.journaled(working as JournalEvent);
+    await vi.waitFor(() => expect(waits).toHaveLength(2));
+    feed.journaled(completed as JournalEvent);
+    await streamed;
+    expect(waits.map((wait) => wait.aborted)).toEqual([true, true]);
+    expect(Math.max(...listeners)).toBeLessThanOrEqual(1);
+    expect(getEventListeners(closed.signal, 'abort')).toHaveLength(0);
   });
 
   it('starts at the created revision even when the journal has moved on (I-RYW, nothing skipped)', async () => {

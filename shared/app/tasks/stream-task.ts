@@ -260,10 +260,9 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
     const untilHeartbeat = lastSentAt + timing.heartbeatMs - now();
     const untilEnd = startedAt + timing.maxDurationMs - now();
     if (feed !== undefined) {
-      // Fed: no poll; the run's next revision or its end wakes the stream (the timer, which
-      // outlives a wake, is at most `maxPollMs`, and costs no read).
-      const slept = sleep(Math.max(1, Math.min(timing.maxPollMs, untilHeartbeat, untilEnd)), signal);
-      await Promise.race([slept, feed.changed()]);
+      // Fed: no poll; the run's next revision or its end wakes the stream.
+      const ms = Math.max(1, Math.min(timing.maxPollMs, untilHeartbeat, untilEnd));
+      await sleepUnlessWoken(sleep, ms, feed.changed(), signal);
       continue;
     }
     await sleep(Math.max(1, Math.min(delay, untilHeartbeat, untilEnd)), signal);
@@ -280,6 +279,27 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
     }
   }
 }
+
+/**
+ * Sleeps `ms`, less when `wake` resolves or `signal` aborts first. The sleep ends with the wait, so
+ * a stream its run wakes often holds one timer, and one listener on its signal, at a time.
+ */
+const sleepUnlessWoken = async (
+  sleep: NonNullable<ReadTaskDeps['sleep']>,
+  ms: number,
+  wake: Promise<void>,
+  signal: AbortSignal | undefined,
+): Promise<void> => {
+  const wait = new AbortController();
+  const end = (): void => wait.abort();
+  signal?.addEventListener('abort', end, { once: true });
+  try {
+    await Promise.race([sleep(ms, wait.signal), wake]);
+  } finally {
+    signal?.removeEventListener('abort', end);
+    wait.abort();
+  }
+};
 
 /**
  * Waits for the created task to be answerable, at most `waitMs`, sending heartbeats meanwhile: the
