@@ -67,13 +67,46 @@ async function* sseChunks(events: AsyncIterable<SseEvent>): AsyncGenerator<strin
 }
 
 /**
- * A response for Lambda's response stream (API Gateway REST response streaming): status and
- * headers first, then the body, or each SSE event as it comes. A client that went away destroys
- * the body; that returns the generator above and with it the use case's journal polling (the
- * dispatcher returns its iterator) at the next event or heartbeat.
+ * The SSE events as the body middy pipes into Lambda's response stream. When that stream closes
+ * or fails before the end (the client went away), the pipe destroys the body, and the body aborts
+ * `disconnected` before it returns the generators behind it: each is suspended at an `await`
+ * that its `return()` cannot interrupt, down to the stream's journal wait. The aborted wait ends,
+ * the stream returns, and its slot is released at once (docs/protocol.md §5).
  */
-export const toStreamingResponse = (response: HttpResponse): StreamingResponse => ({
+const sseBody = (events: AsyncIterable<SseEvent>, disconnected: AbortController): Readable => {
+  const body = Readable.from(sseChunks(events));
+  const destroy = body._destroy.bind(body);
+  body._destroy = (error, callback) => {
+    if (!body.readableEnded) disconnected.abort();
+    destroy(error, callback);
+  };
+  return body;
+};
+
+/**
+ * A response for Lambda's response stream (API Gateway REST response streaming): status and
+ * headers first, then the body, or each SSE event as it comes; `disconnected` aborts when the
+ * client goes away before the last one.
+ */
+export const toStreamingResponse = (
+  response: HttpResponse,
+  disconnected: AbortController,
+): StreamingResponse => ({
   statusCode: response.status,
   headers: response.headers,
-  body: 'body' in response ? response.body : Readable.from(sseChunks(response.events)),
+  body: 'body' in response ? response.body : sseBody(response.events, disconnected),
 });
+
+/**
+ * One API Gateway request through the rpc function's HTTP surface, answered on Lambda's response
+ * stream. The request's `signal` aborts when the client goes away before the answer ends.
+ */
+export const serveOnResponseStream = async (
+  app: (request: HttpRequest) => Promise<HttpResponse>,
+  event: APIGatewayProxyEvent,
+  localMode: boolean,
+): Promise<StreamingResponse> => {
+  const disconnected = new AbortController();
+  const response = await app({ ...toHttpRequest(event, localMode), signal: disconnected.signal });
+  return toStreamingResponse(response, disconnected);
+};

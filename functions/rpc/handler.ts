@@ -14,7 +14,7 @@ import { type WakeInput, wakeDelegatedRun } from '../../shared/app/runs/wake-del
 import { readRuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { createSealer } from '../compose.ts';
 import { directFanOutOf } from '../direct-fan-out.ts';
-import { toHttpRequest, toStreamingResponse } from './api-gateway.ts';
+import { serveOnResponseStream } from './api-gateway.ts';
 import { createHttpApp } from './http-app.ts';
 import { createRpcDispatcher } from './rpc-methods.ts';
 
@@ -58,6 +58,6 @@ const app = createHttpApp({
 });
 
 /** A streaming Lambda: one endpoint answers plain JSON-RPC and SSE alike. */
-export const handler = streamingHttpFunction({ logger, metrics }, async (event) =>
-  toStreamingResponse(await app(toHttpRequest(event, env.localMode))),
+export const handler = streamingHttpFunction({ logger, metrics }, (event) =>
+  serveOnResponseStream(app, event, env.localMode),
 );

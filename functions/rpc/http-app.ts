@@ -40,6 +40,8 @@ export interface HttpRequest {
   readonly requestId: string;
   /** Absolute URL this API is served under (scheme, host and stage), without a trailing slash. */
   readonly baseUrl: string;
+  /** Aborts when the client's connection closes before the answer ends (docs/protocol.md §5). */
+  readonly signal?: AbortSignal;
 }
 
 export type HttpResponse =
@@ -184,6 +186,7 @@ export const createHttpApp = (deps: HttpAppDeps) => {
     requestId: request.requestId,
     profileId,
     baseUrl: request.baseUrl,
+    signal: request.signal,
   });
 
   const serveRpc = async (request: HttpRequest, profileId: string): Promise<HttpResponse> => {

@@ -9,6 +9,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { extname, join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { AuthSettings } from '../../shared/config/auth.ts';
 import { consoleLog, createLambdaContext, type LocalLog, reportInvocation } from './lambda-invocation.ts';
@@ -306,32 +307,20 @@ const applyHeaders = (res: ServerResponse, result: HarnessProxyResult): void => 
 const isValidStatus = (value: unknown): value is number =>
   typeof value === 'number' && Number.isInteger(value) && value >= 100 && value <= 599;
 
+/**
+ * Writes the body chunk by chunk as it is produced. When the client goes away, the pipe destroys
+ * the body at once: a streaming handler's body is the response stream it writes to
+ * (lambda-streaming.ts), destroyed under it as Lambda's runtime destroys a response stream whose
+ * connection failed. (Returning an async generator instead would wait for its next chunk.)
+ */
 const writeStream = async (res: ServerResponse, body: AsyncIterable<string | Uint8Array>): Promise<void> => {
-  const iterator = body[Symbol.asyncIterator]();
-  let closed = false;
-  res.once('close', () => {
-    if (res.writableFinished) return;
-    closed = true;
-    // Lets the producer (an SSE loop) end when the client goes away.
-    void iterator.return?.();
-  });
   res.flushHeaders();
-  for (;;) {
-    const step = await iterator.next();
-    if (step.done || closed) break;
-    if (!res.write(step.value)) {
-      await new Promise<void>((resolveDrain) => {
-        const done = (): void => {
-          res.off('drain', done);
-          res.off('close', done);
-          resolveDrain();
-        };
-        res.once('drain', done);
-        res.once('close', done);
-      });
-    }
+  try {
+    await pipeline(body, res);
+  } catch (error) {
+    // The client went away: the response ends there, which is no failure of the stream.
+    if ((error as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') throw error;
   }
-  if (!closed) res.end();
 };
 
 const staticTypes: Readonly<Record<string, string>> = {

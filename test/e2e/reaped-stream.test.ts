@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { unstartedRunReason } from '../../shared/app/runs/reap-runs.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { rpc, type SseFrame, stateOf } from '../conformance/sse.ts';
 import { readTaskRows } from '../support/fault-stack.ts';
+import { executorThatNeverRuns } from '../support/idle-executor.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 
 /**
@@ -44,13 +44,8 @@ beforeAll(async () => {
     reaperIntervalMs: 250,
     // Every run queued for the executor: the rpc would otherwise run a streaming send's run itself.
     blockingRunsInRpc: false,
-    handlers: {
-      // Never starts a run: every message is handed back (it reappears after the visibility
-      // timeout, long after this test), so the run stays QUEUED until the reaper settles it.
-      executor: async (event: SQSEvent): Promise<SQSBatchResponse> => ({
-        batchItemFailures: event.Records.map((record) => ({ itemIdentifier: record.messageId })),
-      }),
-    },
+    // Never starts a run: the run stays QUEUED until the reaper settles it.
+    handlers: { executor: executorThatNeverRuns },
   });
   url = `${stack.baseUrl}/agents/default`;
 });

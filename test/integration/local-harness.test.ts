@@ -1,3 +1,5 @@
+import { PassThrough } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { DescribeTableCommand, DescribeTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import { DescribeKeyCommand } from '@aws-sdk/client-kms';
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
@@ -626,6 +628,8 @@ describe('HTTP harness', () => {
   let harness: HttpHarness;
   let events: APIGatewayProxyEvent[] = [];
   let release: (() => void) | undefined;
+  /** The response stream the `/held` handler writes to, as Lambda's runtime hands one to a streaming handler. */
+  let held: PassThrough | undefined;
 
   const rpc: ApiGatewayLambdaHandler = async (event): Promise<HarnessProxyResult> => {
     events.push(event);
@@ -637,6 +641,11 @@ describe('HTTP harness', () => {
         body: 'AAEC/w==',
         isBase64Encoded: true,
       };
+    }
+    if (event.path === '/held') {
+      held = new PassThrough();
+      held.write('data: first\n\n');
+      return { statusCode: 200, headers: { 'Content-Type': 'text/event-stream' }, body: held };
     }
     if (event.path === '/stream') {
       const gate = new Promise<void>((resolveGate) => {
@@ -845,6 +854,23 @@ describe('HTTP harness', () => {
       rest += decoder.decode(value, { stream: true });
     }
     expect(rest).toBe('data: second\n\n');
+  });
+
+  it('destroys a streamed body under its handler when the client goes away, before its next chunk', async () => {
+    const client = new AbortController();
+    const response = await fetch(`${harness.url}/held`, {
+      headers: { Authorization: 'Bearer token-alice' },
+      signal: client.signal,
+    });
+    const reader = response.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('data: first\n\n');
+    const stream = held!;
+    const ended = finished(stream);
+    expect(stream.destroyed).toBe(false);
+    client.abort();
+    // The handler writes nothing more: only the client's leaving can end its stream, destroyed.
+    await expect(ended).rejects.toMatchObject({ code: 'ERR_STREAM_PREMATURE_CLOSE' });
+    expect(stream.destroyed).toBe(true);
   });
 });
 

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { PassThrough, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
@@ -26,6 +27,10 @@ describe('formatSseEvent', () => {
   });
 });
 
+async function* events(items: readonly SseEvent[]): AsyncGenerator<SseEvent> {
+  yield* items;
+}
+
 describe('toStreamingResponse', () => {
   const sse = (events: AsyncIterable<SseEvent>) => ({
     status: 200,
@@ -39,7 +44,10 @@ describe('toStreamingResponse', () => {
   };
 
   it('keeps status and headers, and writes a plain body as it is', async () => {
-    const response = toStreamingResponse({ status: 404, headers: { 'X-A': '1' }, body: '{"a":1}' });
+    const response = toStreamingResponse(
+      { status: 404, headers: { 'X-A': '1' }, body: '{"a":1}' },
+      new AbortController(),
+    );
     expect(response).toMatchObject({ statusCode: 404, headers: { 'X-A': '1' }, body: '{"a":1}' });
   });
 
@@ -54,6 +62,7 @@ describe('toStreamingResponse', () => {
           yield { comment: 'keep-alive' };
         })(),
       ),
+      new AbortController(),
     );
     await send(response.body, stream);
     expect(chunks.join('')).toBe(`id: 1\ndata: ${JSON.stringify(envelope)}\n\n: keep-alive\n\n`);
@@ -80,9 +89,42 @@ describe('toStreamingResponse', () => {
         markClosed();
       }
     })();
-    await send(toStreamingResponse(sse(events)).body, stream);
+    await send(toStreamingResponse(sse(events), new AbortController()).body, stream);
     // The producer is returned (a producer never closed times the test out), right after the client left.
     await closed;
     expect(produced).toBe(3);
+  });
+
+  it('aborts the connection signal when the client goes away, so a producer suspended in a wait ends at once', async () => {
+    const stream = new PassThrough();
+    const disconnected = new AbortController();
+    const order: string[] = [];
+    const events = (async function* () {
+      try {
+        yield { comment: 'keep-alive' };
+        // Suspended until the signal: the body's `return()` alone waits for this wait to end.
+        await new Promise<void>((resolve) => {
+          disconnected.signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+        order.push('woken by the signal');
+      } finally {
+        order.push('producer closed');
+      }
+    })();
+    const sent = send(toStreamingResponse(sse(events), disconnected).body, stream);
+    await once(stream, 'data');
+    expect(disconnected.signal.aborted).toBe(false);
+    stream.destroy();
+    await sent;
+    expect(order).toEqual(['woken by the signal', 'producer closed']);
+  });
+
+  it('leaves the signal alone when the stream ends as it should', async () => {
+    const stream = new PassThrough();
+    stream.resume();
+    const disconnected = new AbortController();
+    await send(toStreamingResponse(sse(events([{ comment: 'keep-alive' }])), disconnected).body, stream);
+    expect(stream.writableEnded).toBe(true);
+    expect(disconnected.signal.aborted).toBe(false);
   });
 });

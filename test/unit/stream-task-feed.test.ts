@@ -65,7 +65,8 @@ const setup = (options: { feedThrough?: (feed: Feed) => Feed } = {}) => {
   /** The same task's revisions after the first, as a re-attach reads them from the journal. */
   const replayed = async (taskId: string) => {
     const items: StreamItem[] = [];
-    for await (const item of await subscribeToTask(deps, alice, taskId, '1')) items.push(item);
+    for await (const item of await subscribeToTask(deps, alice, taskId, { lastEventId: '1' }))
+      items.push(item);
     return items.slice(1);
   };
   return { core, kept, listEvents, stream, replayed };

@@ -1,7 +1,9 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
 import { projectRecord } from '../../shared/app/journal/project-record.ts';
 import type { StreamItem } from '../../shared/app/rpc/dispatcher.ts';
 import { createTask } from '../../shared/app/tasks/create-task.ts';
+import { timerSleep } from '../../shared/app/tasks/read-task.ts';
 import { RunFeed } from '../../shared/app/tasks/run-feed.ts';
 import {
   defaultStreamTiming,
@@ -10,12 +12,13 @@ import {
   type StreamTaskInput,
   type StreamTiming,
   streamTask,
+  subscribeToTask,
 } from '../../shared/app/tasks/stream-task.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import type { StreamResponse } from '../../shared/domain/a2a.ts';
 import { TaskNotFoundError, UnsupportedOperationError } from '../../shared/domain/errors.ts';
-import type { WritePlan } from '../../shared/domain/ports.ts';
-import type { StoredTask } from '../../shared/domain/projection.ts';
+import type { StreamSlots, WritePlan } from '../../shared/domain/ports.ts';
+import type { JournalEvent, StoredTask } from '../../shared/domain/projection.ts';
 import { alice, createCore, userMessage } from '../support/core-fixture.ts';
 
 /**
@@ -142,6 +145,23 @@ const describeItem = (item: StreamItem): string => {
   return 'message';
 };
 
+/** A streaming send's stream beside its run here, opened from the committed image and fed by the run. */
+const fedStream = (
+  deps: Parameters<typeof streamTask>[0],
+  created: { readonly taskId: string; readonly revision: number },
+  image: StoredTask,
+  feed: RunFeed,
+  signal?: AbortSignal,
+) =>
+  streamTask(deps, {
+    caller: alice,
+    taskId: created.taskId,
+    start: { kind: 'created', revision: created.revision, image },
+    closeAt: 'terminal-or-interrupted',
+    feed,
+    signal,
+  });
+
 describe('streamTask: SendStreamingMessage (from the caller own write)', () => {
   it('shows the created revision, then each committed revision in order: WORKING, artifact + COMPLETED', async () => {
     const s = setup();
@@ -184,16 +204,7 @@ describe('streamTask: SendStreamingMessage (from the caller own write)', () => {
     };
     const items: string[] = [];
     const streamed = (async () => {
-      for await (const item of streamTask(
-        { ...s.deps, sleep },
-        {
-          caller: alice,
-          taskId: created.taskId,
-          start: { kind: 'created', revision: created.revision, image },
-          closeAt: 'terminal-or-interrupted',
-          feed,
-        },
-      ))
+      for await (const item of fedStream({ ...s.deps, sleep }, created, image, feed))
         items.push(describeItem(item));
     })();
     await vi.waitFor(() => expect(asked).toHaveLength(1));
@@ -212,6 +223,38 @@ describe('streamTask: SendStreamingMessage (from the caller own write)', () => {
       'status:COMPLETED#3',
     ]);
     expect(s.listEvents).not.toHaveBeenCalled();
+  });
+
+  it('with its run here: each wait ends when the run feeds it, its timer and its listener on the signal with it', async () => {
+    const s = setup();
+    const created = await s.create('tck-stream-001');
+    const image = s.core.tasks.tasks.get(created.taskId) as StoredTask;
+    const feed = new RunFeed();
+    const closed = new AbortController();
+    // Time never passes: a wait ends only when its own signal aborts.
+    const waits: AbortSignal[] = [];
+    const sleep = (_ms: number, signal?: AbortSignal) => {
+      if (signal !== undefined) waits.push(signal);
+      return new Promise<void>((resolve) =>
+        signal?.addEventListener('abort', () => resolve(), { once: true }),
+      );
+    };
+    const listeners: number[] = [];
+    const streamed = (async () => {
+      for await (const _ of fedStream({ ...s.deps, sleep }, created, image, feed, closed.signal))
+        listeners.push(getEventListeners(closed.signal, 'abort').length);
+    })();
+    await s.core.runNext();
+    await s.project();
+    const [working, completed] = await s.core.journal.listEvents(created.taskId, 1);
+    await vi.waitFor(() => expect(waits).toHaveLength(1));
+    feed.journaled(working as JournalEvent);
+    await vi.waitFor(() => expect(waits).toHaveLength(2));
+    feed.journaled(completed as JournalEvent);
+    await streamed;
+    expect(waits.map((wait) => wait.aborted)).toEqual([true, true]);
+    expect(Math.max(...listeners)).toBeLessThanOrEqual(1);
+    expect(getEventListeners(closed.signal, 'abort')).toHaveLength(0);
   });
 
   it('starts at the created revision even when the journal has moved on (I-RYW, nothing skipped)', async () => {
@@ -696,6 +739,40 @@ describe('streamTask: SubscribeToTask', () => {
     expect(s.listEvents).not.toHaveBeenCalled();
   });
 
+  it('ends mid-wait when its connection closes (signal), reading nothing more, and gives its slot back (docs/protocol.md §5)', async () => {
+    const s = setup();
+    const taskId = await inputRequiredTask(s);
+    const order: string[] = [];
+    const streamSlots: StreamSlots = {
+      acquire: async (_owner, streamId) => {
+        order.push('slot taken');
+        return { index: 0, streamId };
+      },
+      release: async () => void order.push('slot released'),
+    };
+    // Time never passes: only the signal ends a wait.
+    const waits: number[] = [];
+    const sleep = (ms: number, signal?: AbortSignal) => {
+      waits.push(ms);
+      return new Promise<void>((resolve) =>
+        signal?.addEventListener('abort', () => resolve(), { once: true }),
+      );
+    };
+    const closed = new AbortController();
+    const stream = await subscribeToTask({ ...s.deps, sleep, streamSlots }, alice, taskId, {
+      signal: closed.signal,
+    });
+    expect(describeItem((await stream.next()).value as StreamItem)).toBe('task:INPUT_REQUIRED#3');
+    const next = stream.next();
+    await vi.waitFor(() => expect(waits).toHaveLength(1));
+    s.listEvents.mockClear();
+    order.push('connection closed');
+    closed.abort();
+    expect(await next).toEqual({ done: true, value: undefined });
+    expect(order).toEqual(['slot taken', 'connection closed', 'slot released']);
+    expect(s.listEvents).not.toHaveBeenCalled();
+  });
+
   it('holds later revisions back while an earlier one is missing, so the order is the revision order', async () => {
     const s = setup();
     const created = await s.create('tck-artifact-text');
@@ -794,5 +871,19 @@ describe('streamTask: SubscribeToTask', () => {
     }).rejects.toBe(throttled);
     expect(seen).toEqual(['task:SUBMITTED#1']);
     expect(s.listEvents).toHaveBeenCalledTimes(timing.maxReadFailures);
+  });
+});
+
+describe('timerSleep', () => {
+  it('ends at once when its signal aborts (or has), and leaves no listener on the signal behind', async () => {
+    const closed = new AbortController();
+    await timerSleep(1, closed.signal);
+    expect(getEventListeners(closed.signal, 'abort')).toHaveLength(0);
+    const hour = timerSleep(3_600_000, closed.signal);
+    expect(getEventListeners(closed.signal, 'abort')).toHaveLength(1);
+    closed.abort();
+    await expect(hour).resolves.toBeUndefined();
+    expect(getEventListeners(closed.signal, 'abort')).toHaveLength(0);
+    await expect(timerSleep(3_600_000, closed.signal)).resolves.toBeUndefined();
   });
 });

@@ -120,12 +120,18 @@ export const createA2aMethods = (deps: A2aMethodsDeps): A2aMethodTable => ({
         protocolVersion: ctx.a2aVersion,
         binding: ctx.binding,
         historyLength: params.configuration?.historyLength,
+        signal: ctx.signal,
       }),
     );
   }),
   SubscribeToTask: defineMethod(a2aParamsSchemas.SubscribeToTask, async (params, ctx) => {
     if (!implementedCapabilities.streaming) throw streamingOff();
-    return toStreamResult(await subscribeToTask(deps, callerOf(ctx), params.id, ctx.lastEventId));
+    return toStreamResult(
+      await subscribeToTask(deps, callerOf(ctx), params.id, {
+        lastEventId: ctx.lastEventId,
+        signal: ctx.signal,
+      }),
+    );
   }),
   ListTasks: defineMethod(a2aParamsSchemas.ListTasks, (params, ctx) =>
     listTasks(deps, {

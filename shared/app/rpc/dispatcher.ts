@@ -87,6 +87,8 @@ export interface RequestContext {
   readonly lastEventId?: string;
   /** The protocol binding the request came over: `JSONRPC` or `HTTP+JSON`. */
   readonly binding: ProtocolBinding;
+  /** Aborts when the client's connection closes before the answer ends: a stream's waits end then. */
+  readonly signal?: AbortSignal;
 }
 
 /** The transport bindings served (docs/protocol.md §2, §14). */
@@ -184,6 +186,8 @@ export interface RequestInfo {
   readonly baseUrl?: string;
   /** The binding the request came over (JSON-RPC unless told). */
   readonly binding?: ProtocolBinding;
+  /** Aborts when the client's connection closes before the answer ends (`RequestContext.signal`). */
+  readonly signal?: AbortSignal;
 }
 
 /** One event of an invoked stream, in no binding's envelope (docs/protocol.md §2 and §14 wrap it). */
@@ -489,6 +493,7 @@ export const createDispatcher = <S extends Record<string, z.core.$ZodType>>(
       baseUrl: request.baseUrl ?? '',
       lastEventId: headerValue(headers, 'last-event-id'),
       binding: request.binding ?? 'JSONRPC',
+      signal: request.signal,
     };
     const result = await spec.run(params, ctx);
     if (isStreamResult(result)) return openStream(result, version, attributes);

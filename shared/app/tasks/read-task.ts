@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Message, Task, TaskState } from '../../domain/a2a.ts';
 import { SealingFailedError, TaskNotFoundError } from '../../domain/errors.ts';
 import type { Clock, JournalRepository, TaskRepository } from '../../domain/ports.ts';
@@ -11,8 +12,11 @@ export interface ReadTaskDeps {
   readonly tasks: TaskRepository;
   readonly codec: TaskContentCodec;
   readonly clock: Clock;
-  /** Sleeps between journal polls; injected so tests and benchmarks can observe it. */
-  readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * Sleeps between journal polls, and ends at once (without an error) when `signal` aborts;
+   * injected so tests and benchmarks can observe it.
+   */
+  readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** What recent waits took, per instance: defers a wait's first poll. */
   readonly waitHistory?: WaitHistory;
 }
@@ -23,7 +27,9 @@ export interface ReadOptions {
   readonly includeArtifacts?: boolean;
 }
 
-const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** The machine's timer as `ReadTaskDeps.sleep`: an aborted `signal` clears it and ends the sleep. */
+export const timerSleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  delay(ms, undefined, { signal }).catch(() => undefined);
 
 /**
  * The caller's view of a task, or TaskNotFound for a missing, foreign or expired one, or one of
@@ -124,6 +130,8 @@ export interface WaitOptions {
    * deferred by what the recent waits of this kind took (`WaitHistory`).
    */
   readonly kind?: string;
+  /** Ends the wait at once when it aborts (the client went away): the wait returns what it has. */
+  readonly signal?: AbortSignal;
 }
 
 /** The wait kind of a caller's own write until its first projection: one stream hop. */
@@ -200,15 +208,17 @@ export const waitForView = async (
   taskId: string,
   options: WaitOptions,
 ): Promise<JournalView | undefined> => {
-  const sleep = deps.sleep ?? defaultSleep;
+  const sleep = deps.sleep ?? timerSleep;
+  const { signal } = options;
   const startedAt = deps.clock.now().getTime();
   const deadline = startedAt + options.timeoutMs;
   const { kind } = options;
   const history = kind === undefined ? undefined : deps.waitHistory;
   const firstPollMs = kind === undefined ? 0 : Math.min(history?.firstPollMs(kind) ?? 0, options.timeoutMs);
-  if (firstPollMs > 0) await sleep(firstPollMs);
+  if (firstPollMs > 0) await sleep(firstPollMs, signal);
   let latest: JournalView | undefined;
   for (let polls = 1; ; polls++) {
+    if (signal?.aborted) return latest;
     const view = await deps.journal.getView(taskId, { consistent: false });
     if (
       view !== undefined &&
@@ -228,7 +238,7 @@ export const waitForView = async (
     const now = deps.clock.now().getTime();
     const remaining = deadline - now;
     if (remaining <= 0) return latest;
-    await sleep(Math.min(pollStepMs(now - startedAt), remaining));
+    await sleep(Math.min(pollStepMs(now - startedAt), remaining), signal);
   }
 };
 

@@ -16,7 +16,14 @@ import { openStreamResponses } from '../journal/journal-events.ts';
 import type { StreamComment, StreamItem } from '../rpc/dispatcher.ts';
 import { type CreateTaskDeps, type CreateTaskInput, createTask, senderOf } from './create-task.ts';
 import { withStreamSlot } from './limits.ts';
-import { getVisibleView, projectedWait, type ReadTaskDeps, toTask, waitForView } from './read-task.ts';
+import {
+  getVisibleView,
+  projectedWait,
+  type ReadTaskDeps,
+  timerSleep,
+  toTask,
+  waitForView,
+} from './read-task.ts';
 import { RunFeed } from './run-feed.ts';
 import {
   answerableWait,
@@ -120,6 +127,13 @@ export interface StreamTaskInput {
    * ended without the stream's closing revision.
    */
   readonly feed?: RunFeed;
+  /**
+   * Aborts when the client's connection closes (docs/protocol.md §5): every wait of the stream
+   * ends at once and the stream returns, so it releases what it holds (its slot, `withStreamSlot`)
+   * now, not at its next event or heartbeat. An async generator's `return()` cannot interrupt the
+   * `await` it is suspended at; only the wait itself can end it.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -129,8 +143,6 @@ export interface StreamTaskInput {
 export type MessageAnswerForecast = (config: Config, profileId: string, message: Message) => boolean;
 
 export const heartbeat: StreamComment = { comment: 'keep-alive' };
-
-const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** `Last-Event-ID` is a revision this server sent; anything else is ignored (a fresh subscription). */
 export const parseLastEventId = (value: string | undefined): number | undefined => {
@@ -151,11 +163,13 @@ interface Opening {
 /**
  * The stream of one task. The first item is the Task snapshot (or the failure that a plain
  * JSON-RPC error reports: unknown, foreign or expired task → TaskNotFound; a subscription to a
- * terminal task → UnsupportedOperation). Polling stops when the consumer closes the iterator.
+ * terminal task → UnsupportedOperation). Polling stops when the consumer closes the iterator or
+ * `input.signal` aborts.
  */
 export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput): AsyncGenerator<StreamItem> {
   const timing = { ...defaultStreamTiming, ...deps.streamTiming };
-  const sleep = deps.sleep ?? defaultSleep;
+  const sleep = deps.sleep ?? timerSleep;
+  const { signal } = input;
   const now = (): number => deps.clock.now().getTime();
   const startedAt = now();
   const closes = (state: TaskState): boolean => endsStream(state, input.closeAt);
@@ -192,6 +206,7 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
   let pending = opening.pending;
   let readFailures = 0;
   for (;;) {
+    if (signal?.aborted) return;
     let events: readonly JournalEvent[] = [];
     let readJournalNext = false;
     if (pending === undefined && feed !== undefined) {
@@ -245,13 +260,12 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
     const untilHeartbeat = lastSentAt + timing.heartbeatMs - now();
     const untilEnd = startedAt + timing.maxDurationMs - now();
     if (feed !== undefined) {
-      // Fed: no poll; the run's next revision or its end wakes the stream (the timer, which
-      // outlives a wake, is at most `maxPollMs`, and costs no read).
-      const slept = sleep(Math.max(1, Math.min(timing.maxPollMs, untilHeartbeat, untilEnd)));
-      await Promise.race([slept, feed.changed()]);
+      // Fed: no poll; the run's next revision or its end wakes the stream.
+      const ms = Math.max(1, Math.min(timing.maxPollMs, untilHeartbeat, untilEnd));
+      await sleepUnlessWoken(sleep, ms, feed.changed(), signal);
       continue;
     }
-    await sleep(Math.max(1, Math.min(delay, untilHeartbeat, untilEnd)));
+    await sleep(Math.max(1, Math.min(delay, untilHeartbeat, untilEnd)), signal);
     if (!progressed) {
       const sinceChange = now() - lastChangeAt;
       const active = sinceChange < timing.activeWindowMs;
@@ -265,6 +279,27 @@ export async function* streamTask(deps: StreamTaskDeps, input: StreamTaskInput):
     }
   }
 }
+
+/**
+ * Sleeps `ms`, less when `wake` resolves or `signal` aborts first. The sleep ends with the wait, so
+ * a stream its run wakes often holds one timer, and one listener on its signal, at a time.
+ */
+const sleepUnlessWoken = async (
+  sleep: NonNullable<ReadTaskDeps['sleep']>,
+  ms: number,
+  wake: Promise<void>,
+  signal: AbortSignal | undefined,
+): Promise<void> => {
+  const wait = new AbortController();
+  const end = (): void => wait.abort();
+  signal?.addEventListener('abort', end, { once: true });
+  try {
+    await Promise.race([sleep(ms, wait.signal), wake]);
+  } finally {
+    signal?.removeEventListener('abort', end);
+    wait.abort();
+  }
+};
 
 /**
  * Waits for the created task to be answerable, at most `waitMs`, sending heartbeats meanwhile: the
@@ -287,6 +322,9 @@ async function* messageAnswerOf(
       until: isAnswerable,
       timeoutMs: Math.max(0, Math.min(until - now(), timing.heartbeatMs)),
       kind: answerableWait(input.caller.profileId),
+      // A wait ended by a closed connection is followed by a heartbeat (or the Task): the stream
+      // unwinds there.
+      signal: input.signal,
     });
     if (view !== undefined && isAnswerable(view.state)) {
       const task = await toTask(deps, view, { historyLength: 0, includeArtifacts: false });
@@ -485,7 +523,7 @@ export const streamTimingOf = (deps: StreamMethodDeps): Partial<StreamTiming> =>
  */
 export const sendStreamingMessage = async (
   deps: StreamMethodDeps,
-  input: CreateTaskInput & { readonly historyLength?: number },
+  input: CreateTaskInput & { readonly historyLength?: number; readonly signal?: AbortSignal },
 ): Promise<AsyncGenerator<StreamItem>> =>
   // The slot first: a caller at the limit is refused before the task is created.
   withStreamSlot(deps, input.caller, deps.ids.newId(), async () => {
@@ -519,6 +557,7 @@ export const sendStreamingMessage = async (
         closeAt: 'terminal-or-interrupted',
         ...(feed !== undefined && { feed }),
         historyLength: input.historyLength,
+        signal: input.signal,
         ...(deps.mayAnswerWithMessage?.(deps.config, input.profileId, input.message) && {
           messageAnswerWaitMs: blockingCapMs(deps.config, input.profileId),
         }),
@@ -531,11 +570,17 @@ export const subscribeToTask = (
   deps: StreamMethodDeps,
   caller: AgentCaller,
   taskId: string,
-  lastEventId?: string,
+  options: { readonly lastEventId?: string; readonly signal?: AbortSignal } = {},
 ): Promise<AsyncGenerator<StreamItem>> =>
   withStreamSlot(deps, caller, deps.ids.newId(), async () =>
     streamTask(
       { ...deps, streamTiming: streamTimingOf(deps) },
-      { caller, taskId, start: { kind: 'subscribe', lastEventId }, closeAt: 'terminal' },
+      {
+        caller,
+        taskId,
+        start: { kind: 'subscribe', lastEventId: options.lastEventId },
+        closeAt: 'terminal',
+        signal: options.signal,
+      },
     ),
   );
