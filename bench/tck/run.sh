@@ -11,8 +11,9 @@
 #            needed); default: python3
 #
 # The server runs with bench/tck/tck-config.json (the scripted `tck` agent as `default`, no auth,
-# loopback webhooks allowed as local mode allows them, the default limits: docs/protocol.md §13.5)
-# on a port of its own; its log and the pytest output
+# loopback webhooks allowed as local mode allows them, 100 stream slots for the TCK's one anonymous
+# caller, which keeps streams open that it no longer reads: docs/protocol.md §13.5) on a port of its
+# own; its log and the pytest output
 # go to bench/results/tck-<binding>.log, the summary line to stdout.
 #
 # TCK_CONFIG=<file> runs the server with another configuration and TCK_SELECT=<expr> only the tests
