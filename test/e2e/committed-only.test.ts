@@ -7,11 +7,15 @@ import { parseConfig } from '../../shared/config/config.ts';
 import { drain, rpc, type SseFrame, stateOf } from '../conformance/sse.ts';
 import { readTaskRows } from '../support/fault-stack.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
+import { expectStackWarnings } from '../support/stack-log.ts';
 import {
   type ReceivedPost,
   startWebhookReceiver,
   type WebhookReceiver,
 } from '../support/webhook-receiver.ts';
+
+// Its failpoints make the stack warn on purpose: those lines are kept for a failure.
+expectStackWarnings();
 
 /**
  * I-COMMITTED (docs/invariants.md): polling, SSE and webhooks read only the journal, which the

@@ -7,6 +7,10 @@ import { parseConfig } from '../../shared/config/config.ts';
 import { agentCall, type Json, settledTask, toolAnswerOf } from '../support/agent-calls.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 import { freePort } from '../support/mcp-server-process.ts';
+import { expectStackWarnings } from '../support/stack-log.ts';
+
+// Its failpoints make the stack warn on purpose: those lines are kept for a failure.
+expectStackWarnings();
 
 /**
  * Delegation to another A2A agent (docs/configuration.md `a2aAgents`) through the local stack: the

@@ -5,12 +5,16 @@ import { failpointCounts } from '../../shared/app/operations/failpoints.ts';
 import { faultProofConfig } from '../support/fault-drive.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 import { rpcCalls } from '../support/rpc-calls.ts';
+import { expectStackWarnings } from '../support/stack-log.ts';
 import { waitFor } from '../support/wait-for.ts';
 import {
   type ReceivedPost,
   startWebhookReceiver,
   type WebhookReceiver,
 } from '../support/webhook-receiver.ts';
+
+// Its failpoints make the stack warn on purpose: those lines are kept for a failure.
+expectStackWarnings();
 
 /**
  * Every writer hands the revisions it projects to the delivery queue itself (decisions 0045,

@@ -14,7 +14,11 @@ import {
 } from '../support/iam-policies.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 import { type McpServerProcess, startMcpTestServer } from '../support/mcp-server-process.ts';
+import { expectStackWarnings } from '../support/stack-log.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+// Its failpoints make the stack warn on purpose: those lines are kept for a failure.
+expectStackWarnings();
 
 /**
  * Deployed as tested (docs/security.md, control 8): every AWS API call each function of the local

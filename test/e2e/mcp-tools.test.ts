@@ -17,7 +17,11 @@ import {
   startMcpTestServer,
   startServerEverything,
 } from '../support/mcp-server-process.ts';
+import { expectStackWarnings } from '../support/stack-log.ts';
 import { waitFor } from '../support/wait-for.ts';
+
+// Its failpoints make the stack warn on purpose: those lines are kept for a failure.
+expectStackWarnings();
 
 /**
  * MCP tools through the local stack (docs/configuration.md `mcpServers`, I-EFFECT, I-LEAVE,

@@ -8,7 +8,11 @@ import { rpc, type SseFrame, stateOf } from '../conformance/sse.ts';
 import { readTaskRows, redeliverRun } from '../support/fault-stack.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 import { type McpServerProcess, startMcpTestServer } from '../support/mcp-server-process.ts';
+import { expectStackWarnings } from '../support/stack-log.ts';
 import { waitFor } from '../support/wait-for.ts';
+
+// Its failpoints make the stack warn on purpose: those lines are kept for a failure.
+expectStackWarnings();
 
 /**
  * Progressive output around a fenced write tool call, through the local stack

@@ -3,11 +3,15 @@ import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.
 import { parseConfig } from '../../shared/config/config.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 import { rpcCalls } from '../support/rpc-calls.ts';
+import { expectStackWarnings } from '../support/stack-log.ts';
 import {
   type ReceivedPost,
   startWebhookReceiver,
   type WebhookReceiver,
 } from '../support/webhook-receiver.ts';
+
+// Its failing receiver makes the stack warn on purpose: those lines are kept for a failure.
+expectStackWarnings();
 
 /**
  * Webhook delivery end to end (decision 0009): local stack → journal stream → pusher → FIFO

@@ -8,8 +8,9 @@ import { afterAll, beforeEach, onTestFinished } from 'vitest';
  * `beforeAll` fails prints what it kept at its end. `A2A_TEST_LOG=info` (or `debug`) prints
  * everything as it comes, and keeps nothing. What the functions log at all is POWERTOOLS_LOG_LEVEL.
  *
- * A test that arms failpoints on purpose calls `expectStackWarnings()`: its stack's WARN lines
- * are what it provokes, so they are kept for a failure instead of printed.
+ * A test that provokes failures on purpose (failpoints, a tampered blob, a receiver that fails)
+ * calls `expectStackWarnings()`: its stack's WARN and ERROR lines are what it provokes, so they are
+ * kept for a failure instead of printed. Metric lines (CloudWatch EMF, `{"_aws":…}`) count as INFO.
  */
 
 const levels = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL'] as const;
@@ -28,6 +29,11 @@ let keptChars = 0;
 let dropped = 0;
 
 const logLine = /^\{"level":"([A-Z]+)"/;
+const metricLine = /^\{"_aws":/;
+
+/** A line's level: its own, INFO for a metric line, none for anything else (always printed). */
+const levelOf = (line: string): string | undefined =>
+  logLine.exec(line)?.[1] ?? (metricLine.test(line) ? 'INFO' : undefined);
 
 const keep = (line: string): void => {
   kept.push(line);
@@ -51,13 +57,13 @@ const filtered = (stream: NodeJS.WriteStream): Write => {
   return ((chunk: unknown, ...rest: unknown[]) => {
     const text =
       typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : undefined;
-    if (text === undefined || !text.startsWith('{"level":"')) {
+    if (text === undefined || levelOf(text) === undefined) {
       return (write as (...args: unknown[]) => boolean)(chunk, ...rest);
     }
     const shown: string[] = [];
     for (const line of text.split('\n')) {
       if (line === '') continue;
-      const level = logLine.exec(line)?.[1];
+      const level = levelOf(line);
       if (level !== undefined && rank(level) >= 0 && rank(level) < threshold) keep(line);
       else shown.push(line);
     }
@@ -82,9 +88,9 @@ const printKept = (what: string): void => {
   forget();
 };
 
-/** For a test file that provokes the stack's warnings on purpose (failpoints): keep them too. */
+/** For a test file that provokes the stack's warnings and errors on purpose: keep them too. */
 export const expectStackWarnings = (): void => {
-  if (keeping && threshold <= rank('WARN')) threshold = rank('ERROR');
+  if (keeping && threshold <= rank('ERROR')) threshold = rank('CRITICAL');
 };
 
 if (keeping) {
