@@ -79,7 +79,8 @@ export const rpc = async (
   };
 };
 
-async function* readFrames(response: Response, abort: AbortController): AsyncGenerator<SseFrame> {
+/** The SSE frames of a response as they come; the connection is dropped when they end. */
+export async function* readFrames(response: Response, abort: AbortController): AsyncGenerator<SseFrame> {
   const body = response.body;
   if (body === null) return;
   const decoder = new TextDecoder();

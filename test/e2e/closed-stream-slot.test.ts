@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalStack, startLocalStack } from '../../infra/local/local-stack.ts';
 import { parseConfig } from '../../shared/config/config.ts';
-import { type RpcAnswer, rpc, stateOf } from '../conformance/sse.ts';
+import { type RpcAnswer, readFrames, rpc, stateOf } from '../conformance/sse.ts';
 import { executorThatNeverRuns } from '../support/idle-executor.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -10,7 +10,7 @@ import { waitFor } from '../support/wait-for.ts';
  * A stream whose client closed the connection gives its caller's stream slot back at once
  * (docs/protocol.md §5, `limits.streamsPerCaller`), not at its next heartbeat: with one slot per
  * caller and heartbeats 30 s apart, the caller opens its next stream within seconds of closing
- * one. The streams watch a task that never moves on (the executor is a stand-in that never takes
+ * one, over JSON-RPC and HTTP+JSON. The streams watch a task that never moves on (the executor is a stand-in that never takes
  * its run), so nothing but the closed connection can end them.
  */
 
@@ -56,53 +56,102 @@ const submittedTask = async (): Promise<string> => {
   return (answer.body.result as { task: { id: string } }).task.id;
 };
 
-type Sse = Extract<RpcAnswer, { kind: 'sse' }>;
+/** One try to open a stream: open, with its first event's state to read, or refused with a reason. */
+type Attempt =
+  | { readonly kind: 'open'; readonly firstState: () => Promise<string | undefined>; close(): void }
+  | { readonly kind: 'refused'; readonly reason: string | undefined };
 
-/** The stream's first event, read from the open connection. */
-const firstEvent = async (stream: Sse) => {
-  const first = await stream.frames.next();
-  if (first.done === true) throw new Error('The stream ended before its first event');
-  return first.value;
+/** JSON-RPC: the stream, or the -32004 refusal and its reason. */
+const overJsonRpc = async (answer: Promise<RpcAnswer>): Promise<Attempt> => {
+  const opened = await answer;
+  if (opened.kind === 'sse') {
+    return {
+      kind: 'open',
+      firstState: async () => {
+        const first = await opened.frames.next();
+        return first.done === true ? undefined : stateOf(first.value);
+      },
+      close: opened.close,
+    };
+  }
+  expect(opened.body.error?.code).toBe(-32004);
+  const data = opened.body.error?.data as { reason?: string }[] | undefined;
+  return { kind: 'refused', reason: data?.find((detail) => detail.reason !== undefined)?.reason };
 };
 
-/** The caller is at its one slot: one more stream is refused with -32004 STREAMS_PER_CALLER_EXCEEDED. */
-const expectRefused = (answer: RpcAnswer): void => {
-  expect(answer.kind).toBe('json');
-  if (answer.kind !== 'json') return;
-  expect(answer.body.error).toMatchObject({
-    code: -32004,
-    data: [{ reason: 'STREAMS_PER_CALLER_EXCEEDED' }],
+/** HTTP+JSON `GET /tasks/{id}:subscribe`: the stream, or the 400 refusal and its ErrorInfo reason. */
+const overHttpJson = async (taskId: string): Promise<Attempt> => {
+  const abort = new AbortController();
+  const response = await fetch(`${url}/tasks/${taskId}:subscribe`, {
+    headers: { 'A2A-Version': '1.0' },
+    signal: abort.signal,
   });
+  if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+    const frames = readFrames(response, abort);
+    return {
+      kind: 'open',
+      firstState: async () => {
+        const first = await frames.next();
+        const event =
+          first.done === true ? undefined : (first.value.data as { task?: { status?: { state?: string } } });
+        return event?.task?.status?.state;
+      },
+      close: () => abort.abort(),
+    };
+  }
+  expect(response.status).toBe(400);
+  const body = (await response.json()) as { error: { details: { reason?: string }[] } };
+  return {
+    kind: 'refused',
+    reason: body.error.details.find((detail) => detail.reason !== undefined)?.reason,
+  };
+};
+
+/** The caller is at its one slot: one more stream is refused, naming the limit. */
+const expectRefused = (attempt: Attempt): void => {
+  expect(attempt).toMatchObject({ kind: 'refused', reason: 'STREAMS_PER_CALLER_EXCEEDED' });
 };
 
 /**
  * Opens `open`'s stream once the caller's slot is free (a stream of the test before may still be
- * giving its slot back); each refusal on the way is -32004.
+ * giving its slot back); each refusal on the way names the limit.
  */
-const openOnceReleased = async (open: () => Promise<RpcAnswer>): Promise<Sse> => {
-  let opened: Sse | undefined;
+const openOnceReleased = async (
+  open: () => Promise<Attempt>,
+): Promise<Extract<Attempt, { kind: 'open' }>> => {
+  let opened: Extract<Attempt, { kind: 'open' }> | undefined;
   await waitFor(
     async () => {
-      const answer = await open();
-      if (answer.kind === 'sse') opened = answer;
-      else expectRefused(answer);
+      const attempt = await open();
+      if (attempt.kind === 'open') opened = attempt;
+      else expectRefused(attempt);
       return opened !== undefined;
     },
     { timeoutMs: releasedWithinMs, intervalMs: 100, what: "the closed stream's slot released" },
   );
-  return opened as Sse;
+  return opened as Extract<Attempt, { kind: 'open' }>;
 };
 
 /** How each stream method opens a stream that stays open: on a task that stays SUBMITTED. */
-const openers: ReadonlyArray<readonly [string, () => Promise<() => Promise<RpcAnswer>>]> = [
+const openers: ReadonlyArray<readonly [string, () => Promise<() => Promise<Attempt>>]> = [
   [
     'SubscribeToTask',
     async () => {
       const taskId = await submittedTask();
-      return () => rpc(url, 'SubscribeToTask', { id: taskId });
+      return () => overJsonRpc(rpc(url, 'SubscribeToTask', { id: taskId }));
     },
   ],
-  ['SendStreamingMessage', async () => () => rpc(url, 'SendStreamingMessage', { message: message() })],
+  [
+    'SendStreamingMessage',
+    async () => () => overJsonRpc(rpc(url, 'SendStreamingMessage', { message: message() })),
+  ],
+  [
+    'HTTP+JSON GET /tasks/{id}:subscribe',
+    async () => {
+      const taskId = await submittedTask();
+      return () => overHttpJson(taskId);
+    },
+  ],
 ];
 
 describe('a stream its client closed releases its slot at once', () => {
@@ -111,12 +160,12 @@ describe('a stream its client closed releases its slot at once', () => {
     async (_method, opener) => {
       const open = await opener();
       const first = await openOnceReleased(open);
-      expect(stateOf(await firstEvent(first))).toBe('TASK_STATE_SUBMITTED');
+      expect(await first.firstState()).toBe('TASK_STATE_SUBMITTED');
       expectRefused(await open());
 
       first.close();
       const second = await openOnceReleased(open);
-      expect(stateOf(await firstEvent(second))).toBe('TASK_STATE_SUBMITTED');
+      expect(await second.firstState()).toBe('TASK_STATE_SUBMITTED');
       second.close();
     },
   );
