@@ -19,7 +19,11 @@ import type {
 import type { RunMessage } from '../../shared/domain/ports.ts';
 import { alice, testConfig, userMessage } from '../support/core-fixture.ts';
 import { createTestResources, type TestResources } from '../support/local-guard.ts';
+import { expectStackWarnings } from '../support/stack-log.ts';
 import { stateRepositories } from '../support/state-repositories.ts';
+
+// Its failpoints make the stack warn on purpose: those lines are kept for a failure.
+expectStackWarnings();
 
 /**
  * Committed chunks (docs/architecture.md, "Progressive output") against DynamoDB Local and the KMS

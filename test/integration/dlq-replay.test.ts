@@ -20,7 +20,11 @@ import type { StreamBatchRange } from '../../shared/domain/operations.ts';
 import { queueDepths, readTaskRows } from '../support/fault-stack.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 import { rpcCalls } from '../support/rpc-calls.ts';
+import { expectStackWarnings } from '../support/stack-log.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+// Its failpoints make the stack warn on purpose: those lines are kept for a failure.
+expectStackWarnings();
 
 /**
  * `a2a-admin dlq replay` (decision 0068) against the emulators, with the local stack's handlers

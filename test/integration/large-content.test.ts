@@ -14,7 +14,11 @@ import { SealingFailedError, VersionConflictError } from '../../shared/domain/er
 import type { AgentProvider, RunMessage } from '../../shared/domain/ports.ts';
 import { alice, testConfig, userMessage } from '../support/core-fixture.ts';
 import { createTestResources, type TestResources } from '../support/local-guard.ts';
+import { expectStackWarnings } from '../support/stack-log.ts';
 import { stateRepositories } from '../support/state-repositories.ts';
+
+// Its failpoints make the stack warn on purpose: those lines are kept for a failure.
+expectStackWarnings();
 
 /**
  * Large content against DynamoDB Local and the KMS endpoint (decision 0065): what a task's writes

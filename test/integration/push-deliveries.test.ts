@@ -32,8 +32,12 @@ import { deliveryGroupOf } from '../../shared/domain/push.ts';
 import { webhookPolicyFor } from '../../shared/domain/webhook-address.ts';
 import { alice } from '../support/core-fixture.ts';
 import { createTestResources, type TestResources } from '../support/local-guard.ts';
+import { expectStackWarnings } from '../support/stack-log.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
+
+// Its failpoints and failing receivers make the stack warn on purpose: those lines are kept for a failure.
+expectStackWarnings();
 
 /**
  * Delivery records (decision 0025) against DynamoDB Local and the SQS emulator: the deliverer's

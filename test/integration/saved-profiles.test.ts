@@ -12,6 +12,10 @@ import { DynamoDbTaskRepository } from '../../shared/adapters/dynamodb/dynamodb-
 import { addSdkClientHook } from '../../shared/adapters/sdk-clients.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
+import { expectStackWarnings } from '../support/stack-log.ts';
+
+// Its refused profile stored anyway makes the stack warn on purpose: those lines are kept for a failure.
+expectStackWarnings();
 
 /**
  * Decision 0024 end to end on the local stack (DynamoDB Local, the real rpc and executor handler
