@@ -4,6 +4,17 @@ import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { type Endpoints, type LocalStack, localCredentials } from '../../infra/local/local-stack.ts';
 import type { QueueDefinition } from '../../shared/adapters/dynamodb/tables.ts';
 
+/**
+ * Local-stack options for a test that crashes runs on purpose: every run goes through the executor,
+ * so a crash fails its queue message as a Lambda's would, and leases are short, so a crashed run is
+ * reaped within seconds instead of the deployed 90 s and 60 s.
+ */
+export const crashedRunsReaped = {
+  blockingRunsInRpc: false,
+  runLeaseMs: 3_000,
+  reaperIntervalMs: 500,
+} as const;
+
 /** Messages on each named queue (visible + in flight + delayed), read from the emulator. */
 export const queueDepths = async (
   stack: Pick<LocalStack, 'endpoints' | 'resources'>,
@@ -132,4 +143,42 @@ export const readTaskRows = async (
     client.destroy();
   }
   return { tasks, runs };
+};
+
+/**
+ * The start markers in an installation's audit table, per run: the `claim` rows each claim writes
+ * into its version's start slot right before its first provider call (docs/reliability.md). A run
+ * that called its provider more often than it has markers called it without a claim (I-ONCE).
+ */
+export const readClaimMarkers = async (
+  endpoints: Endpoints,
+  prefix: string,
+): Promise<Map<string, number>> => {
+  const client = DynamoDBDocumentClient.from(
+    new DynamoDBClient({ region: 'us-east-1', endpoint: endpoints.dynamodb, credentials: localCredentials }),
+  );
+  const claims = new Map<string, number>();
+  try {
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await client.send(
+        new ScanCommand({
+          TableName: `${prefix}-Audit`,
+          ExclusiveStartKey: start,
+          FilterExpression: '#kind = :claim',
+          ProjectionExpression: 'runId',
+          ExpressionAttributeNames: { '#kind': 'kind' },
+          ExpressionAttributeValues: { ':claim': 'claim' },
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const runId = String(item.runId);
+        claims.set(runId, (claims.get(runId) ?? 0) + 1);
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+  } finally {
+    client.destroy();
+  }
+  return claims;
 };

@@ -21,7 +21,7 @@ import {
   webhookCaughtUp,
   webhookSightings,
 } from './fault-drive.ts';
-import { queueDepths, readTaskRows } from './fault-stack.ts';
+import { queueDepths, readClaimMarkers, readTaskRows } from './fault-stack.ts';
 import { freePort, startMcpTestServer } from './mcp-server-process.ts';
 import { startWebhookReceiver } from './webhook-receiver.ts';
 
@@ -63,7 +63,8 @@ const toolLoopProfiles = new Set(['tools', 'delegating', 'parking']);
 /**
  * Profiles whose run may call its model more than once: a run that waited for a delegated task
  * (parked, or its wait in place over) resumes with the transcript it held and asks the model
- * again. What must hold for them is judged at the remote agent (`delegatedSteps`).
+ * again, once per claim of the run (its start markers, `readClaimMarkers`). The delegated message
+ * itself is judged at the remote agent (`delegatedSteps`).
  */
 const resumingProfiles = new Set(['delegating', 'parking']);
 
@@ -243,14 +244,18 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
       if (sends > 1) problems.push(`tool call ${key} reached the MCP server ${sends}×`);
     const delegated = await delegatedSteps(stack.baseUrl);
     problems.push(...delegated.problems);
+    // A delegating run calls its model once per claim at most: each resume claims the run again
+    // and writes its start marker before it calls (I-ONCE per claim).
+    const claims = await readClaimMarkers(stack.endpoints, options.prefix);
     let runsCalledTwice = 0;
     let delegatingRunsResumed = 0;
     for (const [runId, calls] of ScriptedProvider.callsByRun) {
-      if (calls > 1 && resumingProfiles.has(profileOfRun(runId) ?? '')) delegatingRunsResumed++;
-      else if (calls > 1) {
+      const resuming = resumingProfiles.has(profileOfRun(runId) ?? '');
+      const allowed = resuming ? (claims.get(runId) ?? 0) : 1;
+      if (calls > allowed) {
         runsCalledTwice++;
-        problems.push(`run ${runId} called its provider ${calls}×`);
-      }
+        problems.push(`run ${runId} called its provider ${calls}× (${allowed} allowed by its claims)`);
+      } else if (calls > 1) delegatingRunsResumed++;
     }
     const verdict = judgeChannels({
       commits: recorder.commits,
@@ -300,7 +305,7 @@ export const runSoak = async (options: SoakOptions): Promise<SoakReport> => {
         toolCalls: toolCalls.length,
         delegatedTasks: delegated.tasks,
         runsCalledTwice,
-        /** Delegating runs that asked their model again after a wait: each resume does (not a retry). */
+        /** Delegating runs that asked their model again after a wait, within their claims (not a retry). */
         delegatingRunsResumed,
         failedRuns,
         // Never started before their deadline (decision 0053), or claimed and never at their
