@@ -10,7 +10,7 @@ import {
   openAiToolCall,
   startFakeModelServer,
 } from '../support/fake-model-servers.ts';
-import { readTaskRows, redeliverRun } from '../support/fault-stack.ts';
+import { crashedRunsReaped, readTaskRows, redeliverRun } from '../support/fault-stack.ts';
 import { createTestResources, providedEndpoints, type TestResources } from '../support/local-guard.ts';
 import {
   type McpServerProcess,
@@ -94,11 +94,7 @@ beforeAll(async () => {
     endpoints: providedEndpoints(),
     prefix,
     log: () => {},
-    // Every run through the executor, so a crash fails its queue message as a Lambda's would.
-    blockingRunsInRpc: false,
-    // Short, so a crashed run is reaped within seconds, not the deployed 90 s and 60 s.
-    runLeaseMs: 3_000,
-    reaperIntervalMs: 500,
+    ...crashedRunsReaped,
   });
   inspect = await createTestResources('e2e-mcp-inspect');
 });

@@ -5,7 +5,7 @@ import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provi
 import { armFailpoints, disarmFailpoints, failpointCounts } from '../../shared/app/operations/failpoints.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import { rpc, type SseFrame, stateOf } from '../conformance/sse.ts';
-import { readTaskRows, redeliverRun } from '../support/fault-stack.ts';
+import { crashedRunsReaped, readTaskRows, redeliverRun } from '../support/fault-stack.ts';
 import { providedEndpoints } from '../support/local-guard.ts';
 import { type McpServerProcess, startMcpTestServer } from '../support/mcp-server-process.ts';
 import { expectStackWarnings } from '../support/stack-log.ts';
@@ -55,11 +55,7 @@ beforeAll(async () => {
     endpoints: providedEndpoints(),
     prefix,
     log: () => {},
-    // Every run through the executor, so a crash fails its queue message as a Lambda's would.
-    blockingRunsInRpc: false,
-    // Short, so a crashed run is reaped within seconds, not the deployed 90 s and 60 s.
-    runLeaseMs: 3_000,
-    reaperIntervalMs: 500,
+    ...crashedRunsReaped,
   });
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createProviderFor } from '../../functions/providers.ts';
-import { ScriptedProvider, type ScriptedSleep } from '../../shared/adapters/providers/scripted-provider.ts';
+import type { ScriptedSleep } from '../../shared/adapters/providers/scripted-pace.ts';
+import { ScriptedProvider } from '../../shared/adapters/providers/scripted-provider.ts';
 import { parseConfig } from '../../shared/config/config.ts';
 import type { RuntimeEnv } from '../../shared/config/runtime-env.ts';
 import { ProviderUnavailableError } from '../../shared/domain/errors.ts';

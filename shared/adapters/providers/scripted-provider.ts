@@ -4,8 +4,6 @@ import { ProviderUnavailableError } from '../../domain/errors.ts';
 import type { AgentOutcome, AgentProvider, AgentRequest, AgentResult } from '../../domain/ports.ts';
 import { abortableSleep, defaultStreamPaceMs, type ScriptedSleep, wordsOf } from './scripted-pace.ts';
 
-export type { ScriptedSleep } from './scripted-pace.ts';
-
 /** `call-tool` is the scripted model under the tool loop (scripted-tool-model.ts), not this class. */
 export type ScriptedBehavior = 'echo' | 'tck' | 'fail' | 'slow' | 'stream' | 'call-tool' | 'ask';
 
